@@ -1,0 +1,14 @@
+"""neural_flow_widget: a live, zoomable flow graph of a PyTorch network, and what flowed through it.
+
+>>> import torch, neural_flow_widget as nfw
+>>> flow = nfw.trace(torch.nn.Sequential(torch.nn.Linear(4, 2)), torch.ones(1, 4))
+>>> print(flow.to_text().splitlines()[0])
+Sequential — 1 stages, 2 edges, topology: dataflow
+"""
+
+from ._errors import TraceError
+from ._flow import Edge, Flow, Stage
+from ._trace import trace
+
+__all__ = ["Edge", "Flow", "Stage", "TraceError", "trace"]
+__version__ = "0.1.0"

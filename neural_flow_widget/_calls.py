@@ -1,0 +1,181 @@
+"""Scoped module-call tracking: hooks installed on enter, removed in ``finally``.
+
+Every module of the model (not the model itself) gets a forward pre-hook and an always-called
+forward hook. Together they keep ``stack`` (the innermost running call last; -1 is the model's
+own body), record each call's parent, inputs and output shapes, and note the innermost call that
+raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ._flow import ModuleInfo, Stage
+from ._tree import output_leaves, tensors_in
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """A module call while the run is in progress (mutable; frozen into a Stage at the end)."""
+
+    module: int  # index into the tracker's module list
+    parent: int
+    inputs: tuple[int, ...] = ()  # op ids of the input tensors' producers
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+    error: str | None = None
+    done: bool = False
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass
+class CallTracker:
+    """Context manager that tracks the module calls of ``model`` while it runs.
+
+    ``tracer`` (optional) is the DataflowTracer sharing ``stack``; ``on_output(call, output)``
+    (optional) is called in each forward hook, for capture.
+    """
+
+    model: torch.nn.Module
+    tracer: Any = None
+    on_output: Callable[[int, Any], None] | None = None
+    stack: list[int] = field(default_factory=lambda: [-1])
+    calls: list[CallRecord] = field(default_factory=list)
+    failed: int | None = None  # innermost call that raised
+
+    def __post_init__(self) -> None:
+        named = [(n, m) for n, m in self.model.named_modules() if n]
+        self.names = [n for n, _ in named]
+        self.modules = [m for _, m in named]
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> CallTracker:
+        try:
+            for i, module in enumerate(self.modules):
+                self._handles.append(module.register_forward_pre_hook(
+                    self._pre_hook(i), with_kwargs=True))
+                self._handles.append(module.register_forward_hook(
+                    self._post_hook(i), always_call=True))
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _pre_hook(self, module: int) -> Callable:
+        def pre(_mod: Any, args: tuple, kwargs: dict) -> None:
+            tracer = self.tracer
+            record = CallRecord(module, self.stack[-1])
+            if tracer is not None:
+                tracer.paused, was = True, tracer.paused
+                try:
+                    found = tensors_in(kwargs, tensors_in(args, []))
+                    record.inputs = tracer.ops_of(found)
+                    record.input_shapes = tuple(tuple(t.shape) for t in found)
+                finally:
+                    tracer.paused = was
+            self.calls.append(record)
+            self.stack.append(len(self.calls) - 1)
+        return pre
+
+    def _post_hook(self, module: int) -> Callable:
+        def post(_mod: Any, args: tuple, output: Any) -> None:
+            if len(self.stack) < 2:  # a call that started before we were installed
+                return
+            index = self.stack.pop()
+            record = self.calls[index]
+            record.done = True
+            if output is None and sys.exc_info()[1] is not None:
+                error = sys.exc_info()[1]
+                record.error = f"{type(error).__name__}: {error}"
+                if self.failed is None:
+                    self.failed = index
+                return
+            tracer = self.tracer
+            if tracer is not None:
+                tracer.paused, was = True, tracer.paused
+            try:
+                found = output_leaves(output)
+                record.shapes = tuple(tuple(t.shape) for _, t in found)
+                record.dtypes = tuple(dtype_name(t.dtype) for _, t in found)
+                if tracer is not None and found:
+                    passed = tensors_in(args, [])
+                    same = [t for _, t in found if any(t is a for a in passed)]
+                    if same:
+                        tracer.retag(same, index)
+                if self.on_output is not None:
+                    self.on_output(index, output)
+            finally:
+                if tracer is not None:
+                    tracer.paused = was
+        return post
+
+    # -- results ------------------------------------------------------------------------------
+
+    def module_infos(self) -> tuple[ModuleInfo, ...]:
+        return tuple(ModuleInfo(n, type(m).__name__, n.count(".") + 1,
+                                next(iter(m.children()), None) is None)
+                     for n, m in zip(self.names, self.modules))
+
+    def stages(self) -> tuple[Stage, ...]:
+        """Frozen Stage records of the calls so far, with ids ``name`` or ``name#k``."""
+        per_module: dict[int, int] = {}
+        for record in self.calls:
+            per_module[record.module] = per_module.get(record.module, 0) + 1
+        seen: dict[int, int] = {}
+        ids: list[str] = []
+        stages = []
+        params = _param_counts(self.modules)
+        sigs = _signatures(self.modules)
+        for index, record in enumerate(self.calls):
+            k = seen.get(record.module, 0)
+            seen[record.module] = k + 1
+            name = self.names[record.module]
+            ids.append(name if per_module[record.module] == 1 else f"{name}#{k}")
+            module = self.modules[record.module]
+            error = record.error if record.done else (record.error or "did not finish")
+            stages.append(Stage(
+                index=index, id=ids[-1], module=name, type=type(module).__name__, call=k,
+                parent=ids[record.parent] if record.parent >= 0 else None,
+                depth=name.count(".") + 1, leaf=next(iter(module.children()), None) is None,
+                params=params[record.module], shapes=record.shapes, dtypes=record.dtypes,
+                sig=sigs[record.module], error=error))
+        return tuple(stages)
+
+
+def _param_counts(modules: list[torch.nn.Module]) -> list[int]:
+    return [sum(p.numel() for p in m.parameters()) for m in modules]
+
+
+def _signatures(modules: list[torch.nn.Module]) -> list[str]:
+    """Equal for modules of the same type, parameter shapes and child structure."""
+    memo: dict[int, str] = {}
+
+    def sig(module: torch.nn.Module) -> str:
+        key = id(module)
+        if key not in memo:
+            own = [(n, tuple(p.shape)) for n, p in module.named_parameters(recurse=False)]
+            children = [(n, sig(c)) for n, c in module.named_children()]
+            text = repr((type(module).__qualname__, own,
+                         [(n if not n.isdigit() else "#", s) for n, s in children]))
+            memo[key] = hashlib.blake2s(text.encode(), digest_size=4).hexdigest()
+        return memo[key]
+
+    return [sig(m) for m in modules]

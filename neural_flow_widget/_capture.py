@@ -1,0 +1,181 @@
+"""Capture in the traced run: each call's output is reduced inside its forward hook.
+
+The hook runs on the output's own device with the dataflow tracer paused, so summary ops never
+enter the graph. Only small results are kept: a :class:`~._summaries.Summary` and a bounded
+:class:`~._views.Retained` per tensor leaf, moved to ``capture_device``. A tensor object that
+several calls return (a ``Sequential`` and its last child) is reduced once. Attention maps come
+from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the ops it sees.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+
+from ._flow import Flow, Stage
+from ._tree import output_leaves
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """One tensor leaf of a call's output, reduced."""
+
+    leaf: str  # path of the leaf in the output ("0", "logits", "1.0")
+    summary: Any  # _summaries.Summary
+    retained: Any  # _views.Retained, or None when it could not be kept
+    error: str | None = None
+
+
+@dataclass
+class CaptureState:
+    """Collects the reductions while the model runs (see ``trace(capture=True)``)."""
+
+    device: Any = "cpu"
+    sample: int = 0
+    budget_bytes: int | None = None
+    attention: bool = True
+    outputs: dict[int, list[Captured]] = field(default_factory=dict)
+    recorder: Any = None
+    failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
+    _memo: dict[int, tuple[weakref.ref, Captured]] = field(default_factory=dict)
+
+    def fresh(self) -> CaptureState:
+        return CaptureState(self.device, self.sample, self.budget_bytes, self.attention)
+
+    def attach(self, tracker: Any, tracer: Any) -> Any:
+        """Hook into a run; returns a mode to enter around the forward when there is no
+        dataflow tracer to carry the attention recorder, else None."""
+        tracker.on_output = self._on_output
+        if not self.attention:
+            return None
+        from ._attention import AttentionRecorder, AttentionTracer
+
+        stack = tracker.stack
+        self.recorder = AttentionRecorder(lambda: stack[-1], sample=self.sample)
+        if tracer is not None:
+            tracer.observer = self.recorder
+            tracer.observed = self.recorder.INTERESTING
+            return None
+        return AttentionTracer(self.recorder)
+
+    def detach(self) -> None:
+        self._memo.clear()
+
+    def _on_output(self, call: int, output: Any) -> None:
+        try:
+            self.outputs[call] = self._reduce_all(output)
+        except Exception as error:  # never abort the run: mark the stage instead
+            self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
+
+    def _reduce_all(self, output: Any) -> list[Captured]:
+        kept = []
+        for leaf, tensor in output_leaves(output):
+            entry = self._memo.get(id(tensor))
+            if entry is not None and entry[0]() is tensor:
+                kept.append(replace(entry[1], leaf=leaf))
+                continue
+            captured = self._reduce(leaf, tensor)
+            try:
+                self._memo[id(tensor)] = (weakref.ref(tensor), captured)
+            except TypeError:
+                pass
+            kept.append(captured)
+        return kept
+
+    def _reduce(self, leaf: str, tensor: torch.Tensor) -> Captured:
+        from . import _summaries, _views
+
+        try:
+            summary = _summaries.summarise(tensor)
+        except Exception as error:
+            reason = f"summary failed: {type(error).__name__}: {error}"
+            return Captured(leaf, _summaries.summary_failed(tensor, reason), None, reason)
+        try:
+            budget = self.budget_bytes or _views.DEFAULT_BUDGET_BYTES
+            retained = _views.retain(tensor, sample=self.sample, budget_bytes=budget)
+            retained = _to_device(retained, self.device)
+        except Exception as error:
+            return Captured(leaf, summary, None, f"view failed: {type(error).__name__}: {error}")
+        return Captured(leaf, summary, retained, summary.error)
+
+    def finish(self, calls: tuple[Stage, ...]) -> Capture:
+        maps = dict(self.recorder.maps) if self.recorder is not None else {}
+        return Capture(dict(self.outputs), maps, dict(self.failures))
+
+
+def _to_device(retained: Any, device: Any) -> Any:
+    if device in (None, "cpu") or str(device) == "cpu":
+        return retained  # _views keeps its data on the CPU already
+    moved = {}
+    for name in retained.__slots__:
+        value = getattr(retained, name)
+        moved[name] = value.to(device) if isinstance(value, torch.Tensor) else value
+    return type(retained)(**moved)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """The reductions of one run, by call index; the Flow's ``summary``/``view``/``attention``
+    read from here."""
+
+    outputs: dict[int, list[Captured]]
+    maps: dict[int, list[Any]]  # call index (-1 = model body) -> AttentionMap list
+    failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
+
+    def mark(self, calls: tuple[Stage, ...]) -> tuple[Stage, ...]:
+        """Calls whose reduction failed carry the reason in ``error``."""
+        marked = []
+        for call in calls:
+            failed = [c.error for c in self.outputs.get(call.index, ()) if c.error]
+            if call.index in self.failures:
+                failed.insert(0, self.failures[call.index])
+            if failed and not call.error:
+                call = replace(call, error=failed[0])
+            marked.append(call)
+        return tuple(marked)
+
+    def captured(self, flow: Flow, stage_id: str) -> list[Captured]:
+        stage = flow.stage(stage_id)
+        if stage.index not in self.outputs:
+            why = stage.error or "it returned no tensor"
+            raise ValueError(f"stage {stage_id!r} ({stage.type}) has no captured output: {why}")
+        return self.outputs[stage.index]
+
+    def summary(self, flow: Flow, stage_id: str) -> list[Any]:
+        return [c.summary for c in self.captured(flow, stage_id)]
+
+    def view(self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None,
+             leaf: int) -> Any:
+        from . import _views
+
+        items = self.captured(flow, stage_id)
+        if not 0 <= leaf < len(items):
+            raise ValueError(f"stage {stage_id!r} has {len(items)} output tensor(s); "
+                             f"leaf={leaf} is out of range")
+        item = items[leaf]
+        if item.retained is None:
+            raise ValueError(f"stage {stage_id!r}: no view was kept ({item.error})")
+        return _views.render_view(item.retained, kind, channel=channel)
+
+    def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
+        from . import _views
+
+        items = self.captured(flow, stage_id)
+        if leaf >= len(items) or items[leaf].retained is None:
+            return ()
+        return _views.available_views(items[leaf].retained)
+
+    def attention(self, flow: Flow, stage_id: str) -> list[Any]:
+        stage = flow.stage(stage_id)
+        parents = flow.graph.call_parents
+        found = []
+        for call in sorted(self.maps):
+            c = call
+            while c >= 0 and c != stage.index:
+                c = parents[c]
+            if c == stage.index:
+                found.extend(self.maps[call])
+        return found

@@ -1,0 +1,127 @@
+"""Stage edges from the condensed op graph: the walk, primary / skip / merge, attachment.
+
+``js/src/model.ts`` implements exactly the same algorithm so that the front end can expand and
+collapse groups without asking the kernel; ``tests/fixtures/edges_*.json`` checks both.
+
+The walk, for a selection S of call indices:
+
+1. ``owner[c]``: the nearest ancestor-or-self of call c that is in S, else -1. An op belongs to
+   the owner of its innermost call.
+2. For each stage s, walk back from the ops that produced its inputs. Stop at a model input
+   (source: that input), or at an op whose owner is a selected stage other than s and not an
+   ancestor of s (source: that stage). Ops of the model body and of unselected calls, and ops of
+   s's own ancestors, are walked through.
+3. Model outputs: the same walk, stopping at any selected owner.
+4. Kinds: the primary incoming edge is the one whose source has the most ancestors (the
+   deepest pathway; ties go to the earliest node); it is ``flow``. Another source that is an
+   ancestor of the primary source is a ``skip``; any other is a ``merge``.
+5. A stage with no source at all is attached to the previous stage (or the first input) by a
+   ``flow`` edge, so the figure is always connected; such edges do not count as ancestry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._flow import Edge, EdgeKind, Flow, OpGraph, Stage
+
+
+def edges_for(flow: Flow, selected: Sequence[int]) -> tuple[Edge, ...]:
+    """The edges of ``flow``'s run for another selection, in the flow's topology mode."""
+    if flow.topology == "sequential":
+        return sequential_edges(selected, flow.inputs, flow.outputs, flow.calls)
+    return stage_edges(flow.graph, selected, flow.inputs, flow.outputs, flow.calls)
+
+
+def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
+                outputs: Sequence[str], calls: Sequence[Stage]) -> tuple[Edge, ...]:
+    """Stage edges recovered by walking back through the op graph (see the module doc)."""
+    chosen = set(selected)
+    owner = _owners(graph.call_parents, chosen)
+    input_of_op = {op: name for name, op in graph.input_ops}
+    node_ids = {i: calls[i].id for i in selected}
+
+    def walk(start: Sequence[int], stops_at) -> set[str]:
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = list(start)
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            name = input_of_op.get(op)
+            if name is not None:
+                found.add(name)
+                continue
+            call = graph.owners[op]
+            who = owner[call] if call >= 0 else -1
+            if who != -1 and stops_at(who):
+                found.add(node_ids[who])
+                continue
+            todo.extend(graph.parents[op])
+        return found
+
+    sources: dict[str, set[str]] = {}
+    for s in sorted(chosen):
+        ancestors = _ancestor_set(graph.call_parents, s)
+        sources[node_ids[s]] = walk(graph.call_inputs[s],
+                                    lambda who, s=s, a=ancestors: who != s and who not in a)
+    outputs_of = dict(graph.output_ops)
+    for name in outputs:
+        sources[name] = walk(outputs_of.get(name, ()), lambda who: True)
+    order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
+    return _classify(order, sources, set(node_ids.values()), inputs[0] if inputs else None)
+
+
+def sequential_edges(selected: Sequence[int], inputs: Sequence[str], outputs: Sequence[str],
+                     calls: Sequence[Stage]) -> tuple[Edge, ...]:
+    """Stages chained in execution order from the first input."""
+    chain = [*inputs[:1], *(calls[i].id for i in sorted(set(selected)))]
+    edges = [Edge(a, b, "flow") for a, b in zip(chain, chain[1:])]
+    if chain:
+        edges += [Edge(chain[-1], out, "flow") for out in outputs]
+    return tuple(edges)
+
+
+def _classify(order: list[str], sources: dict[str, set[str]], stages: set[str],
+              previous: str | None) -> tuple[Edge, ...]:
+    rank = {name: i for i, name in enumerate(order)}
+    ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
+    depth: dict[str, int] = {}
+    edges: list[Edge] = []
+    for node in order:
+        found = sorted(sources.get(node, ()), key=rank.__getitem__)
+        bits = 0
+        for src in found:
+            bits |= ancestors.get(src, 0) | (1 << rank[src])
+        ancestors[node] = bits
+        depth[node] = bits.bit_count()
+        if found:
+            primary = max(found, key=lambda src: (depth[src], -rank[src]))
+            below = ancestors[primary]
+            for src in found:
+                kind: EdgeKind = "flow" if src == primary else (
+                    "skip" if below >> rank[src] & 1 else "merge")
+                edges.append(Edge(src, node, kind))
+        elif node in stages and previous is not None:
+            edges.append(Edge(previous, node, "flow"))
+        if node in stages:
+            previous = node
+    return tuple(edges)
+
+
+def _owners(call_parents: Sequence[int], chosen: set[int]) -> list[int]:
+    owner = [-1] * len(call_parents)
+    for c, parent in enumerate(call_parents):  # parents come before children
+        owner[c] = c if c in chosen else (owner[parent] if parent >= 0 else -1)
+    return owner
+
+
+def _ancestor_set(call_parents: Sequence[int], c: int) -> set[int]:
+    found = set()
+    c = call_parents[c]
+    while c >= 0:
+        found.add(c)
+        c = call_parents[c]
+    return found

@@ -1,0 +1,209 @@
+"""The runtime dataflow tracer: a TorchFunctionMode that records which op made each tensor.
+
+Each tensor produced inside the traced forward gets a *tag* ``(seq, call, ops)`` in a side
+table keyed by the tensor's identity (entries die with their tensors; nothing is stored on the
+tensor): ``seq`` orders tags in time, ``call`` is the module call that was innermost when the
+op ran, and ``ops`` are the ids of the condensed op-graph nodes it stands for. An op whose
+tensor parents all come from its own call adds no node (it changes no stage edge); any other op
+adds one, with the parents' nodes as its parents. In-place writes are remembered per storage,
+so a view taken before ``x.relu_()`` still depends on the relu.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+Tensor = torch.Tensor
+Tag = tuple[int, int, tuple[int, ...]]  # (seq, call, op ids)
+
+_NORMAL, _INPLACE, _IGNORE = 0, 1, 2
+_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                              "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__",
+                              "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
+
+
+def _op_kind(func: Any) -> int:
+    name = getattr(func, "__name__", "")
+    if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
+        return _INPLACE
+    if name in ("__get__", "size", "dim", "numel", "is_contiguous", "data_ptr", "stride",
+                "__len__", "__bool__", "item", "tolist", "element_size", "is_floating_point",
+                "is_complex", "get_device", "untyped_storage", "__repr__", "__format__"):
+        return _IGNORE if name != "__get__" else _NORMAL
+    return _NORMAL
+
+
+class TagTable:
+    """Tensor identity -> tag; an entry is removed when its tensor is freed."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref, Tag]] = {}
+
+    def get(self, tensor: Tensor) -> Tag | None:
+        entry = self._entries.get(id(tensor))
+        return entry[1] if entry is not None else None
+
+    def set(self, tensor: Tensor, tag: Tag) -> None:
+        key = id(tensor)
+        entries = self._entries
+        entry = entries.get(key)
+        if entry is not None and entry[0]() is tensor:
+            entries[key] = (entry[0], tag)
+            return
+
+        def forget(ref: weakref.ref, key: int = key) -> None:
+            current = entries.get(key)
+            if current is not None and current[0] is ref:
+                del entries[key]
+
+        entries[key] = (weakref.ref(tensor, forget), tag)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class DataflowTracer(TorchFunctionMode):
+    """Records the condensed op graph of everything that runs while it is active.
+
+    ``stack`` is shared with the call tracker: its last item is the innermost module call
+    (-1 = the model's own body). Set ``paused`` to run torch code that must not be recorded
+    (summaries in hooks). ``observer`` (e.g. the attention recorder) sees the ops in
+    ``observed`` after they ran.
+    """
+
+    def __init__(self, stack: list[int]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.table = TagTable()
+        self.owners: list[int] = []
+        self.parents: list[tuple[int, ...]] = []
+        self.writes: dict[int, list[tuple[int, Tag]]] = {}  # storage pointer -> in-place tags
+        self.seq = 0
+        self.paused = False
+        self.failure: BaseException | None = None  # an error of the tracer itself
+        self.observer: Any = None
+        self.observed: frozenset = frozenset()
+        self._kinds: dict[Any, int] = {}
+
+    # -- public helpers -----------------------------------------------------------------------
+
+    def new_op(self, call: int, parents: tuple[int, ...]) -> int:
+        self.owners.append(call)
+        self.parents.append(parents)
+        return len(self.owners) - 1
+
+    def tag_input(self, tensor: Tensor) -> tuple[Tensor, int]:
+        """A detached view of a model input, tagged as a new input op."""
+        view = tensor.detach()
+        op = self.new_op(-1, ())
+        self.seq += 1
+        self.table.set(view, (self.seq, -1, (op,)))
+        return view, op
+
+    def retag(self, tensors: list[Tensor], call: int) -> None:
+        """Make ``call`` the producer of tensors it returned unchanged (``nn.Identity``, eval
+        dropout), so that later consumers see the stage they came through."""
+        for t in tensors:
+            tag = self.table.get(t)
+            parents = tag[2] if tag is not None else ()
+            self.seq += 1
+            self.table.set(t, (self.seq, call, (self.new_op(call, parents),)))
+
+    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
+        """The op-graph nodes that produced these tensors (in-place writes included)."""
+        found: list[int] = []
+        for tag in self._tags(tensors):
+            found.extend(tag[2])
+        return tuple(dict.fromkeys(found))
+
+    # -- the mode -----------------------------------------------------------------------------
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        out = func(*args, **kwargs)
+        if self.paused:
+            return out
+        kind = self._kinds.get(func)
+        if kind is None:
+            kind = self._kinds[func] = _op_kind(func)
+        if kind == _NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
+            kind = _INPLACE
+        if kind != _IGNORE:
+            try:
+                self._record(kind, args, kwargs, out)
+            except Exception as error:  # never break the user's forward
+                self.failure = error
+                self.paused = True
+        if func in self.observed:
+            self.observer.observe(func, args, kwargs, out)
+        return out
+
+    def _record(self, kind: int, args: tuple, kwargs: dict, out: Any) -> None:
+        if isinstance(out, Tensor):
+            outs: tuple | list = (out,)
+        elif isinstance(out, (tuple, list)):
+            outs = [o for o in out if isinstance(o, Tensor)]
+        else:
+            outs = ()
+        target = None
+        if kind == _INPLACE or "out" in kwargs:
+            target = kwargs.get("out", args[0] if args else None)
+            if isinstance(target, Tensor):
+                outs = (target,)
+            elif isinstance(target, (tuple, list)):
+                outs = [o for o in target if isinstance(o, Tensor)]
+                target = outs[0] if outs else None
+        if not outs:
+            return
+        ins: list[Tensor] = []
+        for a in args:
+            if isinstance(a, Tensor):
+                ins.append(a)
+            elif isinstance(a, (list, tuple)):
+                ins.extend(b for b in a if isinstance(b, Tensor))
+        for a in kwargs.values():
+            if isinstance(a, Tensor):
+                ins.append(a)
+            elif isinstance(a, (list, tuple)):
+                ins.extend(b for b in a if isinstance(b, Tensor))
+        tags = self._tags(ins)
+        call = self.stack[-1]
+        if len(tags) == 1 and tags[0][1] == call:
+            ops = tags[0][2]
+        elif tags and all(t[1] == call for t in tags):
+            ops = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+        else:
+            parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+            ops = (self.new_op(call, parents),)
+        self.seq += 1
+        tag = (self.seq, call, ops)
+        fresh = target is not None
+        for o in outs:
+            if fresh or not any(o is i for i in ins):  # ``x.contiguous()`` may return x itself
+                self.table.set(o, tag)
+        if target is not None:
+            key = target.untyped_storage().data_ptr()
+            self.writes.setdefault(key, []).append((self.seq, tag))
+
+    def _tags(self, tensors: list[Tensor]) -> list[Tag]:
+        get = self.table.get
+        tags = []
+        for t in tensors:
+            tag = get(t)
+            if tag is not None:
+                tags.append(tag)
+            if self.writes:
+                since = tag[0] if tag is not None else -1
+                for seq, written in self.writes.get(t.untyped_storage().data_ptr(), ()):
+                    if seq > since:
+                        tags.append(written)
+        return tags

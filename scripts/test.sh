@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up (package, test extras, front end, Chromium), then run the whole test suite:
+# the Python tests (which include the browser and JupyterLab tests) and the front end's unit tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh "[test]"
+if [ -f scripts/install_browser.sh ]; then bash scripts/install_browser.sh; fi
+if [ -f js/package.json ]; then (cd js && npm test --silent); fi
+exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,172 @@
+"""trace(): its guarantees to the user's model and tensors, errors, fallbacks."""
+
+import copy
+import warnings
+
+import pytest
+import torch
+
+import neural_flow_widget as nfw
+from neural_flow_widget import _tracer
+from zoo import Broken, InPlace, Multimodal, ResNet, UNet, seeded
+
+
+def mode_stack():
+    return torch.overrides._get_current_function_mode_stack()  # test-only introspection
+
+
+def hooks_left(model):
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def state(model):
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("cls, inputs", [
+    (UNet, lambda: torch.randn(2, 1, 16, 16)),
+    (ResNet, lambda: torch.randn(2, 3, 8, 8)),
+    (InPlace, lambda: torch.randn(2, 4)),
+    (Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
+])
+def test_model_output_and_user_tensors_unchanged(cls, inputs):
+    model = seeded(cls)
+    x = inputs()
+    before = copy.deepcopy(x)
+    with torch.no_grad():
+        expected = model(*x) if isinstance(x, tuple) else model(x)
+    weights = state(model)
+    flow = nfw.trace(model, x, capture=False)
+    assert flow.stages
+    with torch.no_grad():
+        again = model(*x) if isinstance(x, tuple) else model(x)
+    for a, b in zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(again)):
+        assert torch.equal(a, b)
+    for a, b in zip(torch.utils._pytree.tree_leaves(x), torch.utils._pytree.tree_leaves(before)):
+        assert torch.equal(a, b) and getattr(a, "__dict__", {}) == {}
+    assert all(torch.equal(weights[k], v) for k, v in model.state_dict().items())
+    assert hooks_left(model) == 0 and not mode_stack()
+
+
+def test_train_mode_model_is_traced_in_eval_and_restored():
+    model = seeded(ResNet).train()
+    model.layer1.train(False)  # mixed flags come back exactly
+    flags = [m.training for m in model.modules()]
+    bn = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4)).train()
+    stats = state(bn)
+    nfw.trace(model, torch.randn(2, 3, 8, 8), capture=False)
+    nfw.trace(bn, torch.randn(8, 4), capture=False)
+    assert [m.training for m in model.modules()] == flags
+    assert bn.training and all(torch.equal(stats[k], v) for k, v in bn.state_dict().items())
+
+
+def test_model_error_names_stage_module_and_carries_partial_graph():
+    model = seeded(Broken).train()
+    x = torch.randn(3, 4)
+    before = x.clone()
+    with pytest.raises(nfw.TraceError) as info:
+        nfw.trace(model, x, capture=False)
+    err = info.value
+    message = str(err)
+    assert "stage 'bad.0'" in message and "Linear" in message and "err.partial" in message
+    assert "[3, 4]" in message  # the shape it received, to fix the input
+    assert err.stage == "bad.0" and err.module == "bad.0"
+    assert isinstance(err.__cause__, RuntimeError)
+    ids = [s.id for s in err.partial.stages]
+    assert ids == ["ok", "norm", "bad.0"]
+    assert err.partial.stage("bad.0").error.startswith("RuntimeError")
+    assert [tuple(e)[:2] for e in err.partial.edges] == [
+        ("input:0", "ok"), ("ok", "norm"), ("norm", "bad.0")]
+    assert hooks_left(model) == 0 and not mode_stack()
+    assert model.training and torch.equal(x, before)
+
+
+def test_error_in_a_parent_body_names_the_enclosing_stage():
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = torch.nn.Sequential(torch.nn.Linear(4, 4))
+
+        def forward(self, x):
+            return self.block(x).view(7, -1)
+
+    with pytest.raises(nfw.TraceError, match="model's own forward"):
+        nfw.trace(Outer(), torch.randn(2, 4), capture=False)
+
+
+def test_tracer_failure_falls_back_to_execution_order(monkeypatch):
+    def broken(self, kind, args, kwargs, out):
+        raise RuntimeError("exotic tensor")
+
+    monkeypatch.setattr(_tracer.DataflowTracer, "_record", broken)
+    with pytest.warns(UserWarning, match="execution order"):
+        flow = nfw.trace(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, capture=False)
+    assert flow.topology == "sequential"
+    assert len(flow.edges) == len(flow.stages) + 1
+
+
+def test_forward_that_fails_only_under_the_tracer_is_run_again_without_it(monkeypatch):
+    original = _tracer.DataflowTracer.__torch_function__
+
+    def refuse_cat(self, func, types, args=(), kwargs=None):
+        if func is torch.cat:
+            raise TypeError("this subclass refuses modes")
+        return original(self, func, types, args, kwargs)
+
+    monkeypatch.setattr(_tracer.DataflowTracer, "__torch_function__", refuse_cat)
+    model = seeded(UNet)
+    with pytest.warns(UserWarning, match="ran again"):
+        flow = nfw.trace(model, torch.randn(1, 1, 16, 16), stages=1, capture=False)
+    assert flow.topology == "sequential" and flow.stages[-1].id == "head"
+    assert hooks_left(model) == 0
+
+
+def test_bad_arguments_get_clear_errors():
+    model = seeded(UNet)
+    x = torch.randn(1, 1, 16, 16)
+    with pytest.raises(ValueError, match="closest: enc1"):
+        nfw.trace(model, x, stages=["enc_1"])
+    with pytest.raises(ValueError, match="matches no module"):
+        nfw.trace(model, x, stages=["dec*.nope"])
+    with pytest.raises(ValueError, match="topology"):
+        nfw.trace(model, x, topology="magic")
+    with pytest.raises(TypeError, match="nn.Module"):
+        nfw.trace(lambda t: t, x)
+    assert hooks_left(model) == 0
+
+
+def test_tensors_created_inside_forward_and_parameters_are_handled():
+    class Maker(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(4))
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            offset = torch.zeros(4) + torch.arange(4.0)
+            return self.lin(x * self.scale + offset)
+
+    flow = nfw.trace(Maker(), torch.randn(2, 4), capture=False)
+    assert [tuple(e) for e in flow.edges] == [("input:0", "lin", "flow"),
+                                             ("lin", "output:0", "flow")]
+
+
+def test_to_text_shows_stages_shapes_and_skip_marks():
+    text = nfw.trace(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, capture=False).to_text()
+    lines = text.splitlines()
+    assert lines[0] == "UNet — 10 stages, 13 edges, topology: dataflow"
+    dec2 = next(line for line in lines if line.startswith("dec2"))
+    assert "1x4x8x8" in dec2 and "up2" in dec2 and "enc2 (skip)" in dec2
+    assert dec2.index("up2") < dec2.index("enc2 (skip)")  # the primary input first
+
+
+def test_lint_catches_broken_graphs():
+    from dataclasses import replace
+
+    flow = nfw.trace(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, capture=False)
+    flow.lint()
+    bad = replace(flow, edges=flow.edges + (nfw.Edge("head", "enc1", "flow"),
+                                            nfw.Edge("ghost", "head", "merge")))
+    with pytest.raises(ValueError) as info:
+        bad.lint()
+    assert "goes backwards" in str(info.value) and "'ghost' is not a node" in str(info.value)
