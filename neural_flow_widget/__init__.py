@@ -10,5 +10,14 @@ from ._errors import TraceError
 from ._flow import Edge, Flow, Stage
 from ._trace import trace
 
-__all__ = ["Edge", "Flow", "Stage", "TraceError", "trace"]
+__all__ = ["Edge", "Flow", "NeuralFlowWidget", "Stage", "TraceError", "trace"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # The widget pulls in anywidget / ipywidgets; the tracing core never does.
+    if name == "NeuralFlowWidget":
+        from ._widget import NeuralFlowWidget
+
+        return NeuralFlowWidget
+    raise AttributeError(f"module 'neural_flow_widget' has no attribute {name!r}")

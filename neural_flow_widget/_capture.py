@@ -40,7 +40,8 @@ class CaptureState:
     outputs: dict[int, list[Captured]] = field(default_factory=dict)
     recorder: Any = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
-    _memo: dict[int, tuple[weakref.ref, Captured]] = field(default_factory=dict)
+    tracer: Any = None
+    _memo: dict[int, tuple[weakref.ref, Any, Captured]] = field(default_factory=dict)
 
     def fresh(self) -> CaptureState:
         return CaptureState(self.device, self.sample, self.budget_bytes, self.attention)
@@ -49,6 +50,7 @@ class CaptureState:
         """Hook into a run; returns a mode to enter around the forward when there is no
         dataflow tracer to carry the attention recorder, else None."""
         tracker.on_output = self._on_output
+        self.tracer = tracer
         if not self.attention:
             return None
         from ._attention import AttentionRecorder, AttentionTracer
@@ -73,15 +75,17 @@ class CaptureState:
     def _reduce_all(self, output: Any) -> list[Captured]:
         kept = []
         for leaf, tensor in output_leaves(output):
-            entry = self._memo.get(id(tensor))
-            if entry is not None and entry[0]() is tensor:
-                kept.append(replace(entry[1], leaf=leaf))
+            # The same tensor object returned by several calls (a Sequential and its last
+            # child) is reduced once, unless an in-place op changed it in between: the
+            # tracer's tag for it then differs. Without a tracer nothing is shared.
+            tag = self.tracer.table.get(tensor) if self.tracer is not None else None
+            entry = self._memo.get(id(tensor)) if tag is not None else None
+            if entry is not None and entry[0]() is tensor and entry[1] == tag:
+                kept.append(replace(entry[2], leaf=leaf))
                 continue
             captured = self._reduce(leaf, tensor)
-            try:
-                self._memo[id(tensor)] = (weakref.ref(tensor), captured)
-            except TypeError:
-                pass
+            if tag is not None:
+                self._memo[id(tensor)] = (weakref.ref(tensor), tag, captured)
             kept.append(captured)
         return kept
 
@@ -103,7 +107,7 @@ class CaptureState:
 
     def finish(self, calls: tuple[Stage, ...]) -> Capture:
         maps = dict(self.recorder.maps) if self.recorder is not None else {}
-        return Capture(dict(self.outputs), maps, dict(self.failures))
+        return Capture(dict(self.outputs), maps, dict(self.failures), self.sample)
 
 
 def _to_device(retained: Any, device: Any) -> Any:
@@ -124,6 +128,7 @@ class Capture:
     outputs: dict[int, list[Captured]]
     maps: dict[int, list[Any]]  # call index (-1 = model body) -> AttentionMap list
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
+    sample: int = 0  # which batch sample the views and attention maps show
 
     def mark(self, calls: tuple[Stage, ...]) -> tuple[Stage, ...]:
         """Calls whose reduction failed carry the reason in ``error``."""

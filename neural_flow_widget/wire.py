@@ -57,7 +57,7 @@ Two messages exist.
                   "stats": {"min": .., "max": .., "mean": .., "std": .., "mean_abs": ..,
                             "zero_fraction": .., "nan": int, "posinf": int, "neginf": int},
                   "sampled": int | null,          # elements used when sampled, else null
-                  "hist": {"lo": .., "hi": .., "bins": 64, "buffer": 0},  # int64 counts
+                  "hist": {"lo": .., "hi": .., "bins": 64, "buffer": 0},  # float64 counts
                   "values": [[value, count], ...] | null,   # int / bool tensors
                   "error": null}
                ],
@@ -66,9 +66,190 @@ Two messages exist.
                         "vmin": -1.2, "vmax": 1.2, "signed": true,
                         "axes": ["y", "x"], "labels": ["ch 3", ...] | null,
                         "channels": [3, 7, ...] | null, "buffer": 1} | null,
-               "attention": [{"heads": 4, "q_len": 16, "k_len": 16,
-                              "pool": [1, 1],   # query / key block size; 1 = exact
-                              "tokens": ["12", ...] | null, "buffer": 2}],  # float32
+               "attention": [{                    # one per attention call inside the stage
+                   "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
+                   "pool": [1, 1],                # query / key block size; [1, 1] = exact
+                   "source": "sdpa" | "mha" | "softmax", "causal": false,
+                   "head": int | null,            # the head of "map"; null = mean over heads
+                   "map": {"shape": [16, 16], "buffer": 2},          # float32 probabilities
+                   "grid": {"shape": [4, 16, 16], "buffer": 3}}],    # float32, every head,
+                                                                     #   pooled to <= 64 x 64
+               "tokens": ["12", ...] | null,      # labels of the query / key positions
                "error": null}
     error:    {"ok": false, "stage": "enc1", "error": "unknown view kind 'foo' for ..."}
 """
+
+from __future__ import annotations  # noqa: E402  (after the long docstring on purpose)
+
+import math
+from typing import Any
+
+import numpy as np
+
+SCHEMA = 1
+COMMAND = "_stage_data"
+GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
+
+
+def encode_graph(flow: Any) -> dict:
+    """The graph message for a Flow (see the module docstring). No images, no buffers."""
+    index_of = {c.id: c.index for c in flow.calls}
+    parents = [index_of[c.parent] if c.parent is not None else -1 for c in flow.calls]
+    capture = flow.capture
+    calls = []
+    for c in flow.calls:
+        calls.append({
+            "id": c.id, "module": c.module, "type": c.type, "call": c.call,
+            "parent": parents[c.index], "depth": c.depth, "leaf": c.leaf, "params": c.params,
+            "shapes": [list(s) for s in c.shapes], "dtypes": list(c.dtypes), "sig": c.sig,
+            "error": c.error, "in": list(flow.graph.call_inputs[c.index]),
+        })
+    return {
+        "schema": SCHEMA,
+        "model": flow.model,
+        "topology": flow.topology,
+        "inputs": list(flow.inputs),
+        "outputs": list(flow.outputs),
+        "calls": calls,
+        "ops": [[owner, list(p)] for owner, p in zip(flow.graph.owners, flow.graph.parents)],
+        "input_ops": [[name, op] for name, op in flow.graph.input_ops],
+        "output_ops": [[name, list(ops)] for name, ops in flow.graph.output_ops],
+        "selected": list(flow.selected),
+        "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
+        "stats": [_stats(capture, c.index) for c in flow.calls],
+    }
+
+
+def _stats(capture: Any, index: int) -> list[float] | None:
+    items = capture.outputs.get(index) if capture is not None else None
+    if not items:
+        return None
+    summary = items[0].summary
+    if summary.kind != "float" or summary.mean_abs is None:
+        return None
+    return [_num(summary.mean_abs), _num(summary.std)]
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def error_reply(stage: Any, message: str) -> tuple[dict, list]:
+    return {"ok": False, "stage": stage if isinstance(stage, str) else None,
+            "error": message}, []
+
+
+def encode_stage_reply(flow: Any, request: Any, tokens: list[str] | None = None
+                       ) -> tuple[dict, list[bytes]]:
+    """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
+    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
+    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
+        return error_reply(None, "a request needs a stage id: {\"stage\": \"enc1\"}")
+    stage_id = request["stage"]
+    try:
+        stage = flow.stage(stage_id)
+    except KeyError as error:
+        return error_reply(stage_id, str(error.args[0]))
+    if flow.capture is None:
+        return error_reply(stage_id, "this flow was traced with capture=False: no data")
+    buffers: list[bytes] = []
+    sample = request.get("sample", 0)
+    captured_sample = getattr(flow.capture, "sample", 0)
+    if sample not in (None, captured_sample):
+        return error_reply(stage_id, f"sample {sample} was not captured; trace with "
+                                     f"sample={sample} to see it (captured: {captured_sample})")
+    try:
+        summaries = [_summary(s, buffers) for s in flow.summary(stage_id)]
+    except ValueError as error:
+        summaries = []
+        if stage.error is None:
+            return error_reply(stage_id, str(error))
+    views = list(flow.capture.views(flow, stage_id)) if summaries else []
+    view = None
+    kind, channel = request.get("view"), request.get("channel")
+    for name, value in (("view", kind), ("channel", channel), ("head", request.get("head"))):
+        if value is not None and not isinstance(value, (str if name == "view" else int)):
+            return error_reply(stage_id, f"{name}={value!r} has the wrong type")
+    if views:
+        try:
+            view = _view(flow.view(stage_id, kind, channel=channel), buffers)
+        except ValueError as error:
+            return error_reply(stage_id, str(error))
+    elif kind is not None:
+        return error_reply(stage_id, f"stage {stage_id!r} has no views")
+    try:
+        attention = [_attention(m, request.get("head"), buffers)
+                     for m in flow.attention(stage_id)]
+    except ValueError as error:
+        return error_reply(stage_id, str(error))
+    reply = {"ok": True, "stage": stage_id, "summaries": summaries, "views": views,
+             "view": view, "attention": attention, "tokens": tokens, "error": stage.error}
+    return reply, buffers
+
+
+def _add(buffers: list[bytes], array: np.ndarray) -> int:
+    buffers.append(np.ascontiguousarray(array).tobytes())
+    return len(buffers) - 1
+
+
+def _summary(s: Any, buffers: list[bytes]) -> dict:
+    hist = None
+    if s.hist_counts is not None and len(s.hist_counts):
+        hist = {"lo": _num(s.hist_lo), "hi": _num(s.hist_hi), "bins": int(len(s.hist_counts)),
+                "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8"))}
+    return {
+        "leaf": getattr(s, "leaf", None), "shape": list(s.shape), "dtype": s.dtype,
+        "device": s.device, "kind": s.kind, "numel": int(s.numel),
+        "stats": {"min": _num(s.min), "max": _num(s.max), "mean": _num(s.mean),
+                  "std": _num(s.std), "mean_abs": _num(s.mean_abs),
+                  "zero_fraction": _num(s.zero_fraction), "nan": int(s.nan),
+                  "posinf": int(s.posinf), "neginf": int(s.neginf)},
+        "sampled": s.sampled, "hist": hist,
+        "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
+        "error": s.error,
+    }
+
+
+def _plain(value: Any) -> Any:
+    return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
+
+
+def _view(v: Any, buffers: list[bytes]) -> dict:
+    data = np.asarray(v.data, dtype=np.uint8)
+    return {"kind": v.kind, "shape": list(data.shape), "vmin": _num(v.vmin),
+            "vmax": _num(v.vmax), "signed": bool(v.signed), "axes": list(v.axes),
+            "labels": list(v.labels) if v.labels else None,
+            "channels": [int(c) for c in v.channels] if v.channels else None,
+            "note": v.note, "buffer": _add(buffers, data)}
+
+
+def _attention(m: Any, head: int | None, buffers: list[bytes]) -> dict:
+    weights = np.asarray(m.weights, dtype="<f4")
+    heads = weights.shape[0]
+    if head is not None and not 0 <= head < heads:
+        raise ValueError(f"head={head} is out of range: this attention call has {heads} heads "
+                         f"(0..{heads - 1})")
+    chosen = weights[head] if head is not None else weights.mean(axis=0)
+    return {"heads": heads, "q_len": m.q_len, "k_len": m.k_len, "pool": list(m.pool),
+            "source": m.source, "causal": bool(m.causal), "head": head,
+            "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
+            "grid": {"shape": [heads, *_pooled_shape(weights.shape[1:])],
+                     "buffer": _add(buffers, _pool_grid(weights))}}
+
+
+def _pooled_shape(shape: tuple[int, int]) -> list[int]:
+    return [min(side, GRID_SIDE) for side in shape]
+
+
+def _pool_grid(weights: np.ndarray) -> np.ndarray:
+    """Each head block-mean pooled to at most GRID_SIDE x GRID_SIDE."""
+    heads, q, k = weights.shape
+    out = np.empty((heads, *_pooled_shape((q, k))), dtype="<f4")
+    qs = np.linspace(0, q, out.shape[1] + 1).astype(int)
+    ks = np.linspace(0, k, out.shape[2] + 1).astype(int)
+    rows = np.add.reduceat(weights, qs[:-1], axis=1) / np.diff(qs)[None, :, None]
+    out[:] = np.add.reduceat(rows, ks[:-1], axis=2) / np.diff(ks)[None, None, :]
+    return out
