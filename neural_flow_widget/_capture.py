@@ -65,6 +65,8 @@ class CaptureState:
 
     def detach(self) -> None:
         self._memo.clear()
+        if self.recorder is not None:
+            self.recorder.forget()
 
     def _on_output(self, call: int, output: Any) -> None:
         try:
@@ -107,6 +109,9 @@ class CaptureState:
 
     def finish(self, calls: tuple[Stage, ...]) -> Capture:
         maps = dict(self.recorder.maps) if self.recorder is not None else {}
+        for call, errors in (self.recorder.errors if self.recorder is not None else {}).items():
+            if errors and call >= 0:
+                self.failures.setdefault(call, f"attention map failed: {errors[0]}")
         return Capture(dict(self.outputs), maps, dict(self.failures), self.sample)
 
 
