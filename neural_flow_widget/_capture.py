@@ -41,7 +41,7 @@ class CaptureState:
     recorder: Any = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     tracer: Any = None
-    _memo: dict[int, tuple[weakref.ref, Any, Captured]] = field(default_factory=dict)
+    _memo: dict[int, tuple[weakref.ref, int, Captured]] = field(default_factory=dict)
 
     def fresh(self) -> CaptureState:
         return CaptureState(self.device, self.sample, self.budget_bytes, self.attention)
@@ -76,18 +76,20 @@ class CaptureState:
 
     def _reduce_all(self, output: Any) -> list[Captured]:
         kept = []
+        tracer = self.tracer
         for leaf, tensor in output_leaves(output):
             # The same tensor object returned by several calls (a Sequential and its last
-            # child) is reduced once, unless an in-place op changed it in between: the
-            # tracer's tag for it then differs. Without a tracer nothing is shared.
-            tag = self.tracer.table.get(tensor) if self.tracer is not None else None
-            entry = self._memo.get(id(tensor)) if tag is not None else None
-            if entry is not None and entry[0]() is tensor and entry[1] == tag:
-                kept.append(replace(entry[2], leaf=leaf))
-                continue
+            # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote to it
+            # in between. Without a tracer to see such writes nothing is shared.
+            if tracer is not None:
+                entry = self._memo.get(id(tensor))
+                if entry is not None and entry[0]() is tensor and \
+                        not tracer.written_since(tensor, entry[1]):
+                    kept.append(replace(entry[2], leaf=leaf))
+                    continue
             captured = self._reduce(leaf, tensor)
-            if tag is not None:
-                self._memo[id(tensor)] = (weakref.ref(tensor), tag, captured)
+            if tracer is not None:
+                self._memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, captured)
             kept.append(captured)
         return kept
 

@@ -206,6 +206,10 @@ class Flow:
         """A rendered view of a stage's output (a channel grid, a token map, values...)."""
         return self._captured().view(self, stage_id, kind, channel=channel, leaf=leaf)
 
+    def views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
+        """The view kinds a stage's output offers, the default first."""
+        return self._captured().views(self, stage_id, leaf)
+
     def attention(self, stage_id: str):
         """Attention maps recorded inside a stage call: a list of ``AttentionMap``."""
         return self._captured().attention(self, stage_id)

@@ -25,11 +25,32 @@ def resolve(stages: Any, modules: Sequence[ModuleInfo], calls: Sequence[Stage],
     - a callable ``(name, module) -> bool``.
     """
     names = _module_names(stages, _run_leaves(modules, calls), model)
+    if isinstance(stages, int) and not isinstance(stages, bool) and calls:
+        names = _through_containers(names, modules, calls)
     picked_calls = set()
     if isinstance(stages, (list, tuple, set, frozenset)):
         ids = {c.id: c.index for c in calls}
         picked_calls = {ids[s] for s in stages if isinstance(s, str) and "#" in s and s in ids}
     return tuple(sorted({c.index for c in calls if c.module in names} | picked_calls))
+
+
+def _through_containers(names: set[str], modules: Sequence[ModuleInfo],
+                        calls: Sequence[Stage]) -> set[str]:
+    """A container that never ran itself (``nn.ModuleList``, ``nn.ModuleDict``) stands for
+    its children at a depth selection, so ``stages=1`` on a transformer shows its blocks."""
+    ran = {c.module for c in calls}
+    children: dict[str, list[str]] = {}
+    for m in modules:
+        parent = m.name.rpartition(".")[0]
+        children.setdefault(parent, []).append(m.name)
+    todo, chosen = list(names), set()
+    while todo:
+        name = todo.pop()
+        if name in ran or name not in children:
+            chosen.add(name)
+        else:
+            todo.extend(children[name])
+    return chosen
 
 
 def _run_leaves(modules: Sequence[ModuleInfo], calls: Sequence[Stage]) -> Sequence[ModuleInfo]:

@@ -195,7 +195,9 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
     error = run.error
     failed = run.tracker.failed
     if failed is None:
-        where = f"the model's own forward ({flow.model})"
+        done = [s for s in flow.stages if s.error is None]
+        after = f", after stage {done[-1].id!r}" if done else ""
+        where = f"the model's own forward ({flow.model}{after})"
         stage_id = module = None
         shapes = ""
     else:
@@ -208,8 +210,9 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
         got = run.tracker.calls[failed].input_shapes
         shapes = (f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}"
                   if got else "")
-    message = (f"{where} raised {type(error).__name__}: {error}{shapes}. Check that the inputs "
-               f"match what this module expects. The graph up to that point is in err.partial.")
+    text = f"{type(error).__name__}: {error}".rstrip(". ")
+    message = (f"{where} raised {text}{shapes}. Check that the inputs match what this module "
+               f"expects. The graph up to that point is in err.partial.")
     return TraceError(message, partial=flow, stage=stage_id, module=module)
 
 

@@ -116,6 +116,11 @@ class DataflowTracer(TorchFunctionMode):
             self.seq += 1
             self.table.set(t, (self.seq, call, (self.new_op(call, parents),)))
 
+    def written_since(self, tensor: Tensor, seq: int) -> bool:
+        """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
+        writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
+        return bool(writes) and writes[-1][0] > seq
+
     def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
         """The op-graph nodes that produced these tensors (in-place writes included)."""
         found: list[int] = []

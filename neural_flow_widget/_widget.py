@@ -77,6 +77,17 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self.observe(handler, names="selected")
         return lambda: self.unobserve(handler, names="selected")
 
+    @traitlets.validate("selected")
+    def _valid_selected(self, proposal: dict) -> str | None:
+        value = proposal["value"]
+        if value in (None, ""):
+            return None
+        try:
+            self.flow.stage(value)
+        except KeyError as error:
+            raise traitlets.TraitError(error.args[0]) from None
+        return value
+
     @command
     def _stage_data(self, msg: Any, buffers: list) -> tuple[dict, list[bytes]]:
         try:

@@ -1,0 +1,76 @@
+"""The notebook shell: traitlets, selection, the data command, HTML export."""
+
+import re
+
+import pytest
+import torch
+import traitlets
+
+import neural_flow_widget as nfw
+from neural_flow_widget import wire
+import zoo
+
+
+@pytest.fixture(scope="module")
+def widget():
+    torch.manual_seed(0)
+    return nfw.NeuralFlowWidget(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), stages=1)
+
+
+def test_graph_traitlet_is_the_wire_graph(widget):
+    assert widget.graph == wire.encode_graph(widget.flow)
+    assert widget.graph["selected"] == list(widget.flow.selected)
+    assert re.search(r"export ?\{[^}]*as default", widget._esm)  # the bundled front end
+
+
+def test_selection_is_two_way_and_validated(widget):
+    seen = []
+    unsubscribe = widget.on_select(seen.append)
+    widget.selected = "dec1"
+    widget.selected = None
+    unsubscribe()
+    widget.selected = "enc1"
+    assert seen == ["dec1", None]
+    with pytest.raises(traitlets.TraitError, match="closest"):
+        widget.selected = "dec9"
+    widget.selected = ""  # the view's "nothing selected"
+    assert widget.selected is None
+
+
+def test_stage_data_command_answers_and_never_raises(widget):
+    msg, buffers = widget._stage_data({"stage": "enc2", "view": "grid"}, [])
+    assert msg["ok"] and msg["view"]["kind"] == "grid" and buffers
+    bad, _ = widget._stage_data({"stage": "enc2", "view": "channel", "channel": 10_000}, [])
+    assert not bad["ok"] and "channel" in bad["error"]
+    odd, _ = widget._stage_data(None, [])
+    assert not odd["ok"]
+
+
+def test_from_flow_and_token_labels():
+    flow = nfw.trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16))
+    assert nfw.NeuralFlowWidget.from_flow(flow).flow is flow
+    ids = torch.tensor([[5, 7, 9]])
+    emb = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 2))
+    assert nfw.NeuralFlowWidget(emb, ids).tokens == ["5", "7", "9"]
+
+
+def test_html_export_is_self_contained(widget, tmp_path):
+    path = widget.to_html(tmp_path / "unet.html")
+    page = path.read_text()
+    assert page.startswith("<!doctype html>")
+    assert not re.search(r"""(src|href)=["']?https?://""", page)  # no CDN, no network
+    assert "renderStatic" in page and '"enc1"' in page
+    assert "<script" not in page.split('id="nfw-bundle">', 1)[1].split("</script>", 1)[0]
+
+
+def test_hostile_module_names_travel_as_text():
+    class Hostile(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleDict({"<img src=x onerror=alert(1)>": torch.nn.Linear(2, 2)})
+
+        def forward(self, x):
+            return self.blocks["<img src=x onerror=alert(1)>"](x)
+
+    w = nfw.NeuralFlowWidget(Hostile(), torch.randn(1, 2))
+    assert w.graph["calls"][0]["id"] == "blocks.<img src=x onerror=alert(1)>"
