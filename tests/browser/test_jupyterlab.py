@@ -41,6 +41,8 @@ def lab(tmp_path):
             "widget"),
         nbformat.v4.new_code_cell("print('SELECTED=' + str(widget.selected))"),
     ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
     nbformat.write(nb, tmp_path / "flow.ipynb")
     port = free_port()
     token = "nfw-test-token"
@@ -48,7 +50,7 @@ def lab(tmp_path):
                JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"))
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--allow-root",
          f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=None",
          "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -90,6 +92,11 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(lab):
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle'], "
                                ".jp-mod-idle, .jp-Toolbar-kernelStatus", timeout=60_000)
+        page.wait_for_timeout(1000)
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():  # e.g. the kernel picker or a notice: accept the default
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-dialog.png"))
+            page.locator(".jp-Dialog .jp-mod-accept").first.click()
         page.locator(".jp-Cell").first.click()
         page.keyboard.press("Shift+Enter")  # run the widget cell
         node = page.locator('[data-stage-id="enc1"]').first
