@@ -1,0 +1,294 @@
+/**
+ * The view model: wire graph -> module-call tree, expansion state, folding of repeated
+ * blocks, the visible nodes and the edges between them. Pure and DOM-free.
+ */
+import { stageEdges, topologyIndex, type TopologyIndex } from "./topology";
+import type { EdgeKind, WireGraph } from "./wire";
+
+/** A run of >= 3 sibling calls `prefix.N` (consecutive N) of equal type and signature. */
+export interface Run {
+  key: string; // the first member's stage id
+  members: number[];
+  type: string;
+  prefix: string;
+}
+
+export interface CallTree {
+  graph: WireGraph;
+  topo: TopologyIndex;
+  children: number[][]; // per call, child call indices in start order
+  roots: number[]; // calls whose parent is the model (-1)
+  byId: Map<string, number>;
+  runs: Map<string, Run>; // by key
+  runOf: Int32Array; // per call: index into runList of the run it belongs to, else -1
+  runList: Run[];
+}
+
+/** Which calls are expanded (drawn as clusters) and which runs are unfolded. */
+export interface ViewState {
+  expanded: ReadonlySet<number>;
+  unfolded: ReadonlySet<string>;
+}
+
+export const MIN_RUN = 3;
+const INDEXED = /^(.*)\.(\d+)$/;
+
+function findRuns(graph: WireGraph, siblings: number[]): Run[] {
+  const runs: Run[] = [];
+  let i = 0;
+  while (i < siblings.length) {
+    const first = graph.calls[siblings[i]];
+    const m = INDEXED.exec(first.module);
+    let j = i + 1;
+    if (m) {
+      let n = Number(m[2]);
+      while (j < siblings.length) {
+        const c = graph.calls[siblings[j]];
+        const mj = INDEXED.exec(c.module);
+        if (!mj || mj[1] !== m[1] || Number(mj[2]) !== n + 1 || c.type !== first.type || c.sig !== first.sig) break;
+        n++;
+        j++;
+      }
+    }
+    if (m && j - i >= MIN_RUN) {
+      runs.push({ key: first.id, members: siblings.slice(i, j), type: first.type, prefix: m[1] });
+      i = j;
+    } else {
+      i++;
+    }
+  }
+  return runs;
+}
+
+export function buildTree(graph: WireGraph): CallTree {
+  const children: number[][] = graph.calls.map(() => []);
+  const roots: number[] = [];
+  const byId = new Map<string, number>();
+  graph.calls.forEach((c, i) => {
+    byId.set(c.id, i);
+    if (c.parent >= 0) children[c.parent].push(i);
+    else roots.push(i);
+  });
+  const runList: Run[] = [];
+  for (const sibs of [roots, ...children]) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs));
+  const runOf = new Int32Array(graph.calls.length).fill(-1);
+  runList.forEach((r, k) => r.members.forEach((c) => (runOf[c] = k)));
+  const runs = new Map(runList.map((r) => [r.key, r]));
+  return { graph, topo: topologyIndex(graph), children, roots, byId, runs, runOf, runList };
+}
+
+// ---------------------------------------------------------------------------------------
+// Items: what a container (the model, an expanded call, an unfolded run) shows.
+
+export type Item =
+  | { kind: "stage"; key: string; call: number }
+  | { kind: "fold"; key: string; run: Run }
+  | { kind: "cluster"; key: string; call: number; items: Item[] }
+  | { kind: "run"; key: string; run: Run; items: Item[] };
+
+export interface VisibleNode {
+  key: string; // unique view key: "s:"/"f:"/"i:"/"o:" + id
+  id: string; // stage id (a fold uses its first member's), or the input / output name
+  kind: "stage" | "fold" | "input" | "output";
+  call: number; // call index; -1 for inputs and outputs; a fold's first member
+  run: Run | null;
+  path: string[]; // keys of the containers that hold it, outermost first ("" = root)
+}
+
+export interface ViewEdge {
+  src: string; // node keys
+  dst: string;
+  kind: EdgeKind;
+}
+
+export interface ViewGraph {
+  items: Item[]; // root container items (inputs and outputs are separate)
+  nodes: VisibleNode[]; // canonical order: inputs, stages and folds by call index, outputs
+  byKey: Map<string, VisibleNode>;
+  edges: ViewEdge[];
+  selection: number[]; // the call indices S the edges were computed for
+}
+
+export const stageKey = (id: string) => `s:${id}`;
+export const foldKey = (runKey: string) => `f:${runKey}`;
+export const clusterKey = (id: string) => `c:${id}`;
+export const runKey = (key: string) => `r:${key}`;
+export const inputKey = (name: string) => `i:${name}`;
+export const outputKey = (name: string) => `o:${name}`;
+
+function containerItems(tree: CallTree, state: ViewState, siblings: number[], inRun = false): Item[] {
+  const items: Item[] = [];
+  for (let i = 0; i < siblings.length; i++) {
+    const c = siblings[i];
+    const r = inRun ? -1 : tree.runOf[c];
+    const run = r >= 0 ? tree.runList[r] : null;
+    if (run && run.members[0] === c) {
+      if (state.unfolded.has(run.key)) {
+        items.push({ kind: "run", key: runKey(run.key), run, items: containerItems(tree, state, run.members, true) });
+      } else {
+        items.push({ kind: "fold", key: foldKey(run.key), run });
+      }
+      i += run.members.length - 1;
+      continue;
+    }
+    const call = tree.graph.calls[c];
+    if (state.expanded.has(c) && tree.children[c].length > 0) {
+      items.push({ kind: "cluster", key: clusterKey(call.id), call: c, items: containerItems(tree, state, tree.children[c]) });
+    } else {
+      items.push({ kind: "stage", key: stageKey(call.id), call: c });
+    }
+  }
+  return items;
+}
+
+/** Root items of the view for an expansion state. */
+export function viewItems(tree: CallTree, state: ViewState): Item[] {
+  return containerItems(tree, state, tree.roots);
+}
+
+const KIND_RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2 };
+
+/** Visible nodes, the selection S and the view edges for an expansion state. */
+export function buildView(tree: CallTree, state: ViewState): ViewGraph {
+  const { graph } = tree;
+  const items = viewItems(tree, state);
+  const nodes: VisibleNode[] = [];
+  const selection: number[] = [];
+  const keyOfId = new Map<string, string>(); // wire node id -> view key
+  const walk = (list: Item[], path: string[]) => {
+    for (const it of list) {
+      if (it.kind === "stage") {
+        const id = graph.calls[it.call].id;
+        nodes.push({ key: it.key, id, kind: "stage", call: it.call, run: null, path });
+        selection.push(it.call);
+        keyOfId.set(id, it.key);
+      } else if (it.kind === "fold") {
+        nodes.push({ key: it.key, id: it.run.key, kind: "fold", call: it.run.members[0], run: it.run, path });
+        for (const m of it.run.members) {
+          selection.push(m);
+          keyOfId.set(graph.calls[m].id, it.key);
+        }
+      } else {
+        walk(it.items, [...path, it.key]);
+      }
+    }
+  };
+  walk(items, [""]);
+  nodes.sort((a, b) => a.call - b.call);
+  const ins = graph.inputs.map((name): VisibleNode => ({ key: inputKey(name), id: name, kind: "input", call: -1, run: null, path: [""] }));
+  const outs = graph.outputs.map((name): VisibleNode => ({ key: outputKey(name), id: name, kind: "output", call: -1, run: null, path: [""] }));
+  for (const n of ins) keyOfId.set(n.id, n.key);
+  for (const n of outs) keyOfId.set(n.id, n.key);
+  const all = [...ins, ...nodes, ...outs];
+
+  const best = new Map<string, ViewEdge>();
+  for (const e of stageEdges(tree.topo, selection)) {
+    const src = keyOfId.get(e.src);
+    const dst = keyOfId.get(e.dst);
+    if (!src || !dst || src === dst) continue; // both ends inside one fold: internal
+    const k = `${src}\u0000${dst}`;
+    const prev = best.get(k);
+    if (!prev) best.set(k, { src, dst, kind: e.kind });
+    else if (KIND_RANK[e.kind] < KIND_RANK[prev.kind]) prev.kind = e.kind;
+  }
+  return { items, nodes: all, byKey: new Map(all.map((n) => [n.key, n])), edges: [...best.values()], selection };
+}
+
+/** Number of drawn stage and fold nodes. */
+export function visibleCount(tree: CallTree, state: ViewState): number {
+  let n = 0;
+  const count = (list: Item[]) => {
+    for (const it of list) {
+      if (it.kind === "stage" || it.kind === "fold") n++;
+      else count(it.items);
+    }
+  };
+  count(viewItems(tree, state));
+  return n;
+}
+
+function visibleExpandable(tree: CallTree, items: Item[], out: number[]) {
+  for (const it of items) {
+    if (it.kind === "stage" && tree.children[it.call].length > 0) out.push(it.call);
+    else if (it.kind === "cluster" || it.kind === "run") visibleExpandable(tree, it.items, out);
+  }
+}
+
+/** Number of layers a layered layout needs: the longest path of the view's edges, in nodes. */
+export function layerCount(view: ViewGraph): number {
+  const depth = new Map<string, number>();
+  let most = view.nodes.length ? 1 : 0;
+  for (const e of view.edges) {
+    const d = (depth.get(e.src) ?? 1) + 1;
+    if (d > (depth.get(e.dst) ?? 1)) depth.set(e.dst, d);
+    most = Math.max(most, d);
+  }
+  return most;
+}
+
+/**
+ * The starting state: expand level by level (every visible stage with children at once)
+ * while the view stays readable: at most maxVisible nodes in at most maxLayers layers.
+ * Folded runs stay folded.
+ */
+export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
+  let state: ViewState = { expanded: new Set(), unfolded: new Set() };
+  for (;;) {
+    const candidates: number[] = [];
+    visibleExpandable(tree, viewItems(tree, state), candidates);
+    if (candidates.length === 0) return state;
+    const next: ViewState = { expanded: new Set([...state.expanded, ...candidates]), unfolded: state.unfolded };
+    if (visibleCount(tree, next) > maxVisible || layerCount(buildView(tree, next)) > maxLayers) return state;
+    state = next;
+  }
+}
+
+export function toggleExpanded(tree: CallTree, state: ViewState, call: number): ViewState {
+  if (tree.children[call].length === 0) return state;
+  const expanded = new Set(state.expanded);
+  if (expanded.has(call)) expanded.delete(call);
+  else expanded.add(call);
+  return { expanded, unfolded: state.unfolded };
+}
+
+export function toggleUnfolded(state: ViewState, run: string): ViewState {
+  const unfolded = new Set(state.unfolded);
+  if (unfolded.has(run)) unfolded.delete(run);
+  else unfolded.add(run);
+  return { expanded: state.expanded, unfolded };
+}
+
+/** Expand every ancestor of a call and unfold the runs around it, so that it is drawn. */
+export function revealCall(tree: CallTree, state: ViewState, call: number): ViewState {
+  const expanded = new Set(state.expanded);
+  const unfolded = new Set(state.unfolded);
+  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+    if (c !== call) expanded.add(c);
+    const r = tree.runOf[c];
+    if (r >= 0) unfolded.add(tree.runList[r].key);
+  }
+  expanded.delete(call);
+  return { expanded, unfolded };
+}
+
+/** The visible node that currently shows a call (itself, its fold, or a collapsed ancestor). */
+export function nodeKeyForCall(tree: CallTree, view: ViewGraph, call: number): string | null {
+  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+    const id = tree.graph.calls[c].id;
+    if (view.byKey.has(stageKey(id))) return stageKey(id);
+    const r = tree.runOf[c];
+    if (r >= 0 && view.byKey.has(foldKey(tree.runList[r].key))) return foldKey(tree.runList[r].key);
+  }
+  return null;
+}
+
+/** Calls whose module name or type contains the query (case-insensitive). */
+export function searchCalls(tree: CallTree, query: string, limit = 200): number[] {
+  const q = query.trim().toLowerCase();
+  if (!q) return [];
+  const out: number[] = [];
+  tree.graph.calls.forEach((c, i) => {
+    if (out.length < limit && (c.id.toLowerCase().includes(q) || c.type.toLowerCase().includes(q))) out.push(i);
+  });
+  return out;
+}

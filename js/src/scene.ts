@@ -1,0 +1,226 @@
+/**
+ * Between the view model and the drawing: turns a ViewGraph into a layout request (items
+ * per container, edges projected onto the container that holds both ends) and a laid-out
+ * graph into a scene (boxes, labels, edge paths). Pure and DOM-free.
+ */
+import { formatParams, formatShape } from "./format";
+import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "./layout";
+import type { CallTree, Item, ViewGraph, VisibleNode } from "./model";
+import type { EdgeKind } from "./wire";
+
+export const ROOT = "root";
+export const NODE_W = 196;
+export const NODE_H = 50;
+export const PORT_W = 116;
+export const PORT_H = 32;
+const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1 };
+
+function itemPathOf(node: VisibleNode): string[] {
+  // node.path holds container keys with "" for the model; the layout calls the model ROOT.
+  return [ROOT, ...node.path.slice(1), node.key];
+}
+
+export function layoutRequest(view: ViewGraph, dir: Direction): LayoutRequest {
+  const groups = new Map<string, LayoutGroup>();
+  const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
+  const leaf = (key: string, w: number, h: number): LayoutLeaf => ({ key, w, h });
+  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = []): LayoutGroup => {
+    const g: LayoutGroup = { key, items: [], edges: [] };
+    groups.set(key, g);
+    g.items.push(...ports);
+    for (const it of items) {
+      if (it.kind === "stage" || it.kind === "fold") g.items.push(leaf(it.key, NODE_W, it.kind === "fold" ? NODE_H + 6 : NODE_H));
+      else g.items.push(build(it.key, it.items));
+    }
+    g.items.push(...tail);
+    index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
+    return g;
+  };
+  const ins = view.nodes.filter((n) => n.kind === "input").map((n) => leaf(n.key, PORT_W, PORT_H));
+  const outs = view.nodes.filter((n) => n.kind === "output").map((n) => leaf(n.key, PORT_W, PORT_H));
+  const root = build(ROOT, view.items, ins, outs);
+  const seen = new Set<string>();
+  for (const e of view.edges) {
+    const proj = projectEdge(view, e.src, e.dst);
+    if (!proj) continue;
+    const [group, a, b] = proj;
+    const k = `${a}>${b}`;
+    const idx = index.get(group)!;
+    const w = WEIGHT[e.kind];
+    if (seen.has(k)) {
+      const existing = groups.get(group)!.edges.find((x) => x.src === idx.get(a) && x.dst === idx.get(b));
+      if (existing) existing.weight = Math.max(existing.weight, w);
+      continue;
+    }
+    seen.add(k);
+    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w };
+    groups.get(group)!.edges.push(le);
+  }
+  return { dir, root };
+}
+
+/** The container holding both ends of an edge, and the items of that container that hold each end. */
+export function projectEdge(view: ViewGraph, src: string, dst: string): [string, string, string] | null {
+  const a = view.byKey.get(src);
+  const b = view.byKey.get(dst);
+  if (!a || !b) return null;
+  const pa = itemPathOf(a);
+  const pb = itemPathOf(b);
+  let l = 0;
+  while (l < pa.length && l < pb.length && pa[l] === pb[l]) l++;
+  if (l === 0 || l >= pa.length || l >= pb.length) return null;
+  return [pa[l - 1], pa[l], pb[l]];
+}
+
+// ---------------------------------------------------------------------------------------
+
+export interface SceneNode {
+  key: string;
+  id: string;
+  kind: VisibleNode["kind"];
+  call: number;
+  box: Box;
+  title: string; // last part of the module name, or "Type × n" for a fold
+  path: string; // the full module name (or range for a fold)
+  type: string;
+  shape: string;
+  params: string;
+  expandable: boolean;
+  foldCount: number;
+  error: string | null;
+}
+
+export interface SceneCluster {
+  key: string;
+  id: string;
+  kind: "cluster" | "run";
+  call: number;
+  box: Box;
+  label: string;
+  type: string;
+  depth: number;
+}
+
+export interface SceneEdge {
+  key: string;
+  src: string; // node keys
+  dst: string;
+  srcId: string; // wire ids (data-src / data-dst)
+  dstId: string;
+  kind: EdgeKind;
+  points: number[];
+}
+
+export interface Scene {
+  dir: Direction;
+  nodes: SceneNode[];
+  clusters: SceneCluster[];
+  edges: SceneEdge[];
+  width: number;
+  height: number;
+}
+
+/** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
+function lastPart(name: string): string {
+  const parts = name.split(".");
+  const last = parts[parts.length - 1];
+  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
+}
+
+function anchor(box: Box, dir: Direction, out: boolean): [number, number] {
+  const [x, y, w, h] = box;
+  if (dir === "TB") return [x + w / 2, out ? y + h : y];
+  return [out ? x + w : x, y + h / 2];
+}
+
+export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, dir: Direction): Scene {
+  const { calls } = tree.graph;
+  const nodes: SceneNode[] = [];
+  for (const n of view.nodes) {
+    const box = lay.boxes[n.key];
+    if (!box) continue;
+    if (n.kind === "input" || n.kind === "output") {
+      nodes.push({ key: n.key, id: n.id, kind: n.kind, call: -1, box, title: n.id, path: n.id, type: n.kind, shape: "", params: "", expandable: false, foldCount: 0, error: null });
+      continue;
+    }
+    const c = calls[n.call];
+    if (n.run) {
+      const members = n.run.members;
+      const last = calls[members[members.length - 1]];
+      const params = members.reduce((s, m) => s + calls[m].params, 0);
+      const err = members.map((m) => calls[m].error).find((e) => e !== null) ?? null;
+      nodes.push({
+        key: n.key, id: n.id, kind: "fold", call: n.call, box,
+        title: `${n.run.type} × ${members.length}`,
+        path: `${c.module} … ${last.module.slice(last.module.lastIndexOf(".") + 1)}`,
+        type: n.run.type, shape: formatShape(last.shapes[0]), params: formatParams(params),
+        expandable: true, foldCount: members.length, error: err,
+      });
+    } else {
+      nodes.push({
+        key: n.key, id: n.id, kind: "stage", call: n.call, box,
+        title: lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : ""),
+        path: c.module,
+        type: c.type, shape: formatShape(c.shapes[0]), params: formatParams(c.params),
+        expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error,
+      });
+    }
+  }
+  const clusters: SceneCluster[] = [];
+  const walk = (items: Item[]) => {
+    for (const it of items) {
+      if (it.kind === "cluster") {
+        const c = calls[it.call];
+        clusters.push({ key: it.key, id: c.id, kind: "cluster", call: it.call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth });
+        walk(it.items);
+      } else if (it.kind === "run") {
+        const c = calls[it.run.members[0]];
+        clusters.push({
+          key: it.key, id: it.run.key, kind: "run", call: it.run.members[0], box: lay.boxes[it.key],
+          label: `${it.run.prefix}.* (${it.run.members.length})`, type: `${it.run.type} × ${it.run.members.length}`, depth: c.depth,
+        });
+        walk(it.items);
+      }
+    }
+  };
+  walk(view.items);
+  const edges: SceneEdge[] = [];
+  for (const e of view.edges) {
+    const a = view.byKey.get(e.src)!;
+    const b = view.byKey.get(e.dst)!;
+    const proj = projectEdge(view, e.src, e.dst);
+    const ab = lay.boxes[e.src];
+    const bb = lay.boxes[e.dst];
+    if (!proj || !ab || !bb) continue;
+    const route = lay.routes[`${proj[1]}>${proj[2]}`] ?? [];
+    const pts: number[] = [];
+    if (proj[1] !== e.src || route.length < 4) pts.push(...anchor(ab, dir, true));
+    pts.push(...route);
+    if (proj[2] !== e.dst || route.length < 4) pts.push(...anchor(bb, dir, false));
+    edges.push({ key: `${e.src}>${e.dst}`, src: e.src, dst: e.dst, srcId: a.id, dstId: b.id, kind: e.kind, points: pts });
+  }
+  return { dir, nodes, clusters, edges, width: lay.width, height: lay.height };
+}
+
+/** An SVG path through the points: straight ends, a smooth B-spline in between. */
+export function edgePath(p: number[]): string {
+  const n = p.length / 2;
+  if (n < 2) return "";
+  const f = (v: number) => (Math.round(v * 10) / 10).toString();
+  if (n === 2) return `M${f(p[0])},${f(p[1])}L${f(p[2])},${f(p[3])}`;
+  let d = `M${f(p[0])},${f(p[1])}`;
+  // Uniform cubic B-spline (like d3.curveBasis), clamped at both ends.
+  let x0 = p[0], y0 = p[1], x1 = p[0], y1 = p[1];
+  const point = (x: number, y: number) => {
+    d += `C${f((2 * x0 + x1) / 3)},${f((2 * y0 + y1) / 3)} ${f((x0 + 2 * x1) / 3)},${f((y0 + 2 * y1) / 3)} ${f((x0 + 4 * x1 + x) / 6)},${f((y0 + 4 * y1 + y) / 6)}`;
+  };
+  for (let i = 1; i < n; i++) {
+    const x = p[2 * i], y = p[2 * i + 1];
+    if (i >= 2) point(x, y);
+    else d += `L${f((5 * x0 + x) / 6)},${f((5 * y0 + y) / 6)}`;
+    x0 = x1; y0 = y1; x1 = x; y1 = y;
+  }
+  point(x1, y1);
+  d += `L${f(x1)},${f(y1)}`;
+  return d;
+}

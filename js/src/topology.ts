@@ -1,0 +1,164 @@
+/**
+ * Stage edges for a selection of calls: the twin of `neural_flow_widget/_topology.py`.
+ * Both sides must produce identical edges (a golden file written by Python checks it).
+ *
+ *   1. owner[c] = nearest ancestor-or-self of call c in the selection S, else -1;
+ *      own(op) = owner[op's owner call] (or -1 for ops of the model's own body).
+ *   2. For each stage s in S (increasing call index) walk backwards from calls[s].in through
+ *      op parents: a model input op records that input and stops; an op owned by another
+ *      selected stage (not s, not an ancestor of s) records that stage and stops; else the
+ *      walk goes on to the op's parents.
+ *   3. Each model output walks from its output ops: input op -> input, owned op -> owner.
+ *   4. Canonical order: inputs, stages by call index, outputs. ancestors(n) is the union over
+ *      its sources m of ancestors(m) + {m}, over these real edges only.
+ *   5. primary = the source with most ancestors (ties: earliest canonical) -> "flow";
+ *      another source inside ancestors(primary) -> "skip"; else -> "merge".
+ *   6. A stage without sources is attached (flow) to the previous selected stage by call
+ *      index, or to inputs[0]; attachments do not count for 4-5.
+ *   7. topology "sequential" ignores ops: inputs[0] -> stages in order -> every output.
+ *   8. Edges sorted by destination, then source, in canonical order.
+ */
+import type { EdgeKind, WireEdge, WireGraph } from "./wire";
+
+/** Precomputed lookups that do not depend on the selection. */
+export interface TopologyIndex {
+  graph: WireGraph;
+  inputOfOp: Map<number, string>; // op id -> model input id
+}
+
+export function topologyIndex(graph: WireGraph): TopologyIndex {
+  const inputOfOp = new Map<number, string>();
+  for (const [name, op] of graph.input_ops) inputOfOp.set(op, name);
+  return { graph, inputOfOp };
+}
+
+function isCallAncestor(graph: WireGraph, a: number, s: number): boolean {
+  for (let p = graph.calls[s].parent; p >= 0; p = graph.calls[p].parent) if (p === a) return true;
+  return false;
+}
+
+function popcount(words: Uint32Array, from: number, n: number): number {
+  let total = 0;
+  for (let i = from; i < from + n; i++) {
+    let v = words[i];
+    v = v - ((v >>> 1) & 0x55555555);
+    v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+    total += (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+  }
+  return total;
+}
+
+/**
+ * Edges between the selected calls (plus model inputs and outputs), by the walk above.
+ * `selection` holds call indices; node ids are calls[s].id and the input / output names.
+ */
+export function stageEdges(index: TopologyIndex, selection: Iterable<number>): WireEdge[] {
+  const { graph, inputOfOp } = index;
+  const { calls, ops } = graph;
+  const stages = [...new Set(selection)].sort((a, b) => a - b);
+  const inS = new Uint8Array(calls.length);
+  for (const s of stages) inS[s] = 1;
+
+  // Canonical order: inputs, stages, outputs.
+  const nIn = graph.inputs.length;
+  const nodeIds: string[] = [...graph.inputs, ...stages.map((s) => calls[s].id), ...graph.outputs];
+  const inputPos = new Map<string, number>();
+  graph.inputs.forEach((name, i) => inputPos.set(name, i));
+  const stagePos = new Map<number, number>();
+  stages.forEach((s, i) => stagePos.set(s, nIn + i));
+  const outBase = nIn + stages.length;
+
+  const edges: WireEdge[] = [];
+  const edge = (src: number, dst: number, kind: EdgeKind) => edges.push({ src: nodeIds[src], dst: nodeIds[dst], kind });
+
+  if (graph.topology === "sequential") {
+    let prev = nIn > 0 ? 0 : -1;
+    for (const s of stages) {
+      const pos = stagePos.get(s)!;
+      if (prev >= 0) edge(prev, pos, "flow");
+      prev = pos;
+    }
+    if (prev >= 0) for (let o = 0; o < graph.outputs.length; o++) edge(prev, outBase + o, "flow");
+    return edges;
+  }
+
+  // 1. owner of every call (parents precede children in start order).
+  const owner = new Int32Array(calls.length);
+  for (let c = 0; c < calls.length; c++) {
+    const p = calls[c].parent;
+    owner[c] = inS[c] ? c : p >= 0 ? owner[p] : -1;
+  }
+  const own = (o: number) => (ops[o][0] >= 0 ? owner[ops[o][0]] : -1);
+
+  // 2.-3. Backward walks; a stamp per op replaces a visited set per walk.
+  const stamp = new Int32Array(ops.length);
+  let walk = 0;
+  const sourcesOf = (start: number[], stage: number): number[] => {
+    walk++;
+    const found = new Set<number>();
+    const stack: number[] = [];
+    for (const o of start) if (stamp[o] !== walk) (stamp[o] = walk), stack.push(o);
+    while (stack.length) {
+      const o = stack.pop()!;
+      const input = inputOfOp.get(o);
+      if (input !== undefined) {
+        const pos = inputPos.get(input);
+        if (pos !== undefined) found.add(pos);
+        continue;
+      }
+      const w = own(o);
+      if (w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)))) {
+        found.add(stagePos.get(w)!);
+        continue;
+      }
+      for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
+    }
+    return [...found].sort((a, b) => a - b);
+  };
+
+  const nNodes = nodeIds.length;
+  const sources: number[][] = new Array(nNodes);
+  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, s)));
+  const outputOps = new Map(graph.output_ops);
+  graph.outputs.forEach((name, i) => (sources[outBase + i] = sourcesOf(outputOps.get(name) ?? [], -1)));
+
+  // 4. Ancestor bitsets in canonical order (sources always precede their destination).
+  const words = (nNodes + 31) >>> 5;
+  const anc = new Uint32Array(nNodes * words);
+  const ancCount = new Int32Array(nNodes);
+  for (let n = nIn; n < nNodes; n++) {
+    const src = sources[n];
+    if (!src || src.length === 0) continue;
+    const row = n * words;
+    for (const m of src) {
+      const mrow = m * words;
+      for (let w = 0; w < words; w++) anc[row + w] |= anc[mrow + w];
+      anc[row + (m >>> 5)] |= 1 << (m & 31);
+    }
+    ancCount[n] = popcount(anc, row, words);
+  }
+
+  // 5.-6. Kinds, attachments; destinations and sources are already in canonical order.
+  let prevStage = -1;
+  for (let n = nIn; n < nNodes; n++) {
+    const src = sources[n];
+    const isStage = n < outBase;
+    if (!src || src.length === 0) {
+      if (isStage) {
+        const from = prevStage >= 0 ? prevStage : nIn > 0 ? 0 : -1;
+        if (from >= 0) edge(from, n, "flow");
+      }
+    } else {
+      let primary = src[0];
+      for (const m of src) if (ancCount[m] > ancCount[primary]) primary = m;
+      const prow = primary * words;
+      for (const m of src) {
+        const kind: EdgeKind =
+          m === primary ? "flow" : anc[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
+        edge(m, n, kind);
+      }
+    }
+    if (isStage) prevStage = n;
+  }
+  return edges;
+}

@@ -1,0 +1,346 @@
+/** Draws a scene as SVG: nodes, cluster boxes, edges; hover, selection, culling, level of detail. */
+import { edgePath, type Scene, type SceneCluster, type SceneEdge, type SceneNode } from "../scene";
+import { fitText, Listeners, s, SVG_NS, svgText, textWidth } from "./dom";
+import { GRAPH_CSS } from "./styles";
+import { typeColor } from "./palette";
+import type { Transform } from "./zoom";
+
+export interface NodeFill {
+  fill: string;
+  ink: string; // text colour that reads on the fill
+}
+
+export interface GraphViewEvents {
+  activate(node: SceneNode): void; // click on a node
+  toggle(key: string): void; // expand / collapse / unfold / refold (node or cluster key)
+  background(): void;
+}
+
+/** Above this many nodes only what is on screen is kept in the DOM. */
+const CULL_MIN = 250;
+
+let instances = 0;
+
+export class GraphView {
+  readonly svg: SVGSVGElement;
+  private readonly world: SVGGElement;
+  private readonly clusterLayer: SVGGElement;
+  private readonly edgeLayer: SVGGElement;
+  private readonly nodeLayer: SVGGElement;
+  private readonly uid = `nfw${++instances}`;
+  private readonly defs: SVGDefsElement;
+  private scene: Scene | null = null;
+  private nodeEls = new Map<string, SVGGElement>();
+  private edgeEls = new Map<string, SVGPathElement>();
+  private edgesOf = new Map<string, SceneEdge[]>();
+  private nodeByKey = new Map<string, SceneNode>();
+  private fills: Map<string, NodeFill> | null = null;
+  private selected: string | null = null;
+  private focused: string | null = null;
+  private matches = new Set<string>();
+  private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
+  private listeners = new Listeners();
+  private cullFrame = 0;
+  private fonts: Record<"t1" | "t2" | "num" | "ct" | "port", string> | null = null;
+
+  /** Canvas fonts matching the CSS, for measuring labels (read once the SVG is in the page). */
+  private font(kind: "t1" | "t2" | "num" | "ct" | "port"): string {
+    if (!this.fonts) {
+      const style = getComputedStyle(this.svg);
+      const fam = style.fontFamily || "sans-serif";
+      const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
+      this.fonts = { t1: `600 12.5px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 11.5px ${fam}` };
+    }
+    return this.fonts[kind];
+  }
+
+  constructor(private readonly events: GraphViewEvents, private readonly isDragging: () => boolean) {
+    this.svg = s("svg", { class: "nfw-svg nfw-graph", role: "img", "aria-label": "network flow graph" });
+    const defs = (this.defs = s("defs"));
+    for (const kind of ["flow", "skip", "merge"]) {
+      const m = s("marker", {
+        id: `${this.uid}-arrow-${kind}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
+        markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", markerUnits: "userSpaceOnUse",
+      });
+      m.append(s("path", { d: "M0,1 L10,5 L0,9 z", class: `nfw-arrow-${kind}` }));
+      defs.append(m);
+    }
+    this.world = s("g", { class: "nfw-world" });
+    this.clusterLayer = s("g", { class: "nfw-clusters" });
+    this.edgeLayer = s("g", { class: "nfw-edges" });
+    this.nodeLayer = s("g", { class: "nfw-nodes" });
+    this.world.append(this.clusterLayer, this.edgeLayer, this.nodeLayer);
+    this.svg.append(defs, this.world);
+    const L = this.listeners;
+    L.on(this.svg, "click", (e: MouseEvent) => this.click(e));
+    L.on(this.svg, "dblclick", (e: MouseEvent) => {
+      const g = (e.target as Element).closest<SVGGElement>(".nfw-node");
+      const node = g && this.nodeByKey.get(g.dataset.key!);
+      if (node?.expandable && node.kind === "stage") this.events.toggle(node.key);
+    });
+    L.on(this.nodeLayer, "pointerover", (e: PointerEvent) => {
+      const g = (e.target as Element).closest<SVGGElement>(".nfw-node");
+      if (g && !this.isDragging()) this.hover(g.dataset.key!);
+    });
+    L.on(this.nodeLayer, "pointerout", (e: PointerEvent) => {
+      const to = e.relatedTarget as Element | null;
+      if (!to || !to.closest?.(".nfw-node")) this.hover(null);
+    });
+  }
+
+  private click(e: MouseEvent) {
+    if (this.isDragging()) return;
+    const t = e.target as Element;
+    const action = t.closest<SVGElement>("[data-action]");
+    if (action) {
+      this.events.toggle(action.dataset.key!);
+      return;
+    }
+    const g = t.closest<SVGGElement>(".nfw-node");
+    const node = g && this.nodeByKey.get(g.dataset.key!);
+    if (node) this.events.activate(node);
+    else this.events.background();
+  }
+
+  setScene(scene: Scene, fills: Map<string, NodeFill> | null) {
+    this.scene = scene;
+    this.fills = fills;
+    this.nodeByKey = new Map(scene.nodes.map((n) => [n.key, n]));
+    this.edgesOf = new Map();
+    for (const e of scene.edges) {
+      for (const k of [e.src, e.dst]) {
+        const list = this.edgesOf.get(k);
+        if (list) list.push(e);
+        else this.edgesOf.set(k, [e]);
+      }
+    }
+    this.nodeEls.clear();
+    this.edgeEls.clear();
+    this.clusterLayer.replaceChildren(...scene.clusters.map((c) => this.clusterEl(c)));
+    this.edgeLayer.replaceChildren();
+    this.nodeLayer.replaceChildren();
+    this.hover(null);
+    this.cull();
+  }
+
+  setFills(fills: Map<string, NodeFill> | null) {
+    if (!this.scene) return;
+    this.fills = fills;
+    this.nodeEls.clear();
+    this.nodeLayer.replaceChildren();
+    this.cull();
+  }
+
+  get nodes(): readonly SceneNode[] {
+    return this.scene?.nodes ?? [];
+  }
+
+  node(key: string): SceneNode | undefined {
+    return this.nodeByKey.get(key);
+  }
+
+  edgesAt(key: string): readonly SceneEdge[] {
+    return this.edgesOf.get(key) ?? [];
+  }
+
+  /** Apply the pan/zoom transform: the world group, level of detail, culling. */
+  transform(t: Transform, viewport: [number, number, number, number]) {
+    this.world.setAttribute("transform", `translate(${t.x.toFixed(2)},${t.y.toFixed(2)}) scale(${t.k.toFixed(4)})`);
+    this.svg.classList.toggle("nfw-lod-low", t.k < 0.3);
+    this.svg.classList.toggle("nfw-lod-mid", t.k >= 0.3 && t.k < 0.55);
+    this.viewport = viewport;
+    if ((this.scene?.nodes.length ?? 0) > CULL_MIN && !this.cullFrame) {
+      this.cullFrame = requestAnimationFrame(() => {
+        this.cullFrame = 0;
+        this.cull();
+      });
+    }
+  }
+
+  private cull() {
+    const scene = this.scene;
+    if (!scene) return;
+    const all = scene.nodes.length <= CULL_MIN;
+    const [vx, vy, vw, vh] = this.viewport;
+    const mx = vw * 0.25;
+    const my = vh * 0.25;
+    const inView = (x: number, y: number, w: number, h: number) => all || (x + w >= vx - mx && x <= vx + vw + mx && y + h >= vy - my && y <= vy + vh + my);
+    const wantNodes: SVGGElement[] = [];
+    for (const n of scene.nodes) {
+      const [x, y, w, h] = n.box;
+      if (!inView(x, y, w, h)) continue;
+      let el = this.nodeEls.get(n.key);
+      if (!el) this.nodeEls.set(n.key, (el = this.nodeEl(n)));
+      wantNodes.push(el);
+    }
+    const wantEdges: SVGPathElement[] = [];
+    for (const e of scene.edges) {
+      if (!all) {
+        let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+        for (let i = 0; i < e.points.length; i += 2) {
+          x0 = Math.min(x0, e.points[i]); x1 = Math.max(x1, e.points[i]);
+          y0 = Math.min(y0, e.points[i + 1]); y1 = Math.max(y1, e.points[i + 1]);
+        }
+        if (!inView(x0, y0, x1 - x0, y1 - y0)) continue;
+      }
+      let el = this.edgeEls.get(e.key);
+      if (!el) this.edgeEls.set(e.key, (el = this.edgeEl(e)));
+      wantEdges.push(el);
+    }
+    syncChildren(this.nodeLayer, wantNodes);
+    syncChildren(this.edgeLayer, wantEdges);
+  }
+
+  private edgeEl(e: SceneEdge): SVGPathElement {
+    return s("path", {
+      class: "nfw-edge", d: edgePath(e.points), "data-edge-kind": e.kind, "data-src": e.srcId, "data-dst": e.dstId,
+      "data-key": e.key, "marker-end": `url(#${this.uid}-arrow-${e.kind})`,
+    });
+  }
+
+  private clusterEl(c: SceneCluster): SVGGElement {
+    const [x, y, w, h] = c.box;
+    const g = s("g", { class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`, "data-cluster-id": c.id, "data-key": c.key, transform: `translate(${x},${y})` });
+    g.append(s("rect", { class: "nfw-box", width: w, height: h, rx: 10 }));
+    const label = fitText(c.label, w - 48, this.font("ct"));
+    g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
+    const used = 12 + textWidth(label, this.font("ct")) + 8;
+    if (w - 36 - used > 40) g.append(svgText(fitText(c.type, w - 36 - used, this.font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+    g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
+    const title = s("title");
+    title.textContent = `${c.label} (${c.type})`;
+    g.append(title);
+    return g;
+  }
+
+  private nodeEl(n: SceneNode): SVGGElement {
+    const [x, y, w, h] = n.box;
+    const port = n.kind === "input" || n.kind === "output";
+    const cls = ["nfw-node"];
+    if (port) cls.push("nfw-port");
+    if (n.error) cls.push("nfw-error");
+    if (n.key === this.selected) cls.push("nfw-selected");
+    if (n.key === this.focused) cls.push("nfw-focus");
+    if (this.matches.has(n.key)) cls.push("nfw-match");
+    const fill = this.fills?.get(n.key);
+    if (fill) cls.push("nfw-stat-fill");
+    const g = s("g", { class: cls.join(" "), "data-stage-id": n.id, "data-key": n.key, "data-kind": n.kind, transform: `translate(${x},${y})` });
+    if (n.kind === "fold") g.dataset.fold = n.id;
+    if (fill) g.style.setProperty("--nfw-ink", fill.ink);
+    if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
+    const title = s("title");
+    title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}`;
+    g.append(title);
+    if (port) {
+      g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: h / 2 }));
+      g.append(svgText(fitText(n.title, w - 20, this.font("port")), { class: "nfw-t1", x: w / 2, y: h / 2 + 4, "text-anchor": "middle" }));
+      g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: h / 2 + 4 }));
+      return g;
+    }
+    const cw = n.kind === "fold" ? w - 6 : w;
+    const ch = n.kind === "fold" ? h - 6 : h;
+    if (n.kind === "fold") {
+      g.append(s("rect", { class: "nfw-stack", x: 6, y: 6, width: cw, height: ch, rx: 8 }));
+      g.append(s("rect", { class: "nfw-stack", x: 3, y: 3, width: cw, height: ch, rx: 8 }));
+    }
+    const card = s("rect", { class: "nfw-card", width: cw, height: ch, rx: 8 });
+    if (fill) card.style.fill = fill.fill;
+    g.append(card);
+    g.append(s("rect", { x: 7, y: 11, width: 3.5, height: ch - 22, rx: 1.75, fill: typeColor(n.type) }));
+    // Line 1: name (or the folded type) and, right-aligned, parameters (or the fold count).
+    // Line 2: type (or the folded range) and the output shape.
+    const fold = n.kind === "fold";
+    const left1 = fold ? n.type : n.title;
+    const right1 = fold ? `× ${n.foldCount}` : n.params;
+    const left2 = fold ? n.path : n.type;
+    const right2 = fold ? n.params : n.shape;
+    const avail = cw - 18 - 10;
+    const y1 = Math.round(ch / 2 - 3);
+    const y2 = Math.round(ch / 2 + 13);
+    const r1w = right1 ? textWidth(right1, fold ? this.font("t1") : this.font("num")) + 8 : 0;
+    const r2w = right2 ? textWidth(right2, this.font("num")) + 8 : 0;
+    g.append(svgText(fitText(left1, avail - r1w, this.font("t1")), { class: "nfw-t1", x: 18, y: y1 }));
+    if (right1) g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
+    const shapeFits = r2w < avail * 0.62;
+    g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), this.font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
+    if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
+    if (n.expandable) g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
+    g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
+    return g;
+  }
+
+  /** The whole graph (nothing culled) as a standalone SVG document with resolved colours. */
+  exportSvg(vars: Record<string, string>, background: string): string {
+    const scene = this.scene;
+    if (!scene) return "";
+    const pad = 24;
+    const w = Math.ceil(scene.width + 2 * pad);
+    const hgt = Math.ceil(scene.height + 2 * pad);
+    const svg = s("svg", { xmlns: SVG_NS, class: "nfw-graph", width: w, height: hgt, viewBox: `0 0 ${w} ${hgt}` });
+    for (const [k, v] of Object.entries(vars)) svg.style.setProperty(k, v);
+    const style = s("style");
+    style.textContent = GRAPH_CSS;
+    const world = s("g", { transform: `translate(${pad},${pad})` });
+    world.append(
+      s("g", {}, ...scene.clusters.map((c) => this.clusterEl(c))),
+      s("g", {}, ...scene.edges.map((e) => this.edgeEl(e))),
+      s("g", {}, ...scene.nodes.map((n) => this.nodeEl(n))),
+    );
+    svg.append(style, s("rect", { width: w, height: hgt, fill: background }), this.defs.cloneNode(true), world);
+    return new XMLSerializer().serializeToString(svg);
+  }
+
+  /** Highlight a node's inputs and outputs (null clears). */
+  hover(key: string | null) {
+    this.svg.classList.toggle("nfw-hovering", key !== null);
+    for (const el of this.svg.querySelectorAll(".nfw-hl")) el.classList.remove("nfw-hl");
+    if (key === null) return;
+    this.nodeEls.get(key)?.classList.add("nfw-hl");
+    for (const e of this.edgesOf.get(key) ?? []) {
+      this.edgeEls.get(e.key)?.classList.add("nfw-hl");
+      this.nodeEls.get(e.src === key ? e.dst : e.src)?.classList.add("nfw-hl");
+    }
+  }
+
+  private mark(old: string | null, next: string | null, cls: string) {
+    if (old) this.nodeEls.get(old)?.classList.remove(cls);
+    if (next) this.nodeEls.get(next)?.classList.add(cls);
+  }
+
+  setSelected(key: string | null) {
+    this.mark(this.selected, key, "nfw-selected");
+    this.selected = key;
+  }
+
+  setFocused(key: string | null) {
+    this.mark(this.focused, key, "nfw-focus");
+    this.focused = key;
+  }
+
+  setMatches(keys: Iterable<string>) {
+    for (const k of this.matches) this.nodeEls.get(k)?.classList.remove("nfw-match");
+    this.matches = new Set(keys);
+    for (const k of this.matches) this.nodeEls.get(k)?.classList.add("nfw-match");
+  }
+
+  dispose() {
+    cancelAnimationFrame(this.cullFrame);
+    this.listeners.dispose();
+    this.svg.remove();
+  }
+}
+
+function badge(cx: number, cy: number, label: string, title: string, key: string): SVGGElement {
+  const g = s("g", { "data-action": "toggle", "data-key": key, transform: `translate(${cx - 8},${cy - 8})` });
+  const t = s("title");
+  t.textContent = title;
+  g.append(t, s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }), svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }));
+  return g;
+}
+
+/** Make `parent`'s children exactly `want`, touching only what changed. */
+function syncChildren(parent: Element, want: Element[]) {
+  const keep = new Set(want);
+  for (const c of [...parent.children]) if (!keep.has(c)) c.remove();
+  for (const el of want) if (el.parentNode !== parent) parent.append(el);
+}

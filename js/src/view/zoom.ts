@@ -1,0 +1,122 @@
+/** Pan and zoom for the graph: drag to pan, ctrl/pinch or focused wheel to zoom, animated moves. */
+import { Listeners } from "./dom";
+
+export interface Transform {
+  x: number;
+  y: number;
+  k: number;
+}
+
+export const MIN_K = 0.02;
+export const MAX_K = 3;
+
+export class PanZoom {
+  t: Transform = { x: 0, y: 0, k: 1 };
+  private anim = 0;
+  private listeners = new Listeners();
+  private drag: { id: number; x: number; y: number; moved: boolean } | null = null;
+  /** Set after a drag so the click that ends it is not taken as a node click. */
+  suppressClick = false;
+
+  constructor(
+    private readonly surface: HTMLElement,
+    private readonly onChange: (t: Transform) => void,
+    private readonly onWheelHint: () => void,
+  ) {
+    const L = this.listeners;
+    L.on(surface, "wheel", (e: WheelEvent) => this.wheel(e), { passive: false });
+    L.on(surface, "pointerdown", (e: PointerEvent) => {
+      if (e.button !== 0 || (e.target as Element).closest("input,select,button,.nfw-minimap")) return;
+      this.drag = { id: e.pointerId, x: e.clientX, y: e.clientY, moved: false };
+    });
+    L.on(surface, "pointermove", (e: PointerEvent) => {
+      const d = this.drag;
+      if (!d || d.id !== e.pointerId) return;
+      const dx = e.clientX - d.x;
+      const dy = e.clientY - d.y;
+      if (!d.moved && Math.hypot(dx, dy) < 4) return;
+      if (!d.moved) {
+        d.moved = true;
+        surface.setPointerCapture?.(e.pointerId);
+        surface.classList.add("nfw-dragging");
+      }
+      d.x = e.clientX;
+      d.y = e.clientY;
+      this.set({ x: this.t.x + dx, y: this.t.y + dy, k: this.t.k });
+    });
+    const end = (e: PointerEvent) => {
+      const d = this.drag;
+      if (!d || d.id !== e.pointerId) return;
+      this.drag = null;
+      surface.classList.remove("nfw-dragging");
+      if (d.moved) {
+        this.suppressClick = true;
+        setTimeout(() => (this.suppressClick = false), 0);
+      }
+    };
+    L.on(surface, "pointerup", end);
+    L.on(surface, "pointercancel", end);
+  }
+
+  private wheel(e: WheelEvent) {
+    // Inside a notebook the wheel scrolls the page; zoom needs ctrl (trackpad pinch sends
+    // it) or keyboard focus inside the graph.
+    const focused = this.surface.contains(document.activeElement);
+    if (!e.ctrlKey && !e.metaKey && !focused) {
+      this.onWheelHint();
+      return;
+    }
+    e.preventDefault();
+    const r = this.surface.getBoundingClientRect();
+    const scale = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0022) * (e.ctrlKey ? 2.5 : 1));
+    this.zoomAt(e.clientX - r.left, e.clientY - r.top, this.t.k * scale);
+  }
+
+  zoomAt(px: number, py: number, k: number) {
+    const nk = Math.min(MAX_K, Math.max(MIN_K, k));
+    const gx = (px - this.t.x) / this.t.k;
+    const gy = (py - this.t.y) / this.t.k;
+    this.set({ x: px - gx * nk, y: py - gy * nk, k: nk });
+  }
+
+  set(t: Transform) {
+    cancelAnimationFrame(this.anim);
+    this.t = t;
+    this.onChange(t);
+  }
+
+  /** Animate to a transform (instant when ms = 0). */
+  animateTo(target: Transform, ms = 280) {
+    cancelAnimationFrame(this.anim);
+    if (ms <= 0) return this.set(target);
+    const from = { ...this.t };
+    const t0 = performance.now();
+    const step = (now: number) => {
+      const u = Math.min(1, (now - t0) / ms);
+      const e = u < 0.5 ? 2 * u * u : 1 - (-2 * u + 2) ** 2 / 2;
+      this.t = { x: from.x + (target.x - from.x) * e, y: from.y + (target.y - from.y) * e, k: from.k + (target.k - from.k) * e };
+      this.onChange(this.t);
+      if (u < 1) this.anim = requestAnimationFrame(step);
+    };
+    this.anim = requestAnimationFrame(step);
+  }
+
+  /** The transform that shows a box of the graph, with a margin, no larger than maxK. */
+  fitBox(x: number, y: number, w: number, h: number, maxK = 1.2, margin = 32): Transform {
+    const W = this.surface.clientWidth || 800;
+    const H = this.surface.clientHeight || 500;
+    const k = Math.min(maxK, Math.max(MIN_K, Math.min((W - 2 * margin) / Math.max(w, 1), (H - 2 * margin) / Math.max(h, 1))));
+    return { x: W / 2 - (x + w / 2) * k, y: H / 2 - (y + h / 2) * k, k };
+  }
+
+  /** The visible part of the graph, in graph coordinates. */
+  viewport(): [number, number, number, number] {
+    const { x, y, k } = this.t;
+    return [-x / k, -y / k, (this.surface.clientWidth || 800) / k, (this.surface.clientHeight || 500) / k];
+  }
+
+  dispose() {
+    cancelAnimationFrame(this.anim);
+    this.listeners.dispose();
+  }
+}

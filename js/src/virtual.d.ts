@@ -1,0 +1,4 @@
+declare module "virtual:layout-worker" {
+  const source: string;
+  export default source;
+}

@@ -1,0 +1,115 @@
+/**
+ * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in, the
+ * `_stage_data` command for stage data, `selected` out. Static pages use `renderStatic`.
+ */
+import { FlowApp } from "./app";
+import { decodeStageReply, type StageRequest, type WireBuffer } from "./wire";
+
+export { renderStatic, bakedSource, type Baked, type BakedByStage, type BakedEntry, type StaticHandle } from "./static";
+export { SCHEMA } from "./wire";
+
+/** How long the inspector waits for the kernel before it shows an error. */
+export const STAGE_TIMEOUT_MS = 10_000;
+
+type Callback = (...args: any[]) => void;
+
+/** The part of anywidget's model this widget uses. */
+export interface AnyModel {
+  get(name: string): any;
+  set(name: string, value: unknown): void;
+  save_changes(): void;
+  on(event: string, cb: Callback): void;
+  off(event?: string | null, cb?: Callback | null): void;
+  send(content: unknown, callbacks?: unknown, buffers?: (ArrayBuffer | ArrayBufferView)[]): void;
+}
+
+export interface Experimental {
+  invoke(name: string, msg: unknown, options?: { signal?: AbortSignal; buffers?: ArrayBuffer[] }): Promise<[unknown, WireBuffer[]]>;
+}
+
+export interface RenderProps {
+  model: AnyModel;
+  el: HTMLElement;
+  experimental?: Experimental;
+  signal?: AbortSignal;
+}
+
+function withTimeout(signal: AbortSignal, ms: number): AbortSignal {
+  const timeout = AbortSignal.timeout(ms);
+  if (typeof AbortSignal.any === "function") return AbortSignal.any([signal, timeout]);
+  const c = new AbortController();
+  for (const s of [signal, timeout]) s.addEventListener("abort", () => c.abort(s.reason), { once: true });
+  return c.signal;
+}
+
+/**
+ * NeuralFlowWidget.save_svg / save_png send {type: "export", request, format: "svg" | "png"};
+ * the answer is {type: "export", request, format, ok, error} with the file's bytes as buffer 0.
+ */
+async function answerExport(app: FlowApp, model: AnyModel, msg: { request?: unknown; format?: string }) {
+  const reply = { type: "export", request: msg.request ?? null, format: msg.format, ok: true, error: null as string | null };
+  try {
+    const bytes = msg.format === "png"
+      ? new Uint8Array(await (await app.exportPng()).arrayBuffer())
+      : new TextEncoder().encode(app.exportSvg());
+    model.send(reply, undefined, [bytes]);
+  } catch (err) {
+    model.send({ ...reply, ok: false, error: String((err as Error)?.message ?? err) }, undefined, []);
+  }
+}
+
+function render({ model, el, experimental }: RenderProps): () => void {
+  const app = new FlowApp(el, {
+    fetchStage: async (req: StageRequest, signal: AbortSignal) => {
+      if (!experimental?.invoke) throw new Error("this Jupyter front end has no anywidget command support (anywidget >= 0.9 is needed)");
+      const [msg, buffers] = await experimental.invoke("_stage_data", req, { signal: withTimeout(signal, STAGE_TIMEOUT_MS) });
+      return decodeStageReply(msg, buffers ?? []);
+    },
+    onSelect: (id) => {
+      model.set("selected", id);
+      model.save_changes();
+    },
+    onDirection: (dir) => {
+      model.set("direction", dir);
+      model.save_changes();
+    },
+  });
+  const onDirection = () => {
+    const dir = model.get("direction");
+    if (dir === "TB" || dir === "LR") app.setDirection(dir);
+  };
+  const onHeight = () => {
+    const px = model.get("height");
+    if (typeof px === "number" && px > 0) app.root.style.setProperty("--nfw-height", `${px}px`);
+  };
+  const onGraph = () => app.setGraph(model.get("graph"));
+  const onSelected = () => {
+    const id = model.get("selected");
+    app.selectStage(typeof id === "string" && id ? id : null, false);
+  };
+  const onCustom = (msg: any) => {
+    if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
+  };
+  model.on("change:graph", onGraph);
+  model.on("change:selected", onSelected);
+  model.on("change:direction", onDirection);
+  model.on("change:height", onHeight);
+  model.on("msg:custom", onCustom);
+  onHeight();
+  onDirection();
+  onGraph();
+  if (model.get("selected")) onSelected();
+  return () => {
+    model.off("change:graph", onGraph);
+    model.off("change:selected", onSelected);
+    model.off("change:direction", onDirection);
+    model.off("change:height", onHeight);
+    model.off("msg:custom", onCustom);
+    app.dispose();
+  };
+}
+
+export default {
+  initialize() {},
+  render,
+};

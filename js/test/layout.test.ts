@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { computeLayout, LayoutCache, type Box, type LayoutGroup } from "../src/layout";
+import { buildTree, buildView, initialState, toggleExpanded, toggleUnfolded } from "../src/model";
+import { buildScene, edgePath, layoutRequest } from "../src/scene";
+import { loadGraph } from "./fixtures";
+
+const unet = buildTree(loadGraph("wire_unet.json"));
+const gpt = buildTree(loadGraph("wire_transformer12.json"));
+
+function overlaps(a: Box, b: Box): boolean {
+  return a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+}
+
+function inside(inner: Box, outer: Box): boolean {
+  return inner[0] >= outer[0] && inner[1] >= outer[1] && inner[0] + inner[2] <= outer[0] + outer[2] && inner[1] + inner[3] <= outer[1] + outer[3];
+}
+
+describe("layout", () => {
+  it("places every visible node without overlaps, flowing downwards", () => {
+    const state = toggleExpanded(unet, initialState(unet), unet.byId.get("bottleneck")!);
+    const view = buildView(unet, state);
+    const lay = computeLayout(layoutRequest(view, "TB"));
+    const boxes = view.nodes.map((n) => lay.boxes[n.key]);
+    expect(boxes.every(Boolean)).toBe(true);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i], boxes[j])).toBe(false);
+    for (const e of view.edges) if (e.kind === "flow") expect(lay.boxes[e.src][1]).toBeLessThan(lay.boxes[e.dst][1]);
+    // Children sit inside their cluster box.
+    const cluster = lay.boxes["c:bottleneck"];
+    for (const id of ["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"]) expect(inside(lay.boxes[`s:${id}`], cluster)).toBe(true);
+  });
+
+  it("left-to-right flows along x", () => {
+    const view = buildView(unet, initialState(unet));
+    const lay = computeLayout(layoutRequest(view, "LR"));
+    for (const e of view.edges) if (e.kind === "flow") expect(lay.boxes[e.src][0]).toBeLessThan(lay.boxes[e.dst][0]);
+    expect(lay.width).toBeGreaterThan(lay.height);
+  });
+
+  it("is incremental: expanding a block lays out only that block and its containers", () => {
+    const cache = new LayoutCache();
+    const s0 = toggleUnfolded(initialState(gpt), "layers.0");
+    const first = computeLayout(layoutRequest(buildView(gpt, s0), "TB"), cache);
+    expect(first.laidOut).toBe(2); // the root and the unfolded run
+    const s1 = toggleExpanded(gpt, s0, gpt.byId.get("layers.4")!);
+    const second = computeLayout(layoutRequest(buildView(gpt, s1), "TB"), cache);
+    expect(second.laidOut).toBe(3); // the block, the run around it, the root
+    const again = computeLayout(layoutRequest(buildView(gpt, s0), "TB"), cache);
+    expect(again.laidOut).toBe(0);
+    expect(again.boxes).toEqual(first.boxes);
+  });
+
+  it("stacks a plain chain without the layered solver", () => {
+    const chain: LayoutGroup = {
+      key: "root",
+      items: [{ key: "a", w: 100, h: 40 }, { key: "b", w: 60, h: 40 }, { key: "c", w: 100, h: 20 }],
+      edges: [{ src: 0, dst: 1, weight: 1 }, { src: 1, dst: 2, weight: 1 }],
+    };
+    const lay = computeLayout({ dir: "TB", root: chain });
+    expect(lay.boxes.b).toEqual([20, 74, 60, 40]);
+    expect(lay.routes["a>b"]).toEqual([50, 40, 50, 74]);
+    expect([lay.width, lay.height]).toEqual([100, 40 + 34 + 40 + 34 + 20]);
+  });
+
+  it("builds a scene whose edges start and end at their nodes", () => {
+    const view = buildView(unet, toggleExpanded(unet, initialState(unet), unet.byId.get("dec1")!));
+    const lay = computeLayout(layoutRequest(view, "TB"));
+    const scene = buildScene(unet, view, lay, "TB");
+    expect(scene.edges.length).toBe(view.edges.length);
+    const skip = scene.edges.find((e) => e.srcId === "enc1" && e.dstId === "dec1.conv1")!;
+    expect(skip.kind).toBe("skip");
+    const [sx, sy, sw, sh] = lay.boxes["s:enc1"];
+    expect(skip.points[1]).toBeCloseTo(sy + sh, 0);
+    expect(skip.points[0]).toBeGreaterThanOrEqual(sx);
+    expect(skip.points[0]).toBeLessThanOrEqual(sx + sw);
+    const [, dy] = lay.boxes["s:dec1.conv1"];
+    expect(skip.points[skip.points.length - 1]).toBeCloseTo(dy, 0);
+    expect(edgePath(skip.points)).toMatch(/^M[\d.]+,[\d.]+.*C/);
+    const fold = buildScene(gpt, buildView(gpt, initialState(gpt)), computeLayout(layoutRequest(buildView(gpt, initialState(gpt)), "TB")), "TB");
+    expect(fold.nodes.find((n) => n.kind === "fold")!.title).toBe("TransformerBlock × 12");
+  });
+});

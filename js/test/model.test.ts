@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { buildTree, buildView, initialState, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount, type ViewState } from "../src/model";
+import { loadGraph } from "./fixtures";
+
+const unet = buildTree(loadGraph("wire_unet.json"));
+const gpt = buildTree(loadGraph("wire_transformer12.json"));
+const none: ViewState = { expanded: new Set(), unfolded: new Set() };
+const ids = (tree: typeof unet, calls: Iterable<number>) => [...calls].map((c) => tree.graph.calls[c].id).sort();
+const edgeText = (v: ReturnType<typeof buildView>) => v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`);
+
+describe("view model", () => {
+  it("starts as deep as stays readable: few nodes in few layers", () => {
+    // Fully open, the U-Net is 22 nodes in a 24-layer chain: too tall to read, so it starts collapsed.
+    const s = initialState(unet);
+    expect(s.expanded.size).toBe(0);
+    expect(visibleCount(unet, s)).toBe(8);
+    expect(layerCount(buildView(unet, s))).toBe(10);
+    const open = initialState(unet, 40, 30);
+    expect(ids(unet, open.expanded)).toEqual(["bottleneck", "dec1", "dec2", "enc1", "enc2"]);
+    expect(visibleCount(unet, open)).toBe(22);
+    expect(layerCount(buildView(unet, open))).toBe(24);
+    expect(visibleCount(unet, initialState(unet, 10, 30))).toBe(8);
+  });
+
+  it("lists visible nodes in canonical order with inputs and outputs", () => {
+    const v = buildView(unet, none);
+    expect(v.nodes.map((n) => n.id)).toEqual(["input:0", "enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head", "output:0"]);
+    expect(v.nodes.map((n) => n.kind).filter((k) => k === "stage").length).toBe(8);
+  });
+
+  it("edges follow the expansion state; a collapsed residual block adds no skip", () => {
+    const collapsed = buildView(unet, none);
+    expect(edgeText(collapsed).filter((e) => e.endsWith("skip"))).toEqual(["enc2 -> dec2 skip", "enc1 -> dec1 skip"]);
+    const open = buildView(unet, toggleExpanded(unet, none, unet.byId.get("bottleneck")!));
+    expect(edgeText(open).filter((e) => e.endsWith("skip"))).toEqual(["enc2 -> up2 skip", "enc2 -> dec2 skip", "enc1 -> dec1 skip"]);
+    expect(edgeText(open)).toContain("enc2 -> bottleneck.conv1 flow");
+    const cluster = open.items.find((i) => i.kind === "cluster")!;
+    expect(cluster.key).toBe("c:bottleneck");
+    expect(open.byKey.get("s:bottleneck.conv1")!.path).toEqual(["", "c:bottleneck"]);
+  });
+
+  it("leaf calls do not expand", () => {
+    const up2 = unet.byId.get("up2")!;
+    expect(toggleExpanded(unet, none, up2)).toBe(none);
+  });
+});
+
+describe("folding", () => {
+  it("finds the 12 transformer blocks as one run (and nothing in the U-Net)", () => {
+    expect(unet.runList).toEqual([]);
+    expect(gpt.runList.map((r) => [r.key, r.type, r.members.length])).toEqual([["layers.0", "TransformerBlock", 12]]);
+  });
+
+  it("draws one fold node; edges to members go to it, internal ones vanish", () => {
+    const s = initialState(gpt);
+    expect(s.expanded.size).toBe(0);
+    const v = buildView(gpt, s);
+    expect(v.nodes.map((n) => `${n.kind}:${n.id}`)).toEqual(["input:input_ids", "stage:embed", "fold:layers.0", "stage:norm", "stage:lm_head", "output:logits"]);
+    expect(edgeText(v)).toEqual([
+      "input_ids -> embed flow",
+      "embed -> layers.0 flow",
+      "layers.0 -> norm flow",
+      "norm -> lm_head flow",
+      "lm_head -> logits flow",
+    ]);
+    expect(v.selection.length).toBe(3 + 12);
+  });
+
+  it("unfolds into a run container; a block expands to show its residual skips", () => {
+    const unfolded = toggleUnfolded(initialState(gpt), "layers.0");
+    const v = buildView(gpt, unfolded);
+    expect(v.items.map((i) => i.kind)).toEqual(["stage", "run", "stage", "stage"]);
+    expect(visibleCount(gpt, unfolded)).toBe(15);
+    expect(edgeText(v).filter((e) => e.includes("layers.3 ") || e.includes("layers.3 ->"))).toEqual(["layers.2 -> layers.3 flow", "layers.3 -> layers.4 flow"]);
+    expect(edgeText(v).some((e) => e.endsWith("skip"))).toBe(false);
+    const block = gpt.byId.get("layers.3")!;
+    const open = buildView(gpt, toggleExpanded(gpt, unfolded, block));
+    const skips = edgeText(open).filter((e) => e.endsWith("skip"));
+    // Both residual adds live in the block's own forward: with the block open they show as skips.
+    expect(skips).toEqual(["layers.2 -> layers.3.norm2 skip", "layers.2 -> layers.4 skip", "layers.3.attn -> layers.4 skip"]);
+  });
+
+  it("reveal unfolds and expands what hides a call; search matches name or type", () => {
+    const target = gpt.byId.get("layers.7.mlp.fc1")!;
+    const s = revealCall(gpt, initialState(gpt), target);
+    const v = buildView(gpt, s);
+    expect(v.byKey.has("s:layers.7.mlp.fc1")).toBe(true);
+    expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual(["layers.7.mlp", "layers.7.mlp.fc1", "layers.7.mlp.act", "layers.7.mlp.fc2"]);
+    expect(searchCalls(gpt, "layernorm").length).toBe(25);
+  });
+});

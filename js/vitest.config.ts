@@ -1,0 +1,15 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  resolve: {
+    alias: {
+      // The worker bundle is inlined by build.mjs; unit tests never start a worker.
+      "virtual:layout-worker": fileURLToPath(new URL("./test/worker_stub.ts", import.meta.url)),
+    },
+  },
+  test: {
+    include: ["test/**/*.test.ts"],
+    environment: "node",
+  },
+});

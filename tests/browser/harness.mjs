@@ -1,0 +1,100 @@
+// Shared set-up for the browser tests and the benchmark: Debian's chromium driven by
+// playwright-core (never `playwright install`), files served from disk by request routing.
+import { readFileSync, existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import { extname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const require = createRequire(new URL("../../js/package.json", import.meta.url));
+const { chromium } = require("playwright-core");
+
+export const REPO = fileURLToPath(new URL("../../", import.meta.url));
+export const ORIGIN = "http://nfw.test";
+export const CHROMIUM = process.env.NFW_CHROMIUM ?? "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
+
+const ROUTES = {
+  "/page.html": "tests/browser/page.html",
+  "/fake_kernel.js": "tests/browser/fake_kernel.js",
+  "/widget.js": "neural_flow_widget/static/widget.js",
+};
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".json": "application/json" };
+
+export async function launch() {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/install_browser.sh`);
+  if (!existsSync(`${REPO}neural_flow_widget/static/widget.js`)) throw new Error("no bundle: run `npm run build` in js/");
+  return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
+}
+
+/** A page on the fake origin; extra routes map a path to a file or to {body, type}. */
+export async function newPage(browser, { width = 1280, height = 760, extra = {} } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  await page.route("**/*", (route) => {
+    const url = new URL(route.request().url());
+    if (url.origin !== ORIGIN) return route.abort();
+    const special = extra[url.pathname];
+    if (special && typeof special === "object") return route.fulfill({ body: special.body, contentType: special.type });
+    let rel = special ?? ROUTES[url.pathname];
+    if (!rel && url.pathname.startsWith("/fixtures/")) rel = `tests/fixtures/${url.pathname.slice(10)}`;
+    if (!rel && url.pathname.startsWith("/tmp/")) rel = url.pathname.slice(1);
+    const file = rel && (rel.startsWith("/") ? rel : `${REPO}${rel}`);
+    if (!file || !existsSync(file)) return route.fulfill({ status: 404, body: "not found" });
+    return route.fulfill({ body: readFileSync(file), contentType: TYPES[extname(file)] ?? "application/octet-stream" });
+  });
+  await page.goto(`${ORIGIN}/page.html`);
+  return { page, errors, context };
+}
+
+/**
+ * Render the widget in the page for a fixture (or a graph object), with a fake model and a
+ * fake kernel. Resolves after the first painted frame with its paint info.
+ */
+export async function openWidget(page, graphOrFixture, { failing = [], mutate = null, height = 640 } = {}) {
+  return page.evaluate(async ({ graphOrFixture, failing, mutate, height }) => {
+    const mod = await import("/widget.js");
+    const { FakeModel, fakeExperimental } = await import("/fake_kernel.js");
+    const graph = typeof graphOrFixture === "string" ? await (await fetch(`/fixtures/${graphOrFixture}`)).json() : graphOrFixture;
+    if (mutate) new Function("graph", mutate)(graph);
+    const host = document.getElementById("host");
+    host.replaceChildren();
+    const el = document.createElement("div");
+    el.style.setProperty("--nfw-height", `${height}px`);
+    host.append(el);
+    const model = new FakeModel({ graph, selected: "" });
+    const log = [];
+    const painted = new Promise((r) => el.addEventListener("nfw-painted", (e) => r(e.detail), { once: true }));
+    const t0 = performance.now();
+    const cleanup = mod.default.render({ model, el, experimental: fakeExperimental(graph, { failing, log }) });
+    const info = await painted;
+    window.__t = { mod, model, el, cleanup, log, graph };
+    return { ...info, sinceRender: performance.now() - t0 };
+  }, { graphOrFixture, failing, mutate, height });
+}
+
+/** Wait for the next painted frame after `action` runs in the page. */
+export async function paintedAfter(page, action) {
+  return page.evaluate(async (action) => {
+    const { el } = window.__t;
+    const painted = new Promise((resolve, reject) => {
+      el.addEventListener("nfw-painted", (e) => resolve(e.detail), { once: true });
+      setTimeout(() => reject(new Error(`no frame painted within 10 s after: ${action}`)), 10000);
+    });
+    await new Function("t", action)(window.__t);
+    return painted;
+  }, action);
+}
+
+/** Fraction of canvas pixels that are not background-ish (non-blank check). */
+export async function inkFraction(page, selector) {
+  return page.$eval(selector, (c) => {
+    const ctx = c.getContext("2d");
+    const { data } = ctx.getImageData(0, 0, c.width, c.height);
+    let ink = 0;
+    for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) ink++;
+    return ink / (data.length / 4);
+  });
+}

@@ -1,0 +1,207 @@
+// The widget in real headless chromium with a fake anywidget model and a fake kernel.
+// Run: cd js && npm run test:browser   (builds the bundle first)
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { inkFraction, launch, newPage, openWidget, paintedAfter, REPO } from "./harness.mjs";
+
+const ART = `${REPO}test-artifacts`;
+mkdirSync(ART, { recursive: true });
+const HOSTILE = "<img src=x onerror=alert(1)>";
+
+let browser;
+before(async () => (browser = await launch()));
+after(async () => browser?.close());
+
+const count = (page, sel) => page.$$eval(sel, (els) => els.length);
+
+describe("U-Net", () => {
+  let page, errors;
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    await openWidget(page, "wire_unet.json", {
+      failing: ["up1"],
+      // A hostile module name and type must stay text.
+      mutate: `graph.calls[26].module = ${JSON.stringify(HOSTILE)}; graph.calls[26].type = ${JSON.stringify(HOSTILE)};`,
+    });
+  });
+
+  it("draws the top-level stages, ports and cat skips", async () => {
+    assert.equal(await count(page, '.nfw-node[data-kind="stage"]'), 8);
+    assert.equal(await count(page, ".nfw-node[data-stage-id]"), 10);
+    assert.equal(await count(page, '[data-edge-kind="skip"]'), 2);
+    assert.equal(await count(page, '[data-edge-kind="skip"][data-src="enc1"][data-dst="dec1"]'), 1);
+    assert.equal(await count(page, '[data-edge-kind="flow"]'), 9);
+  });
+
+  it("keeps hostile names as text", async () => {
+    assert.equal(await count(page, "img"), 0);
+    const text = await page.$eval(`[data-stage-id="head"]`, (g) => g.textContent);
+    assert.ok(text.includes("<img"), text);
+    assert.deepEqual(errors, []);
+  });
+
+  it("expands and collapses a residual block without leaking its add", async () => {
+    await paintedAfter(page, `document.querySelector('[data-stage-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    assert.equal(await count(page, '[data-cluster-id="bottleneck"]'), 1);
+    assert.equal(await count(page, '[data-stage-id="bottleneck.conv2"]'), 1);
+    assert.equal(await count(page, '[data-edge-kind="skip"]'), 3);
+    assert.equal(await count(page, '[data-edge-kind="skip"][data-src="enc2"][data-dst="up2"]'), 1);
+    await paintedAfter(page, `document.querySelector('[data-cluster-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    assert.equal(await count(page, '[data-cluster-id="bottleneck"]'), 0);
+    assert.equal(await count(page, '[data-edge-kind="skip"]'), 2);
+  });
+
+  it("opens the inspector on click, sets `selected`, draws the view", async () => {
+    await page.click('[data-stage-id="enc2"]');
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    const state = await page.evaluate(() => ({ selected: window.__t.model.get("selected"), saved: window.__t.model.saved, log: window.__t.log }));
+    assert.equal(state.selected, "enc2");
+    assert.ok(state.saved >= 1);
+    assert.deepEqual(state.log.at(-1).msg, { stage: "enc2", view: null, channel: null, head: null, sample: null });
+    assert.equal(state.log.at(-1).hasSignal, true);
+    assert.ok((await inkFraction(page, 'canvas[data-view-kind="grid"]')) > 0.3);
+    assert.ok((await inkFraction(page, "canvas.nfw-hist")) > 0.02);
+    assert.equal(await count(page, ".nfw-colorbar"), 1);
+  });
+
+  it("switches view kinds and channels through the kernel", async () => {
+    await page.click('.nfw-tab[data-view="channel"]');
+    await page.waitForSelector('canvas[data-view-kind="channel"]');
+    await page.fill('input[aria-label="channel"]', "5");
+    await page.press('input[aria-label="channel"]', "Enter");
+    await page.waitForFunction(() => window.__t.log.at(-1).msg.channel === 5);
+    const last = await page.evaluate(() => window.__t.log.at(-1).msg);
+    assert.deepEqual(last, { stage: "enc2", view: "channel", channel: 5, head: null, sample: null });
+    await page.waitForSelector('canvas[data-view-kind="channel"]');
+    assert.ok((await inkFraction(page, 'canvas[data-view-kind="channel"]')) > 0.3);
+  });
+
+  it("shows an error, not a spinner, when the kernel does not answer", async () => {
+    await page.click('[data-stage-id="up1"]');
+    await page.waitForSelector(".nfw-errorbox");
+    const msg = await page.$eval(".nfw-errorbox", (e) => e.textContent);
+    assert.match(msg, /did not answer within 10 s/);
+    assert.equal(await count(page, ".nfw-spinner"), 0);
+  });
+
+  it("follows `selected` set from Python, revealing hidden stages", async () => {
+    await paintedAfter(page, `t.model.set("selected", "dec1.conv2")`);
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "dec1.conv2");
+    assert.equal(await count(page, '[data-stage-id="dec1.conv2"].nfw-selected'), 1);
+    assert.equal(await count(page, '[data-cluster-id="dec1"]'), 1);
+  });
+
+  it("moves along edges with the keyboard; Esc closes", async () => {
+    await page.focus(".nfw-canvas");
+    await page.keyboard.press("ArrowDown");
+    assert.equal(await page.$eval(".nfw-focus", (g) => g.dataset.stageId), "dec1.act2");
+    await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("ArrowUp");
+    assert.equal(await page.$eval(".nfw-focus", (g) => g.dataset.stageId), "dec1.act1");
+    await page.keyboard.press("Escape");
+    assert.equal(await page.$eval(".nfw-inspector", (e) => e.hidden), true);
+    assert.equal(await page.evaluate(() => window.__t.model.get("selected")), null);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "dec1.act1");
+  });
+
+  it("search highlights matches and Enter steps into them", async () => {
+    await page.fill(".nfw-search", "conv2d");
+    await page.waitForFunction(() => document.querySelector(".nfw-search-count").textContent.includes("match"));
+    assert.match(await page.$eval(".nfw-search-count", (e) => e.textContent), /^1[0-9] matches$/);
+    assert.ok((await count(page, ".nfw-match")) >= 3);
+    await page.press(".nfw-search", "Escape");
+    assert.equal(await count(page, ".nfw-match"), 0);
+  });
+
+  it("exports SVG and PNG when the kernel asks", async () => {
+    const out = await page.evaluate(async () => {
+      const { model } = window.__t;
+      // What NeuralFlowWidget.save_svg / save_png send.
+      model.emit("msg:custom", { type: "export", request: 1, format: "svg" });
+      model.emit("msg:custom", { type: "export", request: 2, format: "png" });
+      for (let i = 0; i < 100 && model.sent.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      return model.sent.map(({ msg, buffers }) => ({ msg, head: new TextDecoder().decode(buffers[0].slice(0, 200)), size: buffers[0].byteLength, png: Array.from(buffers[0].slice(0, 4)) }));
+    });
+    const svg = out.find((o) => o.msg.request === 1);
+    const png = out.find((o) => o.msg.request === 2);
+    assert.equal(svg.msg.type, "export");
+    assert.equal(svg.msg.ok, true);
+    assert.match(svg.head, /^<svg/);
+    assert.deepEqual(png.png, [0x89, 0x50, 0x4e, 0x47]);
+    assert.ok(png.size > 5000);
+  });
+
+  it("LR layout and a polished screenshot", async () => {
+    await page.evaluate(() => window.__t.model.set("selected", "enc2"));
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: `${ART}/frontend.png` });
+    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent.includes("LR")).click()`);
+    await page.waitForTimeout(350);
+    await page.screenshot({ path: `${ART}/frontend_lr.png` });
+    assert.equal(await count(page, '[data-edge-kind="skip"]') >= 2, true);
+  });
+
+  it("cleanup removes every listener, element and worker", async () => {
+    const left = await page.evaluate(() => {
+      const { cleanup, model, el } = window.__t;
+      cleanup();
+      return { listeners: model.listenerCount(), children: el.children.length };
+    });
+    assert.deepEqual(left, { listeners: 0, children: 0 });
+  });
+});
+
+describe("12-block transformer", () => {
+  let page, errors;
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    await openWidget(page, "wire_transformer12.json");
+  });
+
+  it("folds the 12 blocks into one node and unfolds on click", async () => {
+    assert.equal(await count(page, "[data-fold]"), 1);
+    assert.equal(await page.$eval("[data-fold]", (g) => g.dataset.fold), "layers.0");
+    assert.match(await page.$eval("[data-fold]", (g) => g.textContent), /TransformerBlock.*× 12/s);
+    await paintedAfter(page, `document.querySelector('[data-fold="layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    assert.equal(await count(page, "[data-fold]"), 0);
+    assert.equal(await count(page, '.nfw-node[data-stage-id^="layers."]'), 12);
+    assert.equal(await count(page, '[data-edge-kind="flow"][data-src="layers.3"][data-dst="layers.4"]'), 1);
+  });
+
+  it("draws attention heads with token labels as text", async () => {
+    await paintedAfter(page, `t.model.set("selected", "layers.2.attn")`);
+    await page.waitForSelector(".nfw-tab[data-view=attention]");
+    await page.click(".nfw-tab[data-view=attention]");
+    await page.waitForSelector('canvas[data-view-kind="attention"]');
+    assert.ok((await inkFraction(page, 'canvas[data-view-kind="attention"]')) > 0.2);
+    assert.ok((await inkFraction(page, 'canvas[data-view-kind="attention-heads"]')) > 0.2);
+    await page.selectOption('select[aria-label="attention head"]', "2");
+    await page.waitForFunction(() => window.__t.log.at(-1).msg.head === 2);
+    await page.waitForSelector('canvas[data-view-kind="attention"]');
+    assert.match(await page.$eval(".nfw-note", (e) => e.textContent), /head 2/);
+    assert.equal(await count(page, "img"), 0);
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${ART}/frontend_attention.png` });
+    assert.deepEqual(errors, []);
+  });
+
+  it("colours nodes by an activation statistic, in a dark theme", async () => {
+    await page.evaluate(() => document.body.classList.add("dark"));
+    await page.selectOption('select[aria-label="node colour"]', "mean_abs");
+    assert.ok((await count(page, ".nfw-node.nfw-stat-fill")) >= 12);
+    assert.match(await page.$eval(".nfw-legend", (e) => e.textContent), /mean \|x\|/);
+    await page.keyboard.press("Escape");
+    await page.click(".nfw-btn >> text=Fit");
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: `${ART}/frontend_dark.png` });
+  });
+});
