@@ -96,6 +96,7 @@ class Flow:
     modules: tuple[ModuleInfo, ...]
     capture: Any = None  # the _capture.Capture of the run (summaries, views, attention)
     model_ref: Any = field(default=None, compare=False, repr=False)  # weakref to the model
+    explicit: bool = field(default=False, compare=False)  # stages were chosen, not defaulted
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -132,9 +133,10 @@ class Flow:
             graph = _fx.op_graph(model, self, selected)
             if graph is not None:
                 edges = _topology.stage_edges(graph, selected, self.inputs, self.outputs, self.calls)
-                return replace(self, selected=selected, edges=edges, graph=graph)
+                return replace(self, selected=selected, edges=edges, graph=graph,
+                               explicit=True)
         edges = _topology.edges_for(self, selected)
-        return replace(self, selected=selected, edges=edges)
+        return replace(self, selected=selected, edges=edges, explicit=True)
 
     def to_text(self) -> str:
         """The graph as a readable table: one row per stage, then the edges."""

@@ -188,7 +188,7 @@ def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str) -> Flow:
         calls = capture.mark(calls)
     return Flow(model=type(model).__name__, calls=calls, selected=selected, edges=edges,
                 topology=mode, inputs=inputs, outputs=outputs, graph=graph, modules=modules,
-                capture=capture, model_ref=model_weakref(model))
+                capture=capture, model_ref=model_weakref(model), explicit=stages is not None)
 
 
 def _trace_error(flow: Flow, run: _Run) -> TraceError:

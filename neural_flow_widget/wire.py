@@ -1,8 +1,9 @@
 """The wire format: what travels from the kernel to the front end.
 
 This module is the only place where Python names become wire names. It is mirrored once in
-TypeScript (``js/src/wire.ts``); the golden fixture ``tests/fixtures/wire_unet.json`` is read by
-both pytest and the JS tests. Bump ``SCHEMA`` on any change to a field.
+TypeScript (``js/src/wire.ts``); the golden fixtures ``tests/fixtures/wire_golden.json`` and
+``tests/fixtures/edges_golden.json`` (written by ``scripts/make_fixtures.py``) are read by both
+pytest and the JS tests. Bump ``SCHEMA`` on any change to a field.
 
 Two messages exist.
 
@@ -36,6 +37,8 @@ Two messages exist.
       "input_ops": [["input:0", 0]],   # which op is each model input
       "output_ops": [["output:0", [9]]],  # which ops produced each model output
       "selected": [0, 1, 2],           # call indices of the stages trace() selected
+      "initial": [0, 1, 2] | null,     # stages the first view shows (the user chose them with
+                                       #   stages=); null: the view picks a readable depth
       "attention": [3],                # call indices that recorded attention maps
       "stats": [[0.1, 0.5]]            # per call: [mean |x|, std] of its first output, or null
     }
@@ -49,11 +52,11 @@ Two messages exist.
    message plus a list of binary buffers (never base64)::
 
     request:  {"stage": "enc1", "view": "grid" | null, "channel": int | null,
-               "head": int | null, "sample": int}
+               "head": int | null, "sample": int | null}   # null: the captured sample
     reply:    {"ok": true, "stage": "enc1",
                "summaries": [                     # one per tensor leaf of the output
                  {"leaf": "0", "shape": [...], "dtype": "float32", "device": "cpu",
-                  "kind": "float" | "int" | "bool",
+                  "kind": "float" | "int" | "bool", "numel": int,
                   "stats": {"min": .., "max": .., "mean": .., "std": .., "mean_abs": ..,
                             "zero_fraction": .., "nan": int, "posinf": int, "neginf": int},
                   "sampled": int | null,          # elements used when sampled, else null
@@ -61,11 +64,12 @@ Two messages exist.
                   "values": [[value, count], ...] | null,   # int / bool tensors
                   "error": null}
                ],
-               "views": ["grid", "top", "channel", "mean"],  # kinds this stage offers
+               "views": ["grid", "first", "channel", "mean"],  # kinds this stage offers
                "view": {"kind": "grid", "shape": [16, 32, 32],  # uint8 buffer layout
                         "vmin": -1.2, "vmax": 1.2, "signed": true,
                         "axes": ["y", "x"], "labels": ["ch 3", ...] | null,
-                        "channels": [3, 7, ...] | null, "buffer": 1} | null,
+                        "channels": [3, 7, ...] | null,
+                        "note": "pooled 512x512 -> 64x64" | null, "buffer": 1} | null,
                "attention": [{                    # one per attention call inside the stage
                    "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
                    "pool": [1, 1],                # query / key block size; [1, 1] = exact
@@ -115,6 +119,7 @@ def encode_graph(flow: Any) -> dict:
         "input_ops": [[name, op] for name, op in flow.graph.input_ops],
         "output_ops": [[name, list(ops)] for name, ops in flow.graph.output_ops],
         "selected": list(flow.selected),
+        "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
         "stats": [_stats(capture, c.index) for c in flow.calls],
     }

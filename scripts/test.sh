@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh "[test]"
 if [ -f scripts/install_browser.sh ]; then bash scripts/install_browser.sh; fi
-if [ -f js/package.json ]; then (cd js && npm test --silent); fi
+(cd js && npm test --silent && npm run -s test:browser)
 exec .venv/bin/python -m pytest -q "$@"
