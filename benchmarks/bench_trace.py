@@ -1,10 +1,13 @@
 """Time trace() against a plain forward pass of the same model, in the same run.
 
-    python benchmarks/bench_trace.py [--repeat 7] [--only resnet50,gpt2] [--capture]
+    python benchmarks/bench_trace.py [--repeat 7] [--only resnet50,gpt2] [--no-capture]
 
 Prints, per model, the median wall time of a plain ``model(x)`` under ``torch.no_grad()`` in
-eval mode and of ``trace()`` (topology only, and with capture unless ``--no-capture``), and their
-ratios. Runs are interleaved so that a noisy neighbour slows both alike.
+eval mode, of ``trace(capture=False)`` (topology only) and of ``trace()`` (capture and attention
+on), and their ratios. Runs are interleaved so that a noisy neighbour slows all alike.
+Models: unet128 (batch 1), unet512 (512², batch 8), resnet50 (224²), gpt2 / gpt2-eager
+(GPT-2 small, 128 tokens), bert (BERT-base, 128 tokens), vit (ViT-base, 224²), gpt2-48
+(48 layers, 256 wide, 128 tokens). ``--retained`` prints the bytes kept per stage.
 """
 
 from __future__ import annotations
@@ -25,8 +28,15 @@ import neural_flow_widget as nfw  # noqa: E402
 
 def cases():
     torch.manual_seed(0)
+    tokens = lambda: torch.randint(0, 30000, (1, 128))  # noqa: E731
+    yield "unet128", lambda: models.UNet().eval(), lambda: torch.randn(1, 3, 128, 128)
     yield "resnet50", lambda: models.ResNet50Like().eval(), lambda: torch.randn(1, 3, 224, 224)
-    yield "gpt2", lambda: models.gpt2(), lambda: torch.randint(0, 50257, (1, 128))
+    yield "gpt2", lambda: models.gpt2(), tokens
+    yield "gpt2-eager", lambda: models.gpt2(attn="eager"), tokens
+    yield "bert", lambda: models.bert_base(), tokens
+    yield "vit", lambda: models.vit_base(), lambda: torch.randn(1, 3, 224, 224)
+    yield "gpt2-48", lambda: models.gpt2(n_layer=48, n_embd=256, n_head=8), tokens
+    yield "unet512", lambda: models.UNet().eval(), lambda: torch.randn(8, 3, 512, 512)
 
 
 def median_times(fns, repeat):
@@ -46,11 +56,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-capture", action="store_true")
+    parser.add_argument("--retained", action="store_true",
+                        help="print the bytes retained per stage and in total")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
           f"median of {args.repeat} interleaved runs")
     print(f"{'model':<10} {'forward':>9} {'topology':>9} {'ratio':>6} {'+capture':>9} {'ratio':>6}")
+    retained = []
     for name, make_model, make_input in cases():
         if only and name not in only:
             continue
@@ -69,6 +82,15 @@ def main() -> None:
         if "capture" in t:
             row += f" {t['capture'] * 1e3:8.1f}ms {t['capture'] / t['plain']:5.2f}x"
         print(row, flush=True)
+        if args.retained:
+            retained.append((name, nfw.trace(model, x)))
+    for name, flow in retained:
+        sizes = {c.id: sum(item.retained.nbytes for item in flow.capture.outputs.get(c.index, ())
+                           if item.retained is not None) for c in flow.calls}
+        total = sum(sizes.values())
+        print(f"{name}: retained {total / 1e6:.2f} MB over {len(sizes)} calls; largest "
+              f"{max(sizes.values()) / 1e3:.0f} KB; "
+              + ", ".join(f"{k} {v / 1e3:.0f} KB" for k, v in list(sizes.items())[:6]) + " ...")
 
 
 if __name__ == "__main__":

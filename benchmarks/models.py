@@ -75,3 +75,38 @@ def vit_base(attn: str = "sdpa"):
     config = ViTConfig()
     config._attn_implementation = attn
     return ViTModel(config).eval()
+
+
+class _Double(nn.Module):
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, padding=1), nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        return self.relu(self.bn2(self.conv2(self.relu(self.bn1(self.conv1(x))))))
+
+
+class UNet(nn.Module):
+    """A four-level U-Net (16 -> 128 channels) with ``torch.cat`` skips."""
+
+    def __init__(self, cin: int = 3, width: int = 16) -> None:
+        super().__init__()
+        w = [width * 2 ** i for i in range(4)]
+        self.enc1, self.enc2 = _Double(cin, w[0]), _Double(w[0], w[1])
+        self.enc3, self.bottleneck = _Double(w[1], w[2]), _Double(w[2], w[3])
+        self.pool = nn.MaxPool2d(2)
+        self.up3, self.dec3 = nn.ConvTranspose2d(w[3], w[2], 2, 2), _Double(2 * w[2], w[2])
+        self.up2, self.dec2 = nn.ConvTranspose2d(w[2], w[1], 2, 2), _Double(2 * w[1], w[1])
+        self.up1, self.dec1 = nn.ConvTranspose2d(w[1], w[0], 2, 2), _Double(2 * w[0], w[0])
+        self.head = nn.Conv2d(w[0], 1, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(self.pool(e1))
+        e3 = self.enc3(self.pool(e2))
+        b = self.bottleneck(self.pool(e3))
+        d3 = self.dec3(torch.cat([self.up3(b), e3], 1))
+        d2 = self.dec2(torch.cat([self.up2(d3), e2], 1))
+        return self.head(self.dec1(torch.cat([self.up1(d2), e1], 1)))

@@ -86,6 +86,8 @@ class DataflowTracer(TorchFunctionMode):
         self.parents: list[tuple[int, ...]] = []
         self.writes: dict[int, list[tuple[int, Tag]]] = {}  # storage pointer -> in-place tags
         self.seq = 0
+        self.last_write = -1  # seq of the latest in-place write
+        self.wrote_untagged = False  # an in-place op wrote into a parameter, buffer, constant
         self.paused = False
         self.failure: BaseException | None = None  # an error of the tracer itself
         self.observer: Any = None
@@ -159,7 +161,7 @@ class DataflowTracer(TorchFunctionMode):
             outs = [o for o in out if isinstance(o, Tensor)]
         else:
             outs = ()
-        target = None
+        target = target_tag = None
         if kind == _INPLACE or "out" in kwargs:
             target = kwargs.get("out", args[0] if args else None)
             if isinstance(target, Tensor):
@@ -167,6 +169,8 @@ class DataflowTracer(TorchFunctionMode):
             elif isinstance(target, (tuple, list)):
                 outs = [o for o in target if isinstance(o, Tensor)]
                 target = outs[0] if outs else None
+            if target is not None:
+                target_tag = self.table.get(target)
         if not outs:
             return
         ins: list[Tensor] = []
@@ -198,6 +202,9 @@ class DataflowTracer(TorchFunctionMode):
         if target is not None:
             key = target.untyped_storage().data_ptr()
             self.writes.setdefault(key, []).append((self.seq, tag))
+            self.last_write = self.seq
+            if target_tag is None:
+                self.wrote_untagged = True
 
     def _tags(self, tensors: list[Tensor]) -> list[Tag]:
         get = self.table.get
@@ -206,8 +213,12 @@ class DataflowTracer(TorchFunctionMode):
             tag = get(t)
             if tag is not None:
                 tags.append(tag)
-            if self.writes:
-                since = tag[0] if tag is not None else -1
+                since = tag[0]
+            elif self.wrote_untagged:
+                since = -1
+            else:
+                continue  # a parameter or constant nobody wrote to
+            if since < self.last_write:  # only then can a write to its storage be newer
                 for seq, written in self.writes.get(t.untyped_storage().data_ptr(), ()):
                     if seq > since:
                         tags.append(written)

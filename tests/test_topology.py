@@ -138,3 +138,20 @@ def test_sequential_topology_chains_in_execution_order():
         ("pool#1", "bottleneck"), ("bottleneck", "up2"), ("up2", "dec2"), ("dec2", "up1"),
         ("up1", "dec1"), ("dec1", "head"), ("head", "output:0")]
     assert {kind for *_, kind in got} == {"flow"}
+
+
+def test_in_place_write_into_a_buffer_reaches_later_readers():
+    class Cache(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("memory", torch.zeros(2, 4))
+            self.write, self.read = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            self.memory.copy_(self.write(x))  # stored in a buffer, not passed on
+            return self.read(self.memory * 1.0)
+
+    model = Cache()
+    got = edges(model, torch.randn(2, 4))
+    assert got == [("input:0", "write", "flow"), ("write", "read", "flow"),
+                   ("read", "output:0", "flow")]
