@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from neural_flow_widget import _attention
+from neural_flow_widget import _attention, _attention_math
 from neural_flow_widget._attention import (
     INTERESTING,
     AttentionMap,
@@ -167,8 +167,8 @@ def test_long_sequence_4096_is_pooled_in_bounded_blocks():
         got = attention_probs(q, k, is_causal=True)
     assert got.weights.shape == (4, 512, 512) and got.pool == (8, 8)
     np.testing.assert_allclose(got.mass().sum(-1), 1, atol=1e-4)
-    rows = _attention._block_rows(None, heads, length, 8)
-    assert 0 < probe.largest <= heads * rows * length <= _attention._BLOCK_ELEMENTS
+    rows = _attention_math._block_rows(None, heads, length, 8)
+    assert 0 < probe.largest <= heads * rows * length <= _attention_math._BLOCK_ELEMENTS
     assert probe.largest * 16 <= heads * length * length  # never the full L x L of all heads
 
 

@@ -1,7 +1,6 @@
 """trace(): its guarantees to the user's model and tensors, errors, fallbacks."""
 
 import copy
-import warnings
 
 import pytest
 import torch

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-import torch.nn.functional as F
 
 
 class ConvBlock(nn.Module):
