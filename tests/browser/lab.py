@@ -1,0 +1,80 @@
+"""A throwaway JupyterLab server for browser tests and benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import nbformat
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_notebook(folder: pathlib.Path, name: str, cells: list[str]) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, folder / name)
+
+
+@contextlib.contextmanager
+def jupyterlab(folder: pathlib.Path, notebook: str) -> Iterator[str]:
+    """Serve ``folder`` with JupyterLab; yields the URL that opens ``notebook``."""
+    port, token = free_port(), "nfw-test-token"
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / ".cfg"),
+               JUPYTER_RUNTIME_DIR=str(folder / ".rt"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--allow-root",
+         f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None:
+                    raise RuntimeError("jupyter lab exited:\n" + server.stdout.read()) from None
+                if time.time() > deadline:
+                    raise RuntimeError("jupyter lab did not start within 60 s") from None
+                time.sleep(0.5)
+        yield f"{base}/lab/tree/{notebook}?token={token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def open_and_run_first_cell(page, url: str, artifacts: pathlib.Path | None = None) -> None:
+    """Open the notebook, dismiss start-up dialogs, run the first cell."""
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_timeout(1000)
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():  # e.g. the kernel picker or a notice: accept the default
+        if artifacts is not None:
+            page.screenshot(path=str(artifacts / "jupyterlab-dialog.png"))
+        page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    page.locator(".jp-Cell").first.click()
+    page.keyboard.press("Shift+Enter")
