@@ -130,7 +130,10 @@ class Flow:
         if self.topology == "fx" and model is not None:
             from . import _fx
 
-            graph = _fx.op_graph(model, self, selected)
+            try:
+                graph = _fx.op_graph(model, self, selected)
+            except _fx.FxUnavailable:
+                graph = None  # keep the graph fx gave for the first selection
             if graph is not None:
                 edges = _topology.stage_edges(graph, selected, self.inputs, self.outputs, self.calls)
                 return replace(self, selected=selected, edges=edges, graph=graph,

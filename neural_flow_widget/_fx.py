@@ -18,6 +18,10 @@ from torch import fx
 from ._flow import Flow, OpGraph
 
 
+class FxUnavailable(Exception):
+    """torch.fx could not give a graph aligned with the observed run; the message says why."""
+
+
 class _StageTracer(fx.Tracer):
     def __init__(self, leaves: set[str]) -> None:
         super().__init__()
@@ -58,19 +62,23 @@ class _StageTracer(fx.Tracer):
         return node
 
 
-def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> OpGraph | None:
-    """The fx graph of ``model`` as an OpGraph aligned with ``flow``'s calls, or None when the
-    model cannot be symbolically traced or fx saw other calls than the run did."""
+def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> OpGraph:
+    """The fx graph of ``model`` as an OpGraph aligned with ``flow``'s calls. Raises
+    ``FxUnavailable`` when the model cannot be symbolically traced or fx saw other module
+    calls than the run did."""
     chosen = [flow.calls[i].module for i in selected]
     leaves = {m for m in chosen if not any(o.startswith(m + ".") for o in chosen)}
     tracer = _StageTracer(leaves)
     try:
         graph = tracer.trace(model, concrete_args=_concrete_args(model, flow))
-    except Exception:
-        return None
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise FxUnavailable(f"{type(error).__name__}: {reason}"[:300]) from error
     index = {(c.module, c.call): c.index for c in flow.calls}
-    if any((name, k) not in index for name, n in tracer.counts.items() for k in range(n)):
-        return None
+    missing = [f"{name}#{k}" for name, n in tracer.counts.items() for k in range(n)
+               if (name, k) not in index]
+    if missing:
+        raise FxUnavailable(f"fx saw module calls the run did not make: {missing[:3]}")
     owners: list[int] = []
     parents: list[tuple[int, ...]] = []
     reps: dict[fx.Node, tuple[int, ...]] = {}

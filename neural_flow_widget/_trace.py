@@ -94,10 +94,11 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
     if topology == "fx":
         from . import _fx
 
-        graph = _fx.op_graph(model, flow, flow.selected)
-        if graph is None:
-            warnings.warn("model could not be symbolically traced by torch.fx. Using runtime "
-                          "execution order instead.", stacklevel=2)
+        try:
+            graph = _fx.op_graph(model, flow, flow.selected)
+        except _fx.FxUnavailable as why:
+            warnings.warn(f"model could not be symbolically traced by torch.fx ({why}). Using "
+                          f"runtime execution order instead.", stacklevel=2)
             return flow
         from dataclasses import replace
 
