@@ -6,7 +6,9 @@ The graph travels once as the ``graph`` traitlet (no images); a click in the vie
 
 from __future__ import annotations
 
+import itertools
 import pathlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +62,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self.flow = flow
         self.tokens = tokens
         self._exports: dict[int, pathlib.Path] = {}
+        self._requests = itertools.count(1)
         super().__init__(_esm=_bundle().read_text(encoding="utf-8"),
                          graph=wire.encode_graph(flow))
         self.on_msg(self._on_message)
@@ -113,7 +116,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self._request_export(path, "png")
 
     def _request_export(self, path: str | pathlib.Path, fmt: str) -> None:
-        request = len(self._exports) + 1
+        request = next(self._requests)
         self._exports[request] = pathlib.Path(path)
         self.send({"type": "export", "format": fmt, "request": request})
 
@@ -122,6 +125,10 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             return
         path = self._exports.pop(content.get("request"), None)
         if path is None:
+            return
+        if content.get("ok") is False:
+            warnings.warn(f"the view could not export {path.name}: {content.get('error')}",
+                          stacklevel=2)
             return
         if buffers:
             path.write_bytes(bytes(buffers[0]))

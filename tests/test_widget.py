@@ -74,3 +74,24 @@ def test_hostile_module_names_travel_as_text():
 
     w = nfw.NeuralFlowWidget(Hostile(), torch.randn(1, 2))
     assert w.graph["calls"][0]["id"] == "blocks.<img src=x onerror=alert(1)>"
+
+
+def test_svg_and_png_exports_are_written_when_the_view_replies(widget, tmp_path):
+    sent = []
+    widget.send = lambda content, buffers=None: sent.append(content)
+    widget.save_svg(tmp_path / "graph.svg")
+    widget.save_png(tmp_path / "graph.png")
+    assert [m["format"] for m in sent] == ["svg", "png"]
+    svg, png = sent
+    widget._on_message(widget, {"type": "export", "request": png["request"], "ok": True},
+                       [b"\x89PNG..."])
+    widget._on_message(widget, {"type": "export", "request": svg["request"], "ok": True},
+                       [b"<svg/>"])
+    assert (tmp_path / "graph.svg").read_bytes() == b"<svg/>"
+    assert (tmp_path / "graph.png").read_bytes() == b"\x89PNG..."
+    widget._on_message(widget, {"type": "export", "request": 999}, [b"x"])  # unknown: ignored
+    sent.clear()
+    widget.save_svg(tmp_path / "again.svg")
+    with pytest.warns(UserWarning, match="could not export again.svg: no view"):
+        widget._on_message(widget, {"type": "export", "request": sent[0]["request"],
+                                    "ok": False, "error": "no view"}, [])
