@@ -8,6 +8,9 @@ on), and their ratios. Runs are interleaved so that a noisy neighbour slows all 
 Models: unet128 (batch 1), unet512 (512², batch 8), resnet50 (224²), gpt2 / gpt2-eager
 (GPT-2 small, 128 tokens), bert (BERT-base, 128 tokens), vit (ViT-base, 224²), gpt2-48
 (48 layers, 256 wide, 128 tokens). ``--retained`` prints the bytes kept per stage.
+``--peers`` also times torchview (``draw_graph``, graph only, no rendering) and TorchLens
+(``trace`` / ``log_forward_pass``, activations kept, no visualisation) when they are installed
+(``pip install torchview torchlens``; not a dependency of this project).
 """
 
 from __future__ import annotations
@@ -51,11 +54,42 @@ def median_times(fns, repeat):
     return {name: statistics.median(t) for name, t in times.items()}
 
 
+def peers(model, x) -> dict:
+    """Timers for the peers that are installed and can handle this model."""
+    found = {}
+    try:
+        import torchview
+
+        def view():
+            torchview.draw_graph(model, input_data=x, depth=3, device="cpu")
+
+        view()
+        found["torchview"] = view
+    except Exception as error:  # not installed, or it cannot trace this model
+        print(f"  (torchview: {type(error).__name__}: {str(error)[:80]})")
+    try:
+        import torchlens
+
+        def lens():
+            if hasattr(torchlens, "trace"):  # torchlens >= 2
+                torchlens.trace(model, x)
+            else:
+                torchlens.log_forward_pass(model, x, vis_opt="none")
+
+        lens()
+        found["torchlens"] = lens
+    except Exception as error:
+        print(f"  (torchlens: {type(error).__name__}: {str(error)[:80]})")
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-capture", action="store_true")
+    parser.add_argument("--peers", action="store_true",
+                        help="also time torchview and torchlens if installed")
     parser.add_argument("--retained", action="store_true",
                         help="print the bytes retained per stage and in total")
     args = parser.parse_args()
@@ -76,11 +110,16 @@ def main() -> None:
         fns = {"plain": plain, "topology": lambda: nfw.trace(model, x, capture=False)}
         if not args.no_capture:
             fns["capture"] = lambda: nfw.trace(model, x)
+        if args.peers:
+            fns.update(peers(model, x))
         t = median_times(fns, args.repeat)
         row = f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms " \
               f"{t['topology'] / t['plain']:5.2f}x"
         if "capture" in t:
             row += f" {t['capture'] * 1e3:8.1f}ms {t['capture'] / t['plain']:5.2f}x"
+        for peer in ("torchview", "torchlens"):
+            if peer in t:
+                row += f"  {peer} {t[peer] / t['plain']:5.2f}x"
         print(row, flush=True)
         if args.retained:
             retained.append((name, nfw.trace(model, x)))
