@@ -161,7 +161,21 @@ class CallTracker:
 
 
 def _param_counts(modules: list[torch.nn.Module]) -> list[int]:
-    return [sum(p.numel() for p in m.parameters()) for m in modules]
+    """Parameters of each module, recursive, counted once per module (bottom-up, shared
+    parameters counted once per module that holds them, as ``module.parameters()`` does)."""
+    memo: dict[int, set[int]] = {}
+
+    def ids(module: torch.nn.Module) -> set[int]:
+        key = id(module)
+        if key not in memo:
+            found = {id(p) for p in module.parameters(recurse=False)}
+            for child in module.children():
+                found |= ids(child)
+            memo[key] = found
+        return memo[key]
+
+    sizes = {id(p): p.numel() for m in modules for p in m.parameters(recurse=False)}
+    return [sum(sizes[i] for i in ids(m)) for m in modules]
 
 
 def _signatures(modules: list[torch.nn.Module]) -> list[str]:
