@@ -86,7 +86,7 @@ export class GraphBuilder {
     this.outputOps.push([name, [ops].flat()]);
   }
 
-  build({ attention = [] } = {}) {
+  build({ attention = [], initial = null } = {}) {
     // Children come after their parent: fill params and signatures from the end.
     for (let i = this.calls.length - 1; i >= 0; i--) {
       const c = this.calls[i];
@@ -106,6 +106,7 @@ export class GraphBuilder {
       input_ops: this.inputOps,
       output_ops: this.outputOps,
       selected: this.calls.map((c, i) => (c.depth === 1 ? i : -1)).filter((i) => i >= 0),
+      initial,
       attention,
       stats,
     };

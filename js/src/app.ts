@@ -1,29 +1,31 @@
 /**
- * The flow view: ties wire -> view model -> layout -> drawing together and handles the user.
- * Used by the live widget (widget.ts) and by the static export (renderStatic).
+ * The flow view: runs the pipeline wire -> view model -> layout -> scene -> drawing for each
+ * expansion state, and keeps the selection, the inspector and the marks in step. The user's
+ * controls are in controls.ts, where the view looks in view/camera.ts. Used by the live
+ * widget (widget.ts) and by the static export (renderStatic).
  */
-import type { Direction, LayoutResult } from "./layout";
+import { Controls, type ControlsHost } from "./controls";
+import type { Box, Direction, LayoutResult } from "./layout";
 import { LayoutClient } from "./layout_client";
 import {
-  buildTree, buildView, initialState, nodeKeyForCall, revealCall, searchCalls, stageKey,
+  buildTree, buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
   toggleExpanded, toggleUnfolded, type CallTree, type ViewGraph, type ViewState,
 } from "./model";
 import { buildScene, layoutRequest, type Scene, type SceneNode } from "./scene";
+import { Camera } from "./view/camera";
 import { buildChrome, fillLegend, type Chrome, type ColorMode } from "./view/chrome";
-import { download, Listeners } from "./view/dom";
+import { exportSvg, svgToPng } from "./view/export";
 import { GraphView, type NodeFill } from "./view/graph_view";
 import { Inspector, type FetchStage } from "./view/inspector";
 import { Minimap } from "./view/minimap";
-import { moveFocus } from "./view/navigate";
-import { exportSvg, svgToPng } from "./view/export";
 import { statFills, statRange } from "./view/stat_colors";
 import { CSS } from "./view/styles";
-import { PanZoom } from "./view/zoom";
+import type { Transform } from "./view/zoom";
 import { decodeGraph, type WireGraph } from "./wire";
 
 export interface FlowOptions {
   fetchStage: FetchStage;
-  onSelect?: (stage: string | null) => void; // the user picked a stage
+  onSelect?: (stage: string | null) => void; // the user picked a stage, or closed the inspector (null)
   onDirection?: (dir: Direction) => void; // the user switched TB / LR
   useWorker?: boolean;
   maxInitialNodes?: number;
@@ -37,15 +39,15 @@ export interface PaintInfo {
   laidOut: number;
 }
 
-export class FlowApp {
+export class FlowApp implements ControlsHost {
   readonly root: HTMLElement;
-  private ui: Chrome;
-  private graphView: GraphView;
-  private zoom: PanZoom;
+  readonly ui: Chrome;
+  readonly graphView: GraphView;
+  readonly camera: Camera;
   private minimap: Minimap;
   private inspector: Inspector;
+  private controls: Controls;
   private layout: LayoutClient;
-  private listeners = new Listeners();
   private tree: CallTree | null = null;
   private state: ViewState = { expanded: new Set(), unfolded: new Set() };
   private view: ViewGraph | null = null;
@@ -54,12 +56,10 @@ export class FlowApp {
   private colorMode: ColorMode = "type";
   private selectedId: string | null = null;
   private focusKey: string | null = null;
-  private needsFit = true;
-  private generation = 0;
   private matches: number[] = [];
-  private matchCursor = -1;
-  private searchTimer = 0;
+  private generation = 0;
   private hintTimer = 0;
+  private lastWidth = 0;
   private resize: ResizeObserver | null = null;
   private disposed = false;
 
@@ -73,15 +73,15 @@ export class FlowApp {
         toggle: (key) => this.toggle(key),
         background: () => this.setFocus(null),
       },
-      () => this.zoom.suppressClick,
+      () => this.camera.zoom.suppressClick,
     );
     this.ui.canvas.prepend(this.graphView.svg);
-    this.zoom = new PanZoom(this.ui.canvas, (t) => this.onTransform(t), () => this.showHint());
-    this.minimap = new Minimap((x, y) => this.centerOn(x, y, 0));
-    this.ui.canvas.append(this.minimap.canvas);
+    this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => this.showHint());
+    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0));
+    this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed());
     this.ui.main.append(this.inspector.el);
-    this.bindUi();
+    this.controls = new Controls(this);
     el.append(this.root);
     if (typeof ResizeObserver !== "undefined") {
       this.resize = new ResizeObserver(() => this.onResize());
@@ -89,42 +89,7 @@ export class FlowApp {
     }
   }
 
-  private bindUi() {
-    const L = this.listeners;
-    const ui = this.ui;
-    L.on(ui.fit, "click", () => this.fit());
-    L.on(ui.reset, "click", () => {
-      if (!this.tree) return;
-      this.needsFit = true;
-      void this.setState(initialState(this.tree, this.opts.maxInitialNodes), "reset");
-    });
-    L.on(ui.dirTB, "click", () => this.setDirection("TB", true));
-    L.on(ui.dirLR, "click", () => this.setDirection("LR", true));
-    L.on(ui.color, "change", () => this.setColorMode(ui.color.value as ColorMode));
-    L.on(ui.svg, "click", () => download(new Blob([this.exportSvg()], { type: "image/svg+xml" }), `${this.fileStem()}.svg`));
-    L.on(ui.png, "click", () => void this.exportPng().then((b) => download(b, `${this.fileStem()}.png`)));
-    L.on(ui.search, "input", () => {
-      clearTimeout(this.searchTimer);
-      this.searchTimer = window.setTimeout(() => this.runSearch(), 120);
-    });
-    L.on(ui.search, "keydown", (e: KeyboardEvent) => {
-      if (e.key === "Enter") {
-        e.preventDefault();
-        this.nextMatch(e.shiftKey ? -1 : 1);
-      } else if (e.key === "Escape") {
-        ui.search.value = "";
-        this.runSearch();
-        ui.canvas.focus();
-      }
-      e.stopPropagation();
-    });
-    L.on(this.root, "keydown", (e: KeyboardEvent) => this.onKey(e));
-    L.on(ui.canvas, "pointerdown", () => {
-      if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement)) ui.canvas.focus({ preventScroll: true });
-    });
-  }
-
-  // -- data ---------------------------------------------------------------------------
+  // -- the pipeline ---------------------------------------------------------------------
 
   /** Show a graph (the graph traitlet, decoded or not). */
   setGraph(raw: unknown) {
@@ -135,11 +100,16 @@ export class FlowApp {
       this.fatal(err);
       return;
     }
-    this.tree = buildTree(graph);
+    const tree = (this.tree = buildTree(graph));
     this.ui.title.textContent = graph.model;
     this.inspector.close();
-    this.needsFit = true;
-    this.setState(initialState(this.tree, this.opts.maxInitialNodes), "graph");
+    this.camera.needsFit = true;
+    let state = initialState(tree, this.opts.maxInitialNodes);
+    // A selection that came before the graph (set from Python) is revealed in the first view.
+    const selected = this.selectedId === null ? undefined : tree.byId.get(this.selectedId);
+    if (selected !== undefined && !isShown(tree, state, selected)) state = revealCall(tree, state, selected);
+    void this.setState(state, "graph");
+    this.controls.refresh();
     if (this.selectedId) this.selectStage(this.selectedId, false);
   }
 
@@ -150,7 +120,8 @@ export class FlowApp {
     this.ui.canvas.replaceChildren(box);
   }
 
-  private async setState(state: ViewState, reason: string, anchor?: { key: string; box: [number, number, number, number] }) {
+  /** Lay out and draw an expansion state; `anchor` keeps a toggled group where it was. */
+  private async setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }) {
     const tree = this.tree;
     if (!tree) return;
     const t0 = performance.now();
@@ -172,112 +143,73 @@ export class FlowApp {
     const layoutMs = performance.now() - tl;
     this.ui.busy.hidden = true;
     this.view = view;
-    this.scene = buildScene(tree, view, lay, this.dir);
-    this.graphView.setScene(this.scene, this.fills());
-    this.minimap.setScene(this.scene);
+    const scene = (this.scene = buildScene(tree, view, lay, this.dir));
+    this.graphView.setScene(scene, this.fills());
+    this.minimap.setScene(scene);
     this.syncMarks();
     const stages = tree.graph.calls.length;
-    this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${this.scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length} shown`;
+    const shown = scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length;
+    this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${shown} shown`;
     fillLegend(this.ui.legend, this.colorMode, this.statRange());
-    if (this.needsFit) this.initialFit();
-    else if (anchor) this.keepAnchor(anchor.key, anchor.box);
-    else this.onTransform(this.zoom.t);
+    const after = anchor && (this.graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
+    if (this.camera.needsFit) this.camera.firstView(scene, this.dir);
+    else if (anchor && after) this.camera.keepAnchor(anchor.box, after);
+    else this.onTransform(this.camera.t);
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
         if (gen !== this.generation) return;
-        const info: PaintInfo = { reason, ms: performance.now() - t0, layoutMs, nodes: this.scene?.nodes.length ?? 0, laidOut: lay.laidOut };
+        const info: PaintInfo = { reason, ms: performance.now() - t0, layoutMs, nodes: scene.nodes.length, laidOut: lay.laidOut };
         this.el.dispatchEvent(new CustomEvent("nfw-painted", { detail: info }));
       }),
     );
   }
 
-  // -- view -------------------------------------------------------------------------------
+  shown() {
+    return this.tree && this.view && this.scene ? { tree: this.tree, view: this.view, scene: this.scene, dir: this.dir } : null;
+  }
 
-  private onTransform(t: { x: number; y: number; k: number }) {
-    const vp = this.zoom.viewport();
+  // -- the view -------------------------------------------------------------------------
+
+  private onTransform(t: Transform) {
+    const vp = this.camera.viewport();
     this.graphView.transform(t, vp);
-    this.minimap.setViewport(vp);
+    this.minimap.setViewport(vp, t);
   }
 
   private onResize() {
-    const w = this.ui.canvas.clientWidth;
-    if (w > 0 && this.needsFit && this.scene) this.initialFit();
-    else if (this.scene) this.onTransform(this.zoom.t);
+    const width = this.ui.canvas.clientWidth;
+    const grew = this.lastWidth > 0 ? width - this.lastWidth : 0;
+    this.lastWidth = width;
+    if (!this.scene) return;
+    if (this.camera.attached && this.camera.needsFit) this.camera.firstView(this.scene, this.dir);
+    else if (grew) this.camera.zoom.set({ ...this.camera.t, x: this.camera.t.x + grew / 2 }); // keep the centre (the inspector opened or closed)
+    else this.onTransform(this.camera.t);
     this.inspector.redraw();
   }
 
   fit(ms = 280) {
-    const scene = this.scene;
-    if (!scene) return;
-    if (this.ui.canvas.clientWidth === 0) return; // not attached yet: the resize observer fits later
-    this.needsFit = false;
-    this.zoom.animateTo(this.zoom.fitBox(0, 0, scene.width, scene.height), ms);
+    if (this.scene) this.camera.fit(this.scene, ms);
   }
 
-  /**
-   * The first view: the whole graph when it fits at a readable scale; else readable text
-   * from the start of the network (top in TB, left in LR), the rest a pan away.
-   */
-  private initialFit() {
-    const scene = this.scene;
-    if (!scene || this.ui.canvas.clientWidth === 0) return;
-    const READABLE = 0.8;
-    const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (all.k >= READABLE) return this.fit(0);
-    this.needsFit = false;
-    const W = this.ui.canvas.clientWidth;
-    const H = this.ui.canvas.clientHeight;
-    const m = 24;
-    const tb = this.dir === "TB";
-    const across = tb ? scene.width : scene.height;
-    const room = tb ? W : H;
-    const k = Math.max(0.45, Math.min(READABLE, (room - 2 * m) / Math.max(across, 1)));
-    const offAcross = (room - across * k) / 2;
-    this.zoom.set(tb ? { x: offAcross, y: m, k } : { x: m, y: offAcross, k });
-  }
-
-  private centerOn(x: number, y: number, ms = 250, k = this.zoom.t.k) {
-    const W = this.ui.canvas.clientWidth || 800;
-    const H = this.ui.canvas.clientHeight || 500;
-    this.zoom.animateTo({ x: W / 2 - x * k, y: H / 2 - y * k, k }, ms);
-  }
-
-  private ensureVisible(key: string) {
-    const n = this.graphView.node(key);
-    if (!n) return;
-    const [vx, vy, vw, vh] = this.zoom.viewport();
-    const [x, y, w, h] = n.box;
-    if (x < vx || y < vy || x + w > vx + vw || y + h > vy + vh) this.centerOn(x + w / 2, y + h / 2, 250, Math.max(this.zoom.t.k, 0.6));
-  }
-
-  /** After expanding or collapsing, keep the toggled thing where the user was looking. */
-  private keepAnchor(key: string, before: [number, number, number, number]) {
-    const after = this.scene && (this.graphView.node(key)?.box ?? this.scene.clusters.find((c) => c.key === key)?.box);
-    if (!after) return this.onTransform(this.zoom.t);
-    const { k } = this.zoom.t;
-    const dx = (before[0] + before[2] / 2 - (after[0] + after[2] / 2)) * k;
-    const dy = (before[1] - after[1]) * k;
-    this.zoom.set({ x: this.zoom.t.x + dx, y: this.zoom.t.y + dy, k });
-    const [vx, vy, vw, vh] = this.zoom.viewport();
-    const [x, y, w, h] = after;
-    if (x < vx || y < vy || x + w > vx + vw || y + h > vy + vh) {
-      const fitK = this.zoom.fitBox(x, y, w, h, k).k;
-      this.zoom.animateTo(this.zoom.fitBox(x, y, w, h, Math.min(k, Math.max(fitK, 0.35))), 260);
-    }
+  /** Back to the starting expansion and the first view. */
+  reset() {
+    if (!this.tree) return;
+    this.camera.needsFit = true;
+    void this.setState(initialState(this.tree, this.opts.maxInitialNodes), "reset");
   }
 
   /** Top-to-bottom or left-to-right; lays the view out again. */
   setDirection(dir: Direction, fromUser = false) {
     if (dir === this.dir) return;
     this.dir = dir;
-    this.needsFit = true;
+    this.camera.needsFit = true;
     this.ui.dirTB.setAttribute("aria-pressed", String(dir === "TB"));
     this.ui.dirLR.setAttribute("aria-pressed", String(dir === "LR"));
     if (fromUser) this.opts.onDirection?.(dir);
     void this.setState(this.state, "direction");
   }
 
-  private setColorMode(mode: ColorMode) {
+  setColorMode(mode: ColorMode) {
     this.colorMode = mode;
     this.ui.color.value = mode;
     this.graphView.setFills(this.fills());
@@ -299,9 +231,9 @@ export class FlowApp {
     this.hintTimer = window.setTimeout(() => this.ui.hint.classList.remove("nfw-show"), 1200);
   }
 
-  // -- interaction ------------------------------------------------------------------------
+  // -- expansion, selection, marks ------------------------------------------------------
 
-  private activate(n: SceneNode) {
+  activate(n: SceneNode) {
     this.setFocus(n.key, false);
     if (n.kind === "fold") return this.toggle(n.key);
     if (n.kind === "stage") this.selectStage(n.id, true);
@@ -329,28 +261,42 @@ export class FlowApp {
     void this.setState(next, key.startsWith("s:") || key.startsWith("f:") ? "expand" : "collapse", before ? { key: anchorKey, box: before } : undefined);
   }
 
-  /** Select a stage (by id), reveal it and open the inspector. */
+  async reveal(call: number) {
+    if (this.tree) await this.setState(revealCall(this.tree, this.state, call), "reveal");
+  }
+
+  /**
+   * Select a stage (by id) and open the inspector on it; from Python (fromUser false) also
+   * expand the groups and unfold the runs that hide it, and bring it into view. null clears.
+   */
   selectStage(id: string | null, fromUser: boolean) {
     const tree = this.tree;
     this.selectedId = id;
-    if (!tree || id === null) {
+    if (id === null) {
       this.inspector.close();
       this.syncMarks();
       return;
     }
-    const call = tree.byId.get(id);
-    if (call === undefined) return;
+    const call = tree?.byId.get(id);
+    if (!tree || call === undefined) return; // kept: revealed when its graph arrives
     if (fromUser) this.opts.onSelect?.(id);
     this.inspector.open(tree.graph.calls[call]);
-    if (!this.view) return;
-    if (!this.view.byKey.has(stageKey(id))) {
-      void this.setState(revealCall(tree, this.state, call), "reveal").then(() => {
-        this.setFocus(stageKey(id));
+    const key = stageKey(id);
+    if (!isShown(tree, this.state, call)) {
+      void this.reveal(call).then(() => {
+        if (this.selectedId === id) this.setFocus(key);
       });
       return;
     }
     this.syncMarks();
-    if (!fromUser) this.setFocus(stageKey(id));
+    // Shown in the state, but maybe not painted yet (a layout in flight): focus after it.
+    if (!fromUser && this.view?.byKey.has(key)) this.setFocus(key);
+  }
+
+  closeInspector(): boolean {
+    if (!this.inspector.stage) return false;
+    this.inspector.close();
+    return true;
   }
 
   private onInspectorClosed() {
@@ -360,6 +306,11 @@ export class FlowApp {
     }
     this.syncMarks();
     this.ui.canvas.focus({ preventScroll: true });
+  }
+
+  setMatches(calls: number[]) {
+    this.matches = calls;
+    this.syncMarks();
   }
 
   private syncMarks() {
@@ -372,85 +323,20 @@ export class FlowApp {
     this.graphView.setMatches(this.matches.map((c) => nodeKeyForCall(tree, view, c)).filter((k): k is string => k !== null));
   }
 
-  private setFocus(key: string | null, scroll = true) {
+  focused(): string | null {
+    return this.focusKey;
+  }
+
+  setFocus(key: string | null, scroll = true) {
     this.focusKey = key;
     this.graphView.setFocused(key);
-    if (key && scroll) this.ensureVisible(key);
+    const n = key && scroll ? this.graphView.node(key) : undefined;
+    if (n) this.camera.ensureVisible(n.box);
   }
 
-  private onKey(e: KeyboardEvent) {
-    const target = e.target as HTMLElement;
-    if (e.key !== "Escape" && target.closest("input,select,textarea")) return;
-    if (e.key === "Escape") {
-      if (this.inspector.stage) this.inspector.close();
-      else this.setFocus(null);
-      e.preventDefault();
-      return;
-    }
-    if (!this.scene || !this.ui.canvas.contains(target) && target !== this.ui.canvas) return;
-    const focus = this.focusKey && this.graphView.node(this.focusKey) ? this.focusKey : null;
-    if (e.key === "Enter" || e.key === " ") {
-      const n = focus && this.graphView.node(focus);
-      if (n) this.activate(n);
-    } else if ((e.key === "+" || e.key === "=") && focus) {
-      this.toggle(focus);
-    } else if (e.key === "-" && focus) {
-      const path = this.view?.byKey.get(focus)?.path ?? [];
-      const parent = path[path.length - 1];
-      if (parent) this.toggle(parent);
-    } else if (e.key === "f" || e.key === "F") {
-      this.fit();
-    } else if (e.key.startsWith("Arrow")) {
-      const next = moveFocus(this.graphView, this.scene, focus, e.key, this.dir);
-      if (next) this.setFocus(next);
-    } else {
-      return;
-    }
-    e.preventDefault();
-  }
+  // -- export ---------------------------------------------------------------------------
 
-  // -- search ---------------------------------------------------------------------------
-
-  private runSearch() {
-    const tree = this.tree;
-    if (!tree) return;
-    const q = this.ui.search.value;
-    this.matches = searchCalls(tree, q);
-    this.matchCursor = -1;
-    this.ui.searchCount.textContent = q.trim() ? `${this.matches.length}${this.matches.length >= 200 ? "+" : ""} match${this.matches.length === 1 ? "" : "es"}` : "";
-    this.syncMarks();
-    if (!this.view || !this.scene || !this.matches.length) return;
-    const keys = new Set(this.matches.map((c) => nodeKeyForCall(tree, this.view!, c)).filter((k): k is string => k !== null));
-    const boxes = [...keys].map((k) => this.graphView.node(k)?.box).filter((b) => b !== undefined);
-    if (!boxes.length) return;
-    const x0 = Math.min(...boxes.map((b) => b[0]));
-    const y0 = Math.min(...boxes.map((b) => b[1]));
-    const x1 = Math.max(...boxes.map((b) => b[0] + b[2]));
-    const y1 = Math.max(...boxes.map((b) => b[1] + b[3]));
-    this.zoom.animateTo(this.zoom.fitBox(x0, y0, x1 - x0, y1 - y0, 1));
-  }
-
-  /** Step to the next search match, unfolding and expanding what hides it. */
-  private nextMatch(step: number) {
-    const tree = this.tree;
-    if (!tree || !this.matches.length) return;
-    this.matchCursor = (this.matchCursor + step + this.matches.length) % this.matches.length;
-    const call = this.matches[this.matchCursor];
-    const key = stageKey(tree.graph.calls[call].id);
-    const go = () => {
-      this.syncMarks();
-      this.setFocus(key, false);
-      const n = this.graphView.node(key);
-      if (n) this.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(this.zoom.t.k, 0.8));
-    };
-    if (this.view?.byKey.has(key)) go();
-    else void this.setState(revealCall(tree, this.state, call), "reveal").then(go);
-    this.ui.searchCount.textContent = `${this.matchCursor + 1} / ${this.matches.length}`;
-  }
-
-  // -- export -----------------------------------------------------------------------------
-
-  private fileStem(): string {
+  fileStem(): string {
     return (this.tree?.graph.model ?? "graph").replace(/[^\w.-]+/g, "_");
   }
 
@@ -467,11 +353,10 @@ export class FlowApp {
   dispose() {
     this.disposed = true;
     this.generation++;
-    clearTimeout(this.searchTimer);
     clearTimeout(this.hintTimer);
     this.resize?.disconnect();
-    this.listeners.dispose();
-    this.zoom.dispose();
+    this.controls.dispose();
+    this.camera.dispose();
     this.graphView.dispose();
     this.minimap.dispose();
     this.inspector.dispose();

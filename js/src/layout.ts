@@ -45,7 +45,7 @@ export interface LayoutResult {
 export const GROUP_PAD = 14;
 export const GROUP_HEADER = 26;
 const NODESEP = 22;
-const RANKSEP = 34;
+export const RANKSEP = 34;
 
 interface GroupPlacement {
   w: number;

@@ -227,11 +227,13 @@ export function layerCount(view: ViewGraph): number {
 }
 
 /**
- * The starting state: expand level by level (every visible stage with children at once)
- * while the view stays readable: at most maxVisible nodes in at most maxLayers layers.
- * Folded runs stay folded.
+ * The starting state. When the graph names its first stages (`graph.initial`, the user's
+ * `stages=`), exactly those: see chosenState. Otherwise expand level by level (every visible
+ * stage with children at once) while the view stays readable: at most maxVisible nodes in
+ * at most maxLayers layers. Folded runs stay folded.
  */
 export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
+  if (tree.graph.initial) return chosenState(tree, tree.graph.initial);
   let state: ViewState = { expanded: new Set(), unfolded: new Set() };
   for (;;) {
     const candidates: number[] = [];
@@ -241,6 +243,35 @@ export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): V
     if (visibleCount(tree, next) > maxVisible || layerCount(buildView(tree, next)) > maxLayers) return state;
     state = next;
   }
+}
+
+/**
+ * A state that draws the chosen calls: their ancestors expanded, the calls themselves
+ * collapsed. Runs fold as usual; only a run that holds an ancestor of a chosen call unfolds
+ * (a fold cannot show what is inside its members).
+ */
+export function chosenState(tree: CallTree, chosen: Iterable<number>): ViewState {
+  const expanded = new Set<number>();
+  const unfolded = new Set<string>();
+  for (const call of chosen) {
+    for (let c = tree.graph.calls[call].parent; c >= 0; c = tree.graph.calls[c].parent) {
+      expanded.add(c);
+      const r = tree.runOf[c];
+      if (r >= 0) unfolded.add(tree.runList[r].key);
+    }
+  }
+  return { expanded, unfolded };
+}
+
+/** Whether a call is drawn as its own node in a state (no collapsed ancestor, no fold around it). */
+export function isShown(tree: CallTree, state: ViewState, call: number): boolean {
+  if (state.expanded.has(call) && tree.children[call].length > 0) return false; // drawn as a cluster
+  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+    if (c !== call && !state.expanded.has(c)) return false;
+    const r = tree.runOf[c];
+    if (r >= 0 && !state.unfolded.has(tree.runList[r].key)) return false;
+  }
+  return true;
 }
 
 export function toggleExpanded(tree: CallTree, state: ViewState, call: number): ViewState {

@@ -1,11 +1,13 @@
 /**
  * Between the view model and the drawing: turns a ViewGraph into a layout request (items
  * per container, edges projected onto the container that holds both ends) and a laid-out
- * graph into a scene (boxes, labels, edge paths). Pure and DOM-free.
+ * graph into a scene (boxes, labels, edge paths; the routing of edge ends is routing.ts's).
+ * Pure and DOM-free.
  */
 import { formatParams, formatShape } from "./format";
 import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "./layout";
 import type { CallTree, Item, ViewGraph, VisibleNode } from "./model";
+import { axes, detour, KIND_ORDER, LANE_GAP, spreadPorts, type Margins } from "./routing";
 import type { EdgeKind } from "./wire";
 
 export const ROOT = "root";
@@ -184,21 +186,55 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     }
   };
   walk(view.items);
-  const edges: SceneEdge[] = [];
+  // Edges whose ends sit inside groups can share one laid-out route (the route between the
+  // two items that hold them): each gets its own lane beside it.
+  const shared = new Map<string, { e: (typeof view.edges)[number]; order: number[] }[]>();
+  const laid: { e: (typeof view.edges)[number]; route: string }[] = [];
   for (const e of view.edges) {
+    const proj = projectEdge(view, e.src, e.dst);
+    if (!proj || !lay.boxes[e.src] || !lay.boxes[e.dst]) continue;
+    const route = `${proj[1]}>${proj[2]}`;
+    laid.push({ e, route });
+    const { across } = axes(dir);
+    const order = [lay.boxes[e.dst][across] + lay.boxes[e.dst][across + 2] / 2, lay.boxes[e.src][across] + lay.boxes[e.src][across + 2] / 2, KIND_ORDER[e.kind]];
+    shared.set(route, [...(shared.get(route) ?? []), { e, order }]);
+  }
+  const lane = new Map<(typeof view.edges)[number], number>();
+  for (const list of shared.values()) {
+    if (list.length < 2) continue;
+    list.sort((p, q) => p.order[0] - q.order[0] || p.order[1] - q.order[1] || p.order[2] - q.order[2]);
+    list.forEach(({ e }, i) => lane.set(e, (i - (list.length - 1) / 2) * LANE_GAP));
+  }
+  const edges: SceneEdge[] = [];
+  const margins: Margins = new Map();
+  const inside = new Map<string, SceneNode[]>(); // group key -> the nodes drawn inside it
+  for (const n of nodes) {
+    for (const group of view.byKey.get(n.key)?.path ?? []) {
+      if (!group) continue;
+      const list = inside.get(group);
+      if (list) list.push(n);
+      else inside.set(group, [n]);
+    }
+  }
+  for (const { e, route: routeKey } of laid) {
     const a = view.byKey.get(e.src)!;
     const b = view.byKey.get(e.dst)!;
-    const proj = projectEdge(view, e.src, e.dst);
-    const ab = lay.boxes[e.src];
-    const bb = lay.boxes[e.dst];
-    if (!proj || !ab || !bb) continue;
-    const route = lay.routes[`${proj[1]}>${proj[2]}`] ?? [];
-    const pts: number[] = [];
-    if (proj[1] !== e.src || route.length < 4) pts.push(...anchor(ab, dir, true));
+    const [, from, to] = projectEdge(view, e.src, e.dst)!;
+    const route = [...(lay.routes[routeKey] ?? [])];
+    const shift = lane.get(e) ?? 0;
+    if (shift) for (let i = axes(dir).across; i < route.length; i += 2) route[i] += shift;
+    let pts: number[] = [];
+    if (from !== e.src || route.length < 4) pts.push(...anchor(lay.boxes[e.src], dir, true));
     pts.push(...route);
-    if (proj[2] !== e.dst || route.length < 4) pts.push(...anchor(bb, dir, false));
+    if (to !== e.dst || route.length < 4) pts.push(...anchor(lay.boxes[e.dst], dir, false));
+    // Inside a group the piece between the group's side and the node is a straight line: when
+    // it would cross other nodes, it runs down the group's margin instead.
+    const others = (group: string) => (inside.get(group) ?? []).filter((n) => n.key !== e.src && n.key !== e.dst).map((n) => n.box);
+    if (route.length >= 4 && to !== e.dst) pts = detour(pts, to, lay.boxes[to], others(to), dir, false, margins);
+    if (route.length >= 4 && from !== e.src) pts = detour(pts, from, lay.boxes[from], others(from), dir, true, margins);
     edges.push({ key: `${e.src}>${e.dst}`, src: e.src, dst: e.dst, srcId: a.id, dstId: b.id, kind: e.kind, points: pts });
   }
+  spreadPorts(edges, lay.boxes, dir);
   return { dir, nodes, clusters, edges, width: lay.width, height: lay.height };
 }
 

@@ -41,6 +41,7 @@ export interface WireGraph {
   input_ops: [string, number][]; // which op is each model input
   output_ops: [string, number[]][]; // which ops produced each model output
   selected: number[]; // call indices trace() selected
+  initial: number[] | null; // the stages the first view shows (chosen with stages=); null: a readable depth
   attention: number[]; // call indices that recorded attention maps
   stats: ([number, number] | null)[]; // per call: [mean |x|, std] of its first output
 }
@@ -153,6 +154,12 @@ export function decodeGraph(raw: unknown): WireGraph {
     return [p[0], opsOut];
   });
   const stats = Array.isArray(g.stats) ? g.stats : [];
+  let initial: number[] | null = null;
+  if (g.initial !== null && g.initial !== undefined) {
+    initial = intList(g.initial, "graph.initial");
+    const bad = initial.find((c) => c < 0 || c >= nCalls);
+    if (bad !== undefined) fail("graph.initial", `call index ${bad} is out of range (0..${nCalls - 1})`);
+  }
   return {
     schema: SCHEMA,
     model: typeof g.model === "string" ? g.model : "model",
@@ -164,6 +171,7 @@ export function decodeGraph(raw: unknown): WireGraph {
     input_ops,
     output_ops,
     selected: Array.isArray(g.selected) ? intList(g.selected, "graph.selected") : [],
+    initial,
     attention: Array.isArray(g.attention) ? intList(g.attention, "graph.attention") : [],
     stats: calls.map((_, i) => {
       const s = stats[i];

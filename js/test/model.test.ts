@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildTree, buildView, initialState, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount, type ViewState } from "../src/model";
+import { buildTree, buildView, chosenState, initialState, isShown, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount, type ViewState } from "../src/model";
+import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
@@ -87,5 +88,62 @@ describe("folding", () => {
     expect(v.byKey.has("s:layers.7.mlp.fc1")).toBe(true);
     expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual(["layers.7.mlp", "layers.7.mlp.fc1", "layers.7.mlp.act", "layers.7.mlp.fc2"]);
     expect(searchCalls(gpt, "layernorm").length).toBe(25);
+  });
+});
+
+describe("graph.initial: the stages the user chose", () => {
+  const withInitial = (graph: WireGraph, names: string[]) => {
+    const index = new Map(graph.calls.map((c, i) => [c.id, i]));
+    return buildTree({ ...graph, initial: names.map((n) => index.get(n)!) });
+  };
+  const shownStages = (tree: typeof unet, s: ViewState) => buildView(tree, s).nodes.filter((n) => n.kind !== "input" && n.kind !== "output").map((n) => `${n.kind}:${n.id}`);
+
+  it("null keeps the automatic depth", () => {
+    expect(unet.graph.initial).toBeNull();
+    expect(initialState(unet).expanded.size).toBe(0);
+    expect(ids(gpt, initialState(buildTree({ ...gpt.graph, initial: null }), 40, 30).expanded)).toEqual(ids(gpt, initialState(gpt, 40, 30).expanded));
+  });
+
+  it("a list shows exactly those calls: ancestors expanded, the calls collapsed", () => {
+    const tree = withInitial(unet.graph, ["enc1.conv1", "enc1.act1", "enc1.conv2", "enc1.act2", "enc2", "bottleneck.conv1", "bottleneck.act", "bottleneck.conv2", "up2", "dec2", "up1", "dec1", "head"]);
+    const s = initialState(tree);
+    expect(ids(tree, s.expanded)).toEqual(["bottleneck", "enc1"]);
+    expect(shownStages(tree, s)).toEqual([
+      "stage:enc1.conv1", "stage:enc1.act1", "stage:enc1.conv2", "stage:enc1.act2", "stage:enc2",
+      "stage:bottleneck.conv1", "stage:bottleneck.act", "stage:bottleneck.conv2", "stage:up2", "stage:dec2", "stage:up1", "stage:dec1", "stage:head",
+    ]);
+    // Where the automatic rule would stop (too many layers), the user's choice still wins.
+    expect(layerCount(buildView(tree, s))).toBeGreaterThan(14);
+    // The depth-1 stages (stages=1) give the collapsed model.
+    const top = withInitial(unet.graph, ["enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head"]);
+    expect(initialState(top).expanded.size).toBe(0);
+    expect(visibleCount(top, initialState(top))).toBe(8);
+  });
+
+  it("runs fold as usual; a run opens only around a chosen call inside a member", () => {
+    const blocks = withInitial(gpt.graph, ["embed", ...Array.from({ length: 12 }, (_, i) => `layers.${i}`), "norm", "lm_head"]);
+    expect(shownStages(blocks, initialState(blocks))).toEqual(["stage:embed", "fold:layers.0", "stage:norm", "stage:lm_head"]);
+    const inner = withInitial(gpt.graph, ["embed", "layers.3.attn", "norm", "lm_head"]);
+    const s = initialState(inner);
+    expect([...s.unfolded]).toEqual(["layers.0"]);
+    expect(ids(inner, s.expanded)).toEqual(["layers.3"]);
+    expect(isShown(inner, s, inner.byId.get("layers.3.attn")!)).toBe(true);
+    expect(shownStages(inner, s)).toContain("stage:layers.3.attn");
+    expect(shownStages(inner, s)).toContain("stage:layers.4");
+  });
+
+  it("chosenState and isShown agree with the drawn view", () => {
+    for (const tree of [unet, gpt]) {
+      tree.graph.calls.forEach((_, call) => {
+        const s = chosenState(tree, [call]);
+        const id = tree.graph.calls[call].id;
+        const run = tree.runOf[call] >= 0 ? tree.runList[tree.runOf[call]] : null;
+        // A chosen run member shows as its fold; any other chosen call as itself.
+        expect(isShown(tree, s, call), id).toBe(run === null);
+        expect(buildView(tree, s).byKey.has(run ? `f:${run.key}` : `s:${id}`), id).toBe(true);
+        const view = buildView(tree, initialState(tree));
+        expect(isShown(tree, initialState(tree), call)).toBe(view.byKey.has(`s:${tree.graph.calls[call].id}`));
+      });
+    }
   });
 });

@@ -29,6 +29,16 @@ describe("decodeGraph", () => {
     expect(() => decodeGraph(raw)).toThrow(/schema 2 .*npm run build/);
   });
 
+  it("reads graph.initial: a list of call indices, or null (also when absent)", () => {
+    expect(loadGraph("wire_unet.json").initial).toBeNull();
+    const raw = loadRaw("wire_unet.json") as Record<string, unknown>;
+    expect(decodeGraph({ ...raw, initial: [1, 3] }).initial).toEqual([1, 3]);
+    const { initial: _, ...without } = raw;
+    expect(decodeGraph(without).initial).toBeNull();
+    expect(() => decodeGraph({ ...raw, initial: [0, 999] })).toThrow(/graph\.initial: call index 999 is out of range/);
+    expect(() => decodeGraph({ ...raw, initial: "enc1" })).toThrow(/graph\.initial: expected a list of integers/);
+  });
+
   it("names the place of a broken field", () => {
     const raw = loadRaw("wire_unet.json") as { calls: { parent: number }[] };
     raw.calls[3].parent = 7;

@@ -53,8 +53,8 @@ export async function newPage(browser, { width = 1280, height = 760, extra = {} 
  * Render the widget in the page for a fixture (or a graph object), with a fake model and a
  * fake kernel. Resolves after the first painted frame with its paint info.
  */
-export async function openWidget(page, graphOrFixture, { failing = [], mutate = null, height = 640 } = {}) {
-  return page.evaluate(async ({ graphOrFixture, failing, mutate, height }) => {
+export async function openWidget(page, graphOrFixture, { failing = [], mutate = null, height = 640, selected = null } = {}) {
+  return page.evaluate(async ({ graphOrFixture, failing, mutate, height, selected }) => {
     const mod = await import("/widget.js");
     const { FakeModel, fakeExperimental } = await import("/fake_kernel.js");
     const graph = typeof graphOrFixture === "string" ? await (await fetch(`/fixtures/${graphOrFixture}`)).json() : graphOrFixture;
@@ -64,7 +64,8 @@ export async function openWidget(page, graphOrFixture, { failing = [], mutate = 
     const el = document.createElement("div");
     el.style.setProperty("--nfw-height", `${height}px`);
     host.append(el);
-    const model = new FakeModel({ graph, selected: "" });
+    // Like the Python traitlet: `selected` is a stage id or null, never "".
+    const model = new FakeModel({ graph, selected });
     const log = [];
     const painted = new Promise((r) => el.addEventListener("nfw-painted", (e) => r(e.detail), { once: true }));
     const t0 = performance.now();
@@ -72,7 +73,7 @@ export async function openWidget(page, graphOrFixture, { failing = [], mutate = 
     const info = await painted;
     window.__t = { mod, model, el, cleanup, log, graph };
     return { ...info, sinceRender: performance.now() - t0 };
-  }, { graphOrFixture, failing, mutate, height });
+  }, { graphOrFixture, failing, mutate, height, selected });
 }
 
 /** Wait for the next painted frame after `action` runs in the page. */
@@ -96,5 +97,25 @@ export async function inkFraction(page, selector) {
     let ink = 0;
     for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) ink++;
     return ink / (data.length / 4);
+  });
+}
+
+/**
+ * Boxes of the widget's HTML elements (and its svg elements, not their insides) as
+ * "selector-ish path: x,y,w,h" lines, to compare one layout with another.
+ */
+export async function layoutBoxes(page) {
+  return page.evaluate(() => {
+    const root = document.querySelector(".nfw-root");
+    const out = [];
+    const walk = (el, path) => {
+      const r = el.getBoundingClientRect();
+      const f = (v) => Math.round(v * 2) / 2;
+      out.push(`${path}: ${f(r.x)},${f(r.y)},${f(r.width)},${f(r.height)}`);
+      if (el.tagName.toLowerCase() === "svg") return;
+      [...el.children].forEach((c, i) => walk(c, `${path}>${c.tagName.toLowerCase()}${c.classList[0] ? "." + c.classList[0] : ""}[${i}]`));
+    };
+    walk(root, "root");
+    return out.filter((line) => !line.includes(">style["));
   });
 }

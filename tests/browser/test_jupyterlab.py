@@ -52,10 +52,24 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path):
         canvas.wait_for(timeout=30_000)
         page.wait_for_function(PAINTED, arg=canvas.element_handle(), timeout=30_000)
         page.mouse.move(5, 5)  # out of the graph: no hover highlight in the screenshot
+        # JupyterLab's global CSS (e.g. `.jp-OutputArea-output dt { float: left }`) must not
+        # scatter the inspector: each key sits on one row with its value, to its right.
+        rows = page.evaluate("""() => [...document.querySelectorAll('.nfw-meta-k')].map((k) => {
+            const a = k.getBoundingClientRect(), b = k.nextElementSibling.getBoundingClientRect();
+            return [k.textContent, Math.abs(a.top - b.top), b.left - a.right, a.width]; })""")
+        assert [r[0] for r in rows][:4] == ["stage", "output", "dtype", "params"], rows
+        assert all(dy < 2 and gap >= 0 and width < 120 for _, dy, gap, width in rows), rows
+        page.mouse.move(5, 500)  # no hover highlight in the screenshot
+        page.wait_for_timeout(300)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab.png"), full_page=False)
         # The click reached the kernel: the selection is now the clicked stage.
         page.locator(".jp-Cell").nth(1).click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_selector("text=SELECTED=enc1", timeout=30_000)
+        # Closing the inspector clears it to None (null on the wire, not "").
+        page.locator(".nfw-close").click()
+        page.locator(".jp-Cell").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_selector("text=SELECTED=None", timeout=30_000)
         browser.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors

@@ -34,6 +34,32 @@ describe("U-Net", () => {
     assert.equal(await count(page, '[data-edge-kind="flow"]'), 9);
   });
 
+  it("gives flow and skip edges leaving (entering) one node their own ports", async () => {
+    const ends = await page.$$eval(".nfw-edge", (els) => els.map((p) => {
+      const nums = p.getAttribute("d").match(/-?[\d.]+/g).map(Number);
+      // start, end, and the next point after start (before end): the first (last) segment.
+      return { src: p.dataset.src, dst: p.dataset.dst, kind: p.dataset.edgeKind, start: nums.slice(0, 2), end: nums.slice(-2), startNext: nums.slice(2, 4), endPrev: nums.slice(-4, -2) };
+    }));
+    const shared = (side) => {
+      const by = new Map();
+      for (const e of ends) by.set(e[side === "start" ? "src" : "dst"], [...(by.get(e[side === "start" ? "src" : "dst"]) ?? []), e]);
+      return [...by.values()].filter((list) => list.length > 1);
+    };
+    const groups = [...shared("start").map((l) => ["start", l]), ...shared("end").map((l) => ["end", l])];
+    assert.ok(groups.length >= 4, `${groups.length} nodes with shared sides`); // enc1, enc2 out; dec2, dec1 in
+    for (const [side, list] of groups) {
+      const pts = list.map((e) => e[side]);
+      assert.ok(pts.every((p) => p[1] === pts[0][1]), `${side}s of ${list.map((e) => e.src + ">" + e.dst)} not on one side`);
+      const xs = pts.map((p) => p[0]).sort((a, b) => a - b);
+      for (let i = 1; i < xs.length; i++) assert.ok(xs[i] - xs[i - 1] >= 8, `${side}s of ${list.map((e) => e.src + ">" + e.dst)} overlap: ${xs}`);
+      // Each leaves (enters) square to the side, so neighbours do not run over each other.
+      for (const e of list) assert.equal(e[side === "start" ? "startNext" : "endPrev"][0], e[side][0], `${e.src}>${e.dst} ${side}`);
+    }
+    const skip = await page.$eval('.nfw-edge[data-edge-kind="skip"][data-src="enc1"]', (p) => ({ d: p.getAttribute("d"), dash: getComputedStyle(p).strokeDasharray }));
+    assert.match(skip.d, /C/); // curved
+    assert.notEqual(skip.dash, "none"); // dashed
+  });
+
   it("keeps hostile names as text", async () => {
     assert.equal(await count(page, "img"), 0);
     const text = await page.$eval(`[data-stage-id="head"]`, (g) => g.textContent);
@@ -91,6 +117,16 @@ describe("U-Net", () => {
     assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "dec1.conv2");
     assert.equal(await count(page, '[data-stage-id="dec1.conv2"].nfw-selected'), 1);
     assert.equal(await count(page, '[data-cluster-id="dec1"]'), 1);
+  });
+
+  it("clears `selected` to null (not \"\") when the inspector's close button is clicked", async () => {
+    await page.click(".nfw-close");
+    assert.equal(await page.$eval(".nfw-inspector", (e) => e.hidden), true);
+    assert.equal(await page.evaluate(() => window.__t.model.get("selected")), null);
+    assert.equal(await count(page, ".nfw-selected"), 0);
+    await page.evaluate(() => window.__t.model.set("selected", "dec1.conv2")); // already drawn: no new layout
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "dec1.conv2");
   });
 
   it("moves along edges with the keyboard; Esc closes", async () => {
@@ -203,5 +239,151 @@ describe("12-block transformer", () => {
     await page.mouse.move(5, 5);
     await page.waitForTimeout(400);
     await page.screenshot({ path: `${ART}/frontend_dark.png` });
+  });
+});
+
+describe("`selected` from Python reveals stages hidden in folds and groups", () => {
+  let page, errors;
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    // Selected before the first render: the first view already shows it.
+    await openWidget(page, "wire_transformer12.json", { selected: "layers.2.attn" });
+  });
+
+  it("a selection made before the widget rendered", async () => {
+    await page.waitForSelector('.nfw-node.nfw-selected[data-stage-id="layers.2.attn"]');
+    assert.equal(await count(page, '[data-cluster-id="layers.2"]'), 1);
+    assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "layers.2.attn");
+  });
+
+  it("a stage inside a fold, and one inside a block of a fold", async () => {
+    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    assert.equal(await count(page, "[data-fold]"), 1);
+    await paintedAfter(page, `t.model.set("selected", "layers.7.mlp.fc1")`);
+    assert.equal(await count(page, "[data-fold]"), 0);
+    assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.7.mlp.fc1"]'), 1);
+    assert.equal(await count(page, '[data-cluster-id="layers.7.mlp"]'), 1);
+    assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "layers.7.mlp.fc1");
+    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await paintedAfter(page, `t.model.set("selected", "layers.5")`);
+    assert.equal(await count(page, "[data-fold]"), 0);
+    assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.5"]'), 1);
+    // The selected node is brought on screen (an animated move).
+    await page.waitForTimeout(450);
+    const box = await page.$eval('[data-stage-id="layers.5"]', (g) => g.getBoundingClientRect().toJSON());
+    const canvas = await page.$eval(".nfw-canvas", (c) => c.getBoundingClientRect().toJSON());
+    assert.ok(box.top >= canvas.top && box.bottom <= canvas.bottom, `${JSON.stringify(box)} outside ${JSON.stringify(canvas)}`);
+    await page.focus(".nfw-canvas");
+    await page.keyboard.press("Escape");
+    assert.equal(await page.$eval(".nfw-inspector", (e) => e.hidden), true);
+    assert.equal(await page.evaluate(() => window.__t.model.get("selected")), null);
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe("graph.initial", () => {
+  let page, errors;
+  const chosen = ["embed", "layers.3.attn", "norm", "lm_head"];
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    await openWidget(page, "wire_transformer12.json", {
+      mutate: `graph.initial = ${JSON.stringify(chosen)}.map((id) => graph.calls.findIndex((c) => c.id === id));`,
+    });
+  });
+
+  it("the first view shows the chosen stages: ancestors open, the stages themselves closed", async () => {
+    for (const id of chosen) assert.equal(await count(page, `.nfw-node[data-stage-id="${id}"]`), 1, id);
+    assert.equal(await count(page, '[data-cluster-id="layers.3"]'), 1);
+    assert.equal(await count(page, '[data-cluster-id="layers.3.attn"]'), 0);
+    assert.equal(await count(page, "[data-fold]"), 0); // the run around layers.3 is open
+    assert.equal(await count(page, '.nfw-node[data-stage-id="layers.3.mlp"]'), 1); // a sibling, collapsed
+    assert.equal(await count(page, '[data-cluster-id="layers.4"]'), 0);
+  });
+
+  it("Reset goes back to the chosen stages", async () => {
+    await paintedAfter(page, `document.querySelector('[data-cluster-id="layers.3"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    assert.equal(await count(page, '.nfw-node[data-stage-id="layers.3.attn"]'), 0);
+    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    assert.equal(await count(page, '.nfw-node[data-stage-id="layers.3.attn"]'), 1);
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe("minimap", () => {
+  let page, errors;
+  const rect = (sel) => page.$eval(sel, (e) => e.getBoundingClientRect().toJSON());
+  const hits = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    await openWidget(page, "wire_unet.json");
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(400);
+  });
+
+  it("is small, faint and clear of the nodes and the legend when the graph is bigger than the view", async () => {
+    assert.equal(await page.$eval(".nfw-minimap", (e) => e.hidden), false);
+    const map = await rect(".nfw-minimap");
+    assert.ok(map.width <= 160 && map.height <= 110, JSON.stringify(map));
+    assert.ok(Number(await page.$eval(".nfw-minimap", (e) => getComputedStyle(e).opacity)) < 0.7);
+    assert.equal(hits(map, await rect(".nfw-legend")), false);
+    const nodes = await page.$$eval(".nfw-node", (els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+    assert.ok(nodes.length >= 8);
+    assert.deepEqual(nodes.filter((n) => hits(map, n)), []);
+  });
+
+  it("is opaque while hovered", async () => {
+    const map = await rect(".nfw-minimap");
+    await page.mouse.move(map.left + map.width / 2, map.top + map.height / 2);
+    await page.waitForTimeout(300);
+    assert.equal(await page.$eval(".nfw-minimap", (e) => getComputedStyle(e).opacity), "1");
+    await page.mouse.move(5, 5);
+  });
+
+  it("collapses to a small toggle and opens again", async () => {
+    await page.click(".nfw-minimap-toggle");
+    assert.equal(await page.$eval(".nfw-minimap-map", (e) => e.hidden), true);
+    const small = await rect(".nfw-minimap");
+    assert.ok(small.width <= 26 && small.height <= 26, JSON.stringify(small));
+    assert.equal(await page.$eval(".nfw-minimap-toggle", (e) => e.getAttribute("aria-expanded")), "false");
+    await page.click(".nfw-minimap-toggle");
+    assert.equal(await page.$eval(".nfw-minimap-map", (e) => e.hidden), false);
+    assert.equal(await page.evaluate(() => window.__t.model.get("selected")), null); // the clicks selected nothing
+  });
+
+  it("hides while the whole graph is in view, and comes back when zoomed in", async () => {
+    await page.click(".nfw-btn >> text=Fit");
+    await page.waitForTimeout(450);
+    assert.equal(await page.$eval(".nfw-minimap", (e) => e.hidden), true);
+    const c = await rect(".nfw-canvas");
+    await page.mouse.move(c.left + c.width / 2, c.top + c.height / 2);
+    await page.keyboard.down("Control");
+    await page.mouse.wheel(0, -400);
+    await page.keyboard.up("Control");
+    await page.waitForTimeout(300);
+    assert.equal(await page.$eval(".nfw-minimap", (e) => e.hidden), false);
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe("a short widget", () => {
+  let page, errors;
+  before(async () => {
+    ({ page, errors } = await newPage(browser));
+    await openWidget(page, "wire_unet.json", { height: 420 });
+  });
+
+  it("scrolls the inspector; its sections never squeeze into each other", async () => {
+    await page.click('[data-stage-id="enc2"]');
+    await page.waitForSelector('canvas[data-view-kind="grid"]');
+    const { boxes, scrolls } = await page.$eval(".nfw-ins-body", (body) => ({
+      boxes: [...body.children].map((c) => { const r = c.getBoundingClientRect(); return [r.top, r.bottom, c.scrollHeight, r.height]; }),
+      scrolls: body.scrollHeight > body.clientHeight,
+    }));
+    assert.equal(scrolls, true);
+    for (let i = 0; i < boxes.length; i++) {
+      assert.ok(boxes[i][3] >= boxes[i][2] - 1, `section ${i} is ${boxes[i][3]}px tall for ${boxes[i][2]}px of content`);
+      if (i) assert.ok(boxes[i][0] >= boxes[i - 1][1], `section ${i} starts inside section ${i - 1}`);
+    }
+    assert.deepEqual(errors, []);
   });
 });

@@ -95,14 +95,15 @@ export class Inspector {
 
   private metaSection(): HTMLElement {
     const c = this.call!;
-    const dl = h("dl", { class: "nfw-meta" });
-    const row = (k: string, v: string) => v && dl.append(h("dt", {}, k), h("dd", {}, v));
+    // A two-column grid of divs: hosts restyle dl / dt / dd (JupyterLab floats them).
+    const meta = h("div", { class: "nfw-meta", role: "list", "aria-label": "stage facts" });
+    const row = (k: string, v: string) => v && meta.append(h("div", { class: "nfw-meta-k", role: "listitem" }, k), h("div", { class: "nfw-meta-v" }, v));
     row("stage", c.id);
     row("output", c.shapes.map((sh) => formatShape(sh)).join(", "));
     row("dtype", [...new Set(c.dtypes)].join(", "));
     row("params", c.params ? `${formatParams(c.params)} (${c.params.toLocaleString("en-US")})` : "0");
     if (c.error) row("error", c.error);
-    return h("section", { class: "nfw-section" }, dl);
+    return h("section", { class: "nfw-section" }, meta);
   }
 
   private show(reply: StageReply) {
@@ -133,7 +134,7 @@ export class Inspector {
       b.addEventListener("click", () => this.pickTab(t));
       bar.append(b);
     }
-    const sec = h("section", { class: "nfw-section" }, h("h4", {}, "Output"), bar);
+    const sec = h("section", { class: "nfw-section" }, heading("Output"), bar);
     const controls = h("div", { class: "nfw-controls" });
     sec.append(controls);
     const first = reply.summaries[0];
@@ -167,9 +168,9 @@ export class Inspector {
       for (let i = 0; i < a.heads; i++) select.append(h("option", { value: String(i) }, `head ${i}`));
       select.value = a.head === null ? "" : String(a.head);
       select.addEventListener("change", () => this.reload({ head: select.value === "" ? null : Number(select.value) }));
-      controls.append(h("label", {}, "map ", select));
+      controls.append(h("label", { class: "nfw-label" }, "map ", select));
     }
-    if (count > 1) sec.append(h("h4", {}, `Attention ${index + 1} of ${count}`));
+    if (count > 1) sec.append(heading(`Attention ${index + 1} of ${count}`));
     const main = h("canvas", { class: "nfw-plot", "data-view-kind": "attention", "aria-label": "attention map" });
     const bar = h("div");
     sec.append(main, bar);
@@ -180,7 +181,7 @@ export class Inspector {
     let grid: HTMLCanvasElement | null = null;
     if (a.grid && a.heads > 1) {
       grid = h("canvas", { class: "nfw-plot", "data-view-kind": "attention-heads", "aria-label": "attention heads" });
-      sec.append(h("h4", {}, "Heads"), grid);
+      sec.append(heading("Heads"), grid);
     }
     this.drawPending.push(() => {
       const vmax = drawAttention(main, a, tokens, this.width());
@@ -190,9 +191,9 @@ export class Inspector {
   }
 
   private summarySection(s: Summary, index: number): HTMLElement {
-    const sec = h("section", { class: "nfw-section" }, h("h4", {}, index >= 0 ? `Statistics · output ${s.leaf ?? index}` : "Statistics"));
-    const table = h("table", { class: "nfw-stats" });
-    const row = (k: string, v: string) => table.append(h("tr", {}, h("td", {}, k), h("td", {}, v)));
+    const sec = h("section", { class: "nfw-section" }, heading(index >= 0 ? `Statistics · output ${s.leaf ?? index}` : "Statistics"));
+    const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
+    const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
     row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
     if (s.stats) {
       const t = s.stats;
@@ -217,12 +218,12 @@ export class Inspector {
   }
 
   private numberPicker(label: string, value: number, max: number, change: (v: number) => void): HTMLElement {
-    const input = h("input", { type: "number", class: "nfw-select", min: 0, max, step: 1, value, "aria-label": label });
+    const input = h("input", { type: "number", class: "nfw-select nfw-number", min: 0, max, step: 1, value, "aria-label": label });
     input.addEventListener("change", () => {
       const v = Math.max(0, Math.min(max, Math.round(Number(input.value) || 0)));
       change(v);
     });
-    return h("label", {}, `${label} `, input, ` / ${max}`);
+    return h("label", { class: "nfw-label" }, `${label} `, input, ` / ${max}`);
   }
 
   private pickTab(tab: string) {
@@ -247,6 +248,11 @@ export class Inspector {
     this.controller?.abort();
     this.listeners.dispose();
   }
+}
+
+/** A section heading: a div, since hosts restyle h1..h6 (sizes, margins, borders). */
+function heading(text: string): HTMLElement {
+  return h("div", { class: "nfw-h", role: "heading", "aria-level": 4 }, text);
 }
 
 function describeError(err: unknown): string {

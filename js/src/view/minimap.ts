@@ -1,53 +1,156 @@
-/** A small overview of the whole graph with the visible part outlined; drag in it to pan. */
+/**
+ * A small overview of the whole graph with the visible part outlined; click or drag in it to
+ * pan. Faint until hovered, collapsible to a button, hidden while the whole graph is in view,
+ * and parked in the corner of the canvas that covers the fewest nodes.
+ */
+import { GROUP_HEADER, type Box } from "../layout";
 import type { Scene } from "../scene";
 import { h, Listeners } from "./dom";
 import { typeColor } from "./palette";
 
+export type Corner = "top-right" | "bottom-right" | "top-left";
+/** In order of preference; bottom-left is the legend's. */
+const CORNERS: Corner[] = ["top-right", "bottom-right", "top-left"];
+const W = 148;
+const H = 98;
+const MARGIN = 10;
+
+/** Overlap area of screen boxes with a rectangle. */
+function covered(boxes: Box[], x: number, y: number, w: number, hh: number): number {
+  let area = 0;
+  for (const [bx, by, bw, bh] of boxes) {
+    const ox = Math.min(bx + bw, x + w) - Math.max(bx, x);
+    const oy = Math.min(by + bh, y + hh) - Math.max(by, y);
+    if (ox > 0 && oy > 0) area += ox * oy;
+  }
+  return area;
+}
+
+/**
+ * The corner for the minimap: the one its rectangle covers the least node area in, keeping
+ * the current corner unless another is clearly better (so it does not hop while panning).
+ */
+export function pickCorner(nodes: Box[], width: number, height: number, current: Corner): Corner {
+  const rect = (c: Corner): [number, number] => [c.endsWith("right") ? width - MARGIN - W : MARGIN, c.startsWith("top") ? MARGIN : height - MARGIN - H];
+  const cost = (c: Corner) => covered(nodes, ...rect(c), W, H);
+  const now = cost(current);
+  if (now === 0) return current;
+  let best = current;
+  let bestCost = now;
+  for (const c of CORNERS) {
+    const v = cost(c);
+    if (v < bestCost) {
+      best = c;
+      bestCost = v;
+    }
+  }
+  return bestCost < now * 0.6 ? best : current;
+}
+
 export class Minimap {
+  readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
+  private readonly toggleBtn: HTMLButtonElement;
   private scene: Scene | null = null;
   private viewport: [number, number, number, number] = [0, 0, 0, 0];
+  private transform = { x: 0, y: 0, k: 1 };
   private listeners = new Listeners();
   private frame = 0;
+  private settle = 0;
   private scale = 1;
   private ox = 0;
   private oy = 0;
+  private collapsed = false;
+  private corner: Corner = "top-right";
 
   constructor(private readonly centerOn: (x: number, y: number) => void) {
-    this.canvas = h("canvas", { class: "nfw-minimap", "aria-label": "minimap", title: "Overview: click or drag to move" });
+    this.canvas = h("canvas", { class: "nfw-minimap-map", "aria-label": "minimap", title: "Overview: click or drag to move" });
+    this.toggleBtn = h("button", { class: "nfw-minimap-toggle", type: "button" });
+    this.el = h("div", { class: "nfw-minimap", hidden: true, "data-corner": this.corner }, this.canvas, this.toggleBtn);
+    this.setCollapsed(false);
     let dragging = false;
     const go = (e: PointerEvent) => {
       const r = this.canvas.getBoundingClientRect();
       this.centerOn((e.clientX - r.left - this.ox) / this.scale, (e.clientY - r.top - this.oy) / this.scale);
     };
-    this.listeners.on(this.canvas, "pointerdown", (e: PointerEvent) => {
-      e.stopPropagation();
+    const L = this.listeners;
+    L.on(this.el, "pointerdown", (e: PointerEvent) => e.stopPropagation());
+    L.on(this.el, "wheel", (e: WheelEvent) => e.stopPropagation());
+    L.on(this.el, "click", (e: MouseEvent) => e.stopPropagation());
+    L.on(this.canvas, "pointerdown", (e: PointerEvent) => {
       dragging = true;
       this.canvas.setPointerCapture?.(e.pointerId);
       go(e);
     });
-    this.listeners.on(this.canvas, "pointermove", (e: PointerEvent) => dragging && go(e));
-    this.listeners.on(this.canvas, "pointerup", () => (dragging = false));
-    this.listeners.on(this.canvas, "wheel", (e: WheelEvent) => e.stopPropagation());
+    L.on(this.canvas, "pointermove", (e: PointerEvent) => dragging && go(e));
+    L.on(this.canvas, "pointerup", () => (dragging = false));
+    L.on(this.toggleBtn, "click", () => this.setCollapsed(!this.collapsed));
+  }
+
+  get isCollapsed(): boolean {
+    return this.collapsed;
+  }
+
+  /** Fold the overview down to its button, or open it again. */
+  setCollapsed(collapsed: boolean) {
+    this.collapsed = collapsed;
+    this.el.dataset.collapsed = String(collapsed);
+    this.canvas.hidden = collapsed;
+    this.toggleBtn.textContent = collapsed ? "▣" : "−";
+    this.toggleBtn.title = collapsed ? "Show the overview" : "Hide the overview";
+    this.toggleBtn.setAttribute("aria-label", this.toggleBtn.title);
+    this.toggleBtn.setAttribute("aria-expanded", String(!collapsed));
+    this.draw();
   }
 
   setScene(scene: Scene) {
     this.scene = scene;
-    // Shown when the graph is big enough to get lost in.
-    this.canvas.hidden = scene.nodes.length < 16;
+    this.update();
+  }
+
+  /** The visible part of the graph (graph coordinates) and the transform that shows it. */
+  setViewport(v: [number, number, number, number], t: { x: number; y: number; k: number }) {
+    this.viewport = v;
+    this.transform = t;
+    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.update()));
+    clearTimeout(this.settle);
+    this.settle = window.setTimeout(() => this.place(), 250);
+  }
+
+  private update() {
+    const scene = this.scene;
+    if (!scene) return;
+    // Nothing to find when the whole graph is in view.
+    const [vx, vy, vw, vh] = this.viewport;
+    const fits = vx <= 1 && vy <= 1 && vx + vw >= scene.width - 1 && vy + vh >= scene.height - 1;
+    const wasHidden = this.el.hidden;
+    this.el.hidden = fits;
+    if (wasHidden && !fits) this.place();
     this.draw();
   }
 
-  setViewport(v: [number, number, number, number]) {
-    this.viewport = v;
-    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.draw()));
+  /** Park in the corner that hides the fewest nodes and group headers. */
+  private place() {
+    const scene = this.scene;
+    const host = this.el.parentElement;
+    if (!scene || !host || this.el.hidden) return;
+    const { x, y, k } = this.transform;
+    const screen = (b: Box): Box => [x + b[0] * k, y + b[1] * k, b[2] * k, b[3] * k];
+    // Nodes, and the header strips of groups (their names and collapse buttons).
+    const boxes = scene.nodes.map((n) => screen(n.box));
+    for (const c of scene.clusters) boxes.push(screen([c.box[0], c.box[1], c.box[2], GROUP_HEADER]));
+    const corner = pickCorner(boxes, host.clientWidth, host.clientHeight, this.corner);
+    if (corner !== this.corner) {
+      this.corner = corner;
+      this.el.dataset.corner = corner;
+    }
   }
 
   private draw() {
     const scene = this.scene;
-    if (!scene || this.canvas.hidden) return;
-    const cssW = this.canvas.clientWidth || 180;
-    const cssH = this.canvas.clientHeight || 120;
+    if (!scene || this.el.hidden || this.collapsed) return;
+    const cssW = this.canvas.clientWidth || W;
+    const cssH = this.canvas.clientHeight || H;
     const dpr = globalThis.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(cssW * dpr)) this.canvas.width = Math.round(cssW * dpr);
     if (this.canvas.height !== Math.round(cssH * dpr)) this.canvas.height = Math.round(cssH * dpr);
@@ -60,7 +163,7 @@ export class Minimap {
     this.ox = (cssW - scene.width * this.scale) / 2;
     this.oy = (cssH - scene.height * this.scale) / 2;
     const k = this.scale;
-    const style = getComputedStyle(this.canvas);
+    const style = getComputedStyle(this.el);
     ctx.strokeStyle = style.getPropertyValue("--nfw-border").trim() || "#ccc";
     ctx.lineWidth = 1;
     for (const c of scene.clusters) {
@@ -83,7 +186,8 @@ export class Minimap {
 
   dispose() {
     cancelAnimationFrame(this.frame);
+    clearTimeout(this.settle);
     this.listeners.dispose();
-    this.canvas.remove();
+    this.el.remove();
   }
 }

@@ -1,4 +1,15 @@
-/** The widget's CSS, injected into its own element. JupyterLab variables with fallbacks. */
+/**
+ * The widget's CSS, injected into its own element. JupyterLab variables with fallbacks.
+ *
+ * The widget lives inside host pages (JupyterLab, Notebook, VS Code, exported HTML) whose
+ * global rules reach every element below them, e.g. JupyterLab's
+ * `.jp-OutputArea-output dt { float: left; width: 20% }`. So: every rule is scoped under
+ * `.nfw-root` and names an nfw- class (specificity (0,2,0) and up, above the usual
+ * `.host-class element` rules at (0,1,1)); a reset before them sets back, for every element
+ * type the widget uses, the properties a host likes to change; and the widget uses no
+ * elements that hosts style heavily (no dl, table or h1..h6: plain divs with grid rules).
+ */
+
 /** Names of the theme variables; the SVG export resolves them to colours. */
 export const THEME_VARS = [
   "--nfw-bg", "--nfw-bg1", "--nfw-bg2", "--nfw-bg3", "--nfw-fg0", "--nfw-fg1", "--nfw-fg2", "--nfw-fg3",
@@ -52,8 +63,55 @@ export const GRAPH_CSS = `
 
 `;
 
-export const CSS = GRAPH_CSS + `
-.nfw-root {
+
+/** Prefix each selector of plain CSS rules with a scope; @-blocks (keyframes) stay as they are. */
+export function scopeCss(css: string, scope: string): string {
+  let out = "";
+  let i = 0;
+  while (i < css.length) {
+    const open = css.indexOf("{", i);
+    if (open < 0) break;
+    const selector = css.slice(i, open).trim();
+    if (selector.startsWith("@")) {
+      let depth = 0;
+      let j = open;
+      for (; j < css.length; j++) {
+        if (css[j] === "{") depth++;
+        else if (css[j] === "}" && --depth === 0) break;
+      }
+      out += `${selector} ${css.slice(open, j + 1)}\n`;
+      i = j + 1;
+      continue;
+    }
+    const close = css.indexOf("}", open);
+    const scoped = splitSelectors(selector).map((part) => `${scope} ${part}`).join(", ");
+    out += `${scoped} ${css.slice(open, close + 1)}\n`;
+    i = close + 1;
+  }
+  return out;
+}
+
+/** A selector list split at its top-level commas (not those inside :is(...) or :where(...)). */
+export function splitSelectors(list: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < list.length; i++) {
+    const ch = list[i];
+    if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+    else if (ch === "," && depth === 0) {
+      parts.push(list.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  parts.push(list.slice(start).trim());
+  return parts.filter(Boolean);
+}
+
+/** The root. Doubled class: (0,2,0), above host rules such as `.jp-OutputArea-output div`. */
+const ROOT_CSS = `
+.nfw-root.nfw-root {
   --nfw-bg: var(--jp-layout-color0, #ffffff);
   --nfw-bg1: var(--jp-layout-color1, #ffffff);
   --nfw-bg2: var(--jp-layout-color2, #f3f4f6);
@@ -71,104 +129,145 @@ export const CSS = GRAPH_CSS + `
   --nfw-merge: #8b5cf6;
   --nfw-font: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif);
   --nfw-mono: var(--jp-code-font-family, ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace);
-  position: relative;
-  display: flex;
-  flex-direction: column;
-  height: var(--nfw-height, 600px);
-  min-height: 320px;
-  font-family: var(--nfw-font);
-  font-size: 12px;
-  color: var(--nfw-fg1);
-  background: var(--nfw-bg);
-  border: 1px solid var(--nfw-border2);
-  border-radius: 8px;
-  overflow: hidden;
-  box-sizing: border-box;
+  position: relative; display: flex; flex-direction: column; float: none;
+  width: auto; max-width: none; height: var(--nfw-height, 600px); min-height: 320px; margin: 0; padding: 0;
+  font-family: var(--nfw-font); font-size: 12px; font-weight: 400; font-style: normal; line-height: 1.35;
+  letter-spacing: normal; text-align: left; text-transform: none; color: var(--nfw-fg1);
+  background: var(--nfw-bg); border: 1px solid var(--nfw-border2); border-radius: 8px;
+  box-shadow: none; overflow: hidden; box-sizing: border-box;
 }
-.nfw-root *, .nfw-root *::before, .nfw-root *::after { box-sizing: border-box; }
-.nfw-root:focus-within { border-color: var(--nfw-border); }
+.nfw-root.nfw-root:focus-within { border-color: var(--nfw-border); }
+.nfw-root [hidden] { display: none !important; }
+`;
 
+/**
+ * Back to plain for every element type the widget makes. (0,2,0) through :where + :not: it
+ * beats `.host-class element` rules, and the widget's own rules, later and as specific, beat it.
+ */
+const RESET_CSS = `
+.nfw-root :where(div, span, b, i, label, section, aside, button, input, select, option, canvas, a):not(.nfw-none) {
+  float: none; clear: none; position: static; box-sizing: border-box;
+  width: auto; height: auto; min-width: 0; max-width: none; min-height: 0; max-height: none;
+  margin: 0; padding: 0; border: 0 solid transparent; border-radius: 0; outline: none; box-shadow: none;
+  background: none; color: inherit; opacity: 1; transform: none;
+  font: inherit; line-height: inherit; letter-spacing: inherit; text-align: inherit; text-indent: 0;
+  text-transform: none; text-decoration: none; text-shadow: none; vertical-align: baseline; white-space: inherit;
+}
+.nfw-root :where(div, section, aside):not(.nfw-none) { display: block; }
+.nfw-root :where(span, b, i, label, a):not(.nfw-none) { display: inline; }
+.nfw-root :where(button, input, select):not(.nfw-none) { display: inline-block; }
+.nfw-root :where(canvas):not(.nfw-none) { display: inline-block; }
+`;
+
+/** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss. */
+const WIDGET_CSS = `
 .nfw-toolbar {
-  display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
+  flex: none; display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
   padding: 6px 8px; border-bottom: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
 .nfw-title { display: flex; align-items: baseline; gap: 8px; margin-right: auto; min-width: 0; padding-left: 2px; }
-.nfw-title b { font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-title b { display: inline; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-title span { color: var(--nfw-fg2); white-space: nowrap; }
 .nfw-btn, .nfw-select, .nfw-search {
-  height: 26px; font: inherit; color: var(--nfw-fg1); background: var(--nfw-bg);
-  border: 1px solid var(--nfw-border); border-radius: 5px; padding: 0 8px;
+  height: 26px; margin: 0; font: inherit; font-size: 12px; line-height: 24px; color: var(--nfw-fg1); background: var(--nfw-bg);
+  border: 1px solid var(--nfw-border); border-radius: 5px; padding: 0 8px; min-width: 0; box-shadow: none;
 }
-.nfw-btn { cursor: pointer; display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; }
+.nfw-btn { cursor: pointer; display: inline-flex; align-items: center; justify-content: center; gap: 4px; white-space: nowrap; width: auto; }
 .nfw-btn:hover { background: var(--nfw-bg2); }
-.nfw-btn:focus-visible, .nfw-select:focus-visible, .nfw-search:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: 1px; }
+.nfw-btn:focus-visible, .nfw-select:focus-visible, .nfw-search:focus-visible, .nfw-tab:focus-visible, .nfw-close:focus-visible, .nfw-minimap-toggle:focus-visible {
+  outline: 2px solid var(--nfw-accent); outline-offset: 1px;
+}
 .nfw-btn[aria-pressed="true"] { background: var(--nfw-bg3); }
 .nfw-btn-group { display: inline-flex; }
 .nfw-btn-group .nfw-btn { border-radius: 0; margin-left: -1px; }
 .nfw-btn-group .nfw-btn:first-child { border-radius: 5px 0 0 5px; margin-left: 0; }
 .nfw-btn-group .nfw-btn:last-child { border-radius: 0 5px 5px 0; }
+.nfw-select { width: auto; padding: 0 4px; }
 .nfw-search { width: 170px; }
-.nfw-search-count { color: var(--nfw-fg2); min-width: 4.5em; font-size: 11px; }
-.nfw-sep { width: 1px; height: 18px; background: var(--nfw-border2); margin: 0 2px; }
+.nfw-search-count { display: inline-block; color: var(--nfw-fg2); min-width: 4.5em; font-size: 11px; }
+.nfw-sep { display: inline-block; width: 1px; height: 18px; background: var(--nfw-border2); margin: 0 2px; }
 
 .nfw-main { position: relative; flex: 1; min-height: 0; display: flex; }
 .nfw-canvas { position: relative; flex: 1; min-width: 0; overflow: hidden; outline: none; cursor: grab; background:
   radial-gradient(circle, var(--nfw-border2) 1px, transparent 1.2px) 0 0 / 22px 22px, var(--nfw-bg); }
 .nfw-canvas.nfw-dragging { cursor: grabbing; }
-.nfw-svg { display: block; width: 100%; height: 100%; user-select: none; -webkit-user-select: none; }
+.nfw-svg { display: block; width: 100%; height: 100%; max-width: none; max-height: none; margin: 0; user-select: none; -webkit-user-select: none; }
 
 .nfw-legend {
   position: absolute; left: 10px; bottom: 10px; display: flex; gap: 12px; align-items: center;
   padding: 5px 10px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;
   color: var(--nfw-fg2); font-size: 11px; pointer-events: none; opacity: 0.95;
 }
-.nfw-legend svg { vertical-align: middle; margin-right: 4px; }
+.nfw-legend span { display: inline-flex; align-items: center; }
+.nfw-legend svg { display: inline-block; width: 26px; height: 10px; max-width: none; margin: 0 4px 0 0; vertical-align: middle; }
 .nfw-legend .nfw-grad { display: inline-block; width: 70px; height: 8px; border-radius: 2px; margin: 0 4px; vertical-align: middle; }
 
 .nfw-minimap {
-  position: absolute; right: 10px; bottom: 10px; width: 180px; height: 120px; cursor: crosshair;
-  background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px; box-shadow: 0 1px 4px rgba(0,0,0,.08);
+  position: absolute; z-index: 1; display: block; width: 148px; height: 98px;
+  background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;
+  box-shadow: 0 1px 4px rgba(0,0,0,.08); opacity: 0.55; transition: opacity .15s;
 }
+.nfw-minimap[data-corner="top-right"] { top: 10px; right: 10px; }
+.nfw-minimap[data-corner="bottom-right"] { bottom: 10px; right: 10px; }
+.nfw-minimap[data-corner="top-left"] { top: 10px; left: 10px; }
+.nfw-minimap:hover, .nfw-minimap:focus-within { opacity: 1; }
+.nfw-minimap[data-collapsed="true"] { width: 24px; height: 24px; opacity: 0.8; }
+.nfw-minimap-map { display: block; width: 100%; height: 100%; border-radius: 6px; cursor: crosshair; }
+.nfw-minimap-toggle {
+  position: absolute; top: 3px; right: 3px; display: flex; align-items: center; justify-content: center;
+  width: 16px; height: 16px; padding: 0; border: 1px solid var(--nfw-border); border-radius: 4px; background: var(--nfw-bg1);
+  color: var(--nfw-fg1); font-size: 12px; font-weight: 600; line-height: 1; cursor: pointer;
+}
+.nfw-minimap[data-collapsed="true"] .nfw-minimap-toggle { top: 3px; left: 3px; right: auto; }
+.nfw-minimap[data-corner$="left"] .nfw-minimap-toggle { right: auto; left: 3px; }
+.nfw-minimap-toggle:hover { background: var(--nfw-bg3); color: var(--nfw-fg0); }
+
 .nfw-hint {
   position: absolute; left: 50%; top: 10px; transform: translateX(-50%); padding: 4px 10px; border-radius: 5px;
-  background: var(--nfw-fg1); color: var(--nfw-bg); font-size: 11px; pointer-events: none; opacity: 0; transition: opacity .2s;
+  background: var(--nfw-fg1); color: var(--nfw-bg); font-size: 11px; pointer-events: none; opacity: 0; transition: opacity .2s; white-space: nowrap;
 }
 .nfw-hint.nfw-show { opacity: 0.85; }
-.nfw-busy { position: absolute; right: 12px; top: 10px; color: var(--nfw-fg2); font-size: 11px; }
+.nfw-busy { position: absolute; left: 50%; bottom: 12px; transform: translateX(-50%); color: var(--nfw-fg2); font-size: 11px; }
 
 .nfw-inspector {
   width: 380px; max-width: 55%; flex: none; display: flex; flex-direction: column; min-height: 0;
   border-left: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
-.nfw-inspector[hidden] { display: none; }
-.nfw-ins-head { display: flex; align-items: flex-start; gap: 8px; padding: 10px 12px 8px; border-bottom: 1px solid var(--nfw-border2); }
+.nfw-ins-head { flex: none; display: flex; align-items: flex-start; gap: 8px; padding: 10px 12px 8px; border-bottom: 1px solid var(--nfw-border2); }
 .nfw-ins-head .nfw-ins-title { flex: 1; min-width: 0; }
-.nfw-ins-title b { display: block; font-size: 13.5px; color: var(--nfw-fg0); overflow-wrap: anywhere; }
-.nfw-ins-title span { color: var(--nfw-fg2); font-size: 11.5px; overflow-wrap: anywhere; }
-.nfw-close { border: none; background: none; color: var(--nfw-fg2); font-size: 18px; line-height: 1; cursor: pointer; padding: 2px 4px; border-radius: 4px; }
+.nfw-ins-title b { display: block; font-size: 13.5px; font-weight: 600; color: var(--nfw-fg0); overflow-wrap: anywhere; }
+.nfw-ins-title span { display: block; color: var(--nfw-fg2); font-size: 11.5px; overflow-wrap: anywhere; }
+.nfw-close { flex: none; display: inline-block; border: none; background: none; color: var(--nfw-fg2); font-size: 18px; line-height: 1; cursor: pointer; padding: 2px 4px; border-radius: 4px; }
 .nfw-close:hover { background: var(--nfw-bg2); color: var(--nfw-fg0); }
-.nfw-ins-body { overflow: auto; padding: 10px 12px 14px; display: flex; flex-direction: column; gap: 12px; }
-.nfw-section h4 { margin: 0 0 6px; font-size: 10.5px; font-weight: 600; letter-spacing: .06em; text-transform: uppercase; color: var(--nfw-fg2); }
-.nfw-meta { margin: 0; display: grid; grid-template-columns: auto 1fr; gap: 2px 10px; font-size: 11.5px; }
-.nfw-meta dt { color: var(--nfw-fg2); }
-.nfw-meta dd { margin: 0; font-family: var(--nfw-mono); font-size: 11px; overflow-wrap: anywhere; }
-.nfw-stats { width: 100%; border-collapse: collapse; font-size: 11.5px; }
-.nfw-stats td { padding: 2px 0; border-bottom: 1px solid var(--nfw-border2); }
-.nfw-stats td:last-child { text-align: right; font-family: var(--nfw-mono); font-size: 11px; }
+.nfw-ins-body { overflow: auto; padding: 10px 12px 14px; display: flex; flex-direction: column; gap: 12px; flex: 1; min-height: 0; }
+.nfw-ins-body > * { flex: none; /* sections keep their height; the body scrolls */ }
+.nfw-section { display: block; }
+.nfw-h { display: block; margin: 0 0 6px; font-size: 10.5px; font-weight: 600; line-height: 1.4; letter-spacing: .06em; text-transform: uppercase; color: var(--nfw-fg2); }
+.nfw-meta { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 10px; align-items: baseline; font-size: 11.5px; }
+.nfw-meta-k { display: block; color: var(--nfw-fg2); }
+.nfw-meta-v { display: block; font-family: var(--nfw-mono); font-size: 11px; overflow-wrap: anywhere; }
+.nfw-stats { display: grid; grid-template-columns: max-content minmax(0, 1fr); font-size: 11.5px; }
+.nfw-stat-k, .nfw-stat-v { display: block; padding: 2px 0; border-bottom: 1px solid var(--nfw-border2); }
+.nfw-stat-v { padding-left: 12px; text-align: right; font-family: var(--nfw-mono); font-size: 11px; overflow-wrap: anywhere; }
 .nfw-tabs { display: flex; flex-wrap: wrap; gap: 4px; }
-.nfw-tab { height: 24px; padding: 0 9px; border-radius: 12px; border: 1px solid var(--nfw-border); background: var(--nfw-bg); color: var(--nfw-fg1); font: inherit; font-size: 11.5px; cursor: pointer; }
+.nfw-tab { display: inline-block; height: 24px; padding: 0 9px; border-radius: 12px; border: 1px solid var(--nfw-border); background: var(--nfw-bg); color: var(--nfw-fg1); font: inherit; font-size: 11.5px; line-height: 22px; cursor: pointer; }
 .nfw-tab[aria-selected="true"] { background: var(--nfw-accent); border-color: var(--nfw-accent); color: #fff; }
 .nfw-controls { display: flex; gap: 8px; align-items: center; flex-wrap: wrap; font-size: 11.5px; color: var(--nfw-fg2); }
-.nfw-controls input[type=number] { width: 64px; }
-.nfw-plot { display: block; width: 100%; border-radius: 4px; image-rendering: pixelated; }
-.nfw-hist { display: block; width: 100%; height: 90px; }
-.nfw-colorbar { display: flex; align-items: center; gap: 6px; font-family: var(--nfw-mono); font-size: 10.5px; color: var(--nfw-fg2); }
-.nfw-colorbar i { flex: 1; height: 9px; border-radius: 2px; }
+.nfw-controls:empty { display: none; }
+.nfw-controls .nfw-label { display: inline-flex; align-items: center; gap: 4px; }
+.nfw-controls .nfw-select { height: 24px; line-height: 22px; font-size: 11.5px; }
+.nfw-controls .nfw-number { width: 64px; }
+.nfw-plot { display: block; max-width: 100%; margin: 6px 0 0; border-radius: 4px; image-rendering: pixelated; }
+.nfw-hist { display: block; width: 100%; max-width: 100%; height: 90px; margin: 6px 0 0; }
+.nfw-colorbar { display: flex; align-items: center; gap: 6px; margin: 4px 0 0; font-family: var(--nfw-mono); font-size: 10.5px; color: var(--nfw-fg2); }
+.nfw-colorbar i { display: block; flex: 1; height: 9px; border-radius: 2px; }
 .nfw-state { display: flex; align-items: center; gap: 8px; color: var(--nfw-fg2); padding: 16px 0; }
-.nfw-spinner { width: 14px; height: 14px; border: 2px solid var(--nfw-border); border-top-color: var(--nfw-accent); border-radius: 50%; animation: nfw-spin .8s linear infinite; }
+.nfw-spinner { display: block; width: 14px; height: 14px; border: 2px solid var(--nfw-border); border-top-color: var(--nfw-accent); border-radius: 50%; animation: nfw-spin .8s linear infinite; }
 @keyframes nfw-spin { to { transform: rotate(360deg); } }
-.nfw-errorbox { border: 1px solid var(--nfw-error); border-radius: 6px; padding: 8px 10px; color: var(--nfw-error); background: transparent; overflow-wrap: anywhere; }
+.nfw-errorbox { display: block; border: 1px solid var(--nfw-error); border-radius: 6px; padding: 8px 10px; color: var(--nfw-error); background: transparent; overflow-wrap: anywhere; }
 .nfw-errorbox .nfw-btn { margin-top: 6px; }
-.nfw-note { color: var(--nfw-fg2); font-size: 11px; }
-.nfw-fatal { padding: 16px; color: var(--nfw-error); white-space: pre-wrap; font-family: var(--nfw-mono); }
+.nfw-note { display: block; margin: 4px 0 0; color: var(--nfw-fg2); font-size: 11px; }
+.nfw-fatal { display: block; padding: 16px; color: var(--nfw-error); white-space: pre-wrap; font-family: var(--nfw-mono); }
 `;
+
+export const CSS = ROOT_CSS + RESET_CSS + scopeCss(GRAPH_CSS + WIDGET_CSS, ".nfw-root");

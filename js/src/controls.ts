@@ -1,0 +1,157 @@
+/**
+ * The user's controls around the flow view: toolbar buttons, search (type to highlight,
+ * Enter to step through matches), and the keyboard on the graph. They drive FlowApp through
+ * the small ControlsHost surface below.
+ */
+import type { Direction } from "./layout";
+import { nodeKeyForCall, searchCalls, stageKey, type CallTree, type ViewGraph } from "./model";
+import type { Scene, SceneNode } from "./scene";
+import type { Camera } from "./view/camera";
+import type { Chrome, ColorMode } from "./view/chrome";
+import { download, Listeners } from "./view/dom";
+import type { GraphView } from "./view/graph_view";
+import { moveFocus } from "./view/navigate";
+
+export interface ControlsHost {
+  readonly ui: Chrome;
+  readonly graphView: GraphView;
+  readonly camera: Camera;
+  /** The graph on screen now, or null before the first paint. */
+  shown(): { tree: CallTree; view: ViewGraph; scene: Scene; dir: Direction } | null;
+  focused(): string | null;
+  setFocus(key: string | null, scroll?: boolean): void;
+  activate(node: SceneNode): void;
+  toggle(key: string): void;
+  fit(): void;
+  reset(): void;
+  setDirection(dir: Direction, fromUser: boolean): void;
+  setColorMode(mode: ColorMode): void;
+  /** Close the inspector; false when it was not open. */
+  closeInspector(): boolean;
+  /** Expand and unfold what hides a call; resolves once it is painted. */
+  reveal(call: number): Promise<void>;
+  setMatches(calls: number[]): void;
+  exportSvg(): string;
+  exportPng(): Promise<Blob>;
+  fileStem(): string;
+}
+
+export class Controls {
+  private listeners = new Listeners();
+  private matches: number[] = [];
+  private cursor = -1;
+  private timer = 0;
+
+  constructor(private readonly host: ControlsHost) {
+    const L = this.listeners;
+    const ui = host.ui;
+    L.on(ui.fit, "click", () => host.fit());
+    L.on(ui.reset, "click", () => host.reset());
+    L.on(ui.dirTB, "click", () => host.setDirection("TB", true));
+    L.on(ui.dirLR, "click", () => host.setDirection("LR", true));
+    L.on(ui.color, "change", () => host.setColorMode(ui.color.value as ColorMode));
+    L.on(ui.svg, "click", () => download(new Blob([host.exportSvg()], { type: "image/svg+xml" }), `${host.fileStem()}.svg`));
+    L.on(ui.png, "click", () => void host.exportPng().then((b) => download(b, `${host.fileStem()}.png`)));
+    L.on(ui.search, "input", () => {
+      clearTimeout(this.timer);
+      this.timer = window.setTimeout(() => this.search(), 120);
+    });
+    L.on(ui.search, "keydown", (e: KeyboardEvent) => {
+      if (e.key === "Enter") {
+        e.preventDefault();
+        this.step(e.shiftKey ? -1 : 1);
+      } else if (e.key === "Escape") {
+        ui.search.value = "";
+        this.search();
+        ui.canvas.focus();
+      }
+      e.stopPropagation();
+    });
+    L.on(ui.root, "keydown", (e: KeyboardEvent) => this.onKey(e));
+    L.on(ui.canvas, "pointerdown", () => {
+      if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement)) ui.canvas.focus({ preventScroll: true });
+    });
+  }
+
+  /** Search again, without moving the view (after a new graph: matches are call indices of the old one). */
+  refresh() {
+    this.search(false);
+  }
+
+  // -- search ---------------------------------------------------------------------------
+
+  private search(move = true) {
+    const { host } = this;
+    const shown = host.shown();
+    const q = host.ui.search.value;
+    this.matches = shown ? searchCalls(shown.tree, q) : [];
+    this.cursor = -1;
+    const n = this.matches.length;
+    host.ui.searchCount.textContent = q.trim() ? `${n}${n >= 200 ? "+" : ""} match${n === 1 ? "" : "es"}` : "";
+    host.setMatches(this.matches);
+    if (!shown || !n || !move) return;
+    const keys = new Set(this.matches.map((c) => nodeKeyForCall(shown.tree, shown.view, c)).filter((k): k is string => k !== null));
+    host.camera.showBoxes([...keys].map((k) => host.graphView.node(k)?.box).filter((b) => b !== undefined));
+  }
+
+  /** Step to the next search match, unfolding and expanding what hides it. */
+  private step(by: number) {
+    const { host } = this;
+    const shown = host.shown();
+    if (!shown || !this.matches.length) return;
+    this.cursor = (this.cursor + by + this.matches.length) % this.matches.length;
+    const call = this.matches[this.cursor];
+    const key = stageKey(shown.tree.graph.calls[call].id);
+    const go = () => {
+      host.setMatches(this.matches);
+      host.setFocus(key, false);
+      const n = host.graphView.node(key);
+      if (n) host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
+    };
+    if (shown.view.byKey.has(key)) go();
+    else void host.reveal(call).then(go);
+    host.ui.searchCount.textContent = `${this.cursor + 1} / ${this.matches.length}`;
+  }
+
+  // -- keyboard -------------------------------------------------------------------------
+
+  private onKey(e: KeyboardEvent) {
+    const { host } = this;
+    const target = e.target as HTMLElement;
+    if (e.key === "Escape") {
+      if (!host.closeInspector()) host.setFocus(null);
+      e.preventDefault();
+      return;
+    }
+    // Keys typed into fields, or pressed on a button (the minimap toggle), are theirs.
+    if (target.closest("input,select,textarea,button")) return;
+    const shown = host.shown();
+    const canvas = host.ui.canvas;
+    if (!shown || (!canvas.contains(target) && target !== canvas)) return;
+    const focusKey = host.focused();
+    const focus = focusKey && host.graphView.node(focusKey) ? focusKey : null;
+    if (e.key === "Enter" || e.key === " ") {
+      const n = focus && host.graphView.node(focus);
+      if (n) host.activate(n);
+    } else if ((e.key === "+" || e.key === "=") && focus) {
+      host.toggle(focus);
+    } else if (e.key === "-" && focus) {
+      const path = shown.view.byKey.get(focus)?.path ?? [];
+      const parent = path[path.length - 1];
+      if (parent) host.toggle(parent);
+    } else if (e.key === "f" || e.key === "F") {
+      host.fit();
+    } else if (e.key.startsWith("Arrow")) {
+      const next = moveFocus(host.graphView, shown.scene, focus, e.key, shown.dir);
+      if (next) host.setFocus(next);
+    } else {
+      return;
+    }
+    e.preventDefault();
+  }
+
+  dispose() {
+    clearTimeout(this.timer);
+    this.listeners.dispose();
+  }
+}
