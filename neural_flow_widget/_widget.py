@@ -48,7 +48,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     graph = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     direction = traitlets.Enum(["TB", "LR"], "TB").tag(sync=True)
-    height = traitlets.Int(560).tag(sync=True)
+    height = traitlets.Int(640).tag(sync=True)
 
     def __init__(self, model: Any = None, inputs: Any = (), *, flow: Flow | None = None,
                  tokens: list[str] | None = None, **trace_options: Any) -> None:

@@ -36,8 +36,12 @@ def write_notebook(folder: pathlib.Path, name: str, cells: list[str]) -> None:
 def jupyterlab(folder: pathlib.Path, notebook: str) -> Iterator[str]:
     """Serve ``folder`` with JupyterLab; yields the URL that opens ``notebook``."""
     port, token = free_port(), "nfw-test-token"
+    settings = folder / ".settings"
+    news = settings / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True, exist_ok=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / ".cfg"),
-               JUPYTER_RUNTIME_DIR=str(folder / ".rt"))
+               JUPYTER_RUNTIME_DIR=str(folder / ".rt"), JUPYTERLAB_SETTINGS_DIR=str(settings))
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--allow-root",
