@@ -2,7 +2,7 @@
 
 The hook runs on the output's own device with the dataflow tracer paused, so summary ops never
 enter the graph. Only small results are kept: a :class:`~._summaries.Summary` and a bounded
-:class:`~._views.Retained` per tensor leaf, moved to ``capture_device``. A tensor object that
+:class:`~._retain.Retained` per tensor leaf, moved to ``capture_device``. A tensor object that
 several calls return (a ``Sequential`` and its last child) is reduced once. Attention maps come
 from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the ops it sees.
 """
@@ -25,7 +25,7 @@ class Captured:
 
     leaf: str  # path of the leaf in the output ("0", "logits", "1.0")
     summary: Any  # _summaries.Summary
-    retained: Any  # _views.Retained, or None when it could not be kept
+    retained: Any  # _retain.Retained, or None when it could not be kept
     error: str | None = None
 
 
@@ -94,19 +94,26 @@ class CaptureState:
         return kept
 
     def _reduce(self, leaf: str, tensor: torch.Tensor) -> Captured:
-        from . import _summaries, _views
+        from . import _retain, _summaries
 
-        try:
-            summary = _summaries.summarise(tensor)
+        # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
+        # these ops never enter the graph.
+        try:  # the tensor is read once (attribute reads are torch calls too) for both
+            dense = _summaries.read_dense(tensor)
+            summary = _summaries.summarise_dense(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"
             return Captured(leaf, _summaries.summary_failed(tensor, reason), None, reason)
         try:
-            budget = self.budget_bytes or _views.DEFAULT_BUDGET_BYTES
-            retained = _views.retain(tensor, sample=self.sample, budget_bytes=budget)
+            budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
+            # the summary's exact min/max bound what retention keeps: no scale search
+            peak = None if summary.min is None else max(-summary.min, summary.max)
+            retained = _retain.retain_dense(dense, sample=self.sample, budget_bytes=budget,
+                                            peak=peak)
             retained = _to_device(retained, self.device)
         except Exception as error:
-            return Captured(leaf, summary, None, f"view failed: {type(error).__name__}: {error}")
+            reason = f"view failed: {type(error).__name__}: {error}"
+            return Captured(leaf, summary, None, reason)
         return Captured(leaf, summary, retained, summary.error)
 
     def finish(self, calls: tuple[Stage, ...]) -> Capture:
@@ -119,7 +126,7 @@ class CaptureState:
 
 def _to_device(retained: Any, device: Any) -> Any:
     if device in (None, "cpu") or str(device) == "cpu":
-        return retained  # _views keeps its data on the CPU already
+        return retained  # _retain keeps its data on the CPU already
     moved = {}
     for name in retained.__slots__:
         value = getattr(retained, name)

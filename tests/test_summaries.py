@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from neural_flow_widget import _summaries
+from neural_flow_widget import _summaries, _summary_kernels
 from neural_flow_widget._summaries import Summary, summarise, summary_failed, tensor_kind
 
 
@@ -138,7 +138,8 @@ def test_empty_tensor(dtype):
     assert s.values == (None if dtype is torch.float32 else ())
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64,
+                                   torch.float8_e4m3fn])
 def test_low_and_high_precision_floats(dtype):
     x = (torch.randn(17, 9, generator=torch.Generator().manual_seed(4)) * 5).to(dtype)
     s = summarise(x)
@@ -153,28 +154,42 @@ def test_complex_is_summarised_by_magnitude():
 
 
 def test_large_tensor_is_sampled_but_min_max_mean_exact():
-    n = 4_000_003  # just over the default max_exact
+    n = 4_000_003  # far over the default max_exact
     x = torch.randn(n, generator=torch.Generator().manual_seed(5))
-    x[1] = 50.0  # index 1 is never in the strided sample (step >= 2)
-    x[n - 2] = -60.0
+    x[1] = 50.0  # never in the sample: its first chunk starts half a step in
+    x[n - 2] = -60.0  # nor is the tail after the last whole chunk
     s = summarise(x)
-    assert s.sampled is not None and s.sampled <= 4_000_000
+    assert s.sampled is not None and s.sampled <= _summaries.MAX_EXACT
     assert s.hist_counts.sum() == s.sampled
     arr = x.numpy().astype(np.float64)
     assert (s.min, s.max) == (-60.0, 50.0)
     assert s.mean == pytest.approx(arr.mean(), rel=1e-6, abs=1e-7)
-    assert s.std == pytest.approx(arr.std(), rel=1e-3)  # from the sample
-    assert s.mean_abs == pytest.approx(np.abs(arr).mean(), rel=1e-3)
+    sampling = 5 / np.sqrt(s.sampled)  # the sampled fields: within ~5 standard errors
+    assert s.std == pytest.approx(arr.std(), rel=sampling)
+    assert s.mean_abs == pytest.approx(np.abs(arr).mean(), rel=sampling)
 
 
-def test_sampling_threshold_and_step_are_deterministic():
+def test_sampling_threshold_and_plan_are_deterministic():
     x = torch.arange(10_000, dtype=torch.float32)
     a, b = summarise(x, max_exact=1000), summarise(x, max_exact=1000)
     assert a.sampled == b.sampled and 0 < a.sampled <= 1000
     assert np.array_equal(a.hist_counts, b.hist_counts)
     assert (a.min, a.max, a.mean) == (0.0, 9999.0, 4999.5)
-    assert _summaries._sample_step(10_000, 1000) == 11  # the first prime >= 10
+    width, step, first, rows = _summary_kernels.sample_plan(10_000, 1000)
+    assert _summary_kernels.is_prime(width) and _summary_kernels.is_prime(step)
+    assert first == step // 2
+    assert rows * width == a.sampled and (first + (rows - 1) * step + 1) * width <= 10_000
     assert summarise(x, max_exact=10_000).sampled is None
+
+
+def test_chunk_sample_does_not_alias_with_a_power_of_two_period():
+    # features 0..255 of each 768-wide token are small, the rest large: a sample of the
+    # same chunk of every token would see only one kind
+    x = torch.ones(512, 768)
+    x[:, :256] = 0.0
+    s = summarise(x, max_exact=16_384)
+    assert s.sampled is not None
+    assert s.zero_fraction == pytest.approx(1 / 3, abs=0.05)
 
 
 def test_sample_spans_the_whole_tensor():
@@ -222,16 +237,35 @@ def test_bins_parameter():
 def test_histogram_kernels_agree():
     y = torch.rand(5000, generator=torch.Generator().manual_seed(7)) * 16
     y[:3] = 16.0  # the top edge joins the last bin
-    y[3:5] = _summaries._excluded(16)  # left out
-    ref = torch.histc(y, bins=16, min=0, max=16)
-    assert torch.equal(_summaries._hist_bincount(y.clone(), 16).double(), ref.double())
-    assert torch.equal(_summaries._hist_histc(y.clone(), 16).double(), ref.double())
+    y[3:5] = _summary_kernels.excluded(16)  # left out
+    ref = torch.histc(y, bins=16, min=0, max=16).double().numpy()
+    assert np.array_equal(_summaries._unit_counts(y.numpy(), 16), ref)  # CPU
+    assert np.array_equal(_summary_kernels.hist_histc(y.clone(), 16).double().numpy(), ref)
     previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     try:  # the deterministic (index_put) fallback used on CUDA
-        assert torch.equal(_summaries._hist_histc(y.clone(), 16).double(), ref.double())
+        assert np.array_equal(_summary_kernels.hist_histc(y.clone(), 16).double().numpy(), ref)
     finally:
         torch.use_deterministic_algorithms(previous)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(7, 9, generator=torch.Generator().manual_seed(8)) * 3 + 1,
+    lambda: torch.randn(300_000, generator=torch.Generator().manual_seed(9)),  # sampled
+    lambda: torch.tensor([1.0, float("nan"), -2.0, float("inf"), 0.0]),
+    lambda: torch.relu(torch.randn(40_000, generator=torch.Generator().manual_seed(10))),
+    lambda: torch.full((5,), 3.0),
+])  # fmt: skip
+def test_device_kernel_agrees_with_the_cpu_kernel(make, monkeypatch):
+    x = make()
+    host = summarise(x)
+    monkeypatch.setattr(_summaries, "_FLOAT_KERNELS", {})  # CPU tensors through the CUDA path
+    device = summarise(x)
+    assert (device.min, device.max, device.nan, device.posinf, device.sampled) == (
+        host.min, host.max, host.nan, host.posinf, host.sampled)
+    for name in ("mean", "std", "mean_abs", "zero_fraction"):
+        assert getattr(device, name) == pytest.approx(getattr(host, name), rel=1e-4, abs=1e-6)
+    assert np.abs(device.hist_counts - host.hist_counts).sum() <= 2
 
 
 @pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning")

@@ -1,4 +1,4 @@
-"""retain() keeps bounded reductions; render_view() quantises them faithfully."""
+"""render_view() quantises retained reductions faithfully (retain() itself: test_retain.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from PIL import Image
 
-from neural_flow_widget import _views
-from neural_flow_widget._views import (
-    DEFAULT_BUDGET_BYTES,
-    DIVERGING,
-    VIRIDIS,
-    View,
-    available_views,
-    render_view,
-    retain,
-)
+from neural_flow_widget._retain import retain
+from neural_flow_widget._views import DIVERGING, VIRIDIS, View, available_views, render_view
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -40,73 +30,6 @@ def _within_quantisation(view: View, want: np.ndarray, extra: float = 0.0) -> No
     assert inside.mean() > 0.9
     err = np.abs(_decode(view) - want)[inside]
     assert err.max() <= step + extra
-
-
-# -- budgets --------------------------------------------------------------------------------
-
-
-def test_image_budget_for_64_channels_of_512x512():
-    x = torch.randn(1, 64, 512, 512, generator=_gen(0))
-    kept = retain(x)
-    assert kept.layout == "image" and kept.shape == (1, 64, 512, 512) and kept.sample == 0
-    assert kept.nbytes <= DEFAULT_BUDGET_BYTES
-    parts = kept.parts
-    assert parts["channel_mean_abs"].shape == (64,)
-    assert parts["grid"].shape[0] == 64 and max(parts["grid"].shape[1:]) <= 64
-    assert parts["grid"].dtype == np.float16
-    assert 1 <= parts["top"].shape[0] <= 8 and max(parts["top"].shape[1:]) <= 256
-    assert parts["top"].shape[1] > parts["grid"].shape[1]  # sharper than the grid
-    assert max(parts["mean"].shape) <= 256
-    # the exact per-channel mean |x| of the kept sample
-    want = x[0].abs().double().mean((1, 2)).numpy()
-    np.testing.assert_allclose(parts["channel_mean_abs"], want, rtol=1e-5)
-
-
-def test_sequence_budget_for_4096_tokens_of_768():
-    x = torch.randn(1, 4096, 768, generator=_gen(1))
-    kept = retain(x)
-    assert kept.layout == "sequence" and kept.nbytes <= DEFAULT_BUDGET_BYTES
-    assert max(kept.parts["tokens"].shape) <= 256
-    assert kept.parts["norms"].shape == (4096,)
-    np.testing.assert_allclose(kept.values("norms"), x[0].norm(dim=1).numpy(), rtol=1e-5)
-
-
-def test_token_axis_is_not_pooled_when_only_features_are_too_many():
-    kept = retain(torch.randn(1, 128, 768, generator=_gen(12)))
-    assert kept.parts["tokens"].shape == (128, 256)
-    assert render_view(kept).note == "pooled 128x768 -> 128x256"
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    shape=st.lists(st.integers(1, 40), min_size=0, max_size=5).map(tuple),
-    budget=st.sampled_from([4096, 10_000, 65_536, DEFAULT_BUDGET_BYTES]),
-)
-def test_budget_is_respected_for_any_shape(shape, budget):
-    x = torch.randn(*shape, generator=_gen(2)) if shape else torch.tensor(1.5)
-    kept = retain(x, budget_bytes=budget)
-    assert kept.nbytes <= budget
-    for kind in available_views(kept):
-        view = render_view(kept, kind)
-        assert view.data.dtype == np.uint8 and view.data.ndim in (2, 3)
-
-
-def test_too_many_channels_for_the_budget_fall_back_to_values():
-    kept = retain(torch.randn(1, 20_000, 2, 2, generator=_gen(3)), budget_bytes=65_536)
-    assert kept.layout == "vector" and "too many channels" in kept.note
-    assert kept.nbytes <= 65_536
-
-
-@pytest.mark.parametrize("shape, size", [
-    ((128, 768), (128, 256)),  # strided slices
-    ((3, 12, 8), (4, 2)),
-    ((5, 64, 64), (8, 8)),  # avg_pool2d
-    ((2, 10, 9), (4, 3)),  # adaptive
-])  # fmt: skip
-def test_pooling_matches_adaptive_average_pooling(shape, size):
-    x = torch.randn(*shape, generator=_gen(13))
-    want = F.adaptive_avg_pool2d(x.unsqueeze(0), size).squeeze(0)
-    torch.testing.assert_close(_views._pool2d(x, size), want)
 
 
 # -- image views ----------------------------------------------------------------------------
@@ -167,38 +90,6 @@ def test_mean_view_is_the_mean_over_channels():
     _within_quantisation(view, x[0].mean(0).numpy(), extra=1e-3)
 
 
-def test_five_d_is_averaged_over_depth():
-    x = torch.randn(1, 3, 4, 8, 8, generator=_gen(8))
-    kept = retain(x)
-    assert kept.layout == "image" and "averaged over axes [2]" in kept.note
-    np.testing.assert_allclose(kept.values("mean"), x[0].mean(1).mean(0).numpy(), atol=2e-3)
-
-
-def test_large_values_survive_float16_storage():
-    x = torch.full((1, 2, 4, 4), 1e6)
-    x[0, 1] = -3e7
-    kept = retain(x)
-    assert kept.parts["grid"].dtype == np.float16
-    np.testing.assert_allclose(kept.values("grid")[:, 0, 0], [1e6, -3e7], rtol=1e-3)
-
-
-def test_sample_selects_the_batch_element():
-    x = torch.zeros(3, 4, 5)
-    x[2] = 7.0
-    kept = retain(x, sample=2)
-    assert kept.sample == 2 and float(kept.values("tokens").max()) == 7.0
-    with pytest.raises(ValueError, match=r"use sample=0\.\.2"):
-        retain(x, sample=3)
-
-
-def test_bool_masks_are_kept_as_fractions():
-    mask = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
-    mask[..., :2] = True
-    kept = retain(mask)
-    assert kept.layout == "image"
-    assert float(kept.values("channel_mean_abs")[0]) == 0.5
-
-
 # -- sequence and vector views --------------------------------------------------------------
 
 
@@ -227,18 +118,6 @@ def test_vector_values_and_topk():
     assert values.data.shape == (1, 300) and "first 300 of 300" in values.note
 
 
-def test_int_token_ids_stay_exact():
-    ids = torch.tensor([[50256, 3, 16_777_217]])
-    kept = retain(ids)
-    assert kept.values("first").tolist() == [50256, 3, 16_777_217]
-
-
-def test_scalar_and_1d_have_no_batch_axis():
-    assert retain(torch.tensor(2.0)).sample is None
-    kept = retain(torch.arange(10.0))
-    assert kept.sample is None and kept.parts["first"].shape == (10,)
-
-
 def test_empty_tensor_has_no_views():
     kept = retain(torch.empty(0, 3))
     assert kept.layout == "empty" and available_views(kept) == () and kept.nbytes == 0
@@ -250,13 +129,6 @@ def test_unknown_kind_lists_the_available_ones():
     kept = retain(torch.randn(1, 2, 4, 4, generator=_gen(11)))
     with pytest.raises(ValueError, match="available: grid, first, channel, mean"):
         render_view(kept, "tokens")
-
-
-def test_unreadable_tensor_raises_type_error():
-    with pytest.raises(TypeError, match="to_dense"):
-        retain(torch.eye(3).to_sparse())
-    with pytest.raises(ValueError, match="at least"):
-        retain(torch.ones(3), budget_bytes=100)
 
 
 # -- quantisation and PNG -------------------------------------------------------------------

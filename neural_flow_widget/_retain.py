@@ -1,0 +1,405 @@
+"""Keep a bounded reduction of one activation at capture time (views render it later).
+
+>>> import torch
+>>> kept = retain(torch.randn(2, 8, 32, 32))
+>>> (kept.layout, kept.nbytes <= DEFAULT_BUDGET_BYTES, kept.parts["grid"].shape)
+('image', True, (8, 32, 32))
+
+:func:`retain` runs inside the forward hook, so it is built for cost (about 15-25 torch
+calls and two passes over the batch element for an image; :mod:`._pooling` pools): every
+reduction runs on the tensor's device, and the host keeps at most ``budget_bytes`` of
+results, float16 where values allow (the float16 parts share one power-of-two scale, used
+only when values would not fit float16 well).  Percentiles and colour ranges belong to
+render time (:mod:`._views`).  Which reduction is kept depends on the shape (the
+*layout*), for one batch element ``sample``:
+
+* ``image`` - 4-D ``(N, C, H, W)``; 5-D and up ``(N, C, *extra, H, W)`` are first averaged
+  over the ``extra`` axes (e.g. depth, time) so channel indices keep their meaning.  Kept:
+  mean |x| of every channel; a grid of all channels pooled to one size with side <= 64
+  using about half the budget; the most active channels (by that mean |x|, up to 8) at up
+  to 256x256 for the single-channel view; the mean over channels at up to 256x256.
+  The mean |x| is exact up to 16K elements; above, it is taken over every s-th row of each
+  channel's map (s prime, starting at s // 2, about 16K elements read, at least one row
+  per channel), which is what ranks channels.
+* ``sequence`` - 3-D ``(N, L, D)``: the token x feature map pooled to at most 256x256, and
+  the per-token L2 norms (pooled to at most 4096 tokens).
+* ``vector`` - 0-D, 1-D (no batch axis), 2-D ``(N, D)``: the first values (up to 4096, in
+  row-major order) and the 16 values largest in |x| with their flat indices.
+* ``empty`` - a tensor without elements; it offers no views.
+
+Pooled sizes prefer windows that divide the axes.  Every kept array is a copy: later in-place
+ops on the activation do not reach it.  Int and bool tensors are reduced as float (int values
+in the ``vector`` layout stay exact up to 2**53); complex tensors by their magnitude.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Literal, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ._pooling import Like, even, even2, fit, fit_axes, pool_flat
+from ._summaries import Dense, read_dense
+from ._summary_kernels import prime_at_least
+
+__all__ = ["DEFAULT_BUDGET_BYTES", "MIN_BUDGET_BYTES", "Retained", "retain", "retain_dense"]
+
+DEFAULT_BUDGET_BYTES = 256 * 1024
+#: the smallest budget :func:`retain` accepts
+MIN_BUDGET_BYTES = 4096
+Layout = Literal["image", "sequence", "vector", "empty"]
+
+_GRID_SIDE, _MAP_SIDE, _TOP_CHANNELS = 64, 256, 8
+_NORMS, _FIRST, _TOPK = 4096, 4096, 16
+_RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
+_F16_MAX_EXP = 15  # float16 parts are scaled by a power of two so |x| < 2**15 < 65504
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Retained:
+    """What one activation leaves behind for later views (host memory, <= the budget).
+
+    >>> import torch
+    >>> kept = retain(torch.randn(1, 100, 64))
+    >>> (kept.layout, kept.shape, kept.parts["tokens"].shape)
+    ('sequence', (1, 100, 64), (100, 64))
+    """
+
+    layout: Layout  # which reduction was kept, from the shape (see the module docstring)
+    shape: tuple[int, ...]  # the full tensor shape
+    dtype: str  # torch dtype name without "torch."
+    sample: int | None  # batch index kept; None when the tensor has no batch axis
+    parts: Mapping[str, np.ndarray]  # read-only arrays by name (float16 ones are scaled)
+    scales: Mapping[str, float]  # a float16 part times its scale gives the values back
+    note: str | None = None  # how the shape was reduced before keeping, if it was
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the kept arrays (what ``budget_bytes`` bounds)."""
+        return sum(int(a.nbytes) for a in self.parts.values())
+
+    def values(self, name: str) -> np.ndarray:
+        """A kept part as numbers: float16 parts times their scale, as float32; float64 parts
+        (exact ints of the ``vector`` layout) as they are; others as float32.
+
+        >>> import torch
+        >>> float(retain(torch.full((1, 2, 4, 4), 3.0)).values("mean")[0, 0])
+        3.0
+        """
+        part = self.parts[name]
+        if part.dtype == np.float16:
+            return part.astype(np.float32) * np.float32(self.scales.get(name, 1.0))
+        return part.astype(np.float32) if part.dtype != np.float64 else part
+
+
+# --------------------------------------------------------------------------------------------
+# per-layout plans: device work only; name -> (tensor, storage, shape)
+
+_Storage = Literal["f16", "f32", "f64", "i64"]
+_Plan = dict[str, tuple["torch.Tensor | np.ndarray", _Storage, tuple[int, ...]]]
+_BYTES: dict[str, int] = {"f16": 2, "f32": 4, "f64": 8, "i64": 8}
+
+
+def _rank_rows(c: int, h: int, w: int) -> int:
+    """The row step for ranking channels: 1 (every row) up to ``_RANK_SAMPLE`` elements,
+    else a prime (so that it does not alias with periodic rows), at most ``h``."""
+    if c * h * w <= _RANK_SAMPLE:
+        return 1
+    return min(prime_at_least(-(-h // max(1, _RANK_SAMPLE // (c * w)))), h)
+
+
+def _rank_host(x: torch.Tensor, shape: tuple[int, ...], k: int):
+    """CPU: mean |x| per channel (see :func:`_rank_rows`) and the ``k`` largest, in numpy
+    (a few thousand values: no torch call per step)."""
+    c, h, w = shape
+    step = _rank_rows(c, h, w)
+    values = x.numpy()
+    rows = values if step == 1 else values[:, step // 2 :: step]
+    count = rows.shape[1] * w
+    mean_abs = (np.abs(rows).sum(axis=(1, 2), dtype=np.float64) / count).astype(np.float32)
+    top = np.argpartition(-mean_abs, k - 1)[:k] if k < c else np.arange(c)
+    top = top[np.argsort(-mean_abs[top], kind="stable")]
+    return mean_abs, torch.from_numpy(top), top
+
+
+def _rank_device(x: torch.Tensor, shape: tuple[int, ...], k: int):
+    c, h, w = shape
+    step = _rank_rows(c, h, w)
+    rows = x if step == 1 else x[:, step // 2 :: step]
+    mean_abs = rows.abs().mean((1, 2))
+    top = torch.topk(mean_abs, k).indices
+    return mean_abs, top, top
+
+
+#: channel rankers by device type: (mean |x| per channel, the k most active, most first, as
+#: an index tensor and as what is kept)
+_RANKERS = {"cpu": _rank_host}
+
+
+@functools.lru_cache(maxsize=1024)
+def _image_sizes(c: int, h: int, w: int, budget: int):
+    """(grid, mean, top channels, top size) of the image layout, or None when too many
+    channels for the budget; cached (shapes repeat from call to call)."""
+    k_max = min(_TOP_CHANNELS, c)
+    grid = even2(h, w, fit(h, w, (budget // 2) // (2 * c), _GRID_SIDE))
+    mean = even2(h, w, fit(h, w, (budget // 8) // 2, _MAP_SIDE))
+    fixed = 4 * c + 8 * k_max
+    if grid is None or mean is None:
+        return None  # too many channels for this budget: keep it as a vector
+    rest = budget - fixed - 2 * c * grid[0] * grid[1] - 2 * mean[0] * mean[1]
+    if rest < 0:
+        return None
+    k, top = k_max, None
+    while k >= 1:
+        top = even2(h, w, fit(h, w, rest // (2 * k), _MAP_SIDE))
+        if top is not None and top[0] * top[1] > grid[0] * grid[1]:
+            break  # sharper than the grid: worth keeping
+        k, top = k // 2, None
+    return grid, mean, k, top
+
+
+def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+    c, h, w = shape
+    sizes = _image_sizes(c, h, w, budget)
+    if sizes is None:
+        return None
+    grid, mean, k, top = sizes
+    mean_abs, chosen, kept = _RANKERS.get(like[1].type, _rank_device)(x, shape, max(k, 1))
+    plan: _Plan = {
+        "channel_mean_abs": (mean_abs, "f32", (c,)),
+        "grid": (pool_flat(x, h, w, *grid, like), "f16", (c, *grid)),
+        "mean": (pool_flat(x.mean(0), h, w, *mean, like), "f16", mean),
+    }
+    if top is not None:
+        top_maps = pool_flat(x.index_select(0, chosen), h, w, *top, like)
+        plan["top"] = (top_maps, "f16", (k, *top))
+        plan["top_channels"] = (kept, "i64", (k,))
+    return plan
+
+
+def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+    length, dim = shape
+    n_norms = min(length, _NORMS, budget // 16)
+    heat = fit_axes(length, dim, (budget - 4 * n_norms) // 2, _MAP_SIDE)
+    heat = even(length, heat[0]), even(dim, heat[1])
+    norms = torch.linalg.vector_norm(x, 2, dim=1)  # fast along a contiguous last axis
+    if n_norms < length:
+        norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]
+    return {
+        "tokens": (pool_flat(x, length, dim, *heat, like), "f16", heat),
+        "norms": (norms, "f32", (n_norms,)),
+    }
+
+
+def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, budget: int):
+    flat = x.reshape(-1).abs() if dtype.is_complex else x.reshape(-1)
+    exact_ints = not (dtype.is_floating_point or dtype.is_complex)
+    if dtype not in _NUMPY_READS:  # bfloat16, complex magnitudes, float8, uint16...
+        flat = flat.to(torch.float64 if dtype in _DOUBLE or exact_ints else torch.float32)
+    store: _Storage = "f64" if exact_ints else "f32"
+    numel = math.prod(shape)
+    k = min(_TOPK, numel)
+    n_first = min(numel, _FIRST, (budget - k * 16) // _BYTES[store])
+    magnitude = flat.abs() if dtype is not torch.bool else flat.to(torch.uint8)
+    top = torch.topk(magnitude, k).indices
+    return {
+        "first": (flat[:n_first], store, (n_first,)),
+        "topk_values": (flat[top], store, (k,)),
+        "topk_indices": (top, "i64", (k,)),
+    }
+
+
+_RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], _Plan | None]] = {
+    "image": _retain_image,
+    "sequence": _retain_sequence,
+}
+
+
+def _layout_of(ndim: int) -> Layout:
+    return {0: "vector", 1: "vector", 2: "vector", 3: "sequence"}.get(ndim, "image")
+
+
+_DOUBLE = frozenset((torch.float64, torch.complex128))
+
+
+def _as_float(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    if dtype.is_complex:
+        return x.abs()
+    return x if dtype in (torch.float32, torch.float64) else x.to(torch.float32)
+
+
+def _select(d: Dense, sample: int):
+    """(batch element ``sample`` as (C, H, W) / (L, D) / any, its shape and dtype, the kept
+    sample index, a note on reductions)."""
+    t, shape = d.t, d.shape
+    if len(shape) <= 1:
+        return t, shape, d.dtype, None, None
+    if not 0 <= sample < shape[0]:
+        raise ValueError(
+            f"sample={sample} is out of range for a batch of {shape[0]} "
+            f"(shape {shape}); use sample=0..{shape[0] - 1}"
+        )
+    x, inner = t[sample], shape[1:]
+    if len(inner) <= 3:
+        return x, inner, d.dtype, sample, None
+    extra = tuple(range(1, len(inner) - 2))
+    note = f"{len(shape)}-D (N, C, *extra, H, W): averaged over axes {[a + 1 for a in extra]}"
+    x = _as_float(x, d.dtype).mean(dim=extra)
+    dtype = torch.float64 if d.dtype in _DOUBLE else torch.float32
+    return x, (inner[0], *inner[-2:]), dtype, sample, note
+
+
+# --------------------------------------------------------------------------------------------
+# to the host: float16 parts share one buffer and one scale
+
+
+_DTYPES: dict[str, tuple[torch.dtype, type]] = {
+    "i64": (torch.int64, np.int64),
+    "f64": (torch.float64, np.float64),
+    "f32": (torch.float32, np.float32),
+    "f16": (torch.float16, np.float16),
+}  # in falling item size, so that every part of the packed bytes is aligned
+
+
+def _scale_for(peak: float) -> float:
+    """The power of two that puts ``peak`` (max finite |x|) in [2**14, 2**15), or 1 when
+    float16 already holds it well (2**-10 <= peak < 2**15) or there is nothing to scale."""
+    if not math.isfinite(peak) or peak == 0.0 or 2.0**-10 <= peak < 2.0**_F16_MAX_EXP:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(peak)[1] - _F16_MAX_EXP)
+
+
+def _peak(flat: torch.Tensor) -> float:
+    """Max finite |x| of a 1-D float tensor (0 when none)."""
+    lo, hi = torch.stack(torch.aminmax(flat)).tolist()
+    if math.isfinite(lo) and math.isfinite(hi):
+        return max(-lo, hi)
+    return torch.nan_to_num(flat.abs(), nan=0.0, posinf=0.0, neginf=0.0).max().item()
+
+
+_NUMPY_READS = frozenset((torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
+                          torch.int16, torch.int8, torch.uint8, torch.bool))
+
+
+def _store_host(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
+    """CPU: the float16 parts go through one cat and one conversion; every kept array is a
+    copy (cat, a conversion or ``np.array``), never a view of the activation."""
+    parts: dict[str, np.ndarray] = {}
+    scales: dict[str, float] = {}
+    halves = [name for name, (_, storage, _) in plan.items() if storage == "f16"]
+    if halves:
+        joined = torch.cat([plan[name][0] for name in halves])
+        scale = _scale_for(_peak(joined) if peak is None else peak)
+        if scale != 1.0:
+            joined = joined * (1.0 / scale)
+        host = joined.to(torch.float16, copy=True).numpy()
+        host.setflags(write=False)
+        offset = 0
+        for name in halves:
+            shape = plan[name][2]
+            parts[name] = host[offset : offset + math.prod(shape)].reshape(shape)
+            offset += math.prod(shape)
+            if scale != 1.0:
+                scales[name] = scale
+    for name, (value, storage, shape) in plan.items():
+        if storage != "f16":
+            np_dtype = _DTYPES[storage][1]
+            if isinstance(value, torch.Tensor):
+                value = value.numpy()  # plans keep numpy-readable dtypes
+            parts[name] = np.array(value, dtype=np_dtype).reshape(shape)  # always a copy
+            parts[name].setflags(write=False)
+    return {name: parts[name] for name in plan}, scales
+
+
+def _half_scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """float16 of ``t / scale`` with ``scale`` a power of two putting max |finite| < 2**15."""
+    peak = torch.nan_to_num(t.abs(), nan=0.0, posinf=0.0, neginf=0.0).amax()
+    exponent = torch.frexp(peak.to(torch.float32)).exponent - _F16_MAX_EXP
+    scale = torch.where(peak > 0, torch.ldexp(torch.ones_like(peak), exponent), 1.0)
+    return (t / scale).to(torch.float16), scale.to(torch.float32).reshape(1)
+
+
+def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
+    """Other devices: convert every part there, pack all as bytes, move them in one transfer
+    (no sync before it)."""
+    order = sorted(plan, key=lambda name: list(_DTYPES).index(plan[name][1]))
+    stored: list[tuple[str, torch.Tensor]] = []
+    scales: list[tuple[str, torch.Tensor]] = []
+    for name in order:
+        tensor, storage, _ = plan[name]
+        if storage == "f16":
+            tensor, scale = _half_scaled(tensor)
+            scales.append((name, scale))
+        stored.append((name, tensor.to(_DTYPES[storage][0])))
+    pieces = [t.contiguous().reshape(-1).view(torch.uint8) for _, t in stored + scales]
+    host = torch.cat(pieces).cpu().numpy()  # the one device -> host transfer
+    host.setflags(write=False)
+    parts: dict[str, np.ndarray] = {}
+    offset = 0
+    for name, tensor in stored:
+        storage, shape = plan[name][1], plan[name][2]
+        count = math.prod(shape)
+        parts[name] = np.frombuffer(host, _DTYPES[storage][1], count, offset).reshape(shape)
+        offset += count * _BYTES[storage]
+    scale_values = np.frombuffer(host, np.float32, len(scales), offset) if scales else ()
+    kept_scales = {name: float(v) for (name, _), v in zip(scales, scale_values) if v != 1.0}
+    return {name: parts[name] for name in plan}, kept_scales
+
+
+#: how parts reach the host, by device type; other devices use the one-transfer store
+_STORES: dict[str, Callable[[_Plan, float | None], tuple[dict, dict]]] = {"cpu": _store_host}
+
+
+# --------------------------------------------------------------------------------------------
+# public
+
+
+def retain(
+    t: torch.Tensor, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
+) -> Retained:
+    """Keep a reduction of ``t[sample]`` of at most ``budget_bytes`` on the host.
+
+    >>> import torch
+    >>> kept = retain(torch.randn(4, 16), sample=2)
+    >>> (kept.layout, kept.sample, kept.parts["first"].shape)
+    ('vector', 2, (16,))
+    """
+    return retain_dense(read_dense(t, who="retain()"), sample=sample, budget_bytes=budget_bytes)
+
+
+def retain_dense(
+    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES,
+    peak: float | None = None,
+) -> Retained:  # fmt: skip
+    """:func:`retain` of a tensor already read by :func:`~._summaries.read_dense`.
+
+    ``peak``: a known bound on its finite |x| (e.g. from its summary), which spares
+    finding the float16 scale.
+    """
+    if budget_bytes < MIN_BUDGET_BYTES:
+        raise ValueError(
+            f"budget_bytes={budget_bytes} is too small; use at least {MIN_BUDGET_BYTES}"
+        )
+    head = dict(shape=d.shape, dtype=str(d.dtype).removeprefix("torch."))
+    if d.numel == 0:
+        return Retained("empty", **head, sample=None, parts=MappingProxyType({}),
+                        scales=MappingProxyType({}))  # fmt: skip
+    x, shape, dtype, kept_sample, note = _select(d, sample)
+    layout = _layout_of(len(d.shape))
+    plan = None
+    if layout != "vector":
+        like = (torch.float64 if dtype in _DOUBLE else torch.float32, d.device)
+        plan = _RETAINERS[layout](_as_float(x, dtype), shape, budget_bytes, like)
+    if plan is None:  # a vector by shape, or too many channels for the budget
+        if layout != "vector":
+            note = f"{note + '; ' if note else ''}too many channels for the budget"
+        layout, plan = "vector", _retain_vector(x, shape, dtype, budget_bytes)
+    parts, scales = _STORES.get(d.device.type, _store_device)(plan, peak)
+    return Retained(layout, **head, sample=kept_sample, parts=MappingProxyType(parts),
+                    scales=MappingProxyType(scales), note=note)  # fmt: skip
