@@ -42,15 +42,15 @@ def cases():
     yield "unet512", lambda: models.UNet().eval(), lambda: torch.randn(8, 3, 512, 512)
 
 
-def median_times(fns, repeat):
+def median_times(fns, repeat, clock=time.perf_counter):
     times = {name: [] for name in fns}
     for name, fn in fns.items():  # warm up
         fn()
     for _ in range(repeat):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -88,14 +88,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-capture", action="store_true")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time, or this process's CPU time (steadier on a busy "
+                             "machine)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--peers", action="store_true",
                         help="also time torchview and torchlens if installed")
     parser.add_argument("--retained", action="store_true",
                         help="print the bytes retained per stage and in total")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"median of {args.repeat} interleaved runs")
+          f"median of {args.repeat} interleaved runs, {args.clock} clock")
     print(f"{'model':<10} {'forward':>9} {'topology':>9} {'ratio':>6} {'+capture':>9} {'ratio':>6}")
     retained = []
     for name, make_model, make_input in cases():
@@ -112,7 +119,7 @@ def main() -> None:
             fns["capture"] = lambda: nfw.trace(model, x)
         if args.peers:
             fns.update(peers(model, x))
-        t = median_times(fns, args.repeat)
+        t = median_times(fns, args.repeat, clock)
         row = f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms " \
               f"{t['topology'] / t['plain']:5.2f}x"
         if "capture" in t:

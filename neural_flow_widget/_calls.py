@@ -142,8 +142,7 @@ class CallTracker:
         seen: dict[int, int] = {}
         ids: list[str] = []
         stages = []
-        params = _param_counts(self.modules)
-        sigs = _signatures(self.modules)
+        params, sigs = _structure(self.modules)
         for index, record in enumerate(self.calls):
             k = seen.get(record.module, 0)
             seen[record.module] = k + 1
@@ -160,36 +159,37 @@ class CallTracker:
         return tuple(stages)
 
 
-def _param_counts(modules: list[torch.nn.Module]) -> list[int]:
-    """Parameters of each module, recursive, counted once per module (bottom-up, shared
-    parameters counted once per module that holds them, as ``module.parameters()`` does)."""
-    memo: dict[int, set[int]] = {}
+def _structure(modules: list[torch.nn.Module]) -> tuple[list[int], list[str]]:
+    """Per module: its parameter count (recursive, a shared parameter counted once, as
+    ``module.parameters()`` does) and its structure signature (equal for modules of the same
+    type, parameter shapes and child structure). One bottom-up walk for both."""
+    memo: dict[int, tuple[int, str, frozenset]] = {}
+    shared = _shared_parameters(modules)  # id -> numel of parameters held twice or more
 
-    def ids(module: torch.nn.Module) -> set[int]:
+    def visit(module: torch.nn.Module) -> tuple[int, str, frozenset]:
         key = id(module)
         if key not in memo:
-            found = {id(p) for p in module.parameters(recurse=False)}
-            for child in module.children():
-                found |= ids(child)
-            memo[key] = found
+            own = list(module.named_parameters(recurse=False))
+            kids = [(n, visit(c)) for n, c in module.named_children()]
+            plain = sum(p.numel() for _, p in own if id(p) not in shared)
+            held = frozenset(id(p) for _, p in own if id(p) in shared).union(
+                *(k[2] for _, k in kids))
+            text = repr((type(module).__qualname__, [(n, tuple(p.shape)) for n, p in own],
+                         [(n if not n.isdigit() else "#", k[1]) for n, k in kids]))
+            memo[key] = (plain + sum(k[0] for _, k in kids),
+                         hashlib.blake2s(text.encode(), digest_size=4).hexdigest(), held)
         return memo[key]
 
-    sizes = {id(p): p.numel() for m in modules for p in m.parameters(recurse=False)}
-    return [sum(sizes[i] for i in ids(m)) for m in modules]
+    found = [visit(m) for m in modules]
+    return [f[0] + sum(shared[i] for i in f[2]) for f in found], [f[1] for f in found]
 
 
-def _signatures(modules: list[torch.nn.Module]) -> list[str]:
-    """Equal for modules of the same type, parameter shapes and child structure."""
-    memo: dict[int, str] = {}
-
-    def sig(module: torch.nn.Module) -> str:
-        key = id(module)
-        if key not in memo:
-            own = [(n, tuple(p.shape)) for n, p in module.named_parameters(recurse=False)]
-            children = [(n, sig(c)) for n, c in module.named_children()]
-            text = repr((type(module).__qualname__, own,
-                         [(n if not n.isdigit() else "#", s) for n, s in children]))
-            memo[key] = hashlib.blake2s(text.encode(), digest_size=4).hexdigest()
-        return memo[key]
-
-    return [sig(m) for m in modules]
+def _shared_parameters(modules: list[torch.nn.Module]) -> dict[int, int]:
+    seen: set[int] = set()
+    shared: dict[int, int] = {}
+    for m in modules:
+        for p in m.parameters(recurse=False):
+            if id(p) in seen:
+                shared[id(p)] = p.numel()
+            seen.add(id(p))
+    return shared

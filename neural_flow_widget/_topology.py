@@ -40,8 +40,11 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
     owner = _owners(graph.call_parents, chosen)
     input_of_op = {op: name for name, op in graph.input_ops}
     node_ids = {i: calls[i].id for i in selected}
+    own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
+    parents = graph.parents
 
-    def walk(start: Sequence[int], stops_at) -> set[str]:
+    def walk(start: Sequence[int], skip: set[int]) -> set[str]:
+        """Sources reached from ``start``; owners in ``skip`` are walked through."""
         found: set[str] = set()
         seen: set[int] = set()
         todo = list(start)
@@ -54,22 +57,21 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
             if name is not None:
                 found.add(name)
                 continue
-            call = graph.owners[op]
-            who = owner[call] if call >= 0 else -1
-            if who != -1 and stops_at(who):
+            who = own[op]
+            if who != -1 and who not in skip:
                 found.add(node_ids[who])
                 continue
-            todo.extend(graph.parents[op])
+            todo.extend(parents[op])
         return found
 
     sources: dict[str, set[str]] = {}
     for s in sorted(chosen):
-        ancestors = _ancestor_set(graph.call_parents, s)
-        sources[node_ids[s]] = walk(graph.call_inputs[s],
-                                    lambda who, s=s, a=ancestors: who != s and who not in a)
+        skip = _ancestor_set(graph.call_parents, s)
+        skip.add(s)
+        sources[node_ids[s]] = walk(graph.call_inputs[s], skip)
     outputs_of = dict(graph.output_ops)
     for name in outputs:
-        sources[name] = walk(outputs_of.get(name, ()), lambda who: True)
+        sources[name] = walk(outputs_of.get(name, ()), set())
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
     return _classify(order, sources, set(node_ids.values()), inputs[0] if inputs else None)
 

@@ -169,3 +169,22 @@ def test_lint_catches_broken_graphs():
     with pytest.raises(ValueError) as info:
         bad.lint()
     assert "goes backwards" in str(info.value) and "'ghost' is not a node" in str(info.value)
+
+
+def test_parameter_counts_match_module_parameters_with_shared_weights():
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pair = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 3), "b": torch.nn.Linear(3, 3)})
+            self.pair["b"].weight = self.pair["a"].weight  # shared inside one subtree
+            self.head = torch.nn.Linear(3, 3)
+            self.head.weight = self.pair["a"].weight  # and across subtrees
+
+        def forward(self, x):
+            return self.head(self.pair["b"](self.pair["a"](x)))
+
+    model = Tied()
+    flow = nfw.trace(model, torch.randn(1, 3), stages=1, capture=False)
+    modules = dict(model.named_modules())
+    for call in flow.calls:
+        assert call.params == sum(p.numel() for p in modules[call.module].parameters())
