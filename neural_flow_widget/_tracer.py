@@ -144,6 +144,10 @@ class DataflowTracer(TorchFunctionMode):
             kind = self._kinds[func] = _op_kind(func)
         if kind == _NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
             kind = _INPLACE
+        if kind == _NORMAL and not isinstance(out, (Tensor, tuple, list)) and "out" not in kwargs:
+            kind = _IGNORE  # x.dtype, x.device, x.dim(): nothing to record
+        elif kind == _NORMAL and type(out) is torch.Size:
+            kind = _IGNORE  # x.shape
         if kind != _IGNORE:
             try:
                 self._record(kind, args, kwargs, out)
