@@ -21,12 +21,22 @@ from ._tree import output_leaves
 
 @dataclass(frozen=True, slots=True)
 class Captured:
-    """One tensor leaf of a call's output, reduced."""
+    """One tensor leaf of a call's output, reduced.
+
+    ``pending`` is a :class:`~._summaries.PendingSummary`: the hook keeps the exact
+    whole-tensor reductions and a copy of the sample; ``summary`` finishes it on first read
+    (cached, shared by the copies :func:`dataclasses.replace` makes).
+    """
 
     leaf: str  # path of the leaf in the output ("0", "logits", "1.0")
-    summary: Any  # _summaries.Summary
+    pending: Any  # _summaries.PendingSummary
     retained: Any  # _retain.Retained, or None when it could not be kept
     error: str | None = None
+
+    @property
+    def summary(self) -> Any:
+        """The :class:`~._summaries.Summary` of the leaf."""
+        return self.pending.resolve()
 
 
 @dataclass
@@ -100,10 +110,11 @@ class CaptureState:
         # these ops never enter the graph.
         try:  # the tensor is read once (attribute reads are torch calls too) for both
             dense = _summaries.read_dense(tensor)
-            summary = _summaries.summarise_dense(dense)
+            summary = _summaries.summarise_pending(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"
-            return Captured(leaf, _summaries.summary_failed(tensor, reason), None, reason)
+            failed = _summaries.summary_failed(tensor, reason)
+            return Captured(leaf, _summaries.PendingSummary(failed), None, reason)
         try:
             budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
             # the summary's exact min/max bound what retention keeps: no scale search

@@ -19,6 +19,9 @@ Cost model (what keeps a traced forward close to a plain one):
   float64 vector comes to the host.  A float tensor holding NaN/Inf (the first pass shows
   it) is redone with masks; an int tensor's ``torch.unique`` syncs by itself.
 * No sorting of large tensors, no Python loops over elements or channels.
+* Capture (:func:`summarise_pending`) splits the CPU float kernel: the hook runs only the
+  whole-tensor passes and copies the sample; the numpy statistics and the histogram run
+  on first read of the summary (same values as :func:`summarise`, cached).
 
 Kinds: floating tensors are ``"float"`` (float16 / bfloat16 / float8 are computed in float32);
 complex tensors are summarised by their magnitude ``|z|`` as ``"float"`` (``dtype`` still
@@ -53,11 +56,13 @@ __all__ = [
     "Dense",
     "Kind",
     "MAX_EXACT",
+    "PendingSummary",
     "Summary",
     "check_dense",
     "read_dense",
     "summarise",
     "summarise_dense",
+    "summarise_pending",
     "summary_failed",
     "tensor_kind",
 ]
@@ -212,17 +217,36 @@ def check_dense(t: object, *, who: str = "summarise()") -> torch.Tensor:
 # the CPU float kernel: host numbers, few calls
 
 
-def _float_host(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                max_exact: int) -> dict:  # fmt: skip
+def _float_host_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
+                     max_exact: int, *, copy: bool = False):  # fmt: skip
+    """The part of the CPU float kernel that reads the whole tensor: exact min, max and sum,
+    and the sample.  Returns the finished fields (a dict) for a tensor holding NaN/Inf, else
+    a :class:`_FloatSample` for :func:`_float_finish` (whose array is a copy with ``copy``)."""
     acc = torch.float64 if dtype is torch.float64 else torch.float32
     lo_t, hi_t = torch.aminmax(flat)
     lo, hi, total = torch.stack((lo_t, hi_t, flat.sum(dtype=acc))).tolist()
     if not math.isfinite(lo + hi + total):  # NaN/Inf somewhere (or a float32 sum overflow)
         packed, sampled = float_masked(flat, dtype, numel, bins, max_exact)
         return unpack(packed.tolist(), bins, sampled)
-    mean = total / numel
     # a few thousand values: numpy does the rest without a torch call per statistic
-    values, sampled = host_sample(flat, dtype, numel, max_exact)
+    values, sampled = host_sample(flat, dtype, numel, max_exact, copy=copy)
+    return _FloatSample(lo, hi, total / numel, values, sampled, bins)
+
+
+class _FloatSample(NamedTuple):
+    """What the CPU float kernel keeps of a finite tensor to finish its statistics."""
+
+    lo: float
+    hi: float
+    mean: float  # exact (sum / numel)
+    values: np.ndarray  # the sample (or all values), float32/float64
+    sampled: int | None
+    bins: int
+
+
+def _float_finish(lo: float, hi: float, mean: float, values: np.ndarray,
+                  sampled: int | None, bins: int) -> dict:  # fmt: skip
+    """The sampled statistics and the histogram of a :class:`_FloatSample` (numpy only)."""
     if hi - lo > 1e38:  # (x - lo) would overflow float32
         values = values.astype(np.float64)
     real = values.dtype.type
@@ -237,6 +261,12 @@ def _float_host(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
         hist_counts=_host_counts(values, lo, hi, bins), hist_lo=lo, hist_hi=hi,
         sampled=sampled,
     )  # fmt: skip
+
+
+def _float_host(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
+                max_exact: int) -> dict:  # fmt: skip
+    read = _float_host_read(flat, dtype, numel, bins, max_exact)
+    return read if isinstance(read, dict) else _float_finish(*read)
 
 
 def _host_counts(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarray:
@@ -272,13 +302,18 @@ _FLOAT_KERNELS: dict[str, Callable[[torch.Tensor, torch.dtype, int, int, int], d
 # per-kind summarisers (a registry keyed by kind)
 
 
-def _float_fields(d: Dense, bins: int, max_exact: int) -> dict:
+def _float_input(d: Dense) -> tuple[torch.Tensor, torch.dtype]:
     flat, dtype = flat_view(d.t), d.dtype
     if dtype.is_complex:
         flat = flat.abs()
         dtype = torch.float64 if dtype is torch.complex128 else torch.float32
     elif dtype not in _KERNEL_FLOATS:  # float8: few kernels take it
         flat, dtype = flat.to(torch.float32), torch.float32
+    return flat, dtype
+
+
+def _float_fields(d: Dense, bins: int, max_exact: int) -> dict:
+    flat, dtype = _float_input(d)
     kernel = _FLOAT_KERNELS.get(d.device.type, float_device)
     return kernel(flat, dtype, d.numel, bins, max_exact)
 
@@ -349,6 +384,40 @@ def summarise(t: torch.Tensor, *, bins: int = 64, max_exact: int = MAX_EXACT) ->
 
 def summarise_dense(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -> Summary:
     """:func:`summarise` of a tensor already read by :func:`read_dense`."""
+    return summarise_pending(d, bins=bins, max_exact=max_exact).resolve()
+
+
+class PendingSummary:
+    """A :class:`Summary` whose sampled fields are computed on first :meth:`resolve` (and
+    cached), from a small host copy taken while the tensor was live.
+
+    ``min``, ``max`` and ``error`` are known at once (capture reads them in the hook).
+    Resolving gives exactly what :func:`summarise_dense` gives for the same tensor at the
+    time the pending summary was made: the same kernel on the same (copied) values.
+    """
+
+    __slots__ = ("_head", "_sample", "_summary", "error", "max", "min")
+
+    def __init__(self, summary: Summary | None = None, *, head: dict | None = None,
+                 sample: _FloatSample | None = None) -> None:  # fmt: skip
+        self._summary, self._head, self._sample = summary, head, sample
+        if summary is not None:
+            self.min, self.max, self.error = summary.min, summary.max, summary.error
+        else:
+            self.min, self.max, self.error = sample.lo, sample.hi, None
+
+    def resolve(self) -> Summary:
+        if self._summary is None:
+            self._summary = Summary(**self._head, **_float_finish(*self._sample))
+            self._head = self._sample = None  # the sample copy is no longer needed
+        return self._summary
+
+
+def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT
+                      ) -> PendingSummary:  # fmt: skip
+    """:func:`summarise_dense` with the sampled statistics of a finite CPU float tensor left
+    for later (see :class:`PendingSummary`): in the hook only the passes over the whole
+    tensor (min/max, sum) and the copy of the sample run."""
     if not isinstance(bins, int) or bins < 1:
         raise ValueError(f"bins must be a positive int, got {bins!r}")
     if not isinstance(max_exact, int) or max_exact < 1:
@@ -358,9 +427,16 @@ def summarise_dense(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -> 
                 numel=d.numel)  # fmt: skip
     if d.numel == 0:
         empty = None if kind == "float" else ()
-        return Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty)
+        return PendingSummary(
+            Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty))
     try:
-        return Summary(**head, **_SUMMARISERS[kind](d, bins, max_exact))
+        if kind == "float" and _FLOAT_KERNELS.get(d.device.type) is _float_host:
+            flat, dtype = _float_input(d)
+            read = _float_host_read(flat, dtype, d.numel, bins, max_exact, copy=True)
+            if isinstance(read, dict):
+                return PendingSummary(Summary(**head, **read))
+            return PendingSummary(head=head, sample=read)
+        return PendingSummary(Summary(**head, **_SUMMARISERS[kind](d, bins, max_exact)))
     except torch.OutOfMemoryError:
         raise
     except (RuntimeError, NotImplementedError) as err:

@@ -87,22 +87,25 @@ def sample_of(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
 NUMPY_FLOATS = frozenset((torch.float16, torch.float32, torch.float64))
 
 
-def host_sample(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int):
+def host_sample(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int, *,
+                copy: bool = False):  # fmt: skip
     """CPU: (the sample as a float32/float64 numpy array, sample size or None), cut by numpy
-    from a view of the tensor's memory (one torch call)."""
+    from a view of the tensor's memory (one torch call).  With ``copy`` the array never
+    shares memory with the tensor (a sampled or converted array never does)."""
     if dtype not in NUMPY_FLOATS:  # bfloat16, float8: torch converts the sample first
         sample, sampled = sample_of(flat, dtype, numel, max_exact, torch.float32)
-        return sample.numpy(), sampled
+        return sample.numpy(), sampled  # a converted copy
     values = flat.numpy()  # a view: only read
     plan = sample_plan(numel, max_exact)
     sampled = None
     if plan is not None:
         width, step, first, rows = plan
         item = values.itemsize
-        chunks = np.lib.stride_tricks.as_strided(
-            values[first * width :], (rows, width), (step * width * item, item), writeable=False
-        )
-        values, sampled = chunks.reshape(-1), rows * width  # the copy
+        chunks = np.ndarray((rows, width), values.dtype, values, first * width * item,
+                            (step * width * item, item))  # a strided view, as as_strided
+        values, sampled = chunks.copy().reshape(-1), rows * width  # the copy
+    elif copy and dtype is not torch.float16:
+        values = values.copy()
     return (values.astype(np.float32) if dtype is torch.float16 else values), sampled
 
 
