@@ -10,6 +10,9 @@ PY=${PYTHON:-python3}
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
 extras=${1:-}
 if [ -f js/package.json ]; then
-  (cd js && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm run -s build)
+  # `npm install --no-save` with the committed lock file: npm 11's `npm ci` rejects this lock
+  # over a platform-only optional dependency of vite that it never records.
+  (cd js && { [ -d node_modules ] || npm install --no-save --no-audit --no-fund --loglevel=error; } \
+     && npm run -s build)
 fi
 .venv/bin/python -m pip install -q -e ".${extras}" 2>&1 | grep -v "^WARNING: Location" || true
