@@ -1,9 +1,9 @@
 """Capture in the traced run: each call's output is reduced inside its forward hook.
 
 The hook runs on the output's own device with the dataflow tracer paused, so summary ops never
-enter the graph. Only small results are kept: a :class:`~._summaries.Summary` and a bounded
-:class:`~._retain.Retained` per tensor leaf, moved to ``capture_device``. A tensor object that
-several calls return (a ``Sequential`` and its last child) is reduced once. Attention maps come
+enter the graph. Only small results are kept, in host memory: a summary and a bounded
+:class:`~._retain.Retained` per tensor leaf. A tensor object that several calls return (a
+``Sequential`` and its last child) is reduced once. Attention maps come
 from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the ops it sees.
 """
 
@@ -121,7 +121,6 @@ class CaptureState:
             peak = None if summary.min is None else max(-summary.min, summary.max)
             retained = _retain.retain_dense(dense, sample=self.sample, budget_bytes=budget,
                                             peak=peak)
-            retained = _to_device(retained, self.device)
         except Exception as error:
             reason = f"view failed: {type(error).__name__}: {error}"
             return Captured(leaf, summary, None, reason)
@@ -133,16 +132,6 @@ class CaptureState:
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
         return Capture(dict(self.outputs), maps, dict(self.failures), self.sample)
-
-
-def _to_device(retained: Any, device: Any) -> Any:
-    if device in (None, "cpu") or str(device) == "cpu":
-        return retained  # _retain keeps its data on the CPU already
-    moved = {}
-    for name in retained.__slots__:
-        value = getattr(retained, name)
-        moved[name] = value.to(device) if isinstance(value, torch.Tensor) else value
-    return type(retained)(**moved)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,10 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
     stage's output is summarised inside its hook (``flow.summary``, ``flow.view``) and
     attention maps are recorded (``flow.attention``).
     """
+    if str(capture_device) != "cpu":
+        raise ValueError(f"capture_device={capture_device!r}: captured summaries and views are "
+                         f"kept in host memory; use capture_device='cpu' (the reductions "
+                         f"themselves still run on each tensor's own device)")
     if topology not in _MODES:
         raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
     if not isinstance(model, torch.nn.Module):

@@ -134,3 +134,9 @@ def test_retained_bytes_stay_within_budget():
     for items in flow.capture.outputs.values():
         for item in items:
             assert item.retained.nbytes <= 20_000
+
+
+def test_capture_device_other_than_cpu_is_refused_before_running():
+    model = zoo.seeded(zoo.UNet)
+    with pytest.raises(ValueError, match="host memory"):
+        nfw.trace(model, torch.randn(1, 1, 16, 16), capture_device="cuda")
