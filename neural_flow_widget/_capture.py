@@ -43,7 +43,6 @@ class Captured:
 class CaptureState:
     """Collects the reductions while the model runs (see ``trace(capture=True)``)."""
 
-    device: Any = "cpu"
     sample: int = 0
     budget_bytes: int | None = None
     attention: bool = True
@@ -54,7 +53,7 @@ class CaptureState:
     _memo: dict[int, tuple[weakref.ref, int, Captured]] = field(default_factory=dict)
 
     def fresh(self) -> CaptureState:
-        return CaptureState(self.device, self.sample, self.budget_bytes, self.attention)
+        return CaptureState(self.sample, self.budget_bytes, self.attention)
 
     def attach(self, tracker: Any, tracer: Any) -> Any:
         """Hook into a run; returns a mode to enter around the forward when there is no

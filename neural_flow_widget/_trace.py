@@ -69,7 +69,7 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
     if capture:
         from ._capture import CaptureState
 
-        capture_state = CaptureState(device=capture_device, sample=sample,
+        capture_state = CaptureState(sample=sample,
                                      budget_bytes=budget_bytes, attention=attention)
     flags = [(m, m.training) for m in model.modules()]
     try:
