@@ -131,13 +131,9 @@ class Flow:
             from . import _fx
 
             try:
-                graph = _fx.op_graph(model, self, selected)
+                return replace(_fx.with_fx_edges(model, self, selected), explicit=True)
             except _fx.FxUnavailable:
-                graph = None  # keep the graph fx gave for the first selection
-            if graph is not None:
-                edges = _topology.stage_edges(graph, selected, self.inputs, self.outputs, self.calls)
-                return replace(self, selected=selected, edges=edges, graph=graph,
-                               explicit=True)
+                pass  # keep the graph fx gave for the first selection
         edges = _topology.edges_for(self, selected)
         return replace(self, selected=selected, edges=edges, explicit=True)
 

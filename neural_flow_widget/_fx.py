@@ -117,6 +117,18 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
                    tuple(input_ops), tuple(output_ops))
 
 
+def with_fx_edges(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> Flow:
+    """``flow`` re-projected onto ``selected`` with edges from the fx graph (``FxUnavailable``
+    when fx cannot give one)."""
+    from dataclasses import replace
+
+    from ._topology import stage_edges
+
+    graph = op_graph(model, flow, selected)
+    edges = stage_edges(graph, selected, flow.inputs, flow.outputs, flow.calls)
+    return replace(flow, topology="fx", selected=selected, graph=graph, edges=edges)
+
+
 def _nodes_of(value: Any) -> Any:
     """Proxies inside nested args -> their nodes."""
     if isinstance(value, fx.Proxy):

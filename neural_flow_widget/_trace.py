@@ -99,16 +99,10 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         from . import _fx
 
         try:
-            graph = _fx.op_graph(model, flow, flow.selected)
+            return _fx.with_fx_edges(model, flow, flow.selected)
         except _fx.FxUnavailable as why:
             warnings.warn(f"model could not be symbolically traced by torch.fx ({why}). Using "
                           f"runtime execution order instead.", stacklevel=2)
-            return flow
-        from dataclasses import replace
-
-        edges = _topology.stage_edges(graph, flow.selected, flow.inputs, flow.outputs,
-                                      flow.calls)
-        flow = replace(flow, topology="fx", graph=graph, edges=edges)
     return flow
 
 
