@@ -125,7 +125,7 @@ class CaptureState:
             return Captured(leaf, summary, None, reason)
         return Captured(leaf, summary, retained, summary.error)
 
-    def finish(self, calls: tuple[Stage, ...]) -> Capture:
+    def finish(self) -> Capture:
         maps = dict(self.recorder.maps) if self.recorder is not None else {}
         for call, errors in (self.recorder.errors if self.recorder is not None else {}).items():
             if errors and call >= 0:

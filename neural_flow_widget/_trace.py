@@ -183,7 +183,7 @@ def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str) -> Flow:
         edges = _topology.stage_edges(graph, selected, inputs, outputs, calls)
     capture = None
     if run.capture is not None:
-        capture = run.capture.finish(calls)
+        capture = run.capture.finish()
         calls = capture.mark(calls)
     return Flow(model=type(model).__name__, calls=calls, selected=selected, edges=edges,
                 topology=mode, inputs=inputs, outputs=outputs, graph=graph, modules=modules,
