@@ -34,6 +34,12 @@ class CallRecord:
     done: bool = False
 
 
+#: Hooks run their own torch code (shape reads, capture's reductions) with every
+#: ``__torch_function__`` handler off: the dataflow tracer and the attention recorder never
+#: see it, and it pays no Python dispatch per call.
+_unobserved = torch._C.DisableTorchFunction
+
+
 def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
@@ -84,13 +90,10 @@ class CallTracker:
             tracer = self.tracer
             record = CallRecord(module, self.stack[-1])
             if tracer is not None:
-                tracer.paused, was = True, tracer.paused
-                try:
+                with _unobserved():
                     found = tensors_in(kwargs, tensors_in(args, []))
                     record.inputs = tracer.ops_of(found)
                     record.input_shapes = tuple(tuple(t.shape) for t in found)
-                finally:
-                    tracer.paused = was
             self.calls.append(record)
             self.stack.append(len(self.calls) - 1)
         return pre
@@ -109,9 +112,7 @@ class CallTracker:
                     self.failed = index
                 return
             tracer = self.tracer
-            if tracer is not None:
-                tracer.paused, was = True, tracer.paused
-            try:
+            with _unobserved():
                 found = output_leaves(output)
                 record.shapes = tuple(tuple(t.shape) for _, t in found)
                 record.dtypes = tuple(dtype_name(t.dtype) for _, t in found)
@@ -122,9 +123,6 @@ class CallTracker:
                         tracer.retag(same, index)
                 if self.on_output is not None:
                     self.on_output(index, output)
-            finally:
-                if tracer is not None:
-                    tracer.paused = was
         return post
 
     # -- results ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,7 +73,11 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         capture_state = CaptureState(sample=sample,
                                      budget_bytes=budget_bytes, attention=attention)
     flags = [(m, m.training) for m in model.modules()]
+    collecting = gc.isenabled()
     try:
+        # The run allocates tens of thousands of small records (tags, call records) that
+        # would trigger the cyclic collector over and over; nothing it makes is cyclic.
+        gc.disable()
         model.eval()
         with torch.no_grad():
             run = _run(model, args, kw, use_tracer, capture_state)
@@ -89,10 +94,12 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
                 warnings.warn(f"the dataflow tracer failed ({run.tracer.failure!r}); stages "
                               f"are shown in execution order", stacklevel=2)
                 mode = "sequential"
+        flow = _build(model, run, stages, mode)
     finally:
         for module, flag in flags:
             module.training = flag
-    flow = _build(model, run, stages, mode)
+        if collecting:
+            gc.enable()
     if run.error is not None:
         raise _trace_error(flow, run) from run.error
     if topology == "fx":
