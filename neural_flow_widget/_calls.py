@@ -58,12 +58,18 @@ class CallTracker:
     stack: list[int] = field(default_factory=lambda: [-1])
     calls: list[CallRecord] = field(default_factory=list)
     failed: int | None = None  # innermost call that raised
+    named: list[tuple[str, torch.nn.Module]] | None = None  # walked from the model if None
 
     def __post_init__(self) -> None:
-        named = [(n, m) for n, m in self.model.named_modules() if n]
-        self.names = [n for n, _ in named]
-        self.modules = [m for _, m in named]
+        if self.named is None:
+            self.named = [(n, m) for n, m in self.model.named_modules() if n]
+        self.names = [n for n, _ in self.named]
+        self.modules = [m for _, m in self.named]
         self._handles: list[Any] = []
+
+    def fresh(self) -> CallTracker:
+        """A new tracker for another run of the same model (its module list is reused)."""
+        return CallTracker(self.model, named=self.named)
 
     def __enter__(self) -> CallTracker:
         try:
@@ -167,8 +173,8 @@ def _structure(modules: list[torch.nn.Module]) -> tuple[list[int], list[str]]:
     def visit(module: torch.nn.Module) -> tuple[int, str, frozenset]:
         key = id(module)
         if key not in memo:
-            own = list(module.named_parameters(recurse=False))
-            kids = [(n, visit(c)) for n, c in module.named_children()]
+            own = _own(module._parameters)
+            kids = [(n, visit(c)) for n, c in _own(module._modules)]
             plain = sum(p.numel() for _, p in own if id(p) not in shared)
             held = frozenset(id(p) for _, p in own if id(p) in shared).union(
                 *(k[2] for _, k in kids))
@@ -182,11 +188,24 @@ def _structure(modules: list[torch.nn.Module]) -> tuple[list[int], list[str]]:
     return [f[0] + sum(shared[i] for i in f[2]) for f in found], [f[1] for f in found]
 
 
+def _own(registered: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A module's own parameters or children as ``named_parameters(recurse=False)`` /
+    ``named_children()`` give them (no None, each object once), read from its registry
+    directly: the generators cost more than the rest of the walk on deep models."""
+    seen: set[int] = set()
+    found = []
+    for name, item in registered.items():
+        if item is not None and id(item) not in seen:
+            seen.add(id(item))
+            found.append((name, item))
+    return found
+
+
 def _shared_parameters(modules: list[torch.nn.Module]) -> dict[int, int]:
     seen: set[int] = set()
     shared: dict[int, int] = {}
     for m in modules:
-        for p in m.parameters(recurse=False):
+        for _, p in _own(m._parameters):
             if id(p) in seen:
                 shared[id(p)] = p.numel()
             seen.add(id(p))

@@ -13,7 +13,7 @@ import torch
 from . import _select, _topology
 from ._calls import CallTracker
 from ._errors import TraceError
-from ._flow import Flow, OpGraph, model_weakref
+from ._flow import Flow, ModuleInfo, OpGraph, model_weakref
 from ._tracer import DataflowTracer
 from ._tree import map_tensors, output_leaves
 
@@ -64,7 +64,8 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
     args, kw = _split_inputs(inputs, kwargs)
     probe = CallTracker(model)
-    _select.resolve(stages, probe.module_infos(), (), model)  # bad names fail before running
+    modules = probe.module_infos()
+    _select.resolve(stages, modules, (), model)  # bad names fail before running
     use_tracer = topology in ("auto", "dataflow")
     capture_state = None
     if capture:
@@ -80,10 +81,11 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         gc.disable()
         model.eval()
         with torch.no_grad():
-            run = _run(model, args, kw, use_tracer, capture_state)
+            run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
             mode = "dataflow" if use_tracer else "sequential"
             if use_tracer and run.error is not None and run.tracer.failure is None:
-                retry = _run(model, args, kw, False, capture_state and capture_state.fresh())
+                retry = _run(probe.fresh(), args, kw, False,
+                             capture_state and capture_state.fresh())
                 if retry.error is None:
                     warnings.warn(f"the dataflow tracer could not follow this model "
                                   f"({type(run.error).__name__}: {run.error}); it ran again "
@@ -94,7 +96,7 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
                 warnings.warn(f"the dataflow tracer failed ({run.tracer.failure!r}); stages "
                               f"are shown in execution order", stacklevel=2)
                 mode = "sequential"
-        flow = _build(model, run, stages, mode)
+        flow = _build(model, run, stages, mode, modules)
     finally:
         for module, flag in flags:
             module.training = flag
@@ -128,9 +130,9 @@ def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple,
     return args, kw
 
 
-def _run(model: torch.nn.Module, args: tuple, kw: dict, use_tracer: bool,
+def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
          capture_state: Any) -> _Run:
-    tracker = CallTracker(model)
+    model = tracker.model
     tracer = DataflowTracer(tracker.stack) if use_tracer else None
     tracker.tracer = tracer
     mode = tracer
@@ -168,7 +170,8 @@ def _run(model: torch.nn.Module, args: tuple, kw: dict, use_tracer: bool,
     return run
 
 
-def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str) -> Flow:
+def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str,
+           modules: tuple[ModuleInfo, ...]) -> Flow:
     tracker, tracer = run.tracker, run.tracer
     calls = tracker.stages()
     outs = output_leaves(run.output) if run.error is None else []
@@ -181,7 +184,6 @@ def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str) -> Flow:
     else:
         graph = OpGraph((), (), tuple(r.parent for r in tracker.calls),
                         tuple(() for _ in tracker.calls), (), ())
-    modules = tracker.module_infos()
     selected = _select.resolve(stages, modules, calls, model)
     inputs = tuple(run.inputs)
     if mode == "sequential":
