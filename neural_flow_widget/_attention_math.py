@@ -101,18 +101,24 @@ def attention_probs(
         pq, pk = _pool_factor(q_len, max_exact), _pool_factor(k_len, max_exact)
         rows = _block_rows(block, heads, k_len, pq)
         factor = 1.0 / math.sqrt(dim) if scale is None else float(scale)
-        out = torch.empty(heads, -(-q_len // pq), -(-k_len // pk), device=qs.device)
+        qs = qs * factor  # scaling the queries costs less than scaling the scores
         kt = ks.transpose(1, 2)
+        blocks = []
         for r0 in range(0, q_len, rows):
             r1 = min(r0 + rows, q_len)
-            scores = torch.matmul(qs[:, r0:r1], kt).mul_(factor)
-            if is_causal:
-                rows_i = torch.arange(r0, r1, device=qs.device)[:, None]
-                scores.masked_fill_(rows_i < torch.arange(k_len, device=qs.device), _NEG_INF)
+            scores = torch.matmul(qs[:, r0:r1], kt)
+            blank = None  # rows that every key is masked out of: softmax gives NaN there
+            if is_causal:  # top-left aligned: row i always sees key 0, so no row is blank
+                scores.add_(_causal_bias(r0, r1, k_len, scores.device))
             if mask is not None:
-                scores = _apply_mask(scores, _mask_rows(mask, head_shape, r0, r1))
-            out[:, r0 // pq : -(-r1 // pq)] = _pool(_safe_softmax(scores), pq, pk)
-        return _make_map(out, q_len, k_len, (pq, pk), "sdpa", bool(is_causal))
+                rows_mask = _mask_rows(mask, head_shape, r0, r1)
+                scores, blank = _apply_mask(scores, rows_mask)
+            probs = torch.softmax(scores, dim=-1)
+            if blank is not None and bool(blank.any()):  # rare: skip the pass otherwise
+                probs.masked_fill_(blank, 0.0)
+            blocks.append(_pool(probs, pq, pk))
+        out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
+        return _make_map(out, q_len, k_len, (pq, pk), "sdpa", bool(is_causal), owned=True)
 
 
 # ---------------------------------------------------------------------------- math helpers
@@ -169,15 +175,30 @@ def _mask_rows(mask: Tensor, head_shape: tuple[int, ...], r0: int, r1: int) -> T
     return mask.expand(*head_shape, *tail).reshape(-1, *tail)
 
 
-def _apply_mask(scores: Tensor, mask: Tensor) -> Tensor:
-    if mask.dtype == torch.bool:
-        return scores.masked_fill_(~mask, _NEG_INF)
-    return scores.add_(mask.to(scores.dtype))
+def _apply_mask(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Scores with the mask applied, and which rows it blanks out entirely (a bool mask
+    broadcasting against the scores, from the mask alone: far smaller than the scores)."""
+    if mask.dtype == torch.bool:  # made additive first: a broadcast add beats masked_fill
+        bias = torch.zeros(mask.shape, device=mask.device).masked_fill_(~mask, _NEG_INF)
+        return scores.add_(bias), ~mask.any(-1, keepdim=True)
+    return scores.add_(mask.to(scores.dtype)), (mask == _NEG_INF).all(-1, keepdim=True)
 
 
-def _safe_softmax(scores: Tensor) -> Tensor:
-    probs = torch.softmax(scores, dim=-1)
-    return probs.masked_fill_(scores.amax(-1, keepdim=True) == _NEG_INF, 0.0)
+_CAUSAL: dict[tuple, Tensor] = {}  # additive causal masks by rows, keys and device
+
+
+def _causal_bias(r0: int, r1: int, k_len: int, device: torch.device) -> Tensor:
+    """(r1 - r0, k_len) float32: -inf where key j > query row i, else 0 (cached)."""
+    key = (r0, r1, k_len, device)
+    bias = _CAUSAL.get(key)
+    if bias is None:
+        rows = torch.arange(r0, r1, device=device)[:, None]
+        later = rows < torch.arange(k_len, device=device)
+        bias = torch.zeros(later.shape, device=device).masked_fill_(later, _NEG_INF)
+        if len(_CAUSAL) >= 64:
+            _CAUSAL.clear()
+        _CAUSAL[key] = bias
+    return bias
 
 
 def _pool_factor(length: int, max_exact: int) -> int:
@@ -215,9 +236,12 @@ def _pool(p: Tensor, pq: int, pk: int) -> Tensor:
 
 
 def _make_map(
-    weights: Tensor, q_len: int, k_len: int, pool: tuple[int, int], source: str, causal: bool
+    weights: Tensor, q_len: int, k_len: int, pool: tuple[int, int], source: str, causal: bool,
+    *, owned: bool = False,
 ) -> AttentionMap:
-    array = weights.detach().to(device="cpu", dtype=torch.float32, copy=True).numpy()
+    """``owned``: ``weights`` is a tensor made here, which the map may keep as it is (on the
+    host, float32); otherwise it is copied, so that the model's own tensors are never kept."""
+    array = weights.detach().to(device="cpu", dtype=torch.float32, copy=not owned).numpy()
     array.setflags(write=False)
     return AttentionMap(array, int(q_len), int(k_len), pool, source, causal)
 
