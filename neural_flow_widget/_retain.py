@@ -294,7 +294,8 @@ def _store_host(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
     scales: dict[str, float] = {}
     halves = [name for name, (_, storage, _) in plan.items() if storage == "f16"]
     if halves:
-        joined = torch.cat([plan[name][0] for name in halves])
+        parts_16 = [plan[name][0] for name in halves]
+        joined = parts_16[0] if len(parts_16) == 1 else torch.cat(parts_16)  # (copied below)
         scale = _scale_for(_peak(joined) if peak is None else peak)
         if scale != 1.0:
             joined = joined * (1.0 / scale)
