@@ -15,7 +15,15 @@ The walk, for a selection S of call indices:
 4. Kinds: the primary incoming edge is the one whose source has the most ancestors (the
    deepest pathway; ties go to the earliest node); it is ``flow``. Another source that is an
    ancestor of the primary source is a ``skip``; any other is a ``merge``.
-5. A stage with no source at all is attached to the previous stage (or the first input) by a
+5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
+   takes as input (a residual stream in a pre-norm transformer is read by every block's first
+   norm).  A non-primary source reached only through a relay, and that is an ancestor of
+   another non-primary source, gets no edge: it was shown entering the stage that read the
+   relay, and is carried on by the newer source.  Without this every stage after a long
+   residual stream would get an edge from every earlier sublayer; with it each gets its
+   predecessor and the latest residual.  Ancestry (step 4) still counts every source, and
+   sources reached directly (a DenseNet's concatenation of all earlier features) all stay.
+6. A stage with no source at all is attached to the previous stage (or the first input) by a
    ``flow`` edge, so the figure is always connected; such edges do not count as ancestry.
 """
 
@@ -43,37 +51,55 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
     own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
     parents = graph.parents
 
-    def walk(start: Sequence[int], skip: set[int]) -> set[str]:
-        """Sources reached from ``start``; owners in ``skip`` are walked through."""
+    readers: dict[int, list[int]] = {}  # op -> the selected stages that take it as input
+    for s in chosen:
+        for op in graph.call_inputs[s]:
+            readers.setdefault(op, []).append(s)
+
+    def walk(start: Sequence[int], skip: set[int]) -> tuple[set[str], set[str]]:
+        """Sources reached from ``start`` (owners in ``skip`` are walked through), and those
+        of them reached only through a relay: a walked-through op that another selected
+        stage also takes as input (step 5)."""
         found: set[str] = set()
         seen: set[int] = set()
-        todo = list(start)
-        while todo:
+        todo, relays = list(start), []
+        direct = True
+        while todo or relays:
+            if not todo:  # the direct part is done: go on through the relays
+                todo, relays, direct = relays, [], False
+                found_direct = set(found)
             op = todo.pop()
             if op in seen:
                 continue
-            seen.add(op)
             name = input_of_op.get(op)
             if name is not None:
+                seen.add(op)
                 found.add(name)
                 continue
             who = own[op]
             if who != -1 and who not in skip:
+                seen.add(op)
                 found.add(node_ids[who])
                 continue
+            if direct and op not in start and any(r not in skip for r in readers.get(op, ())):
+                relays.append(op)
+                continue
+            seen.add(op)
             todo.extend(parents[op])
-        return found
+        return found, (found - found_direct if not direct else set())
 
     sources: dict[str, set[str]] = {}
+    relayed: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
         skip.add(s)
-        sources[node_ids[s]] = walk(graph.call_inputs[s], skip)
+        sources[node_ids[s]], relayed[node_ids[s]] = walk(graph.call_inputs[s], skip)
     outputs_of = dict(graph.output_ops)
     for name in outputs:
-        sources[name] = walk(outputs_of.get(name, ()), set())
+        sources[name], relayed[name] = walk(outputs_of.get(name, ()), set())
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
-    return _classify(order, sources, set(node_ids.values()), inputs[0] if inputs else None)
+    return _classify(order, sources, relayed, set(node_ids.values()),
+                     inputs[0] if inputs else None)
 
 
 def sequential_edges(selected: Sequence[int], inputs: Sequence[str], outputs: Sequence[str],
@@ -86,8 +112,8 @@ def sequential_edges(selected: Sequence[int], inputs: Sequence[str], outputs: Se
     return tuple(edges)
 
 
-def _classify(order: list[str], sources: dict[str, set[str]], stages: set[str],
-              previous: str | None) -> tuple[Edge, ...]:
+def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str, set[str]],
+              stages: set[str], previous: str | None) -> tuple[Edge, ...]:
     rank = {name: i for i, name in enumerate(order)}
     ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
     depth: dict[str, int] = {}
@@ -102,7 +128,12 @@ def _classify(order: list[str], sources: dict[str, set[str]], stages: set[str],
         if found:
             primary = max(found, key=lambda src: (depth[src], -rank[src]))
             below = ancestors[primary]
+            others = [src for src in found if src != primary]
+            stale = {src for src in relayed.get(node, ()) if src != primary and any(
+                ancestors[u] >> rank[src] & 1 for u in others)}
             for src in found:
+                if src in stale:
+                    continue
                 kind: EdgeKind = "flow" if src == primary else (
                     "skip" if below >> rank[src] & 1 else "merge")
                 edges.append(Edge(src, node, kind))

@@ -36,6 +36,8 @@ def flows():
     yield "attention", nfw.trace(zoo.seeded(zoo.Attention), torch.randn(2, 5, 6),
                                  capture=False)
     yield "heads", nfw.trace(zoo.seeded(zoo.ThreeHeads), torch.randn(2, 4), capture=False)
+    yield "prenorm", nfw.trace(zoo.seeded(zoo.PreNorm), torch.randn(2, 4), capture=False)
+    yield "dense", nfw.trace(zoo.seeded(zoo.Dense), torch.randn(2, 4), capture=False)
     yield "unet_sequential", nfw.trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16),
                                        capture=False, topology="sequential")
     from transformers import GPT2Config, GPT2LMHeadModel

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import neural_flow_widget as nfw
-from zoo import (Attention, Branchy, InPlace, Keyword, Multimodal, Nested, ResNet, Reused,
-                 ThreeHeads, UNet, seeded)
+from zoo import (Attention, Branchy, Dense, InPlace, Keyword, Multimodal, Nested, PreNorm,
+                 ResNet, Reused, ThreeHeads, UNet, seeded)
 
 
 def edges(model, inputs, **options):
@@ -155,3 +155,28 @@ def test_in_place_write_into_a_buffer_reaches_later_readers():
     got = edges(model, torch.randn(2, 4))
     assert got == [("input:0", "write", "flow"), ("write", "read", "flow"),
                    ("read", "output:0", "flow")]
+
+
+def test_a_residual_stream_shows_each_sublayer_and_the_latest_residual():
+    # Every norm reads the stream, which holds every earlier sublayer's output; each gets its
+    # predecessor and the latest residual, not an edge from every sublayer before it.
+    got = edges(seeded(PreNorm), torch.randn(2, 4))
+    expected = [("input:0", "embed", "flow"), ("embed", "blocks.0.ln1", "flow")]
+    last, residual = "embed", None
+    for b in range(3):
+        p = f"blocks.{b}."
+        expected += [(residual, p + "ln1", "skip")] if residual else []
+        expected += [(last, p + "ln1", "flow")] if residual else []
+        expected += [(p + "ln1", p + "f1", "flow"), (last, p + "ln2", "skip"),
+                     (p + "f1", p + "ln2", "flow"), (p + "ln2", p + "f2", "flow")]
+        last, residual = p + "f2", p + "f1"
+    expected += [("blocks.2.f1", "ln_f", "skip"), ("blocks.2.f2", "ln_f", "flow"),
+                 ("ln_f", "head", "flow"), ("head", "output:0", "flow")]
+    assert got == expected
+
+
+def test_dense_connections_read_directly_all_stay():
+    got = edges(seeded(Dense), torch.randn(2, 4))
+    into_last = [src for src, dst, _ in got if dst == "layers.3"]
+    assert into_last == ["stem", "layers.0", "layers.1", "layers.2"]
+    assert len(got) == 2 + 2 + 3 + 4 + 1

@@ -61,6 +61,19 @@ def test_gpt2_residuals_inside_a_block_are_skips(gpt2):
     assert {e.kind for e in flow.select(["transformer.h.*"]).edges} == {"flow"}
 
 
+def test_gpt2_leaves_get_the_latest_residual_not_every_earlier_sublayer(gpt2):
+    ids = torch.randint(0, 64, (1, 8))
+    flow = nfw.trace(gpt2, ids, capture=False)
+    into = {}
+    for src, dst, kind in flow.edges:
+        into.setdefault(dst, []).append((src, kind))
+    assert into["transformer.h.2.ln_2"] == [("transformer.h.1.mlp.dropout", "skip"),
+                                           ("transformer.h.2.attn.resid_dropout", "flow")]
+    assert into["transformer.ln_f"] == [("transformer.h.2.attn.resid_dropout", "skip"),
+                                        ("transformer.h.2.mlp.dropout", "flow")]
+    assert max(len(v) for k, v in into.items() if k.startswith("transformer.h.")) == 2
+
+
 def test_bert_with_batch_encoding_like_dict_and_embeddings_merging(bert):
     ids = torch.randint(0, 64, (2, 9))
     mask = torch.ones_like(ids)

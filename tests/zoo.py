@@ -181,6 +181,50 @@ class Broken(nn.Module):
         return self.bad(self.norm(self.ok(x)))
 
 
+class PreNormBlock(nn.Module):
+    """A pre-norm residual block (GPT-2, ViT): the stream is added to in the block's body."""
+
+    def __init__(self, d: int = 8) -> None:
+        super().__init__()
+        self.ln1, self.f1 = nn.LayerNorm(d), nn.Linear(d, d)
+        self.ln2, self.f2 = nn.LayerNorm(d), nn.Linear(d, d)
+
+    def forward(self, h):
+        h = h + self.f1(self.ln1(h))
+        return h + self.f2(self.ln2(h))
+
+
+class PreNorm(nn.Module):
+    """Three pre-norm blocks on one residual stream, a final norm and a head."""
+
+    def __init__(self, d: int = 8) -> None:
+        super().__init__()
+        self.embed = nn.Linear(4, d)
+        self.blocks = nn.ModuleList(PreNormBlock(d) for _ in range(3))
+        self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, 2)
+
+    def forward(self, x):
+        h = self.embed(x)
+        for block in self.blocks:
+            h = block(h)
+        return self.head(self.ln_f(h))
+
+
+class Dense(nn.Module):
+    """DenseNet-style: every layer reads the concatenation of all earlier features."""
+
+    def __init__(self, d: int = 4, n: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Linear(4, d)
+        self.layers = nn.ModuleList(nn.Linear(d * (i + 1), d) for i in range(n))
+
+    def forward(self, x):
+        features = [self.stem(x)]
+        for layer in self.layers:
+            features.append(layer(torch.cat(features, -1)))
+        return features[-1]
+
+
 def seeded(cls, seed: int = 0):
     torch.manual_seed(seed)
     return cls().eval()

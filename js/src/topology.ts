@@ -13,6 +13,11 @@
  *      its sources m of ancestors(m) + {m}, over these real edges only.
  *   5. primary = the source with most ancestors (ties: earliest canonical) -> "flow";
  *      another source inside ancestors(primary) -> "skip"; else -> "merge".
+ *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
+ *      ancestor of s; any stage for an output) takes as input. The walk crosses relays only
+ *      after its direct part; a non-primary source found only beyond a relay that is an
+ *      ancestor of another non-primary source gets no edge (it was shown entering the stage
+ *      that read the relay). Ancestry (4) still counts every source.
  *   6. A stage without sources is attached (flow) to the previous selected stage by call
  *      index, or to inputs[0]; attachments do not count for 4-5.
  *   7. topology "sequential" ignores ops: inputs[0] -> stages in order -> every output.
@@ -90,15 +95,29 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   }
   const own = (o: number) => (ops[o][0] >= 0 ? owner[ops[o][0]] : -1);
 
-  // 2.-3. Backward walks; a stamp per op replaces a visited set per walk.
+  // 2.-3. Backward walks; a stamp per op replaces a visited set per walk. A relay (an op
+  // walked through that another selected stage also reads) is crossed only after the direct
+  // part of the walk; sources first found beyond it are "relayed" (step 5b).
+  const readers = new Map<number, number[]>();
+  for (const s of stages) for (const o of calls[s].in) (readers.get(o) ?? readers.set(o, []).get(o)!).push(s);
+  const isRelay = (o: number, stage: number): boolean =>
+    (readers.get(o) ?? []).some((r) => stage < 0 || (r !== stage && !isCallAncestor(graph, r, stage)));
   const stamp = new Int32Array(ops.length);
   let walk = 0;
-  const sourcesOf = (start: number[], stage: number): number[] => {
+  const relayed: Set<number>[] = [];
+  const sourcesOf = (start: number[], stage: number, node: number): number[] => {
     walk++;
     const found = new Set<number>();
-    const stack: number[] = [];
+    const starts = new Set(start);
+    let stack: number[] = [];
+    let held: number[] = [];
+    let direct: Set<number> | null = null;
     for (const o of start) if (stamp[o] !== walk) (stamp[o] = walk), stack.push(o);
-    while (stack.length) {
+    for (;;) {
+      if (!stack.length) {
+        if (!held.length) break;
+        (stack = held), (held = []), (direct = new Set(found));
+      }
       const o = stack.pop()!;
       const input = inputOfOp.get(o);
       if (input !== undefined) {
@@ -111,16 +130,21 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         found.add(stagePos.get(w)!);
         continue;
       }
+      if (direct === null && !starts.has(o) && isRelay(o, stage)) {
+        held.push(o);
+        continue;
+      }
       for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
     }
+    relayed[node] = direct === null ? new Set() : new Set([...found].filter((m) => !direct!.has(m)));
     return [...found].sort((a, b) => a - b);
   };
 
   const nNodes = nodeIds.length;
   const sources: number[][] = new Array(nNodes);
-  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, s)));
+  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, s, nIn + i)));
   const outputOps = new Map(graph.output_ops);
-  graph.outputs.forEach((name, i) => (sources[outBase + i] = sourcesOf(outputOps.get(name) ?? [], -1)));
+  graph.outputs.forEach((name, i) => (sources[outBase + i] = sourcesOf(outputOps.get(name) ?? [], -1, outBase + i)));
 
   // 4. Ancestor bitsets in canonical order (sources always precede their destination).
   const words = (nNodes + 31) >>> 5;
@@ -152,7 +176,10 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
       let primary = src[0];
       for (const m of src) if (ancCount[m] > ancCount[primary]) primary = m;
       const prow = primary * words;
+      const hasAncestor = (u: number, m: number) => (anc[u * words + (m >>> 5)] & (1 << (m & 31))) !== 0;
       for (const m of src) {
+        // 5b. an older contributor of a relayed stream: shown where the relay was read
+        if (m !== primary && relayed[n].has(m) && src.some((u) => u !== primary && u !== m && hasAncestor(u, m))) continue;
         const kind: EdgeKind =
           m === primary ? "flow" : anc[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
         edge(m, n, kind);

@@ -77,8 +77,10 @@ describe("folding", () => {
     const block = gpt.byId.get("layers.3")!;
     const open = buildView(gpt, toggleExpanded(gpt, unfolded, block));
     const skips = edgeText(open).filter((e) => e.endsWith("skip"));
-    // Both residual adds live in the block's own forward: with the block open they show as skips.
-    expect(skips).toEqual(["layers.2 -> layers.3.norm2 skip", "layers.2 -> layers.4 skip", "layers.3.attn -> layers.4 skip"]);
+    // Both residual adds live in the block's own forward: with the block open they show as
+    // skips. The stream from layers.2 reaches layers.4 only through the first add, which
+    // norm2 reads: it is shown entering norm2, and layers.3.attn carries it on (step 5b).
+    expect(skips).toEqual(["layers.2 -> layers.3.norm2 skip", "layers.3.attn -> layers.4 skip"]);
   });
 
   it("reveal unfolds and expands what hides a call; search matches name or type", () => {
