@@ -128,9 +128,12 @@ def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str,
         if found:
             primary = max(found, key=lambda src: (depth[src], -rank[src]))
             below = ancestors[primary]
-            others = [src for src in found if src != primary]
-            stale = {src for src in relayed.get(node, ()) if src != primary and any(
-                ancestors[u] >> rank[src] & 1 for u in others)}
+            covered = 0  # ancestors of the other sources (a source is never its own)
+            for src in found:
+                if src != primary:
+                    covered |= ancestors[src]
+            stale = {src for src in relayed.get(node, ()) if src != primary and
+                     covered >> rank[src] & 1}
             for src in found:
                 if src in stale:
                     continue

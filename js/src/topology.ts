@@ -176,10 +176,12 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
       let primary = src[0];
       for (const m of src) if (ancCount[m] > ancCount[primary]) primary = m;
       const prow = primary * words;
-      const hasAncestor = (u: number, m: number) => (anc[u * words + (m >>> 5)] & (1 << (m & 31))) !== 0;
+      // 5b. ancestors of the other sources (a source is never its own ancestor)
+      const covered = new Uint32Array(words);
+      for (const u of src) if (u !== primary) for (let w = 0; w < words; w++) covered[w] |= anc[u * words + w];
       for (const m of src) {
-        // 5b. an older contributor of a relayed stream: shown where the relay was read
-        if (m !== primary && relayed[n].has(m) && src.some((u) => u !== primary && u !== m && hasAncestor(u, m))) continue;
+        // an older contributor of a relayed stream: shown where the relay was read
+        if (m !== primary && relayed[n].has(m) && covered[m >>> 5] & (1 << (m & 31))) continue;
         const kind: EdgeKind =
           m === primary ? "flow" : anc[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
         edge(m, n, kind);
