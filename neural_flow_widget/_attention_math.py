@@ -184,20 +184,23 @@ def _apply_mask(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
     return scores.add_(mask.to(scores.dtype)), (mask == _NEG_INF).all(-1, keepdim=True)
 
 
-_CAUSAL: dict[tuple, Tensor] = {}  # additive causal masks by rows, keys and device
+_CAUSAL: dict[tuple, Tensor] = {}  # small additive causal masks by rows, keys and device
+_CAUSAL_CACHED = 1 << 18  # largest mask kept (1 MiB): a short sequence's, not a long one's
 
 
 def _causal_bias(r0: int, r1: int, k_len: int, device: torch.device) -> Tensor:
-    """(r1 - r0, k_len) float32: -inf where key j > query row i, else 0 (cached)."""
+    """(r1 - r0, k_len) float32: -inf where key j > query row i, else 0 (cached when small:
+    every layer of a model asks for the same one)."""
     key = (r0, r1, k_len, device)
     bias = _CAUSAL.get(key)
     if bias is None:
         rows = torch.arange(r0, r1, device=device)[:, None]
         later = rows < torch.arange(k_len, device=device)
         bias = torch.zeros(later.shape, device=device).masked_fill_(later, _NEG_INF)
-        if len(_CAUSAL) >= 64:
-            _CAUSAL.clear()
-        _CAUSAL[key] = bias
+        if (r1 - r0) * k_len <= _CAUSAL_CACHED:
+            if len(_CAUSAL) >= 16:
+                _CAUSAL.clear()
+            _CAUSAL[key] = bias
     return bias
 
 
