@@ -140,3 +140,34 @@ def test_capture_device_other_than_cpu_is_refused_before_running():
     model = zoo.seeded(zoo.UNet)
     with pytest.raises(ValueError, match="host memory"):
         nfw.trace(model, torch.randn(1, 1, 16, 16), capture_device="cuda")
+
+
+class _Overwrites(torch.nn.Module):
+    """Stage outputs written to after their stage returned, in the parent's body."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b, self.c = (torch.nn.Linear(4, 4) for _ in range(3))
+
+    def forward(self, x):
+        a = self.a(x)
+        a.mul_(-1.0)  # in place
+        b = self.b(x)
+        torch.add(x, 100.0, out=b)  # out=
+        c = self.c(x)
+        c[:, :2].fill_(1000.0)  # through a view
+        return a + b + c
+
+
+def test_an_output_written_to_after_its_stage_keeps_the_values_the_stage_returned():
+    model, x = zoo.seeded(_Overwrites), torch.randn(3, 4)
+    with torch.no_grad():
+        expected = {name: getattr(model, name)(x) for name in "abc"}
+    flow = nfw.trace(model, x)
+    for name in "abc":
+        (summary,) = flow.summary(name)
+        assert summary.max == pytest.approx(expected[name].max().item(), rel=1e-6)
+        assert summary.min == pytest.approx(expected[name].min().item(), rel=1e-6)
+        kept = flow.capture.outputs[flow.stage(name).index][0].retained.values("first")
+        np.testing.assert_allclose(kept, expected[name][0].numpy(), rtol=1e-6)
+
