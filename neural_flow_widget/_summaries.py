@@ -16,8 +16,8 @@ Cost model (what keeps a traced forward close to a plain one):
   ``max`` and ``sum`` come back as Python numbers (numpy takes min and max of float32 and
   float64: faster than ``torch.aminmax`` there, and fewer calls) and numpy computes the
   sampled statistics and the histogram from them.  Elsewhere (CUDA) nothing syncs until
-  one packed float64 vector comes to the host.  A float tensor holding NaN/Inf (the first pass shows
-  it) is redone with masks; an int tensor's ``torch.unique`` syncs by itself.
+  one packed float64 vector comes to the host.  A float tensor holding NaN/Inf (the first
+  pass shows it) is redone with masks; an int tensor's ``torch.unique`` syncs by itself.
 * No sorting of large tensors, no Python loops over elements or channels.
 * Capture (:func:`summarise_pending`) splits the CPU float kernel: the hook runs only the
   whole-tensor passes and copies the sample; the numpy statistics and the histogram run
@@ -217,6 +217,9 @@ def check_dense(t: object, *, who: str = "summarise()") -> torch.Tensor:
 # the CPU float kernel: host numbers, few calls
 
 
+_NUMPY_EXTREMES = frozenset((torch.float32, torch.float64))
+
+
 def _float_host_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
                      max_exact: int, *, copy: bool = False):  # fmt: skip
     """The part of the CPU float kernel that reads the whole tensor: exact min, max and sum,
@@ -236,9 +239,6 @@ def _float_host_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: i
     # a few thousand values: numpy does the rest without a torch call per statistic
     values, sampled = host_sample(flat, dtype, numel, max_exact, copy=copy)
     return _FloatSample(lo, hi, total / numel, values, sampled, bins)
-
-
-_NUMPY_EXTREMES = frozenset((torch.float32, torch.float64))
 
 
 class _FloatSample(NamedTuple):
