@@ -73,13 +73,14 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
 
         capture_state = CaptureState(sample=sample,
                                      budget_bytes=budget_bytes, attention=attention)
-    flags = [(m, m.training) for m in model.modules()]
+    flags = [(m, m.training) for m in (model, *probe.modules)]
     collecting = gc.isenabled()
     try:
         # The run allocates tens of thousands of small records (tags, call records) that
         # would trigger the cyclic collector over and over; nothing it makes is cyclic.
         gc.disable()
-        model.eval()
+        if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
+            model.eval()
         with torch.no_grad():
             run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
             mode = "dataflow" if use_tracer else "sequential"
@@ -99,7 +100,8 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         flow = _build(model, run, stages, mode, modules)
     finally:
         for module, flag in flags:
-            module.training = flag
+            if module.training != flag:
+                module.training = flag
         if collecting:
             gc.enable()
     if run.error is not None:
