@@ -1,4 +1,4 @@
-"""A throwaway JupyterLab server for browser tests and benchmarks."""
+"""A throwaway JupyterLab (or Notebook 7) server for browser tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -32,9 +32,15 @@ def write_notebook(folder: pathlib.Path, name: str, cells: list[str]) -> None:
     nbformat.write(nb, folder / name)
 
 
+#: the front ends a test can open a notebook in: module to run, the URL path of a notebook
+APPS = {"jupyterlab": ("jupyterlab", "lab/tree"), "notebook": ("notebook", "notebooks")}
+
+
 @contextlib.contextmanager
-def jupyterlab(folder: pathlib.Path, notebook: str) -> Iterator[str]:
-    """Serve ``folder`` with JupyterLab; yields the URL that opens ``notebook``."""
+def jupyterlab(folder: pathlib.Path, notebook: str, app: str = "jupyterlab") -> Iterator[str]:
+    """Serve ``folder`` with JupyterLab (or ``app="notebook"``: Jupyter Notebook 7); yields
+    the URL that opens ``notebook``."""
+    module, path = APPS[app]
     port, token = free_port(), "nfw-test-token"
     settings = folder / ".settings"
     news = settings / "@jupyterlab" / "apputils-extension"
@@ -43,10 +49,12 @@ def jupyterlab(folder: pathlib.Path, notebook: str) -> Iterator[str]:
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / ".cfg"),
                JUPYTER_RUNTIME_DIR=str(folder / ".rt"), JUPYTERLAB_SETTINGS_DIR=str(settings))
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        [sys.executable, "-m", module, "--no-browser", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--allow-root",
-         f"--ServerApp.root_dir={folder}", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         f"--ServerApp.root_dir={folder}",
+         *(["--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           if app == "jupyterlab" else [])],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -57,11 +65,11 @@ def jupyterlab(folder: pathlib.Path, notebook: str) -> Iterator[str]:
                 break
             except OSError:
                 if server.poll() is not None:
-                    raise RuntimeError("jupyter lab exited:\n" + server.stdout.read()) from None
+                    raise RuntimeError(f"{app} exited:\n" + server.stdout.read()) from None
                 if time.time() > deadline:
-                    raise RuntimeError("jupyter lab did not start within 60 s") from None
+                    raise RuntimeError(f"{app} did not start within 60 s") from None
                 time.sleep(0.5)
-        yield f"{base}/lab/tree/{notebook}?token={token}"
+        yield f"{base}/{path}/{notebook}?token={token}"
     finally:
         server.terminate()
         try:

@@ -1,5 +1,5 @@
-"""End to end through a real JupyterLab: open a notebook, run it, click a stage, see the
-activation arrive from the kernel. Saves test-artifacts/jupyterlab.png."""
+"""End to end through a real JupyterLab and a real Jupyter Notebook 7: open a notebook, run it,
+click a stage, see the activation arrive from the kernel. Saves test-artifacts/<app>.png."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ PAINTED = """(c) => { const g = c.getContext('2d'); if (!c.width || !c.height) r
   return lit > 50; }"""
 
 
-def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path):
+@pytest.mark.parametrize("app", ["jupyterlab", "notebook"])
+def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
     from playwright.sync_api import sync_playwright
 
     write_notebook(tmp_path, "flow.ipynb", [
@@ -38,7 +39,7 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path):
         "print('SELECTED=' + str(widget.selected))",
     ])
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path, "flow.ipynb") as url, sync_playwright() as p:
+    with jupyterlab(tmp_path, "flow.ipynb", app) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors: list[str] = []
@@ -61,7 +62,7 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path):
         assert all(dy < 2 and gap >= 0 and width < 120 for _, dy, gap, width in rows), rows
         page.mouse.move(5, 500)  # no hover highlight in the screenshot
         page.wait_for_timeout(300)
-        page.screenshot(path=str(ARTIFACTS / "jupyterlab.png"), full_page=False)
+        page.screenshot(path=str(ARTIFACTS / f"{app}.png"), full_page=False)
         # The click reached the kernel: the selection is now the clicked stage.
         page.locator(".jp-Cell").nth(1).click()
         page.keyboard.press("Shift+Enter")
