@@ -69,7 +69,9 @@ export class GraphView {
     this.clusterLayer = s("g", { class: "nfw-clusters" });
     this.edgeLayer = s("g", { class: "nfw-edges" });
     this.nodeLayer = s("g", { class: "nfw-nodes" });
-    this.world.append(this.clusterLayer, this.edgeLayer, this.nodeLayer);
+    // Edges under the (nearly clear) group boxes: a route into a group passes under its
+    // header, whose title has a halo and whose badge is opaque, instead of over them.
+    this.world.append(this.edgeLayer, this.clusterLayer, this.nodeLayer);
     this.svg.append(defs, this.world);
     const L = this.listeners;
     L.on(this.svg, "click", (e: MouseEvent) => this.click(e));
@@ -282,8 +284,8 @@ export class GraphView {
     style.textContent = GRAPH_CSS;
     const world = s("g", { transform: `translate(${pad},${pad})` });
     world.append(
-      s("g", {}, ...scene.clusters.map((c) => this.clusterEl(c))),
       s("g", {}, ...scene.edges.map((e) => this.edgeEl(e))),
+      s("g", {}, ...scene.clusters.map((c) => this.clusterEl(c))),
       s("g", {}, ...scene.nodes.map((n) => this.nodeEl(n))),
     );
     svg.append(style, s("rect", { width: w, height: hgt, fill: background }), this.defs.cloneNode(true), world);

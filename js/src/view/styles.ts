@@ -43,6 +43,7 @@ export const GRAPH_CSS = `
 .nfw-cluster.nfw-run rect.nfw-box { stroke-dasharray: 5 4; }
 .nfw-cluster .nfw-ct { font-size: 11.5px; font-weight: 600; fill: var(--nfw-fg1); }
 .nfw-cluster .nfw-ct2 { font-size: 11px; fill: var(--nfw-fg2); }
+.nfw-cluster .nfw-ct, .nfw-cluster .nfw-ct2 { paint-order: stroke; stroke: var(--nfw-bg); stroke-width: 4px; stroke-linejoin: round; }
 .nfw-cluster [data-action] { cursor: pointer; }
 
 .nfw-edge { fill: none; stroke: var(--nfw-flow); stroke-width: 1.4; }
