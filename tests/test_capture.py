@@ -171,3 +171,26 @@ def test_an_output_written_to_after_its_stage_keeps_the_values_the_stage_returne
         kept = flow.capture.outputs[flow.stage(name).index][0].retained.values("first")
         np.testing.assert_allclose(kept, expected[name][0].numpy(), rtol=1e-6)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
+def test_captured_summaries_and_views_for_every_float_dtype_and_memory_layout(dtype, layout):
+    model = zoo.seeded(zoo.UNet).to(dtype=dtype, memory_format=layout)
+    x = torch.randn(2, 1, 16, 16).to(dtype=dtype, memory_format=layout)
+    outputs = {}
+    hooks = [m.register_forward_hook(lambda m, a, out, n=n: outputs.__setitem__(n, out.clone()))
+             for n, m in model.named_modules() if n]
+    with torch.no_grad():
+        model(x)
+    for hook in hooks:
+        hook.remove()
+    flow = nfw.trace(model, x, sample=1)
+    assert not [s.error for s in flow.calls if s.error]
+    for name in ("enc1.conv", "enc2", "up1", "dec1", "head"):
+        (summary,) = flow.summary(name)
+        out = outputs[name].double()
+        assert (summary.min, summary.max) == (out.min().item(), out.max().item()), name
+        assert summary.mean == pytest.approx(out.mean().item(), rel=1e-3, abs=1e-3), name
+        view = flow.view(name)
+        assert view.data.size and np.isfinite([view.vmin, view.vmax]).all(), name
