@@ -42,6 +42,14 @@ def cases():
     yield "unet512", lambda: models.UNet().eval(), lambda: torch.randn(8, 3, 512, 512)
 
 
+def synchronised(fn):
+    def run():
+        fn()
+        torch.cuda.synchronize()
+
+    return run
+
+
 def median_times(fns, repeat, clock=time.perf_counter):
     times = {name: [] for name in fns}
     for name, fn in fns.items():  # warm up
@@ -91,6 +99,7 @@ def main() -> None:
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="wall time, or this process's CPU time (steadier on a busy "
                              "machine)")
+    parser.add_argument("--device", default="cpu", help="run the models there (e.g. cuda)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     parser.add_argument("--peers", action="store_true",
                         help="also time torchview and torchlens if installed")
@@ -101,14 +110,14 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; "
+    print(f"torch {torch.__version__} on {args.device}, {torch.get_num_threads()} threads; "
           f"median of {args.repeat} interleaved runs, {args.clock} clock")
     print(f"{'model':<10} {'forward':>9} {'topology':>9} {'ratio':>6} {'+capture':>9} {'ratio':>6}")
     retained = []
     for name, make_model, make_input in cases():
         if only and name not in only:
             continue
-        model, x = make_model(), make_input()
+        model, x = make_model().to(args.device), make_input().to(args.device)
 
         def plain():
             with torch.no_grad():
@@ -119,6 +128,8 @@ def main() -> None:
             fns["capture"] = lambda: nfw.trace(model, x)
         if args.peers:
             fns.update(peers(model, x))
+        if args.device != "cpu":  # time what was queued too
+            fns = {name: synchronised(fn) for name, fn in fns.items()}
         t = median_times(fns, args.repeat, clock)
         row = f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms " \
               f"{t['topology'] / t['plain']:5.2f}x"
