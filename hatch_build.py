@@ -1,10 +1,16 @@
-"""Build hook: bundle the front end (js/ -> neural_flow_widget/static/widget.js) when the
-package is built, so that `pip install .` yields a working widget. Needs Node.js and npm;
-skipped when the bundle is already newer than every source file (e.g. an sdist that carries it).
+"""Build hook: bundle the front end (js/ -> neural_flow_widget/static/widget.js) and compile
+the capture path for float32 CPU activations (neural_flow_widget/_native/reduce.c) when the
+package is built, so that `pip install .` yields a working widget.
+
+The bundle needs Node.js and npm; it is skipped when already newer than every source file
+(e.g. an sdist that carries it). The compiled path needs a C compiler (`cc`); without one the
+package still works (capture takes its torch path) and the build says so. A wheel that
+carries the compiled libraries is tagged for its platform.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import shutil
 import subprocess
@@ -15,6 +21,15 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 class CustomBuildHook(BuildHookInterface):
     def initialize(self, version: str, build_data: dict) -> None:
         root = pathlib.Path(self.root)
+        self._bundle(root)
+        if self.target_name != "wheel":
+            return  # an sdist carries reduce.c, not what it compiles to
+        # the libraries are ignored by git; pyproject's wheel `artifacts` take them in
+        if self._compile(root) and version != "editable":
+            build_data["pure_python"] = False
+            build_data["infer_tag"] = True
+
+    def _bundle(self, root: pathlib.Path) -> None:
         js, bundle = root / "js", root / "neural_flow_widget" / "static" / "widget.js"
         if not (js / "package.json").exists():
             return  # an sdist without the JS sources: the bundle must already be there
@@ -30,3 +45,20 @@ class CustomBuildHook(BuildHookInterface):
             subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund",
                             "--loglevel=error"], cwd=js, check=True)
         subprocess.run([npm, "run", "-s", "build"], cwd=js, check=True)
+
+    def _compile(self, root: pathlib.Path) -> list[pathlib.Path]:
+        # the build script is loaded by path: importing the package would need torch
+        script = root / "neural_flow_widget" / "_native" / "build.py"
+        spec = importlib.util.spec_from_file_location("_nfw_native_build", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        try:
+            libraries = module.build()
+        except RuntimeError as error:
+            self.app.display_warning(f"neural_flow_widget: the compiled capture path was not "
+                                     f"built; capture takes its torch path.\n{error}")
+            return []
+        if not libraries:
+            self.app.display_warning("neural_flow_widget: no C compiler found; capture takes "
+                                     "its torch path (slower on CPU conv nets)")
+        return libraries

@@ -103,19 +103,23 @@ class CaptureState:
         return kept
 
     def _reduce(self, leaf: str, tensor: torch.Tensor) -> Captured:
-        from . import _retain, _summaries
+        from . import _native, _retain, _summaries
 
         # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
         # these ops never enter the graph.
+        budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
         try:  # the tensor is read once (attribute reads are torch calls too) for both
             dense = _summaries.read_dense(tensor)
+            # the compiled path, where it applies (float32 image / sequence on the CPU)
+            fast = _native.reduce(dense, self.sample, budget) if _native.LIB else None
+            if fast is not None:
+                return Captured(leaf, *fast)
             summary = _summaries.summarise_pending(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"
             failed = _summaries.summary_failed(tensor, reason)
             return Captured(leaf, _summaries.PendingSummary(failed), None, reason)
         try:
-            budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
             # the summary's exact min/max bound what retention keeps: no scale search
             peak = None if summary.min is None else max(-summary.min, summary.max)
             retained = _retain.retain_dense(dense, sample=self.sample, budget_bytes=budget,

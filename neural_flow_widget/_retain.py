@@ -192,11 +192,17 @@ def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Li
     return plan
 
 
-def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
-    length, dim = shape
+@functools.lru_cache(maxsize=1024)
+def _sequence_sizes(length: int, dim: int, budget: int) -> tuple[int, tuple[int, int]]:
+    """(norms kept, token map size) of the sequence layout; cached."""
     n_norms = min(length, _NORMS, budget // 16)
     heat = fit_axes(length, dim, (budget - 4 * n_norms) // 2, _MAP_SIDE)
-    heat = even(length, heat[0]), even(dim, heat[1])
+    return n_norms, (even(length, heat[0]), even(dim, heat[1]))
+
+
+def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+    length, dim = shape
+    n_norms, heat = _sequence_sizes(length, dim, budget)
     norms = torch.linalg.vector_norm(x, 2, dim=1)  # fast along a contiguous last axis
     if n_norms < length:
         norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh "[test]"
 if [ -f scripts/install_browser.sh ]; then bash scripts/install_browser.sh; fi
 (cd js && npm test --silent && npm run -s test:browser)
-exec .venv/bin/python -m pytest -q "$@"
+# the compiled capture path must have been built (tests/test_native.py fails otherwise)
+NFW_REQUIRE_NATIVE=1 exec .venv/bin/python -m pytest -q "$@"

@@ -26,10 +26,13 @@ def _tensors():
     yield torch.empty(0, 3)
 
 
-def _same(a, b):
+def _same(a, b, summed=()):
+    """Field by field equal; the fields in ``summed`` (a sum's order may differ) to 1e-6."""
     for f in dataclasses.fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
+        if f.name in summed:
+            assert x == pytest.approx(y, rel=1e-6, abs=1e-7), f.name
+        elif isinstance(x, np.ndarray):
             assert x.dtype == y.dtype and np.array_equal(x, y), f.name
         else:
             assert x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y)), f.name
@@ -73,4 +76,5 @@ def test_flow_summary_matches_summarise():
     flow = nfw.trace(Net(), torch.randn(2, 8))
     for name in ("a", "b"):
         (got,) = flow.summary(name)
-        _same(got, _summaries.summarise(seen[name]))
+        # the compiled path (_native) sums in another order: mean and std to rounding
+        _same(got, _summaries.summarise(seen[name]), summed=("mean", "std"))
