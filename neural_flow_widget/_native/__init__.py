@@ -18,13 +18,19 @@ takes the torch path.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import os
 import pathlib
+import threading
 from types import MappingProxyType
 
 import numpy as np
 import torch
+
+from .._retain import Retained, _image_sizes, _rank_rows, _sequence_sizes
+from .._summaries import MAX_EXACT, PendingSummary, _FloatSample
+from .._summary_kernels import sample_plan
 
 __all__ = ["LIB", "library_path", "reduce"]
 
@@ -73,24 +79,27 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def reduce(d, sample: int, budget: int):
-    """``(PendingSummary, Retained)`` of a float32 CPU tensor (a :class:`~.._summaries.Dense`)
-    of 3 or 4 dimensions, batch element ``sample`` kept; None where this path does not apply
-    (another dtype, device, layout or memory order, too many channels for the budget, a
-    sample out of range, NaN or Inf in the tensor): the torch path then runs."""
-    from .._retain import _image_sizes, _rank_rows, _scale_for, _sequence_sizes, Retained
-    from .._summaries import MAX_EXACT, PendingSummary, _FloatSample
-    from .._summary_kernels import sample_plan
+_local = threading.local()  # per thread: a work buffer reused from call to call
 
-    shape, numel = d.shape, d.numel
-    if LIB is None or d.dtype is not torch.float32 or d.device.type != "cpu" or numel == 0 \
-            or len(shape) not in (3, 4) or not 0 <= sample < shape[0] \
-            or not d.t.is_contiguous():  # fmt: skip
-        return None
-    plan = sample_plan(numel, MAX_EXACT)
-    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
-    values = np.empty(rows * width if plan is not None else numel, np.float32)
-    stats = np.empty(3, np.float64)
+
+def _work(floats: int) -> tuple[np.ndarray, int, int]:
+    """(a float64 array of 4 for the statistics, its address, the address of ``floats``
+    float32 of scratch), reused: a fresh buffer of this size would cost page faults."""
+    got = getattr(_local, "work", None)
+    if got is None or got[0] < floats:
+        buffer = np.empty(max(floats, 1 << 16) + 8, np.float32)  # + the statistics
+        address = _address(buffer)
+        stats = np.ndarray(4, np.float64, buffer, 0)
+        got = _local.work = (buffer.size - 8, buffer, stats, address)
+    return got[2], got[3], got[3] + 32
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(shape: tuple[int, ...], budget: int):
+    """What one call needs for a shape, computed once: (layout, the C arguments that depend
+    only on the shape, float16 parts as (name, shape), float16 count, work floats, kept part
+    size, sample plan); None when the shape has no compiled path (too many channels)."""
+    plan = sample_plan(math.prod(shape), MAX_EXACT)
     if len(shape) == 4:
         n, c, h, w = shape
         sizes = _image_sizes(c, h, w, budget)
@@ -99,56 +108,74 @@ def reduce(d, sample: int, budget: int):
         (gh, gw), (mh, mw), k, top = sizes
         k = max(k, 1)
         th, tw = top if top is not None else (0, 0)
-        halves = {"grid": (c, gh, gw), "mean": (mh, mw)}
+        halves = (("grid", (c, gh, gw)), ("mean", (mh, mw)))
         if top is not None:
-            halves["top"] = (k, th, tw)
-        n_halves = sum(math.prod(s) for s in halves.values())
-        buffer = np.empty(n_halves + h * w + w, np.float32)
+            halves += (("top", (k, th, tw)),)
+        n_halves = sum(math.prod(s) for _, s in halves)
+        args = (n, c, h, w, _rank_rows(c, h, w), k, gh, gw, mh, mw, th, tw)
+        return "image", args, halves, n_halves, n_halves + h * w + w, (c, k), plan
+    n, length, dim = shape
+    n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
+    work = hl * hd + length + max(length, dim)
+    return "sequence", (n, length, dim), (("tokens", (hl, hd)),), hl * hd, work, n_norms, plan
+
+
+def reduce(d, sample: int, budget: int):
+    """``(PendingSummary, Retained)`` of a float32 CPU tensor (a :class:`~.._summaries.Dense`)
+    of 3 or 4 dimensions, batch element ``sample`` kept; None where this path does not apply
+    (another dtype, device, layout or memory order, too many channels for the budget, a
+    sample out of range, NaN or Inf in the tensor): the torch path then runs."""
+    shape, numel = d.shape, d.numel
+    if LIB is None or d.dtype is not torch.float32 or d.device.type != "cpu" or numel == 0 \
+            or len(shape) not in (3, 4) or not 0 <= sample < shape[0] \
+            or not d.t.is_contiguous():  # fmt: skip
+        return None
+    planned = _plan(shape, budget)
+    if planned is None:
+        return None
+    layout, args, halves, n_halves, work, kept_size, plan = planned
+    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
+    values = np.empty(rows * width if plan is not None else numel, np.float32)
+    f16 = np.empty(n_halves, np.float16)
+    stats, stats_at, work_at = _work(work)
+    if layout == "image":
+        c, k = kept_size
         mean_abs, chosen = np.empty(c, np.float32), np.empty(k, np.int64)
-        LIB.nfw_image_f32(
-            d.t.data_ptr(), n, c, h, w, sample, _address(stats), width, step, first, rows,
-            _address(values), _rank_rows(c, h, w), k, gh, gw, mh, mw, th, tw,
-            _address(mean_abs), _address(chosen), _address(buffer),
-            _address(buffer) + 4 * n_halves,
-        )  # fmt: skip
+        n, c, h, w, rank_step, k, gh, gw, mh, mw, th, tw = args
+        LIB.nfw_image_f32(d.t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
+                          rows, _address(values), rank_step, k, gh, gw, mh, mw, th, tw,
+                          _address(mean_abs), _address(chosen), _address(f16), work_at)
         kept = {"channel_mean_abs": _read_only(mean_abs)}
-        if top is not None:
+        if th:
             kept["top_channels"] = _read_only(chosen)
-        layout = "image"
     else:
-        n, length, dim = shape
-        n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
-        halves = {"tokens": (hl, hd)}
-        n_halves = hl * hd
-        buffer = np.empty(n_halves + length + max(length, dim), np.float32)
-        norms = np.empty(n_norms, np.float32)
-        LIB.nfw_sequence_f32(
-            d.t.data_ptr(), n, length, dim, sample, _address(stats), width, step, first, rows,
-            _address(values), hl, hd, n_norms, _address(buffer), _address(norms),
-            _address(buffer) + 4 * n_halves,
-        )  # fmt: skip
+        norms = np.empty(kept_size, np.float32)
+        n, length, dim = args
+        hl, hd = halves[0][1]
+        LIB.nfw_sequence_f32(d.t.data_ptr(), n, length, dim, sample, stats_at, width, step,
+                             first, rows, _address(values), hl, hd, kept_size, _address(f16),
+                             _address(norms), work_at)
         kept = {"norms": _read_only(norms)}
-        layout = "sequence"
-    lo, hi, total = stats.tolist()
+    lo, hi, total, scale = stats.tolist()
     if not math.isfinite(lo + hi + total):
         return None  # NaN or Inf: the torch path's masked kernels count them
     summary = PendingSummary(
         head=dict(shape=shape, dtype="float32", device="cpu", kind="float", numel=numel),
         sample=_FloatSample(lo, hi, total / numel, values, rows * width if plan else None, 64),
     )  # fmt: skip
-    scale = _scale_for(max(-lo, hi))
-    host = np.empty(n_halves, np.float16)
-    LIB.nfw_to_half(_address(buffer), n_halves, 1.0 / scale, _address(host))
-    host = _read_only(host)
+    _read_only(f16)
     parts, offset = {}, 0
-    for name, part_shape in halves.items():
+    for name, part_shape in halves:
         size = math.prod(part_shape)
-        parts[name] = host[offset : offset + size].reshape(part_shape)
+        parts[name] = f16[offset : offset + size].reshape(part_shape)
         offset += size
     parts |= kept
-    order = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")
-    parts = {name: parts[name] for name in order if name in parts}
-    scales = {name: scale for name in halves} if scale != 1.0 else {}
+    parts = {name: parts[name] for name in _ORDER if name in parts}
+    scales = {name: scale for name, _ in halves} if scale != 1.0 else {}
     retained = Retained(layout, shape=shape, dtype="float32", sample=sample,
                         parts=MappingProxyType(parts), scales=MappingProxyType(scales))
     return summary, retained
+
+
+#: the parts in the order the torch path's plans give them
+_ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")

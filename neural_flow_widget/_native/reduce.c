@@ -12,8 +12,10 @@
  *                     and the mean over channels pooled.
  *   nfw_sequence_f32  (N, L, D): the same statistics and sample, and for `sample` the
  *                     token x feature map pooled and the per-token L2 norms (pooled).
- *   nfw_to_half       float32 -> float16 (round to nearest even) times a scale: numpy's
- *                     conversion takes several nanoseconds an element.
+ *
+ * Both write min, max, sum and the float16 scale to `stats`, and the float16 parts (divided
+ * by that scale, rounded to nearest even: numpy's conversion takes several nanoseconds an
+ * element) to `f16`; `work` is scratch.  nfw_to_half converts on its own.
  *
  * Pooling has adaptive_avg_pool2d's windows: window i of n -> p covers
  * [floor(i n / p), ceil((i + 1) n / p)).  Sums run in eight float lanes in blocks and are
@@ -291,6 +293,61 @@ static void pool_1d(const float *restrict x, int64_t n, int64_t p, float *restri
     }
 }
 
+/* float32 -> float16 bits, round to nearest even; overflow gives Inf, NaN stays NaN */
+static inline uint16_t half_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: rounds to Inf */
+    if (ax < 0x38800000u) { /* below 2**-14: a float16 subnormal (or zero) */
+        float a;
+        memcpy(&a, &ax, sizeof a);
+        a += 0.5f; /* the float unit rounds at the float16 subnormal step, 2**-24 */
+        uint32_t r;
+        memcpy(&r, &a, sizeof r);
+        return (uint16_t)(sign | (r - 0x3f000000u));
+    }
+    /* rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even */
+    ax += 0xc8000fffu + ((ax >> 13) & 1u);
+    return (uint16_t)(sign | (ax >> 13));
+}
+
+int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
+                    uint16_t *restrict dst) {
+    int64_t i = 0;
+#ifdef __F16C__
+    __m256 m = _mm256_set1_ps(multiplier);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    }
+#endif
+    for (; i < n; i++) dst[i] = half_bits(src[i] * multiplier);
+    return 0;
+}
+
+/* The power of two that float16 parts are divided by (the rule of _retain._scale_for): 1 when
+ * float16 holds the peak |x| well (2**-10 <= peak < 2**15) or there is nothing to scale,
+ * else the one putting the peak in [2**14, 2**15). */
+static double half_scale(double lo, double hi) {
+    double peak = -lo > hi ? -lo : hi;
+    if (!isfinite(peak) || peak == 0.0 || (peak >= 0x1p-10 && peak < 0x1p15)) return 1.0;
+    int exponent;
+    frexp(peak, &exponent);
+    return ldexp(1.0, exponent - 15);
+}
+
+/* stats <- min, max, sum, scale; the n float32 parts in halves -> float16 in f16 (divided
+ * by the scale), unless the tensor holds NaN or Inf (the caller redoes it then). */
+static void finish(const Stats *s, double *stats, const float *halves, int64_t n,
+                   uint16_t *f16) {
+    stats_out(s, stats);
+    stats[3] = half_scale(stats[0], stats[1]);
+    if (isfinite(stats[0] + stats[1] + stats[2]))
+        nfw_to_half(halves, n, (float)(1.0 / stats[3]), f16);
+}
+
 /* Statistics of the batch elements other than `sample`, each `block` elements long. */
 static void stats_others(Stats *s, const float *x, int64_t n_batch, int64_t block,
                          int64_t sample) {
@@ -302,11 +359,12 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
                       int64_t sample, double *stats, int64_t s_width, int64_t s_step,
                       int64_t s_first, int64_t s_rows, float *sample_out, int64_t rank_step,
                       int64_t k, int64_t gh, int64_t gw, int64_t mh, int64_t mw, int64_t th,
-                      int64_t tw, float *mean_abs, int64_t *top, float *halves,
-                      float *scratch) {
+                      int64_t tw, float *mean_abs, int64_t *top, uint16_t *f16,
+                      float *work) {
     const int64_t hw = h * w, numel = n_batch * c * hw;
+    const int64_t n_halves = c * gh * gw + mh * mw + (th > 0 ? k * th * tw : 0);
     const float *xs = x + sample * c * hw;
-    float *acc = scratch, *row = scratch + hw;
+    float *halves = work, *acc = work + n_halves, *row = acc + hw;
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, c * hw, sample);
@@ -356,7 +414,7 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
     pool_map(&to_mean, acc, mean, row);
     float inv_c = 1.0f / (float)c;
     for (int64_t i = 0; i < mh * mw; i++) mean[i] *= inv_c;
-    stats_out(&s, stats);
+    finish(&s, stats, halves, n_halves, f16);
     copy_sample(x, numel, s_width, s_step, s_first, s_rows, sample_out);
     return 0;
 }
@@ -364,11 +422,11 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
 int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_t dim,
                          int64_t sample, double *stats, int64_t s_width, int64_t s_step,
                          int64_t s_first, int64_t s_rows, float *sample_out, int64_t hl,
-                         int64_t hd, int64_t n_norms, float *tokens, float *norms,
-                         float *scratch) {
+                         int64_t hd, int64_t n_norms, uint16_t *f16, float *norms,
+                         float *work) {
     const int64_t numel = n_batch * length * dim;
     const float *xs = x + sample * length * dim;
-    float *token_norms = scratch, *row = scratch + length;
+    float *tokens = work, *token_norms = work + hl * hd, *row = token_norms + length;
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, length * dim, sample);
@@ -382,42 +440,8 @@ int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_
     Windows to_tokens;
     windows_init(&to_tokens, length, dim, hl, hd);
     pool_map(&to_tokens, xs, tokens, row);
-    stats_out(&s, stats);
+    finish(&s, stats, tokens, hl * hd, f16);
     copy_sample(x, numel, s_width, s_step, s_first, s_rows, sample_out);
-    return 0;
-}
-
-/* float32 -> float16 bits, round to nearest even; overflow gives Inf, NaN stays NaN */
-static inline uint16_t half_bits(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
-    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520: rounds to Inf */
-    if (ax < 0x38800000u) { /* below 2**-14: a float16 subnormal (or zero) */
-        float a;
-        memcpy(&a, &ax, sizeof a);
-        a += 0.5f; /* the float unit rounds at the float16 subnormal step, 2**-24 */
-        uint32_t r;
-        memcpy(&r, &a, sizeof r);
-        return (uint16_t)(sign | (r - 0x3f000000u));
-    }
-    /* rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even */
-    ax += 0xc8000fffu + ((ax >> 13) & 1u);
-    return (uint16_t)(sign | (ax >> 13));
-}
-
-int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
-                    uint16_t *restrict dst) {
-    int64_t i = 0;
-#ifdef __F16C__
-    __m256 m = _mm256_set1_ps(multiplier);
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
-        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    }
-#endif
-    for (; i < n; i++) dst[i] = half_bits(src[i] * multiplier);
     return 0;
 }
 
