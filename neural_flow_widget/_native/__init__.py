@@ -79,6 +79,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
+_MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
 _local = threading.local()  # per thread: a work buffer reused from call to call
 
 
@@ -108,6 +109,8 @@ def _plan(shape: tuple[int, ...], budget: int):
         (gh, gw), (mh, mw), k, top = sizes
         k = max(k, 1)
         th, tw = top if top is not None else (0, 0)
+        if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
+            return None
         halves = (("grid", (c, gh, gw)), ("mean", (mh, mw)))
         if top is not None:
             halves += (("top", (k, th, tw)),)
@@ -116,6 +119,8 @@ def _plan(shape: tuple[int, ...], budget: int):
         return "image", args, halves, n_halves, n_halves + h * w + w, (c, k), plan
     n, length, dim = shape
     n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
+    if max(hl, hd) > _MAX_POOLED:
+        return None
     work = hl * hd + length + max(length, dim)
     return "sequence", (n, length, dim), (("tokens", (hl, hd)),), hl * hd, work, n_norms, plan
 

@@ -195,16 +195,26 @@ typedef struct {
     float dense[SMALL_MAP * SMALL_MAP]; /* small maps: weight of cell e in output o at [e][o] */
 } Windows;
 
+/* Adaptive windows of n -> p without a division per window: i n = q p + r, stepped. */
+static void window_edges(int64_t n, int64_t p, int32_t *start, int32_t *end) {
+    const int64_t whole = n / p, part = n % p;
+    int64_t q = 0, r = 0; /* i n = q p + r, 0 <= r < p */
+    for (int64_t i = 0; i < p; i++) {
+        start[i] = (int32_t)q;
+        q += whole, r += part;
+        if (r >= p) q++, r -= p;
+        end[i] = (int32_t)(q + (r != 0)); /* ceil((i + 1) n / p) */
+    }
+}
+
 static void windows_init(Windows *win, int64_t h, int64_t w, int64_t ph, int64_t pw) {
     win->h = h, win->w = w, win->ph = ph, win->pw = pw;
-    for (int64_t i = 0; i < ph && i < MAX_POOLED; i++)
-        win->rs[i] = (int32_t)(i * h / ph), win->re[i] = (int32_t)(((i + 1) * h + ph - 1) / ph);
-    for (int64_t j = 0; j < pw && j < MAX_POOLED; j++) {
-        win->cs[j] = (int32_t)(j * w / pw), win->ce[j] = (int32_t)(((j + 1) * w + pw - 1) / pw);
-        win->col_inv[j] = 1.0f / (float)(win->ce[j] - win->cs[j]);
-    }
-    if (h * w <= SMALL_MAP && ph * pw > 0) {
-        memset(win->dense, 0, sizeof win->dense);
+    if (ph <= 0 || pw <= 0 || (ph == h && pw == w)) return; /* nothing pooled: a copy */
+    window_edges(h, ph, win->rs, win->re);
+    window_edges(w, pw, win->cs, win->ce);
+    for (int64_t j = 0; j < pw; j++) win->col_inv[j] = 1.0f / (float)(win->ce[j] - win->cs[j]);
+    if (h * w <= SMALL_MAP) {
+        memset(win->dense, 0, (size_t)(h * w) * SMALL_MAP * sizeof(float));
         for (int64_t i = 0; i < ph; i++)
             for (int64_t j = 0; j < pw; j++) {
                 float weight = 1.0f / (float)((win->re[i] - win->rs[i]) * (win->ce[j] - win->cs[j]));
@@ -239,10 +249,29 @@ static void pool_columns(const Windows *win, const float *restrict src, float *r
         }
     }
     for (int64_t j = 0; j < pw; j++) {
-        float total = 0.0f;
-        for (int64_t q = win->cs[j]; q < win->ce[j]; q++) total += src[q];
+        int64_t q = win->cs[j], end = win->ce[j];
+        v8f lanes = {0};
+        for (; q + LANES <= end; q += LANES) lanes += load8(src + q); /* wide windows */
+        float total = lanes_sum(lanes);
+        for (; q < end; q++) total += src[q];
         dst[j] = total * (scale * win->col_inv[j]);
     }
+}
+
+/* Pooled row i of the map m (win's windows) into dst; row: w floats of scratch. */
+static void pool_row(const Windows *win, const float *restrict m, int64_t i,
+                     float *restrict dst, float *restrict row) {
+    const int64_t w = win->w, start = win->rs[i], end = win->re[i];
+    const float *src = m + start * w;
+    if (end - start > 1) {
+        memcpy(row, src, (size_t)w * sizeof(float));
+        for (int64_t r = start + 1; r < end; r++) {
+            const float *restrict next = m + r * w;
+            for (int64_t q = 0; q < w; q++) row[q] += next[q];
+        }
+        src = row;
+    }
+    pool_columns(win, src, dst, 1.0f / (float)(end - start));
 }
 
 /* Average pool of the map m to win's size into out; row: w floats of scratch. */
@@ -268,19 +297,7 @@ static void pool_map(const Windows *win, const float *restrict m, float *restric
         memcpy(out, total, (size_t)outputs * sizeof(float));
         return;
     }
-    for (int64_t i = 0; i < ph; i++) {
-        int64_t start = win->rs[i], end = win->re[i];
-        const float *src = m + start * w;
-        if (end - start > 1) {
-            memcpy(row, src, (size_t)w * sizeof(float));
-            for (int64_t r = start + 1; r < end; r++) {
-                const float *restrict next = m + r * w;
-                for (int64_t q = 0; q < w; q++) row[q] += next[q];
-            }
-            src = row;
-        }
-        pool_columns(win, src, out + i * pw, 1.0f / (float)(end - start));
-    }
+    for (int64_t i = 0; i < ph; i++) pool_row(win, m, i, out + i * pw, row);
 }
 
 /* Average pool of the n values of x to p (1-D, any p), into out. */
@@ -430,16 +447,28 @@ int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, length * dim, sample);
-    stats_add(&s, xs, length * dim, NULL);
-    for (int64_t l = 0; l < length; l++)
-        token_norms[l] = (float)sqrt(lane_sum(xs + l * dim, dim, 1));
+    /* row by row, so that each token is read from memory once: its statistics and norm,
+     * then its window of rows pooled while they are still in the cache */
+    Windows win;
+    windows_init(&win, length, dim, hl, hd);
+    const int copy = hl == length && hd == dim;
+    int64_t done = 0; /* rows read so far (windows may share a row) */
+    for (int64_t i = 0; i < hl; i++) {
+        int64_t end = copy ? i + 1 : win.re[i];
+        for (; done < end; done++) {
+            const float *token = xs + done * dim;
+            stats_add(&s, token, dim, NULL);
+            token_norms[done] = (float)sqrt(lane_sum(token, dim, 1));
+        }
+        if (copy)
+            memcpy(tokens + i * dim, xs + i * dim, (size_t)dim * sizeof(float));
+        else
+            pool_row(&win, xs, i, tokens + i * hd, row);
+    }
     if (n_norms == length)
         memcpy(norms, token_norms, (size_t)length * sizeof(float));
     else
         pool_1d(token_norms, length, n_norms, norms);
-    Windows to_tokens;
-    windows_init(&to_tokens, length, dim, hl, hd);
-    pool_map(&to_tokens, xs, tokens, row);
     finish(&s, stats, tokens, hl * hd, f16);
     copy_sample(x, numel, s_width, s_step, s_first, s_rows, sample_out);
     return 0;
