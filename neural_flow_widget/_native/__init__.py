@@ -80,6 +80,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 
 _MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
+_SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled as one block (reduce.c)
 _local = threading.local()  # per thread: a work buffer reused from call to call
 
 
@@ -116,7 +117,8 @@ def _plan(shape: tuple[int, ...], budget: int):
             halves += (("top", (k, th, tw)),)
         n_halves = sum(math.prod(s) for _, s in halves)
         args = (n, c, h, w, _rank_rows(c, h, w), k, gh, gw, mh, mw, th, tw)
-        return "image", args, halves, n_halves, n_halves + h * w + w, (c, k), plan
+        work = n_halves + h * w + w + (c * h * gw if h * w <= _SMALL_CHANNEL else 0)
+        return "image", args, halves, n_halves, work, (c, k), plan
     n, length, dim = shape
     n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
     if max(hl, hd) > _MAX_POOLED:

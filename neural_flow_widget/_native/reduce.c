@@ -188,6 +188,7 @@ static void copy_sample(const float *x, int64_t n, int64_t width, int64_t step, 
  * [floor(i n / p), ceil((i + 1) n / p)). */
 #define MAX_POOLED 256
 #define SMALL_MAP 64 /* maps of at most this many cells: a weight matrix pools both axes */
+#define SMALL_CHANNEL 1024 /* channels of at most this many cells are pooled as a block */
 typedef struct {
     int64_t h, w, ph, pw;
     int32_t rs[MAX_POOLED], re[MAX_POOLED], cs[MAX_POOLED], ce[MAX_POOLED];
@@ -225,28 +226,38 @@ static void windows_init(Windows *win, int64_t h, int64_t w, int64_t ph, int64_t
     }
 }
 
+/* dst[j] = f * (sum of src[k j : k j + k]) for j < n; loops the compiler vectorises */
+static void sum_groups(const float *restrict src, int64_t n, int64_t k, float f,
+                       float *restrict dst) {
+    switch (k) {
+    case 1:
+        for (int64_t j = 0; j < n; j++) dst[j] = src[j] * f;
+        return;
+    case 2:
+        for (int64_t j = 0; j < n; j++) dst[j] = (src[2 * j] + src[2 * j + 1]) * f;
+        return;
+    case 3:
+        for (int64_t j = 0; j < n; j++) dst[j] = (src[3 * j] + src[3 * j + 1] + src[3 * j + 2]) * f;
+        return;
+    case 4:
+        for (int64_t j = 0; j < n; j++)
+            dst[j] = ((src[4 * j] + src[4 * j + 1]) + (src[4 * j + 2] + src[4 * j + 3])) * f;
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        float total = 0.0f;
+        for (int64_t q = 0; q < k; q++) total += src[k * j + q];
+        dst[j] = total * f;
+    }
+}
+
 /* Pool one row (w values) to pw columns, times scale. */
 static void pool_columns(const Windows *win, const float *restrict src, float *restrict dst,
                          float scale) {
     const int64_t w = win->w, pw = win->pw;
-    if (w % pw == 0) { /* equal windows: loops the compiler vectorises */
-        const float f = scale * win->col_inv[0];
-        switch (w / pw) {
-        case 1:
-            for (int64_t j = 0; j < pw; j++) dst[j] = src[j] * f;
-            return;
-        case 2:
-            for (int64_t j = 0; j < pw; j++) dst[j] = (src[2 * j] + src[2 * j + 1]) * f;
-            return;
-        case 3:
-            for (int64_t j = 0; j < pw; j++)
-                dst[j] = (src[3 * j] + src[3 * j + 1] + src[3 * j + 2]) * f;
-            return;
-        case 4:
-            for (int64_t j = 0; j < pw; j++)
-                dst[j] = ((src[4 * j] + src[4 * j + 1]) + (src[4 * j + 2] + src[4 * j + 3])) * f;
-            return;
-        }
+    if (w % pw == 0 && w / pw <= 4) { /* equal short windows */
+        sum_groups(src, pw, w / pw, scale * win->col_inv[0], dst);
+        return;
     }
     for (int64_t j = 0; j < pw; j++) {
         int64_t q = win->cs[j], end = win->ce[j];
@@ -263,9 +274,10 @@ static void pool_row(const Windows *win, const float *restrict m, int64_t i,
                      float *restrict dst, float *restrict row) {
     const int64_t w = win->w, start = win->rs[i], end = win->re[i];
     const float *src = m + start * w;
-    if (end - start > 1) {
-        memcpy(row, src, (size_t)w * sizeof(float));
-        for (int64_t r = start + 1; r < end; r++) {
+    if (end - start > 1) { /* (no copy first: a load right after a store of it stalls) */
+        const float *restrict first = src, *restrict second = src + w;
+        for (int64_t q = 0; q < w; q++) row[q] = first[q] + second[q];
+        for (int64_t r = start + 2; r < end; r++) {
             const float *restrict next = m + r * w;
             for (int64_t q = 0; q < w; q++) row[q] += next[q];
         }
@@ -298,6 +310,66 @@ static void pool_map(const Windows *win, const float *restrict m, float *restric
         return;
     }
     for (int64_t i = 0; i < ph; i++) pool_row(win, m, i, out + i * pw, row);
+}
+
+/* The weight-matrix pooling of two small maps (consecutive in x and in out) to at most 32
+ * outputs each: two independent sets of running sums, so that neither waits on the other. */
+static void pool_dense_two(const Windows *win, const float *restrict x, float *restrict out) {
+    const int64_t cells = win->h * win->w, outputs = win->ph * win->pw;
+    const float *restrict a = x, *restrict b = x + cells;
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};
+    for (int64_t e = 0; e < cells; e++) {
+        const float *restrict weights = win->dense + e * SMALL_MAP;
+        const v8f w0 = load8(weights), w1 = load8(weights + 8), w2 = load8(weights + 16),
+                  w3 = load8(weights + 24);
+        const v8f va = {a[e], a[e], a[e], a[e], a[e], a[e], a[e], a[e]};
+        const v8f vb = {b[e], b[e], b[e], b[e], b[e], b[e], b[e], b[e]};
+        s0 += va * w0, s1 += va * w1, s2 += va * w2, s3 += va * w3;
+        u0 += vb * w0, u1 += vb * w1, u2 += vb * w2, u3 += vb * w3;
+    }
+    float total[8 * LANES];
+    memcpy(total, &s0, sizeof s0), memcpy(total + 8, &s1, sizeof s1);
+    memcpy(total + 16, &s2, sizeof s2), memcpy(total + 24, &s3, sizeof s3);
+    memcpy(total + 32, &u0, sizeof u0), memcpy(total + 40, &u1, sizeof u1);
+    memcpy(total + 48, &u2, sizeof u2), memcpy(total + 56, &u3, sizeof u3);
+    memcpy(out, total, (size_t)outputs * sizeof(float));
+    memcpy(out + outputs, total + 32, (size_t)outputs * sizeof(float));
+}
+
+/* pool_map of each of c maps stored one after another (c x h x w) into out (c x ph x pw).
+ * Windows that divide both axes: two flat passes over the whole block, so that small maps
+ * (many channels of a few dozen cells) pay no loop overhead per channel; tmp: c h pw floats.
+ * Other windows: map by map. */
+static void pool_block(const Windows *win, const float *restrict x, int64_t c,
+                       float *restrict out, float *restrict row, float *restrict tmp) {
+    const int64_t h = win->h, w = win->w, ph = win->ph, pw = win->pw;
+    if (ph == h && pw == w) {
+        memcpy(out, x, (size_t)(c * h * w) * sizeof(float));
+        return;
+    }
+    if (h % ph || w % pw) {
+        int64_t ch = 0;
+        if (h * w <= SMALL_MAP && ph * pw <= 4 * LANES)
+            for (; ch + 1 < c; ch += 2)
+                pool_dense_two(win, x + ch * h * w, out + ch * ph * pw);
+        for (; ch < c; ch++) pool_map(win, x + ch * h * w, out + ch * ph * pw, row);
+        return;
+    }
+    const int64_t kh = h / ph, kw = w / pw, rows = c * ph;
+    sum_groups(x, c * h * pw, kw, 1.0f / (float)(kh * kw), tmp); /* every row's columns */
+    for (int64_t o = 0; o < rows; o++) { /* then each group of kh rows, summed in registers */
+        const float *restrict group = tmp + o * kh * pw;
+        float *restrict dst = out + o * pw;
+        if (kh == 2) {
+            for (int64_t j = 0; j < pw; j++) dst[j] = group[j] + group[pw + j];
+            continue;
+        }
+        for (int64_t j = 0; j < pw; j++) {
+            float total = group[j];
+            for (int64_t r = 1; r < kh; r++) total += group[r * pw + j];
+            dst[j] = total;
+        }
+    }
 }
 
 /* Average pool of the n values of x to p (1-D, any p), into out. */
@@ -365,6 +437,31 @@ static void finish(const Stats *s, double *stats, const float *halves, int64_t n
         nfw_to_half(halves, n, (float)(1.0 / stats[3]), f16);
 }
 
+/* acc[p] = sum over the c maps (of hw cells, one after another) of cell p: the running
+ * sums of a run of cells stay in registers while every channel goes by. */
+static void channel_sum(const float *restrict x, int64_t c, int64_t hw, float *restrict acc) {
+    int64_t p = 0;
+    for (; p + 4 * LANES <= hw; p += 4 * LANES) {
+        v8f t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+        for (int64_t ch = 0; ch < c; ch++) {
+            const float *m = x + ch * hw + p;
+            t0 += load8(m), t1 += load8(m + 8), t2 += load8(m + 16), t3 += load8(m + 24);
+        }
+        memcpy(acc + p, &t0, sizeof t0), memcpy(acc + p + 8, &t1, sizeof t1);
+        memcpy(acc + p + 16, &t2, sizeof t2), memcpy(acc + p + 24, &t3, sizeof t3);
+    }
+    for (; p + LANES <= hw; p += LANES) {
+        v8f t = {0};
+        for (int64_t ch = 0; ch < c; ch++) t += load8(x + ch * hw + p);
+        memcpy(acc + p, &t, sizeof t);
+    }
+    for (; p < hw; p++) {
+        float t = 0.0f;
+        for (int64_t ch = 0; ch < c; ch++) t += x[ch * hw + p];
+        acc[p] = t;
+    }
+}
+
 /* Statistics of the batch elements other than `sample`, each `block` elements long. */
 static void stats_others(Stats *s, const float *x, int64_t n_batch, int64_t block,
                          int64_t sample) {
@@ -420,13 +517,21 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
     windows_init(&to_grid, h, w, gh, gw);
     windows_init(&to_top, h, w, th, tw);
     windows_init(&to_mean, h, w, mh, mw);
-    memset(acc, 0, (size_t)hw * sizeof(float));
-    for (int64_t ch = 0; ch < c; ch++) {
-        const float *m = xs + ch * hw;
-        stats_add(&s, m, hw, acc);
-        pool_map(&to_grid, m, grid + ch * gh * gw, row);
+    if (hw <= SMALL_CHANNEL) { /* small maps: flat passes over the whole sample */
+        stats_add(&s, xs, c * hw, NULL);
+        channel_sum(xs, c, hw, acc);
+        pool_block(&to_grid, xs, c, grid, row, row + w);
         for (int64_t i = 0; th > 0 && i < k; i++)
-            if (chosen[i] == ch) pool_map(&to_top, m, tops + i * th * tw, row);
+            pool_map(&to_top, xs + chosen[i] * hw, tops + i * th * tw, row);
+    } else {
+        memset(acc, 0, (size_t)hw * sizeof(float));
+        for (int64_t ch = 0; ch < c; ch++) { /* each map read once from memory */
+            const float *m = xs + ch * hw;
+            stats_add(&s, m, hw, acc);
+            pool_map(&to_grid, m, grid + ch * gh * gw, row);
+            for (int64_t i = 0; th > 0 && i < k; i++)
+                if (chosen[i] == ch) pool_map(&to_top, m, tops + i * th * tw, row);
+        }
     }
     pool_map(&to_mean, acc, mean, row);
     float inv_c = 1.0f / (float)c;
