@@ -406,11 +406,15 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
                     uint16_t *restrict dst) {
     int64_t i = 0;
 #ifdef __F16C__
+    /* the parts are kept, not read again soon: streaming stores keep them out of the caches
+     * that the model's next layers are using */
+    for (; i < n && ((uintptr_t)(dst + i) & 15); i++) dst[i] = half_bits(src[i] * multiplier);
     __m256 m = _mm256_set1_ps(multiplier);
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
-        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        _mm_stream_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
+    _mm_sfence();
 #endif
     for (; i < n; i++) dst[i] = half_bits(src[i] * multiplier);
     return 0;
