@@ -108,12 +108,13 @@ class CaptureState:
         # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
         # these ops never enter the graph.
         budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
-        try:  # the tensor is read once (attribute reads are torch calls too) for both
-            dense = _summaries.read_dense(tensor)
+        try:
             # the compiled path, where it applies (float32 image / sequence on the CPU)
-            fast = _native.reduce(dense, self.sample, budget) if _native.LIB else None
+            fast = _native.reduce(tensor, self.sample, budget) if _native.LIB else None
             if fast is not None:
                 return Captured(leaf, *fast)
+            # the tensor is read once (attribute reads are torch calls too) for both
+            dense = _summaries.read_dense(tensor)
             summary = _summaries.summarise_pending(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"

@@ -69,9 +69,10 @@ SHAPES = [
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("budget", [DEFAULT_BUDGET_BYTES, 16_384])
 def test_compiled_reduction_equals_the_torch_path(lib, shape, budget):
-    d = read_dense(activation(shape))
+    x = activation(shape)
+    d = read_dense(x)
     sample = shape[0] - 1
-    fast = _native.reduce(d, sample, budget)
+    fast = _native.reduce(x, sample, budget)
     if fast is None:  # too many channels for this budget: the torch path keeps a vector
         assert len(shape) == 4 and torch_path(d, sample, budget)[1].layout == "vector"
         return
@@ -105,7 +106,7 @@ def test_compiled_reduction_equals_the_torch_path(lib, shape, budget):
                                    (1, 3000, 7, 5)], ids=str)
 def test_pooled_parts_equal_adaptive_avg_pool(lib, shape):
     x = activation(shape, seed=3)
-    _, kept = _native.reduce(read_dense(x), 1 if shape[0] > 1 else 0, DEFAULT_BUDGET_BYTES)
+    _, kept = _native.reduce(x, 1 if shape[0] > 1 else 0, DEFAULT_BUDGET_BYTES)
     s = x[1 if shape[0] > 1 else 0]
     grid = F.adaptive_avg_pool2d(s, kept.parts["grid"].shape[1:])
     np.testing.assert_allclose(kept.values("grid"), grid.numpy(), rtol=2e-3, atol=1e-5)
@@ -124,16 +125,16 @@ def test_pooled_parts_equal_adaptive_avg_pool(lib, shape):
 
 def test_sequence_parts_equal_norms_and_pooling(lib):
     x = activation((2, 300, 700), seed=4)
-    _, kept = _native.reduce(read_dense(x), 1, DEFAULT_BUDGET_BYTES)
+    _, kept = _native.reduce(x, 1, DEFAULT_BUDGET_BYTES)
     tokens = F.adaptive_avg_pool2d(x[1][None], kept.parts["tokens"].shape)[0]
     np.testing.assert_allclose(kept.values("tokens"), tokens.numpy(), rtol=2e-3, atol=1e-5)
     np.testing.assert_allclose(kept.values("norms"), x[1].norm(dim=1).numpy(), rtol=1e-5)
 
 
 def test_large_values_get_the_same_float16_scale(lib):
-    d = read_dense(activation((1, 8, 20, 20), spread=1e6))
-    (_, kept), (_, slow) = _native.reduce(d, 0, DEFAULT_BUDGET_BYTES), torch_path(d, 0,
-                                                                                 DEFAULT_BUDGET_BYTES)
+    x = activation((1, 8, 20, 20), spread=1e6)
+    (_, kept), (_, slow) = _native.reduce(x, 0, DEFAULT_BUDGET_BYTES), torch_path(
+        read_dense(x), 0, DEFAULT_BUDGET_BYTES)
     assert dict(kept.scales) == dict(slow.scales) and kept.scales
     np.testing.assert_allclose(kept.values("grid"), slow.values("grid"), rtol=2e-3)
 
@@ -142,7 +143,7 @@ def test_large_values_get_the_same_float16_scale(lib):
 def test_nan_and_inf_fall_back_to_the_masked_torch_path(lib, bad):
     x = activation((1, 4, 10, 10))
     x[0, 2, 3, 3] = bad
-    assert _native.reduce(read_dense(x), 0, DEFAULT_BUDGET_BYTES) is None
+    assert _native.reduce(x, 0, DEFAULT_BUDGET_BYTES) is None
     model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.ReLU())
     (summary,) = nfw.trace(model, x).summary("0")
     assert (summary.nan, summary.posinf, summary.neginf) == (
@@ -158,11 +159,18 @@ def test_nan_and_inf_fall_back_to_the_masked_torch_path(lib, bad):
     lambda: torch.randn(4, 8), lambda: torch.randn(1, 2, 3, 4, 5), lambda: torch.zeros(0, 3, 4),
 ], ids=["float64", "float16", "channels-last", "transposed", "2-D", "5-D", "empty"])
 def test_other_tensors_take_the_torch_path(make):
-    assert _native.reduce(read_dense(make()), 0, DEFAULT_BUDGET_BYTES) is None
+    assert _native.reduce(make(), 0, DEFAULT_BUDGET_BYTES) is None
+
+
+def test_a_tensor_subclass_takes_the_torch_path():
+    class Tagged(torch.Tensor):
+        pass
+
+    assert _native.reduce(torch.randn(1, 4, 8, 8).as_subclass(Tagged), 0, 4096 * 64) is None
 
 
 def test_sample_out_of_range_takes_the_torch_path_and_its_error():
-    assert _native.reduce(read_dense(torch.randn(2, 3, 4, 4)), 5, DEFAULT_BUDGET_BYTES) is None
+    assert _native.reduce(torch.randn(2, 3, 4, 4), 5, DEFAULT_BUDGET_BYTES) is None
 
 
 def test_float16_conversion_rounds_like_numpy_in_both_builds():

@@ -127,15 +127,20 @@ def _plan(shape: tuple[int, ...], budget: int):
     return "sequence", (n, length, dim), (("tokens", (hl, hd)),), hl * hd, work, n_norms, plan
 
 
-def reduce(d, sample: int, budget: int):
-    """``(PendingSummary, Retained)`` of a float32 CPU tensor (a :class:`~.._summaries.Dense`)
-    of 3 or 4 dimensions, batch element ``sample`` kept; None where this path does not apply
-    (another dtype, device, layout or memory order, too many channels for the budget, a
-    sample out of range, NaN or Inf in the tensor): the torch path then runs."""
-    shape, numel = d.shape, d.numel
-    if LIB is None or d.dtype is not torch.float32 or d.device.type != "cpu" or numel == 0 \
-            or len(shape) not in (3, 4) or not 0 <= sample < shape[0] \
-            or not d.t.is_contiguous():  # fmt: skip
+def reduce(t: torch.Tensor, sample: int, budget: int):
+    """``(PendingSummary, Retained)`` of a plain contiguous float32 CPU tensor of 3 or 4
+    dimensions, batch element ``sample`` kept; None where this path does not apply (a tensor
+    subclass, another dtype, device, layout or memory order, no elements, too many channels
+    for the budget, a sample out of range, NaN or Inf in the tensor): the torch path then
+    runs.  Reads the tensor's memory directly (no autograd is involved)."""
+    if LIB is None or type(t) is not torch.Tensor or t.dtype is not torch.float32 \
+            or not t.is_cpu or t.layout is not torch.strided:  # fmt: skip
+        return None
+    shape = tuple(t.shape)
+    if len(shape) not in (3, 4) or not 0 <= sample < shape[0] or not t.is_contiguous():
+        return None
+    numel = math.prod(shape)
+    if numel == 0:
         return None
     planned = _plan(shape, budget)
     if planned is None:
@@ -149,7 +154,7 @@ def reduce(d, sample: int, budget: int):
         c, k = kept_size
         mean_abs, chosen = np.empty(c, np.float32), np.empty(k, np.int64)
         n, c, h, w, rank_step, k, gh, gw, mh, mw, th, tw = args
-        LIB.nfw_image_f32(d.t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
+        LIB.nfw_image_f32(t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
                           rows, _address(values), rank_step, k, gh, gw, mh, mw, th, tw,
                           _address(mean_abs), _address(chosen), _address(f16), work_at)
         kept = {"channel_mean_abs": _read_only(mean_abs)}
@@ -159,7 +164,7 @@ def reduce(d, sample: int, budget: int):
         norms = np.empty(kept_size, np.float32)
         n, length, dim = args
         hl, hd = halves[0][1]
-        LIB.nfw_sequence_f32(d.t.data_ptr(), n, length, dim, sample, stats_at, width, step,
+        LIB.nfw_sequence_f32(t.data_ptr(), n, length, dim, sample, stats_at, width, step,
                              first, rows, _address(values), hl, hd, kept_size, _address(f16),
                              _address(norms), work_at)
         kept = {"norms": _read_only(norms)}
