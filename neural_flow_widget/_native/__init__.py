@@ -38,9 +38,10 @@ _HERE = pathlib.Path(__file__).parent
 _I64, _PTR = ctypes.c_int64, ctypes.c_void_p
 _SIGNATURES = {
     "nfw_image_f32": [_PTR, _I64, _I64, _I64, _I64, _I64, _PTR, _I64, _I64, _I64, _I64, _PTR,
-                      _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR],
+                      _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR,
+                      ctypes.c_double],
     "nfw_sequence_f32": [_PTR, _I64, _I64, _I64, _I64, _PTR, _I64, _I64, _I64, _I64, _PTR,
-                         _I64, _I64, _I64, _PTR, _PTR, _PTR],
+                         _I64, _I64, _I64, _PTR, _PTR, _PTR, ctypes.c_double],
     "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
 }  # fmt: skip
 
@@ -117,13 +118,16 @@ def _plan(shape: tuple[int, ...], budget: int):
             halves += (("top", (k, th, tw)),)
         n_halves = sum(math.prod(s) for _, s in halves)
         args = (n, c, h, w, _rank_rows(c, h, w), k, gh, gw, mh, mw, th, tw)
-        work = n_halves + h * w + w + (c * h * gw if h * w <= _SMALL_CHANNEL else 0)
+        # (reduce.c's layout: channel sums, a row, one pooled map, small maps' pooled block)
+        work = h * w + w + max(gh * gw, mh * mw, th * tw)
+        if h * w <= _SMALL_CHANNEL:
+            work += c * gh * gw + c * h * gw
         return "image", args, halves, n_halves, work, (c, k), plan
     n, length, dim = shape
     n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
     if max(hl, hd) > _MAX_POOLED:
         return None
-    work = hl * hd + length + max(length, dim)
+    work = length + dim + hd  # token norms, a row, a pooled row
     return "sequence", (n, length, dim), (("tokens", (hl, hd)),), hl * hd, work, n_norms, plan
 
 
@@ -154,9 +158,10 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
         c, k = kept_size
         mean_abs, chosen = np.empty(c, np.float32), np.empty(k, np.int64)
         n, c, h, w, rank_step, k, gh, gw, mh, mw, th, tw = args
-        LIB.nfw_image_f32(t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
-                          rows, _address(values), rank_step, k, gh, gw, mh, mw, th, tw,
-                          _address(mean_abs), _address(chosen), _address(f16), work_at)
+        call = functools.partial(
+            LIB.nfw_image_f32, t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
+            rows, _address(values), rank_step, k, gh, gw, mh, mw, th, tw, _address(mean_abs),
+            _address(chosen), _address(f16), work_at)  # fmt: skip
         kept = {"channel_mean_abs": _read_only(mean_abs)}
         if th:
             kept["top_channels"] = _read_only(chosen)
@@ -164,10 +169,15 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
         norms = np.empty(kept_size, np.float32)
         n, length, dim = args
         hl, hd = halves[0][1]
-        LIB.nfw_sequence_f32(t.data_ptr(), n, length, dim, sample, stats_at, width, step,
-                             first, rows, _address(values), hl, hd, kept_size, _address(f16),
-                             _address(norms), work_at)
+        call = functools.partial(
+            LIB.nfw_sequence_f32, t.data_ptr(), n, length, dim, sample, stats_at, width, step,
+            first, rows, _address(values), hl, hd, kept_size, _address(f16), _address(norms),
+            work_at)  # fmt: skip
         kept = {"norms": _read_only(norms)}
+    # float16 parts are written divided by the scale expected (1); rarely it is another
+    # (a peak |x| below 2**-10 or from 2**15): then once more with that one
+    if call(1.0):
+        call(float(stats[3]))
     lo, hi, total, scale = stats.tolist()
     if not math.isfinite(lo + hi + total):
         return None  # NaN or Inf: the torch path's masked kernels count them

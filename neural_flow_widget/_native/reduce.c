@@ -13,9 +13,10 @@
  *   nfw_sequence_f32  (N, L, D): the same statistics and sample, and for `sample` the
  *                     token x feature map pooled and the per-token L2 norms (pooled).
  *
- * Both write min, max, sum and the float16 scale to `stats`, and the float16 parts (divided
- * by that scale, rounded to nearest even: numpy's conversion takes several nanoseconds an
- * element) to `f16`; `work` is scratch.  nfw_to_half converts on its own.
+ * Both write min, max, sum and the float16 scale to `stats`, and the float16 parts to `f16`
+ * as they are made (divided by `hint`, rounded to nearest even: numpy's conversion takes
+ * several nanoseconds an element); they return 1 when the scale is not `hint` (the caller
+ * runs again with it), else 0.  `work` is scratch.  nfw_to_half converts on its own.
  *
  * Pooling has adaptive_avg_pool2d's windows: window i of n -> p covers
  * [floor(i n / p), ceil((i + 1) n / p)).  Sums run in eight float lanes in blocks and are
@@ -406,15 +407,11 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
                     uint16_t *restrict dst) {
     int64_t i = 0;
 #ifdef __F16C__
-    /* the parts are kept, not read again soon: streaming stores keep them out of the caches
-     * that the model's next layers are using */
-    for (; i < n && ((uintptr_t)(dst + i) & 15); i++) dst[i] = half_bits(src[i] * multiplier);
     __m256 m = _mm256_set1_ps(multiplier);
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
-        _mm_stream_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     }
-    _mm_sfence();
 #endif
     for (; i < n; i++) dst[i] = half_bits(src[i] * multiplier);
     return 0;
@@ -431,14 +428,25 @@ static double half_scale(double lo, double hi) {
     return ldexp(1.0, exponent - 15);
 }
 
-/* stats <- min, max, sum, scale; the n float32 parts in halves -> float16 in f16 (divided
- * by the scale), unless the tensor holds NaN or Inf (the caller redoes it then). */
-static void finish(const Stats *s, double *stats, const float *halves, int64_t n,
-                   uint16_t *f16) {
+/* stats <- min, max, sum, scale.  The float16 parts were written divided by `hint`, the scale
+ * expected (1: most activations); 1 when the scale differs (the caller runs again with it),
+ * else 0.  A tensor with NaN or Inf returns 0: the caller redoes it on its masked path. */
+static int64_t finish(const Stats *s, double *stats, double hint) {
     stats_out(s, stats);
     stats[3] = half_scale(stats[0], stats[1]);
-    if (isfinite(stats[0] + stats[1] + stats[2]))
-        nfw_to_half(halves, n, (float)(1.0 / stats[3]), f16);
+    return isfinite(stats[0] + stats[1] + stats[2]) && stats[3] != hint;
+}
+
+/* The map m pooled to win's size, times `multiplier`, as float16 into dst (tmp: the pooled
+ * float32, row: scratch); a map kept whole is converted as it is. */
+static void emit(const Windows *win, const float *m, float multiplier, uint16_t *dst,
+                 float *tmp, float *row) {
+    const float *pooled = m;
+    if (win->ph != win->h || win->pw != win->w) {
+        pool_map(win, m, tmp, row);
+        pooled = tmp;
+    }
+    nfw_to_half(pooled, win->ph * win->pw, multiplier, dst);
 }
 
 /* acc[p] = sum over the c maps (of hw cells, one after another) of cell p: the running
@@ -477,12 +485,15 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
                       int64_t sample, double *stats, int64_t s_width, int64_t s_step,
                       int64_t s_first, int64_t s_rows, float *sample_out, int64_t rank_step,
                       int64_t k, int64_t gh, int64_t gw, int64_t mh, int64_t mw, int64_t th,
-                      int64_t tw, float *mean_abs, int64_t *top, uint16_t *f16,
-                      float *work) {
+                      int64_t tw, float *mean_abs, int64_t *top, uint16_t *f16, float *work,
+                      double hint) {
     const int64_t hw = h * w, numel = n_batch * c * hw;
-    const int64_t n_halves = c * gh * gw + mh * mw + (th > 0 ? k * th * tw : 0);
     const float *xs = x + sample * c * hw;
-    float *halves = work, *acc = work + n_halves, *row = acc + hw;
+    int64_t most = gh * gw > mh * mw ? gh * gw : mh * mw;
+    if (th * tw > most) most = th * tw;
+    /* work: the channel sums, a row, one pooled map, and for small maps the pooled block */
+    float *acc = work, *row = acc + hw, *tmp = row + w, *block = tmp + most;
+    const float multiplier = (float)(1.0 / hint);
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, c * hw, sample);
@@ -516,7 +527,7 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
     }
     for (int64_t i = 0; i < n_chosen; i++) top[i] = chosen[i];
 
-    float *grid = halves, *mean = grid + c * gh * gw, *tops = mean + mh * mw;
+    uint16_t *grid = f16, *mean = grid + c * gh * gw, *tops = mean + mh * mw;
     Windows to_grid, to_top, to_mean;
     windows_init(&to_grid, h, w, gh, gw);
     windows_init(&to_top, h, w, th, tw);
@@ -524,35 +535,40 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
     if (hw <= SMALL_CHANNEL) { /* small maps: flat passes over the whole sample */
         stats_add(&s, xs, c * hw, NULL);
         channel_sum(xs, c, hw, acc);
-        pool_block(&to_grid, xs, c, grid, row, row + w);
+        if (gh == h && gw == w) {
+            nfw_to_half(xs, c * hw, multiplier, grid);
+        } else {
+            pool_block(&to_grid, xs, c, block, row, block + c * gh * gw);
+            nfw_to_half(block, c * gh * gw, multiplier, grid);
+        }
         for (int64_t i = 0; th > 0 && i < k; i++)
-            pool_map(&to_top, xs + chosen[i] * hw, tops + i * th * tw, row);
+            emit(&to_top, xs + chosen[i] * hw, multiplier, tops + i * th * tw, tmp, row);
     } else {
         memset(acc, 0, (size_t)hw * sizeof(float));
         for (int64_t ch = 0; ch < c; ch++) { /* each map read once from memory */
             const float *m = xs + ch * hw;
             stats_add(&s, m, hw, acc);
-            pool_map(&to_grid, m, grid + ch * gh * gw, row);
+            emit(&to_grid, m, multiplier, grid + ch * gh * gw, tmp, row);
             for (int64_t i = 0; th > 0 && i < k; i++)
-                if (chosen[i] == ch) pool_map(&to_top, m, tops + i * th * tw, row);
+                if (chosen[i] == ch) emit(&to_top, m, multiplier, tops + i * th * tw, tmp, row);
         }
     }
-    pool_map(&to_mean, acc, mean, row);
-    float inv_c = 1.0f / (float)c;
-    for (int64_t i = 0; i < mh * mw; i++) mean[i] *= inv_c;
-    finish(&s, stats, halves, n_halves, f16);
+    /* the mean over channels: the channel sums pooled, over c (times the multiplier, a power
+     * of two: one product, the same value) */
+    emit(&to_mean, acc, multiplier / (float)c, mean, tmp, row);
     copy_sample(x, numel, s_width, s_step, s_first, s_rows, sample_out);
-    return 0;
+    return finish(&s, stats, hint);
 }
 
 int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_t dim,
                          int64_t sample, double *stats, int64_t s_width, int64_t s_step,
                          int64_t s_first, int64_t s_rows, float *sample_out, int64_t hl,
                          int64_t hd, int64_t n_norms, uint16_t *f16, float *norms,
-                         float *work) {
+                         float *work, double hint) {
     const int64_t numel = n_batch * length * dim;
     const float *xs = x + sample * length * dim;
-    float *tokens = work, *token_norms = work + hl * hd, *row = token_norms + length;
+    float *token_norms = work, *row = token_norms + length, *pooled = row + dim;
+    const float multiplier = (float)(1.0 / hint);
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, length * dim, sample);
@@ -569,18 +585,19 @@ int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_
             stats_add(&s, token, dim, NULL);
             token_norms[done] = (float)sqrt(lane_sum(token, dim, 1));
         }
-        if (copy)
-            memcpy(tokens + i * dim, xs + i * dim, (size_t)dim * sizeof(float));
-        else
-            pool_row(&win, xs, i, tokens + i * hd, row);
+        if (copy) {
+            nfw_to_half(xs + i * dim, dim, multiplier, f16 + i * dim);
+        } else {
+            pool_row(&win, xs, i, pooled, row);
+            nfw_to_half(pooled, hd, multiplier, f16 + i * hd);
+        }
     }
     if (n_norms == length)
         memcpy(norms, token_norms, (size_t)length * sizeof(float));
     else
         pool_1d(token_norms, length, n_norms, norms);
-    finish(&s, stats, tokens, hl * hd, f16);
     copy_sample(x, numel, s_width, s_step, s_first, s_rows, sample_out);
-    return 0;
+    return finish(&s, stats, hint);
 }
 
 /* 1 when this processor runs the AVX2 build (AVX2 and F16C). */
