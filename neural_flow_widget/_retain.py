@@ -346,15 +346,19 @@ def _half_scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
     """Other devices: convert every part there, pack all as bytes, move them in one transfer
-    (no sync before it)."""
+    (no sync before it).  With ``peak`` (known on the host from the summary) the float16
+    parts share its scale, one product each; without, each finds its own on the device."""
     order = sorted(plan, key=lambda name: list(_DTYPES).index(plan[name][1]))
+    shared = None if peak is None else _scale_for(peak)
     stored: list[tuple[str, torch.Tensor]] = []
     scales: list[tuple[str, torch.Tensor]] = []
     for name in order:
         tensor, storage, _ = plan[name]
-        if storage == "f16":
+        if storage == "f16" and shared is None:
             tensor, scale = _half_scaled(tensor)
             scales.append((name, scale))
+        elif storage == "f16" and shared != 1.0:
+            tensor = tensor * (1.0 / shared)
         stored.append((name, tensor.to(_DTYPES[storage][0])))
     pieces = [t.contiguous().reshape(-1).view(torch.uint8) for _, t in stored + scales]
     host = torch.cat(pieces).cpu().numpy()  # the one device -> host transfer
@@ -368,6 +372,8 @@ def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
         offset += count * _BYTES[storage]
     scale_values = np.frombuffer(host, np.float32, len(scales), offset) if scales else ()
     kept_scales = {name: float(v) for (name, _), v in zip(scales, scale_values) if v != 1.0}
+    if shared is not None and shared != 1.0:
+        kept_scales = {name: shared for name in plan if plan[name][1] == "f16"}
     return {name: parts[name] for name in plan}, kept_scales
 
 

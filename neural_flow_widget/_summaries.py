@@ -15,11 +15,13 @@ Cost model (what keeps a traced forward close to a plain one):
 * Kernels per device type (a registry).  CPU: a device -> host read is free, so ``min``,
   ``max`` and ``sum`` come back as Python numbers (numpy takes min and max of float32 and
   float64: faster than ``torch.aminmax`` there, and fewer calls) and numpy computes the
-  sampled statistics and the histogram from them.  Elsewhere (CUDA) nothing syncs until
-  one packed float64 vector comes to the host.  A float tensor holding NaN/Inf (the first
-  pass shows it) is redone with masks; an int tensor's ``torch.unique`` syncs by itself.
+  sampled statistics and the histogram from them.  Elsewhere (CUDA) min, max, sum and the
+  sample are made on the device and come to the host in one transfer, and numpy finishes
+  the rest there too (five kernels, not dozens of launches).  A float tensor holding
+  NaN/Inf (the first pass shows it) is redone with masks; an int tensor's
+  ``torch.unique`` syncs by itself.
 * No sorting of large tensors, no Python loops over elements or channels.
-* Capture (:func:`summarise_pending`) splits the CPU float kernel: the hook runs only the
+* Capture (:func:`summarise_pending`) splits the float kernels: the hook runs only the
   whole-tensor passes and copies the sample; the numpy statistics and the histogram run
   on first read of the summary (same values as :func:`summarise`, cached).
 
@@ -40,7 +42,6 @@ import torch
 from ._summary_kernels import (
     count_on,
     flat_view,
-    float_device,
     float_masked,
     hist_histc,
     host_sample,
@@ -277,6 +278,31 @@ def _float_host(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
     return read if isinstance(read, dict) else _float_finish(*read)
 
 
+def _float_device_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
+                       max_exact: int, *, copy: bool = False):  # fmt: skip
+    """The device (CUDA) counterpart of :func:`_float_host_read`: min, max, sum and the
+    sample are made there and come to the host in one transfer (the one sync); numpy
+    finishes the sampled statistics and the histogram from the sample, as on the CPU.
+    Five kernels and a copy, where computing every statistic on the device takes dozens
+    of launches.  ``copy`` is accepted for symmetry: the host array is always its own."""
+    acc = torch.float64 if dtype is torch.float64 else torch.float32
+    sample, sampled = sample_of(flat, dtype, numel, max_exact, acc)
+    lo, hi = torch.aminmax(flat)
+    head = torch.stack((lo.to(acc), hi.to(acc), flat.sum(dtype=acc)))
+    packed = torch.cat((head, sample)).cpu().numpy()  # the one device -> host transfer
+    lo_, hi_, total = (float(v) for v in packed[:3])
+    if not math.isfinite(lo_ + hi_ + total):  # NaN/Inf somewhere (or a float32 sum overflow)
+        masked, sampled = float_masked(flat, dtype, numel, bins, max_exact)
+        return unpack(masked.tolist(), bins, sampled)
+    return _FloatSample(lo_, hi_, total / numel, packed[3:], sampled, bins)
+
+
+def _float_device(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
+                  max_exact: int) -> dict:  # fmt: skip
+    read = _float_device_read(flat, dtype, numel, bins, max_exact)
+    return read if isinstance(read, dict) else _float_finish(*read)
+
+
 def _host_counts(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarray:
     """Histogram over [lo, hi] (the max joins the last bin; a constant fills bin 0)."""
     if hi == lo:
@@ -300,10 +326,10 @@ def _unit_counts(unit: np.ndarray, bins: int) -> np.ndarray:
 
 _KERNEL_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
 
-#: float kernels by device type; other devices use the no-sync kernel
-_FLOAT_KERNELS: dict[str, Callable[[torch.Tensor, torch.dtype, int, int, int], dict]] = {
-    "cpu": _float_host,
-}
+#: float kernels by device type, as (eager kernel, read for a pending summary); other devices
+#: use the device pair (one transfer)
+_FLOAT_KERNELS: dict[str, tuple[Callable, Callable]] = {"cpu": (_float_host, _float_host_read)}
+_DEVICE_KERNELS = (_float_device, _float_device_read)
 
 
 # --------------------------------------------------------------------------------------------
@@ -322,7 +348,7 @@ def _float_input(d: Dense) -> tuple[torch.Tensor, torch.dtype]:
 
 def _float_fields(d: Dense, bins: int, max_exact: int) -> dict:
     flat, dtype = _float_input(d)
-    kernel = _FLOAT_KERNELS.get(d.device.type, float_device)
+    kernel = _FLOAT_KERNELS.get(d.device.type, _DEVICE_KERNELS)[0]
     return kernel(flat, dtype, d.numel, bins, max_exact)
 
 
@@ -438,9 +464,10 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT
         return PendingSummary(
             Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty))
     try:
-        if kind == "float" and _FLOAT_KERNELS.get(d.device.type) is _float_host:
+        if kind == "float":
             flat, dtype = _float_input(d)
-            read = _float_host_read(flat, dtype, d.numel, bins, max_exact, copy=True)
+            read_fields = _FLOAT_KERNELS.get(d.device.type, _DEVICE_KERNELS)[1]
+            read = read_fields(flat, dtype, d.numel, bins, max_exact, copy=True)
             if isinstance(read, dict):
                 return PendingSummary(Summary(**head, **read))
             return PendingSummary(head=head, sample=read)

@@ -1,5 +1,5 @@
-"""The chunk sample and the summary kernels that never sync: the device (CUDA) float kernel,
-the NaN/Inf-masked pass (every device) and the packed vector they fill.
+"""The chunk sample and the summary kernels that never sync: the NaN/Inf-masked pass (every
+device), the int kernel's pieces and the packed vector they fill.
 
 >>> import torch
 >>> sample_plan(10_000, 1000)  # (chunk width, row step, first row, rows)
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 __all__ = [
-    "CHUNK", "NUMPY_FLOATS", "SCALARS", "count_on", "excluded", "flat_view", "float_device",
+    "CHUNK", "NUMPY_FLOATS", "SCALARS", "count_on", "excluded", "flat_view",
     "float_masked", "hist_histc", "host_sample", "is_prime", "no_stats", "pack",
     "prime_at_least", "sample_of", "sample_plan", "scaled_for_hist", "unpack", "variance",
 ]  # fmt: skip
@@ -193,26 +193,6 @@ def variance(sample: torch.Tensor, centre: torch.Tensor | None = None) -> torch.
     gives the population variance), centred first (no cancellation)."""
     centred = sample - (sample.mean() if centre is None else centre)
     return torch.dot(centred, centred) / sample.numel()
-
-
-def float_device(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                 max_exact: int) -> dict:  # fmt: skip
-    """The float kernel of devices where a host read syncs (CUDA): one transfer at the end."""
-    acc = torch.float64 if dtype is torch.float64 else torch.float32
-    sample, sampled = sample_of(flat, dtype, numel, max_exact, acc)
-    zero = count_on(0, flat)
-    lo, hi = torch.aminmax(flat)
-    total = flat.sum(dtype=acc)
-    scalars = dict(
-        min=lo, max=hi, sum=total, finite=count_on(numel, flat), nan=zero, posinf=zero,
-        neginf=zero, s_var=variance(sample, total / numel), s_abs=sample.abs().sum(),
-        s_nonzero=torch.count_nonzero(sample), s_finite=count_on(sample.numel(), flat),
-    )  # fmt: skip
-    counts = hist_histc(scaled_for_hist(sample, lo, hi, bins), bins)
-    packed = pack(scalars, counts).tolist()  # the one device -> host sync
-    if not (math.isfinite(packed[0]) and math.isfinite(packed[1])):
-        packed = float_masked(flat, dtype, numel, bins, max_exact)[0].tolist()  # NaN/Inf
-    return unpack(packed, bins, sampled)
 
 
 #: elements per chunk of the masked pass (keeps its temporaries small and cache-friendly)

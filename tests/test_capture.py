@@ -194,3 +194,28 @@ def test_captured_summaries_and_views_for_every_float_dtype_and_memory_layout(dt
         assert summary.mean == pytest.approx(out.mean().item(), rel=1e-3, abs=1e-3), name
         view = flow.view(name)
         assert view.data.size and np.isfinite([view.vmin, view.vmax]).all(), name
+
+
+def test_capture_through_the_device_kernels_matches_the_host_kernels(monkeypatch):
+    """The CUDA code path (one transfer per summary, shared float16 scale), run on CPU tensors,
+    gives what the CPU path gives; tests/test_cuda.py runs it on a GPU."""
+    from neural_flow_widget import _native, _retain, _summaries
+
+    model, x = zoo.seeded(zoo.UNet), torch.randn(2, 1, 16, 16) * 1e4
+    host = nfw.trace(model, x, sample=1)
+    monkeypatch.setattr(_native, "LIB", None)
+    monkeypatch.setattr(_summaries, "_FLOAT_KERNELS", {})
+    monkeypatch.setattr(_retain, "_STORES", {})
+    monkeypatch.setattr(_retain, "_RANKERS", {})
+    device = nfw.trace(model, x, sample=1)
+    for name in ("enc1.conv", "enc2", "up1", "dec1", "head"):
+        (a,), (b,) = device.summary(name), host.summary(name)
+        assert (a.min, a.max, a.sampled) == (b.min, b.max, b.sampled), name
+        for field in ("mean", "std", "mean_abs", "zero_fraction"):
+            assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-5), name
+        kept_a = device.capture.outputs[device.stage(name).index][0].retained
+        kept_b = host.capture.outputs[host.stage(name).index][0].retained
+        assert dict(kept_a.scales) == dict(kept_b.scales), name
+        for part in kept_b.parts:
+            np.testing.assert_allclose(kept_a.values(part), kept_b.values(part), rtol=2e-3,
+                                       atol=1e-3, err_msg=f"{name} {part}")

@@ -147,16 +147,23 @@ def test_kept_parts_are_copies_not_views_of_the_activation(shape):
         assert not kept.parts[name].flags.writeable
 
 
-def test_device_store_keeps_the_same_values(monkeypatch):
-    x = torch.randn(1, 16, 64, 64, generator=_gen(16)) * 1e5  # needs a float16 scale
-    host = retain(x)
+@pytest.mark.parametrize("known_peak", [False, True], ids=["own-scales", "shared-scale"])
+@pytest.mark.parametrize("spread", [1e5, 1.0, 1e-5])
+def test_device_store_keeps_the_same_values(monkeypatch, known_peak, spread):
+    x = torch.randn(1, 16, 64, 64, generator=_gen(16)) * spread  # 1e5, 1e-5: a float16 scale
+    s = summarise(x)
+    peak = max(-s.min, s.max) if known_peak else None
+    host = retain_dense(read_dense(x), peak=peak)
     monkeypatch.setattr(_retain, "_STORES", {})  # CPU tensors through the CUDA path
     monkeypatch.setattr(_retain, "_RANKERS", {})
-    device = retain(x)
+    device = retain_dense(read_dense(x), peak=peak)
     assert list(device.parts) == list(host.parts)
+    if known_peak:  # one scale for every float16 part, as on the host (else one per part)
+        assert dict(device.scales) == dict(host.scales)
     for name in host.parts:
         assert device.parts[name].dtype == host.parts[name].dtype
-        np.testing.assert_allclose(device.values(name), host.values(name), rtol=2e-3)
+        np.testing.assert_allclose(device.values(name), host.values(name), rtol=2e-3,
+                                   atol=1e-3 * spread)
 
 
 def test_a_known_peak_gives_the_same_values():
