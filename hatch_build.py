@@ -14,6 +14,7 @@ import importlib.util
 import pathlib
 import shutil
 import subprocess
+import sysconfig
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
@@ -26,8 +27,10 @@ class CustomBuildHook(BuildHookInterface):
             return  # an sdist carries reduce.c, not what it compiles to
         # the libraries are ignored by git; pyproject's wheel `artifacts` take them in
         if self._compile(root) and version != "editable":
+            # loaded with ctypes, not imported: any Python 3 on this platform
             build_data["pure_python"] = False
-            build_data["infer_tag"] = True
+            platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+            build_data["tag"] = f"py3-none-{platform}"
 
     def _bundle(self, root: pathlib.Path) -> None:
         js, bundle = root / "js", root / "neural_flow_widget" / "static" / "widget.js"
