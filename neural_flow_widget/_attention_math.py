@@ -101,15 +101,15 @@ def attention_probs(
         pq, pk = _pool_factor(q_len, max_exact), _pool_factor(k_len, max_exact)
         rows = _block_rows(block, heads, k_len, pq)
         factor = 1.0 / math.sqrt(dim) if scale is None else float(scale)
-        qs = qs * factor  # scaling the queries costs less than scaling the scores
         kt = ks.transpose(1, 2)
         blocks = []
         for r0 in range(0, q_len, rows):
             r1 = min(r0 + rows, q_len)
-            scores = torch.matmul(qs[:, r0:r1], kt)
+            # one call: the product, scaled, plus the causal bias (top-left aligned: row i
+            # always sees key 0, so no row is blank) or nothing
+            bias = _causal_bias(r0, r1, k_len, kt.device) if is_causal else _zero(kt.device)
+            scores = torch.baddbmm(bias, qs[:, r0:r1], kt, alpha=factor)
             blank = None  # rows that every key is masked out of: softmax gives NaN there
-            if is_causal:  # top-left aligned: row i always sees key 0, so no row is blank
-                scores.add_(_causal_bias(r0, r1, k_len, scores.device))
             if mask is not None:
                 rows_mask = _mask_rows(mask, head_shape, r0, r1)
                 scores, blank = _apply_mask(scores, rows_mask)
@@ -186,6 +186,17 @@ def _apply_mask(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
 
 _CAUSAL: dict[tuple, Tensor] = {}  # small additive causal masks by rows, keys and device
 _CAUSAL_CACHED = 1 << 18  # largest mask kept (1 MiB): a short sequence's, not a long one's
+
+
+def _zero(device: torch.device) -> Tensor:
+    """A float32 0-d zero on ``device`` (cached): the bias of scores without a causal mask."""
+    zero = _ZEROS.get(device)
+    if zero is None:
+        zero = _ZEROS[device] = torch.zeros((), device=device)
+    return zero
+
+
+_ZEROS: dict[torch.device, Tensor] = {}
 
 
 def _causal_bias(r0: int, r1: int, k_len: int, device: torch.device) -> Tensor:

@@ -345,27 +345,38 @@ def _half_scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
-    """Other devices: convert every part there, pack all as bytes, move them in one transfer
-    (no sync before it).  With ``peak`` (known on the host from the summary) the float16
-    parts share its scale, one product each; without, each finds its own on the device."""
-    order = sorted(plan, key=lambda name: list(_DTYPES).index(plan[name][1]))
+    """Other devices: convert the parts there, pack all as bytes, move them in one transfer
+    (no sync before it).  With ``peak`` (known on the host from the summary) the parts of
+    one storage type are joined and converted together, and the float16 ones share its
+    scale: few launches, which is what a device run pays for.  Without, each float16 part
+    finds its own scale on the device."""
     shared = None if peak is None else _scale_for(peak)
-    stored: list[tuple[str, torch.Tensor]] = []
+    by_storage: dict[str, list[str]] = {}
+    for name, (_, storage, _) in plan.items():
+        by_storage.setdefault(storage, []).append(name)
+    order: list[str] = []
+    pieces: list[torch.Tensor] = []
     scales: list[tuple[str, torch.Tensor]] = []
-    for name in order:
-        tensor, storage, _ = plan[name]
+    for storage, (dtype, _) in _DTYPES.items():  # falling item size: every part aligned
+        names = by_storage.get(storage, [])
         if storage == "f16" and shared is None:
-            tensor, scale = _half_scaled(tensor)
-            scales.append((name, scale))
-        elif storage == "f16" and shared != 1.0:
-            tensor = tensor * (1.0 / shared)
-        stored.append((name, tensor.to(_DTYPES[storage][0])))
-    pieces = [t.contiguous().reshape(-1).view(torch.uint8) for _, t in stored + scales]
-    host = torch.cat(pieces).cpu().numpy()  # the one device -> host transfer
+            for name in names:
+                half, scale = _half_scaled(plan[name][0])
+                pieces.append(half.reshape(-1))
+                scales.append((name, scale))
+        elif names:
+            flat = [plan[name][0].reshape(-1) for name in names]
+            joined = flat[0] if len(flat) == 1 else torch.cat(flat)
+            if storage == "f16" and shared != 1.0:
+                joined = joined * (1.0 / shared)
+            pieces.append(joined.to(dtype))
+        order += names
+    raw = [p.view(torch.uint8) for p in pieces] + [s.view(torch.uint8) for _, s in scales]
+    host = torch.cat(raw).cpu().numpy()  # the one device -> host transfer
     host.setflags(write=False)
     parts: dict[str, np.ndarray] = {}
     offset = 0
-    for name, tensor in stored:
+    for name in order:
         storage, shape = plan[name][1], plan[name][2]
         count = math.prod(shape)
         parts[name] = np.frombuffer(host, _DTYPES[storage][1], count, offset).reshape(shape)
@@ -373,7 +384,7 @@ def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
     scale_values = np.frombuffer(host, np.float32, len(scales), offset) if scales else ()
     kept_scales = {name: float(v) for (name, _), v in zip(scales, scale_values) if v != 1.0}
     if shared is not None and shared != 1.0:
-        kept_scales = {name: shared for name in plan if plan[name][1] == "f16"}
+        kept_scales = {name: shared for name in by_storage.get("f16", ())}
     return {name: parts[name] for name in plan}, kept_scales
 
 

@@ -147,7 +147,8 @@ def test_pooling_equals_block_mean_of_exact_map():
 
 
 class LargestProduct(TorchFunctionMode):
-    """Test-only probe: the largest tensor any matmul inside the block produced."""
+    """Test-only probe: the largest tensor any product (matmul, baddbmm) inside the block
+    produced."""
 
     def __init__(self):
         super().__init__()
@@ -155,7 +156,7 @@ class LargestProduct(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if func is torch.matmul:
+        if func in (torch.matmul, torch.baddbmm):
             self.largest = max(self.largest, out.numel())
         return out
 
