@@ -24,6 +24,7 @@ import os
 import pathlib
 import threading
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -35,15 +36,14 @@ from .._summary_kernels import sample_plan
 __all__ = ["LIB", "library_path", "reduce"]
 
 _HERE = pathlib.Path(__file__).parent
-_I64, _PTR = ctypes.c_int64, ctypes.c_void_p
+_I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+# (parameters, x, sample index, statistics, sample copy, kept buffer, work, scale expected)
+_REDUCER = [_PTR, _PTR, _I64, _PTR, _PTR, _PTR, _PTR, _F64]
 _SIGNATURES = {
-    "nfw_image_f32": [_PTR, _I64, _I64, _I64, _I64, _I64, _PTR, _I64, _I64, _I64, _I64, _PTR,
-                      _I64, _I64, _I64, _I64, _I64, _I64, _I64, _I64, _PTR, _PTR, _PTR, _PTR,
-                      ctypes.c_double],
-    "nfw_sequence_f32": [_PTR, _I64, _I64, _I64, _I64, _PTR, _I64, _I64, _I64, _I64, _PTR,
-                         _I64, _I64, _I64, _PTR, _PTR, _PTR, ctypes.c_double],
+    "nfw_image_f32": _REDUCER,
+    "nfw_sequence_f32": _REDUCER,
     "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
-}  # fmt: skip
+}
 
 
 def library_path(variant: str) -> pathlib.Path:
@@ -75,11 +75,6 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
 _MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
 _SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled as one block (reduce.c)
 _local = threading.local()  # per thread: a work buffer reused from call to call
@@ -97,12 +92,38 @@ def _work(floats: int) -> tuple[np.ndarray, int, int]:
     return got[2], got[3], got[3] + 32
 
 
+class _Plan(NamedTuple):
+    """What every call for one shape and budget shares, made once (see :func:`_plan`)."""
+
+    reducer: str  # the C function
+    params: np.ndarray  # its int64 parameters (kept alive here: C reads them by address)
+    params_at: int
+    layout: str
+    kept_bytes: int  # the buffer that every kept part is a view of
+    parts: tuple[tuple[str, type, int, tuple[int, ...]], ...]  # name, dtype, byte offset, shape
+    halves: tuple[str, ...]  # the float16 parts (they share the scale)
+    work: int  # float32 of scratch
+    values: int  # elements of the summary's sample
+    sampled: int | None
+
+
+def _layout(parts: list[tuple[str, type, tuple[int, ...]]], order: tuple[str, ...]):
+    """Byte offsets of parts packed largest item first (each aligned), listed in ``order``."""
+    offsets, at = {}, 0
+    for name, dtype, shape in sorted(parts, key=lambda p: -np.dtype(p[1]).itemsize):
+        offsets[name] = at
+        at += np.dtype(dtype).itemsize * math.prod(shape)
+    found = {name: (name, dtype, offsets[name], shape) for name, dtype, shape in parts}
+    return tuple(found[name] for name in order if name in found), at
+
+
 @functools.lru_cache(maxsize=1024)
-def _plan(shape: tuple[int, ...], budget: int):
-    """What one call needs for a shape, computed once: (layout, the C arguments that depend
-    only on the shape, float16 parts as (name, shape), float16 count, work floats, kept part
-    size, sample plan); None when the shape has no compiled path (too many channels)."""
+def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
+    """The plan of one shape and budget; None when it has no compiled path (too many channels
+    for the budget, a pooled side longer than reduce.c takes)."""
     plan = sample_plan(math.prod(shape), MAX_EXACT)
+    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
+    values = rows * width if plan is not None else math.prod(shape)
     if len(shape) == 4:
         n, c, h, w = shape
         sizes = _image_sizes(c, h, w, budget)
@@ -113,22 +134,41 @@ def _plan(shape: tuple[int, ...], budget: int):
         th, tw = top if top is not None else (0, 0)
         if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
             return None
-        halves = (("grid", (c, gh, gw)), ("mean", (mh, mw)))
+        parts = [("channel_mean_abs", np.float32, (c,)), ("grid", np.float16, (c, gh, gw)),
+                 ("mean", np.float16, (mh, mw))]  # fmt: skip
         if top is not None:
-            halves += (("top", (k, th, tw)),)
-        n_halves = sum(math.prod(s) for _, s in halves)
-        args = (n, c, h, w, _rank_rows(c, h, w), k, gh, gw, mh, mw, th, tw)
-        # (reduce.c's layout: channel sums, a row, one pooled map, small maps' pooled block)
-        work = h * w + w + max(gh * gw, mh * mw, th * tw)
+            parts += [("top", np.float16, (k, th, tw)), ("top_channels", np.int64, (k,))]
+        # (reduce.c writes the float16 parts one after another from "grid": packed last, in
+        # this order; without top maps it writes no top channels)
+        spec, kept = _layout(parts, _ORDER)
+        at = {name: offset for name, _, offset, _ in spec}
+        params = [n, c, h, w, width, step, first, rows, _rank_rows(c, h, w), k, gh, gw, mh,
+                  mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"], at["grid"]]
+        work = h * w + w + max(gh * gw, mh * mw, th * tw)  # sums, a row, a pooled map
         if h * w <= _SMALL_CHANNEL:
-            work += c * gh * gw + c * h * gw
-        return "image", args, halves, n_halves, work, (c, k), plan
-    n, length, dim = shape
-    n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
-    if max(hl, hd) > _MAX_POOLED:
-        return None
-    work = length + dim + hd  # token norms, a row, a pooled row
-    return "sequence", (n, length, dim), (("tokens", (hl, hd)),), hl * hd, work, n_norms, plan
+            work += c * gh * gw + c * h * gw  # small maps: the pooled block
+        reducer, layout, halves = "nfw_image_f32", "image", ("grid", "mean", "top")
+    else:
+        n, length, dim = shape
+        n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
+        if max(hl, hd) > _MAX_POOLED:
+            return None
+        spec, kept = _layout([("tokens", np.float16, (hl, hd)),
+                              ("norms", np.float32, (n_norms,))], _ORDER)  # fmt: skip
+        at = {name: offset for name, _, offset, _ in spec}
+        params = [n, length, dim, width, step, first, rows, hl, hd, n_norms, at["norms"],
+                  at["tokens"]]
+        work = length + dim + hd  # token norms, a row, a pooled row
+        reducer, layout, halves = "nfw_sequence_f32", "sequence", ("tokens",)
+    array = np.array(params, np.int64)
+    array.setflags(write=False)
+    halves = tuple(name for name in halves if name in at)
+    return _Plan(reducer, array, _address(array), layout, kept, spec, halves, work, values,
+                 rows * width if plan is not None else None)
+
+
+#: the parts in the order the torch path's plans give them
+_ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")
 
 
 def reduce(t: torch.Tensor, sample: int, budget: int):
@@ -144,60 +184,30 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
     if len(shape) not in (3, 4) or not 0 <= sample < shape[0] or not t.is_contiguous():
         return None
     numel = math.prod(shape)
-    if numel == 0:
+    plan = _plan(shape, budget) if numel else None
+    if plan is None:
         return None
-    planned = _plan(shape, budget)
-    if planned is None:
-        return None
-    layout, args, halves, n_halves, work, kept_size, plan = planned
-    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
-    values = np.empty(rows * width if plan is not None else numel, np.float32)
-    f16 = np.empty(n_halves, np.float16)
-    stats, stats_at, work_at = _work(work)
-    if layout == "image":
-        c, k = kept_size
-        mean_abs, chosen = np.empty(c, np.float32), np.empty(k, np.int64)
-        n, c, h, w, rank_step, k, gh, gw, mh, mw, th, tw = args
-        call = functools.partial(
-            LIB.nfw_image_f32, t.data_ptr(), n, c, h, w, sample, stats_at, width, step, first,
-            rows, _address(values), rank_step, k, gh, gw, mh, mw, th, tw, _address(mean_abs),
-            _address(chosen), _address(f16), work_at)  # fmt: skip
-        kept = {"channel_mean_abs": _read_only(mean_abs)}
-        if th:
-            kept["top_channels"] = _read_only(chosen)
-    else:
-        norms = np.empty(kept_size, np.float32)
-        n, length, dim = args
-        hl, hd = halves[0][1]
-        call = functools.partial(
-            LIB.nfw_sequence_f32, t.data_ptr(), n, length, dim, sample, stats_at, width, step,
-            first, rows, _address(values), hl, hd, kept_size, _address(f16), _address(norms),
-            work_at)  # fmt: skip
-        kept = {"norms": _read_only(norms)}
+    values = np.empty(plan.values, np.float32)
+    kept = np.empty(plan.kept_bytes, np.uint8)
+    stats, stats_at, work_at = _work(plan.work)
+    reducer = getattr(LIB, plan.reducer)
+    args = (plan.params_at, t.data_ptr(), sample, stats_at, _address(values), _address(kept),
+            work_at)
     # float16 parts are written divided by the scale expected (1); rarely it is another
     # (a peak |x| below 2**-10 or from 2**15): then once more with that one
-    if call(1.0):
-        call(float(stats[3]))
+    if reducer(*args, 1.0):
+        reducer(*args, float(stats[3]))
     lo, hi, total, scale = stats.tolist()
     if not math.isfinite(lo + hi + total):
         return None  # NaN or Inf: the torch path's masked kernels count them
     summary = PendingSummary(
         head=dict(shape=shape, dtype="float32", device="cpu", kind="float", numel=numel),
-        sample=_FloatSample(lo, hi, total / numel, values, rows * width if plan else None, 64),
+        sample=_FloatSample(lo, hi, total / numel, values, plan.sampled, 64),
     )  # fmt: skip
-    _read_only(f16)
-    parts, offset = {}, 0
-    for name, part_shape in halves:
-        size = math.prod(part_shape)
-        parts[name] = f16[offset : offset + size].reshape(part_shape)
-        offset += size
-    parts |= kept
-    parts = {name: parts[name] for name in _ORDER if name in parts}
-    scales = {name: scale for name, _ in halves} if scale != 1.0 else {}
-    retained = Retained(layout, shape=shape, dtype="float32", sample=sample,
+    kept.setflags(write=False)  # (its views are read-only too)
+    parts = {name: np.ndarray(part_shape, dtype, kept, offset)
+             for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
+    scales = {name: scale for name in plan.halves} if scale != 1.0 else {}
+    retained = Retained(plan.layout, shape=shape, dtype="float32", sample=sample,
                         parts=MappingProxyType(parts), scales=MappingProxyType(scales))
     return summary, retained
-
-
-#: the parts in the order the torch path's plans give them
-_ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")

@@ -481,12 +481,25 @@ static void stats_others(Stats *s, const float *x, int64_t n_batch, int64_t bloc
         if (b != sample) stats_add(s, x + b * block, block, NULL);
 }
 
-int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int64_t w,
-                      int64_t sample, double *stats, int64_t s_width, int64_t s_step,
-                      int64_t s_first, int64_t s_rows, float *sample_out, int64_t rank_step,
-                      int64_t k, int64_t gh, int64_t gw, int64_t mh, int64_t mw, int64_t th,
-                      int64_t tw, float *mean_abs, int64_t *top, uint16_t *f16, float *work,
-                      double hint) {
+/* What one shape needs, in an int64 array the caller keeps per shape (one pointer to pass
+ * instead of twenty integers): */
+enum { I_N, I_C, I_H, I_W, I_WIDTH, I_STEP, I_FIRST, I_ROWS, I_RANK_STEP, I_K, I_GH, I_GW,
+       I_MH, I_MW, I_TH, I_TW, I_AT_TOP, I_AT_MEAN_ABS, I_AT_F16 }; /* image */
+enum { S_N, S_L, S_D, S_WIDTH, S_STEP, S_FIRST, S_ROWS, S_HL, S_HD, S_NORMS, S_AT_NORMS,
+       S_AT_F16 }; /* sequence */
+
+/* out: one buffer for what is kept, at the byte offsets the parameters give */
+int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *stats,
+                      float *sample_out, char *out, float *work, double hint) {
+    const int64_t n_batch = p[I_N], c = p[I_C], h = p[I_H], w = p[I_W];
+    const int64_t s_width = p[I_WIDTH], s_step = p[I_STEP], s_first = p[I_FIRST],
+                  s_rows = p[I_ROWS], rank_step = p[I_RANK_STEP];
+    int64_t k = p[I_K];
+    const int64_t gh = p[I_GH], gw = p[I_GW], mh = p[I_MH], mw = p[I_MW], th = p[I_TH],
+                  tw = p[I_TW];
+    int64_t *top = (int64_t *)(out + p[I_AT_TOP]);
+    float *mean_abs = (float *)(out + p[I_AT_MEAN_ABS]);
+    uint16_t *f16 = (uint16_t *)(out + p[I_AT_F16]);
     const int64_t hw = h * w, numel = n_batch * c * hw;
     const float *xs = x + sample * c * hw;
     int64_t most = gh * gw > mh * mw ? gh * gw : mh * mw;
@@ -560,11 +573,13 @@ int64_t nfw_image_f32(const float *x, int64_t n_batch, int64_t c, int64_t h, int
     return finish(&s, stats, hint);
 }
 
-int64_t nfw_sequence_f32(const float *x, int64_t n_batch, int64_t length, int64_t dim,
-                         int64_t sample, double *stats, int64_t s_width, int64_t s_step,
-                         int64_t s_first, int64_t s_rows, float *sample_out, int64_t hl,
-                         int64_t hd, int64_t n_norms, uint16_t *f16, float *norms,
-                         float *work, double hint) {
+int64_t nfw_sequence_f32(const int64_t *p, const float *x, int64_t sample, double *stats,
+                         float *sample_out, char *out, float *work, double hint) {
+    const int64_t n_batch = p[S_N], length = p[S_L], dim = p[S_D];
+    const int64_t s_width = p[S_WIDTH], s_step = p[S_STEP], s_first = p[S_FIRST],
+                  s_rows = p[S_ROWS], hl = p[S_HL], hd = p[S_HD], n_norms = p[S_NORMS];
+    float *norms = (float *)(out + p[S_AT_NORMS]);
+    uint16_t *f16 = (uint16_t *)(out + p[S_AT_F16]);
     const int64_t numel = n_batch * length * dim;
     const float *xs = x + sample * length * dim;
     float *token_norms = work, *row = token_norms + length, *pooled = row + dim;
