@@ -249,12 +249,23 @@ def _as_float(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x if dtype in (torch.float32, torch.float64) else x.to(torch.float32)
 
 
+def broadcast_sample(sample: int, batch: int) -> int:
+    """The batch index kept for ``sample``: a batch of one (position embeddings, masks shared
+    by the batch) stands for every sample, as it broadcasts in the model.
+
+    >>> broadcast_sample(3, 1), broadcast_sample(3, 4)
+    (0, 3)
+    """
+    return 0 if batch == 1 and sample > 0 else sample
+
+
 def _select(d: Dense, sample: int):
     """(batch element ``sample`` as (C, H, W) / (L, D) / any, its shape and dtype, the kept
     sample index, a note on reductions)."""
     t, shape = d.t, d.shape
     if len(shape) <= 1:
         return t, shape, d.dtype, None, None
+    sample = broadcast_sample(sample, shape[0])
     if not 0 <= sample < shape[0]:
         raise ValueError(
             f"sample={sample} is out of range for a batch of {shape[0]} "

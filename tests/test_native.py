@@ -173,6 +173,16 @@ def test_a_tensor_subclass_takes_the_torch_path():
     assert _native.reduce(torch.randn(1, 4, 8, 8).as_subclass(Tagged), 0, 4096 * 64) is None
 
 
+@pytest.mark.parametrize("shape", [(1, 8, 20, 20), (1, 30, 16)], ids=str)
+def test_a_batch_of_one_broadcasts_like_the_torch_path(shape):
+    x = activation(shape)
+    (_, kept), (_, slow) = _native.reduce(x, 3, DEFAULT_BUDGET_BYTES), torch_path(
+        read_dense(x), 3, DEFAULT_BUDGET_BYTES)
+    assert kept.sample == slow.sample == 0
+    for name in kept.parts:
+        np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3, atol=1e-6)
+
+
 def test_sample_out_of_range_takes_the_torch_path_and_its_error():
     assert _native.reduce(torch.randn(2, 3, 4, 4), 5, DEFAULT_BUDGET_BYTES) is None
 

@@ -98,6 +98,8 @@ def test_sample_selects_the_batch_element():
     assert kept.sample == 2 and float(kept.values("tokens").max()) == 7.0
     with pytest.raises(ValueError, match=r"use sample=0\.\.2"):
         retain(x, sample=3)
+    shared = retain(x[2:], sample=2)  # a batch of one (a position embedding) broadcasts
+    assert shared.sample == 0 and float(shared.values("tokens").max()) == 7.0
 
 
 def test_bool_masks_are_kept_as_fractions():

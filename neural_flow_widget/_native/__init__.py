@@ -10,7 +10,8 @@ exact, the same chunk sample, the mean up to summation order) and the same retai
 the same scale).  ``tests/test_native.py`` holds the two paths to each other.
 
 The library is built with the package (``hatch_build.py``: a baseline and an AVX2 build;
-the AVX2 one is loaded where the processor has it).  Without a C compiler, on other
+the AVX2 one is loaded where the processor has it); ``tests/test_native_sanitized.py`` runs
+it under AddressSanitizer and UndefinedBehaviorSanitizer.  Without a C compiler, on other
 platforms, or with ``NFW_NATIVE=0`` in the environment, :data:`LIB` is None and capture
 takes the torch path.
 """
@@ -29,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._retain import Retained, _image_sizes, _rank_rows, _sequence_sizes
+from .._retain import Retained, _image_sizes, _rank_rows, _sequence_sizes, broadcast_sample
 from .._summaries import MAX_EXACT, PendingSummary, _FloatSample
 from .._summary_kernels import sample_plan
 
@@ -47,8 +48,9 @@ _SIGNATURES = {
 
 
 def library_path(variant: str) -> pathlib.Path:
-    """Where the build puts the ``base`` or ``avx2`` library."""
-    return _HERE / f"_reduce_{variant}.so"
+    """Where the build puts the ``base`` or ``avx2`` library (``NFW_NATIVE_DIR`` points the
+    loader at another folder: the sanitizer test loads instrumented builds from there)."""
+    return pathlib.Path(os.environ.get("NFW_NATIVE_DIR") or _HERE) / f"_reduce_{variant}.so"
 
 
 def _load() -> ctypes.CDLL | None:
@@ -181,7 +183,10 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
             or not t.is_cpu or t.layout is not torch.strided:  # fmt: skip
         return None
     shape = tuple(t.shape)
-    if len(shape) not in (3, 4) or not 0 <= sample < shape[0] or not t.is_contiguous():
+    if len(shape) not in (3, 4):
+        return None
+    sample = broadcast_sample(sample, shape[0])
+    if not 0 <= sample < shape[0] or not t.is_contiguous():
         return None
     numel = math.prod(shape)
     plan = _plan(shape, budget) if numel else None

@@ -18,7 +18,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "reduce.c"
 # no -ffast-math (it would set flush-to-zero for the whole process) and no FMA contraction
 # (both builds give the same numbers)
-FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno"]
+FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
+         "-Wno-psabi"]
 VARIANTS = {"base": [], "avx2": ["-mavx2", "-mf16c"]}
 
 
@@ -27,18 +28,27 @@ def targets() -> dict[str, pathlib.Path]:
     return {name: HERE / f"_reduce_{name}.so" for name in VARIANTS if name == "base" or x86}
 
 
-def build(force: bool = False) -> list[pathlib.Path]:
-    """Compile what is missing or older than the source; returns the libraries there are.
-    Raises ``RuntimeError`` when the compiler fails, and returns [] without one."""
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None or sys.platform == "win32":
+def compiler() -> str | None:
+    if sys.platform == "win32":
+        return None
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+
+
+def build(force: bool = False, folder: pathlib.Path = HERE,
+          extra: tuple[str, ...] = ()) -> list[pathlib.Path]:  # fmt: skip
+    """Compile what is missing or older than the source into ``folder`` (``extra``: more
+    compiler flags, e.g. sanitizers); returns the libraries there are.  Raises
+    ``RuntimeError`` when the compiler fails, and returns [] without one."""
+    cc = compiler()
+    if cc is None:
         return []
     built = []
     for name, path in targets().items():
+        path = pathlib.Path(folder) / path.name
         if force or not path.exists() or path.stat().st_mtime < SOURCE.stat().st_mtime:
             temporary = path.with_suffix(".so.tmp")
-            command = [compiler, *FLAGS, *VARIANTS[name], str(SOURCE), "-o", str(temporary),
-                       "-lm"]  # fmt: skip
+            command = [cc, *FLAGS, *extra, *VARIANTS[name], str(SOURCE), "-o",
+                       str(temporary), "-lm"]  # fmt: skip
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
