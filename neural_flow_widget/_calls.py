@@ -32,6 +32,7 @@ class CallRecord:
     dtypes: tuple[str, ...] = ()
     error: str | None = None
     done: bool = False
+    found: list | None = None  # the input tensors while the call runs (dropped on return)
 
 
 #: Hooks run their own torch code (shape reads, capture's reductions) with every
@@ -41,15 +42,22 @@ _unobserved = torch._C.DisableTorchFunction
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
 
 
 @dataclass
 class CallTracker:
     """Context manager that tracks the module calls of ``model`` while it runs.
 
-    ``tracer`` (optional) is the DataflowTracer sharing ``stack``; ``on_output(call, output)``
-    (optional) is called in each forward hook, for capture.
+    ``tracer`` (optional) is the DataflowTracer sharing ``stack``; ``on_output(call, leaves)``
+    (optional) is called in each forward hook with the output's ``(path, tensor)`` leaves,
+    for capture.
     """
 
     model: torch.nn.Module
@@ -99,7 +107,7 @@ class CallTracker:
                 with _unobserved():
                     found = tensors_in(kwargs, tensors_in(args, []))
                     record.inputs = tracer.ops_of(found)
-                    record.input_shapes = tuple(tuple(t.shape) for t in found)
+                record.found = found
             self.calls.append(record)
             self.stack.append(len(self.calls) - 1)
         return pre
@@ -111,9 +119,13 @@ class CallTracker:
             index = self.stack.pop()
             record = self.calls[index]
             record.done = True
+            passed, record.found = record.found, None
             if output is None and sys.exc_info()[1] is not None:
                 error = sys.exc_info()[1]
                 record.error = f"{type(error).__name__}: {error}"
+                if passed:  # (for the error message: what the failing call received)
+                    with _unobserved():
+                        record.input_shapes = tuple(tuple(t.shape) for t in passed)
                 if self.failed is None:
                     self.failed = index
                 return
@@ -122,13 +134,12 @@ class CallTracker:
                 found = output_leaves(output)
                 record.shapes = tuple(tuple(t.shape) for _, t in found)
                 record.dtypes = tuple(dtype_name(t.dtype) for _, t in found)
-                if tracer is not None and found:
-                    passed = tensors_in(args, [])
+                if passed and found:  # outputs that are inputs, unchanged (nn.Identity)
                     same = [t for _, t in found if any(t is a for a in passed)]
                     if same:
                         tracer.retag(same, index)
                 if self.on_output is not None:
-                    self.on_output(index, output)
+                    self.on_output(index, found)
         return post
 
     # -- results ------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ from typing import Any
 import torch
 
 from ._flow import Flow, Stage
-from ._tree import output_leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +76,16 @@ class CaptureState:
         if self.recorder is not None:
             self.recorder.forget()
 
-    def _on_output(self, call: int, output: Any) -> None:
+    def _on_output(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
         try:
-            self.outputs[call] = self._reduce_all(output)
+            self.outputs[call] = self._reduce_all(leaves)
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
 
-    def _reduce_all(self, output: Any) -> list[Captured]:
+    def _reduce_all(self, leaves: list[tuple[str, torch.Tensor]]) -> list[Captured]:
         kept = []
         tracer = self.tracer
-        for leaf, tensor in output_leaves(output):
+        for leaf, tensor in leaves:
             # The same tensor object returned by several calls (a Sequential and its last
             # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote to it
             # in between. Without a tracer to see such writes nothing is shared.
