@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -157,7 +158,7 @@ class CallTracker:
         seen: dict[int, int] = {}
         ids: list[str] = []
         stages = []
-        params, sigs = _structure(self.modules)
+        params, sigs = structure(self.model, self.modules)
         for index, record in enumerate(self.calls):
             k = seen.get(record.module, 0)
             seen[record.module] = k + 1
@@ -174,7 +175,39 @@ class CallTracker:
         return tuple(stages)
 
 
-def _structure(modules: list[torch.nn.Module]) -> tuple[list[int], list[str]]:
+_STRUCTURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def structure(model: torch.nn.Module, modules: list[torch.nn.Module]):
+    """:func:`_structure` of ``model``'s ``modules``, cached per model while nothing it depends
+    on changed: the same modules of the same types with the same children, and the same
+    parameter objects under the same names with the same shapes (reading that takes a tenth
+    of the walk, which a deep model would otherwise repeat on every trace)."""
+    key = _fingerprint(modules)
+    try:
+        hit = _STRUCTURES.get(model)
+    except TypeError:  # a model that cannot be weakly referenced: no cache
+        return _structure(modules)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    found = _structure(modules)
+    _STRUCTURES[model] = (key, found)
+    return found
+
+
+def _fingerprint(modules: list[torch.nn.Module]) -> tuple:
+    out: list = []
+    for module in modules:
+        out += (id(module), type(module))
+        for name, p in module._parameters.items():
+            if p is not None:
+                out += (name, id(p), p.shape)
+        for name, child in module._modules.items():
+            out += (name, id(child))
+    return tuple(out)
+
+
+def _structure(modules: list[torch.nn.Module]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Per module: its parameter count (recursive, a shared parameter counted once, as
     ``module.parameters()`` does) and its structure signature (equal for modules of the same
     type, parameter shapes and child structure). One bottom-up walk for both."""
@@ -196,7 +229,7 @@ def _structure(modules: list[torch.nn.Module]) -> tuple[list[int], list[str]]:
         return memo[key]
 
     found = [visit(m) for m in modules]
-    return [f[0] + sum(shared[i] for i in f[2]) for f in found], [f[1] for f in found]
+    return tuple(f[0] + sum(shared[i] for i in f[2]) for f in found), tuple(f[1] for f in found)
 
 
 def _own(registered: dict[str, Any]) -> list[tuple[str, Any]]:

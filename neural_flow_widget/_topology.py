@@ -119,7 +119,17 @@ def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str,
     depth: dict[str, int] = {}
     edges: list[Edge] = []
     for node in order:
-        found = sorted(sources.get(node, ()), key=rank.__getitem__)
+        found = sources.get(node, ())
+        if len(found) == 1:  # the common case: one source, a flow edge
+            (src,) = found
+            bits = ancestors.get(src, 0) | (1 << rank[src])
+            ancestors[node] = bits
+            depth[node] = bits.bit_count()
+            edges.append(Edge(src, node, "flow"))
+            if node in stages:
+                previous = node
+            continue
+        found = sorted(found, key=rank.__getitem__)
         bits = 0
         for src in found:
             bits |= ancestors.get(src, 0) | (1 << rank[src])

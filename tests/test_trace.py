@@ -188,3 +188,26 @@ def test_parameter_counts_match_module_parameters_with_shared_weights():
     modules = dict(model.named_modules())
     for call in flow.calls:
         assert call.params == sum(p.numel() for p in modules[call.module].parameters())
+
+
+def test_stage_structure_follows_changes_to_the_model_between_traces():
+    """Parameter counts and structure signatures are cached per model: a change to its
+    parameters or submodules shows in the next trace."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    x = torch.randn(1, 4)
+    first = nfw.trace(model, x, capture=False)
+    assert [s.params for s in first.stages] == [20, 0, 10]
+    assert nfw.trace(model, x, capture=False).stages == first.stages  # cached: the same
+    model[2].weight = torch.nn.Parameter(torch.randn(2, 4))  # same shape, new object
+    model[2].bias = None
+    again = nfw.trace(model, x, capture=False)
+    assert [s.params for s in again.stages] == [20, 0, 8]
+    assert again.stage("2").sig != first.stage("2").sig
+    model[0] = torch.nn.Linear(4, 4, bias=False)  # a new submodule
+    assert [s.params for s in nfw.trace(model, x, capture=False).stages] == [16, 0, 8]
+    model[0].weight = model[2].weight = torch.nn.Parameter(torch.randn(4, 4))  # shared
+    model[2].bias = torch.nn.Parameter(torch.randn(4))
+    model.append(torch.nn.Linear(4, 2))
+    shared = nfw.trace(model, x, capture=False)
+    assert [s.params for s in shared.stages] == [16, 0, 20, 10]
+    assert sum(s.params for s in shared.stages) > sum(p.numel() for p in model.parameters())
