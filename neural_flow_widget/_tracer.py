@@ -38,32 +38,39 @@ def _op_kind(func: Any) -> int:
     return _NORMAL
 
 
+class _Entry(weakref.ref):
+    """A weak reference to a tagged tensor that carries its table key and its tag."""
+
+    __slots__ = ("key", "tag")
+
+
 class TagTable:
     """Tensor identity -> tag; an entry is removed when its tensor is freed."""
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_forget")
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref, Tag]] = {}
+        entries: dict[int, _Entry] = {}
+
+        def forget(entry: _Entry) -> None:  # one callback for every entry
+            if entries.get(entry.key) is entry:
+                del entries[entry.key]
+
+        self._entries, self._forget = entries, forget
 
     def get(self, tensor: Tensor) -> Tag | None:
         entry = self._entries.get(id(tensor))
-        return entry[1] if entry is not None else None
+        return entry.tag if entry is not None else None
 
     def set(self, tensor: Tensor, tag: Tag) -> None:
         key = id(tensor)
-        entries = self._entries
-        entry = entries.get(key)
-        if entry is not None and entry[0]() is tensor:
-            entries[key] = (entry[0], tag)
+        entry = self._entries.get(key)
+        if entry is not None and entry() is tensor:
+            entry.tag = tag
             return
-
-        def forget(ref: weakref.ref, key: int = key) -> None:
-            current = entries.get(key)
-            if current is not None and current[0] is ref:
-                del entries[key]
-
-        entries[key] = (weakref.ref(tensor, forget), tag)
+        entry = _Entry(tensor, self._forget)
+        entry.key, entry.tag = key, tag
+        self._entries[key] = entry
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -201,7 +208,7 @@ class DataflowTracer(TorchFunctionMode):
         tag = (self.seq, call, ops)
         fresh = target is not None
         for o in outs:
-            if fresh or not any(o is i for i in ins):  # ``x.contiguous()`` may return x itself
+            if fresh or not _among(o, ins):  # ``x.contiguous()`` may return x itself
                 self.table.set(o, tag)
         if target is not None:
             key = target.untyped_storage().data_ptr()
@@ -227,3 +234,11 @@ class DataflowTracer(TorchFunctionMode):
                     if seq > since:
                         tags.append(written)
         return tags
+
+
+def _among(tensor: Tensor, tensors: list[Tensor]) -> bool:
+    """Whether ``tensor`` is one of ``tensors`` (by identity: ``in`` would compare values)."""
+    for t in tensors:
+        if t is tensor:
+            return True
+    return False
