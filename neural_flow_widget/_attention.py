@@ -36,7 +36,15 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
-from ._attention_math import AttentionMap, _map_from_probs, _mha_map, attention_probs
+from ._attention_math import (
+    AttentionMap,
+    PendingMap,
+    _map_from_probs,
+    _mha_map,
+    attention_probs,
+    sdpa_inputs,
+    sdpa_map,
+)
 
 __all__ = ["AttentionMap", "AttentionRecorder", "AttentionTracer", "INTERESTING", "attention_probs"]
 
@@ -136,19 +144,20 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) 
 
 @_register(F.scaled_dot_product_attention)
 def _on_sdpa(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) -> None:
-    rec._store(
-        rec._current_call(),
-        attention_probs(
-            _arg(args, kwargs, 0, "query"),
-            _arg(args, kwargs, 1, "key"),
-            attn_mask=_arg(args, kwargs, 3, "attn_mask"),
-            is_causal=bool(_arg(args, kwargs, 5, "is_causal", False)),
-            scale=_arg(args, kwargs, 6, "scale"),
-            enable_gqa=bool(_arg(args, kwargs, 7, "enable_gqa", False)),
-            sample=rec.sample,
-            max_exact=rec.max_exact,
-        ),
+    inputs = sdpa_inputs(
+        _arg(args, kwargs, 0, "query"),
+        _arg(args, kwargs, 1, "key"),
+        attn_mask=_arg(args, kwargs, 3, "attn_mask"),
+        is_causal=bool(_arg(args, kwargs, 5, "is_causal", False)),
+        scale=_arg(args, kwargs, 6, "scale"),
+        enable_gqa=bool(_arg(args, kwargs, 7, "enable_gqa", False)),
+        sample=rec.sample,
+        max_exact=rec.max_exact,
     )
+    if rec.lazy and inputs.copy_nbytes <= inputs.map_nbytes:  # copies no bigger than the map
+        rec._store(rec._current_call(), PendingMap(inputs.copied()))
+    else:
+        rec._store(rec._current_call(), sdpa_map(inputs))
 
 
 @_register(F.multi_head_attention_forward)
@@ -258,20 +267,23 @@ class AttentionRecorder:
     ``__torch_function__``, so the maps' own torch ops are not traced. ``current_call()`` names
     the module call an op belongs to. ``maps[call]`` lists maps in the order they were made;
     ``errors[call]`` lists why a map could not be made (``observe`` never raises, so a failing
-    map never aborts the forward pass). Call :meth:`forget` when the pass ends.
+    map never aborts the forward pass). Call :meth:`forget` when the pass ends. With ``lazy``,
+    an SDPA call's entry may be a :class:`~._attention_math.PendingMap` (copies of its
+    inputs, no bigger than the map) that makes the map on first ``resolve()``.
     """
 
     INTERESTING: frozenset = INTERESTING
-    __slots__ = ("maps", "errors", "sample", "max_exact", "_current_call", "_tags")
+    __slots__ = ("maps", "errors", "sample", "max_exact", "lazy", "_current_call", "_tags")
 
-    def __init__(self, current_call: Callable[[], int], *, sample: int = 0, max_exact: int = 512) -> None:
+    def __init__(self, current_call: Callable[[], int], *, sample: int = 0, max_exact: int = 512,
+                 lazy: bool = False) -> None:  # fmt: skip
         if sample < 0:
             raise ValueError(f"sample={sample}; pass the index of a batch sample (>= 0)")
         if max_exact < 1:
             raise ValueError(f"max_exact={max_exact}; pass max_exact >= 1 (longest axis kept unpooled)")
         self.maps: dict[int, list[AttentionMap]] = {}
         self.errors: dict[int, list[str]] = {}
-        self.sample, self.max_exact = sample, max_exact
+        self.sample, self.max_exact, self.lazy = sample, max_exact, lazy
         self._current_call = current_call
         self._tags = _Provenance()
 

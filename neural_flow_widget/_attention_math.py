@@ -16,13 +16,14 @@ from __future__ import annotations
 import inspect
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["AttentionMap", "attention_probs"]
+__all__ = ["AttentionMap", "PendingMap", "SdpaInputs", "attention_probs", "sdpa_inputs", "sdpa_map"]
 
 _BLOCK_ELEMENTS = 1 << 22  # scores per query block, all heads together (16 MiB of float32)
 _NEG_INF = float("-inf")
@@ -85,6 +86,59 @@ def attention_probs(
     at most block x S scores per head exist at once. Axes longer than ``max_exact`` are pooled
     by ceil(len / max_exact) (see :class:`AttentionMap`). Fully masked rows give zeros.
     """
+    return sdpa_map(sdpa_inputs(q, k, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+                                enable_gqa=enable_gqa, sample=sample, max_exact=max_exact,
+                                block=block))
+
+
+class SdpaInputs(NamedTuple):
+    """What :func:`sdpa_map` needs of one SDPA call, for one sample: its query and key heads,
+    mask rows and settings (see :func:`sdpa_inputs`)."""
+
+    qs: Tensor  # (heads, L, E) float32
+    ks: Tensor  # (kv heads, S, E) float32
+    mask: Tensor | None  # the sample's mask, broadcastable to (*head_shape, L, S)
+    head_shape: tuple[int, ...]
+    is_causal: bool
+    enable_gqa: bool
+    factor: float
+    pool: tuple[int, int]
+    rows: int  # query rows per block
+
+    @property
+    def copy_nbytes(self) -> int:
+        """Bytes that :meth:`copied` holds."""
+        held = [self.qs, self.ks] + ([_compact(self.mask)] if self.mask is not None else [])
+        return sum(t.numel() * t.element_size() for t in held)
+
+    @property
+    def map_nbytes(self) -> int:
+        """Bytes of the float32 map they give."""
+        heads, q_len, _ = self.qs.shape
+        k_len = self.ks.shape[1]
+        return 4 * heads * -(-q_len // self.pool[0]) * -(-k_len // self.pool[1])
+
+    def copied(self) -> SdpaInputs:
+        """The same inputs in tensors of their own, none of them the model's; a mask that
+        broadcasts keeps one copy of what repeats."""
+        mask = None if self.mask is None else _compact(self.mask).clone()
+        return self._replace(qs=self.qs.clone(), ks=self.ks.clone(), mask=mask)
+
+
+def _compact(t: Tensor) -> Tensor:
+    """``t`` with every broadcast (stride 0) axis cut to length 1: the same values wherever
+    it broadcasts, without repeating them."""
+    for axis, (size, stride) in enumerate(zip(t.shape, t.stride())):
+        if stride == 0 and size > 1:
+            t = t.narrow(axis, 0, 1)
+    return t
+
+
+def sdpa_inputs(q: Tensor, k: Tensor, *, attn_mask: Tensor | None = None,
+                is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
+                sample: int = 0, max_exact: int = 512, block: int | None = None
+                ) -> SdpaInputs:  # fmt: skip
+    """The checked inputs of :func:`attention_probs` for one sample (views of the arguments)."""
     if is_causal and attn_mask is not None:
         raise ValueError(
             "attention_probs: pass attn_mask or is_causal, not both "
@@ -93,7 +147,7 @@ def attention_probs(
     _check_sample(sample, max(q.shape[0], k.shape[0]) if q.ndim >= 3 else 1)
     with torch.no_grad():
         qs, ks = _sample_heads(q, sample, "q"), _sample_heads(k, sample, "k")
-        ks = _match_kv_heads(qs, ks, enable_gqa)
+        _check_kv_heads(qs.shape[0], ks.shape[0], enable_gqa)
         heads, q_len, dim = qs.shape
         k_len = ks.shape[1]
         head_shape = tuple(q.shape[1:-2]) if q.ndim >= 3 else ()
@@ -101,6 +155,17 @@ def attention_probs(
         pq, pk = _pool_factor(q_len, max_exact), _pool_factor(k_len, max_exact)
         rows = _block_rows(block, heads, k_len, pq)
         factor = 1.0 / math.sqrt(dim) if scale is None else float(scale)
+        return SdpaInputs(qs, ks, mask, head_shape, bool(is_causal), bool(enable_gqa), factor,
+                          (pq, pk), rows)  # fmt: skip
+
+
+def sdpa_map(inputs: SdpaInputs) -> AttentionMap:
+    """softmax(q kᵀ · scale + mask) of :func:`sdpa_inputs`, block by block (see
+    :func:`attention_probs`)."""
+    qs, ks, mask, head_shape, is_causal, enable_gqa, factor, (pq, pk), rows = inputs
+    with torch.no_grad():
+        ks = _match_kv_heads(qs, ks, enable_gqa)
+        q_len, k_len = qs.shape[1], ks.shape[1]
         kt = ks.transpose(1, 2)
         blocks = []
         for r0 in range(0, q_len, rows):
@@ -118,7 +183,25 @@ def attention_probs(
                 probs.masked_fill_(blank, 0.0)
             blocks.append(_pool(probs, pq, pk))
         out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
-        return _make_map(out, q_len, k_len, (pq, pk), "sdpa", bool(is_causal), owned=True)
+        return _make_map(out, q_len, k_len, (pq, pk), "sdpa", is_causal, owned=True)
+
+
+class PendingMap:
+    """An SDPA call's map made on first :meth:`resolve` (and kept), from copies of its inputs
+    taken while they were live: in the traced run only the copies are made, which costs far
+    less than the scores, the softmax and a map of its own (what a capture of a deep
+    transformer spent most of its attention time on).  Gives exactly what
+    :func:`attention_probs` gives for the same call."""
+
+    __slots__ = ("_inputs", "_map")
+
+    def __init__(self, inputs: SdpaInputs) -> None:
+        self._inputs, self._map = inputs, None
+
+    def resolve(self) -> AttentionMap:
+        if self._map is None:
+            self._map, self._inputs = sdpa_map(self._inputs), None
+        return self._map
 
 
 # ---------------------------------------------------------------------------- math helpers
@@ -143,12 +226,17 @@ def _sample_heads(t: Tensor, sample: int, name: str) -> Tensor:
 
 def _match_kv_heads(qs: Tensor, ks: Tensor, enable_gqa: bool) -> Tensor:
     hq, hk = qs.shape[0], ks.shape[0]
+    _check_kv_heads(hq, hk, enable_gqa)
     if hk == hq:
         return ks
     if enable_gqa and hq % hk == 0:
         return ks.repeat_interleave(hq // hk, dim=0)
-    if hk == 1:
-        return ks.expand(hq, -1, -1)
+    return ks.expand(hq, -1, -1)  # one kv head for all
+
+
+def _check_kv_heads(hq: int, hk: int, enable_gqa: bool) -> None:
+    if hk == hq or (enable_gqa and hq % hk == 0) or hk == 1:
+        return
     raise ValueError(
         f"attention_probs: {hq} query heads but {hk} key heads; pass enable_gqa=True "
         "for grouped-query attention (query heads must be a multiple of key heads)"

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ._attention_math import PendingMap
 from ._flow import Flow, Stage
 
 
@@ -64,7 +65,8 @@ class CaptureState:
         from ._attention import AttentionRecorder, AttentionTracer
 
         stack = tracker.stack
-        self.recorder = AttentionRecorder(lambda: stack[-1], sample=self.sample)
+        # maps of SDPA calls are made when first asked for, from copies of the query and key
+        self.recorder = AttentionRecorder(lambda: stack[-1], sample=self.sample, lazy=True)
         if tracer is not None:
             tracer.observer = self.recorder
             tracer.observed = self.recorder.INTERESTING
@@ -143,7 +145,7 @@ class Capture:
     read from here."""
 
     outputs: dict[int, list[Captured]]
-    maps: dict[int, list[Any]]  # call index (-1 = model body) -> AttentionMap list
+    maps: dict[int, list[Any]]  # call index (-1 = model body) -> AttentionMap / PendingMap list
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     sample: int = 0  # which batch sample the views and attention maps show
 
@@ -199,5 +201,6 @@ class Capture:
             while c >= 0 and c != stage.index:
                 c = parents[c]
             if c == stage.index:
-                found.extend(self.maps[call])
+                found.extend(m.resolve() if isinstance(m, PendingMap) else m
+                             for m in self.maps[call])
         return found

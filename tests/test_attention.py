@@ -24,6 +24,7 @@ from neural_flow_widget._attention import (
     AttentionTracer,
     attention_probs,
 )
+from neural_flow_widget._attention_math import PendingMap
 
 # ------------------------------------------------------------------------------- oracles
 
@@ -429,3 +430,35 @@ def test_provenance_table_empties_when_tensors_die():
         gc.collect()
         assert not rec._tags
     assert len(rec.maps[0]) == 1
+
+
+# ------------------------------------------------------------------- lazy maps (capture)
+
+
+def test_lazy_map_keeps_copies_and_resolves_to_the_eager_map():
+    torch.manual_seed(11)
+    q, k = torch.randn(2, 4, 40, 4), torch.randn(2, 4, 40, 4)
+    mask = (torch.rand(2, 1, 40, 40) > 0.3).expand(2, 4, 40, 40)  # broadcast over heads
+    want = attention_probs(q, k, attn_mask=mask, sample=1).weights
+    rec = AttentionRecorder(lambda: 3, sample=1, lazy=True)
+    rec.observe(F.scaled_dot_product_attention, (q, k, k), {"attn_mask": mask}, None)
+    (pending,) = rec.maps[3]
+    assert isinstance(pending, PendingMap)
+    assert pending._inputs.mask.numel() == 1600  # one copy of the mask, not one per head
+    q.mul_(-3.0)  # the model's tensors change after the call: the copies do not
+    k.zero_()
+    got = pending.resolve()
+    assert got is pending.resolve()  # made once
+    np.testing.assert_array_equal(got.weights, want)
+
+
+def test_lazy_maps_only_where_the_copies_are_no_bigger_than_the_map():
+    rec = AttentionRecorder(lambda: 0, lazy=True)
+    short = torch.randn(1, 2, 16, 64)  # copies 2 x 2 x 16 x 64 > map 2 x 16 x 16
+    rec.observe(F.scaled_dot_product_attention, (short, short, short), {}, None)
+    long = torch.randn(1, 2, 300, 8)  # copies 2 x 2 x 300 x 8 < map 2 x 300 x 300
+    rec.observe(F.scaled_dot_product_attention, (long, long, long), {"is_causal": True}, None)
+    eager, lazy = rec.maps[0]
+    assert isinstance(eager, AttentionMap) and isinstance(lazy, PendingMap)
+    np.testing.assert_array_equal(lazy.resolve().weights,
+                                  attention_probs(long, long, is_causal=True).weights)
