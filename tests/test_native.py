@@ -25,6 +25,17 @@ if _native.LIB is None and os.environ.get("NFW_REQUIRE_NATIVE") == "1":
 pytestmark = pytest.mark.skipif(_native.LIB is None, reason="the compiled path is not built")
 
 
+def test_a_build_of_another_version_is_refused_not_called(tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copy(_native.library_path("base"), tmp_path / "_reduce_base.so")
+    monkeypatch.setenv("NFW_NATIVE_DIR", str(tmp_path))
+    assert _native._load() is not None  # the same build, elsewhere: loaded
+    monkeypatch.setattr(_native, "_VERSION", _native._VERSION + 1)
+    with pytest.warns(UserWarning, match="stale"):
+        assert _native._load() is None
+
+
 def _variants():
     """The loaded library and, if another build runs here, that one too."""
     libs = {"loaded": _native.LIB}

@@ -24,6 +24,7 @@ import math
 import os
 import pathlib
 import threading
+import warnings
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -53,18 +54,32 @@ def library_path(variant: str) -> pathlib.Path:
     return pathlib.Path(os.environ.get("NFW_NATIVE_DIR") or _HERE) / f"_reduce_{variant}.so"
 
 
+_VERSION = 2  # of reduce.c's interface (nfw_version there)
+
+
+def _open(variant: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(library_path(variant)))
+    lib.nfw_version.restype = lib.nfw_has_avx2.restype = _I64
+    if lib.nfw_version() != _VERSION:
+        raise OSError(f"{library_path(variant)} is a build of another version")
+    return lib
+
+
 def _load() -> ctypes.CDLL | None:
     if os.environ.get("NFW_NATIVE", "1") == "0" or not library_path("base").exists():
         return None
     try:
-        lib = ctypes.CDLL(str(library_path("base")))
-        lib.nfw_has_avx2.restype = _I64
+        lib = _open("base")
         if lib.nfw_has_avx2() and library_path("avx2").exists():
-            lib = ctypes.CDLL(str(library_path("avx2")))
+            lib = _open("avx2")
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = argtypes, _I64
     except (OSError, AttributeError):  # a stale or foreign build: the torch path still works
+        warnings.warn("neural_flow_widget: the compiled capture path is stale or unreadable; "
+                      "capture takes its torch path (rebuild it with `python "
+                      "neural_flow_widget/_native/build.py` or reinstall the package)",
+                      stacklevel=2)
         return None
     return lib
 

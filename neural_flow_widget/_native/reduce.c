@@ -615,6 +615,10 @@ int64_t nfw_sequence_f32(const int64_t *p, const float *x, int64_t sample, doubl
     return finish(&s, stats, hint);
 }
 
+/* The interface's version: the loader refuses a build whose version is not its own (a stale
+ * library left by an earlier build would otherwise be called with other arguments). */
+int64_t nfw_version(void) { return 2; }
+
 /* 1 when this processor runs the AVX2 build (AVX2 and F16C). */
 int64_t nfw_has_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
