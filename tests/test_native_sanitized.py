@@ -70,7 +70,8 @@ def test_compiled_path_is_clean_under_address_and_undefined_behaviour_sanitizers
     built = native_build.build(force=True, folder=tmp_path, extra=sanitize)
     assert built and all(p.parent == tmp_path for p in built)
     benchmarks = str(pathlib.Path(__file__).parent.parent / "benchmarks")
-    env = dict(os.environ, NFW_NATIVE_DIR=str(tmp_path), LD_PRELOAD=" ".join(runtimes),
+    env = dict(os.environ, NFW_NATIVE="1", NFW_NATIVE_DIR=str(tmp_path),
+               LD_PRELOAD=" ".join(runtimes),
                ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0",
                UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1", HF_HUB_OFFLINE="1")
     code = CHILD.format(benchmarks=benchmarks, folder=str(tmp_path))
