@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-SOURCE = HERE / "reduce.c"
+SOURCE = HERE / "reduce.c"  # one translation unit; it includes the headers beside it
 # no -ffast-math (it would set flush-to-zero for the whole process) and no FMA contraction
 # (both builds give the same numbers)
 FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
@@ -45,7 +45,7 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
     built = []
     for name, path in targets().items():
         path = pathlib.Path(folder) / path.name
-        if force or not path.exists() or path.stat().st_mtime < SOURCE.stat().st_mtime:
+        if force or not path.exists() or path.stat().st_mtime < _newest_source():
             temporary = path.with_suffix(".so.tmp")
             command = [cc, *FLAGS, *extra, *VARIANTS[name], str(SOURCE), "-o",
                        str(temporary), "-lm"]  # fmt: skip
@@ -55,6 +55,10 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
             temporary.replace(path)
         built.append(path)
     return built
+
+
+def _newest_source() -> float:
+    return max(p.stat().st_mtime for p in (SOURCE, *HERE.glob("*.h")))
 
 
 if __name__ == "__main__":

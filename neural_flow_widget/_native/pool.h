@@ -1,0 +1,209 @@
+/* Average pooling with adaptive_avg_pool2d's windows: window i of n -> p covers
+ * [floor(i n / p), ceil((i + 1) n / p)).  Part of reduce.c (one translation unit); included
+ * only there. */
+
+#ifndef NFW_POOL_H
+#define NFW_POOL_H
+
+#include "lanes.h"
+
+/* Pooling windows of one map geometry, computed once per call (a division per window
+ * edge per channel would cost more than the additions).  Window i of n -> p covers
+ * [floor(i n / p), ceil((i + 1) n / p)). */
+#define MAX_POOLED 256
+#define SMALL_MAP 64 /* maps of at most this many cells: a weight matrix pools both axes */
+#define SMALL_CHANNEL 1024 /* channels of at most this many cells are pooled as a block */
+typedef struct {
+    int64_t h, w, ph, pw;
+    int32_t rs[MAX_POOLED], re[MAX_POOLED], cs[MAX_POOLED], ce[MAX_POOLED];
+    float col_inv[MAX_POOLED]; /* 1 / columns per window */
+    float dense[SMALL_MAP * SMALL_MAP]; /* small maps: weight of cell e in output o at [e][o] */
+} Windows;
+
+/* Adaptive windows of n -> p without a division per window: i n = q p + r, stepped. */
+static void window_edges(int64_t n, int64_t p, int32_t *start, int32_t *end) {
+    const int64_t whole = n / p, part = n % p;
+    int64_t q = 0, r = 0; /* i n = q p + r, 0 <= r < p */
+    for (int64_t i = 0; i < p; i++) {
+        start[i] = (int32_t)q;
+        q += whole, r += part;
+        if (r >= p) q++, r -= p;
+        end[i] = (int32_t)(q + (r != 0)); /* ceil((i + 1) n / p) */
+    }
+}
+
+static void windows_init(Windows *win, int64_t h, int64_t w, int64_t ph, int64_t pw) {
+    win->h = h, win->w = w, win->ph = ph, win->pw = pw;
+    if (ph <= 0 || pw <= 0 || (ph == h && pw == w)) return; /* nothing pooled: a copy */
+    window_edges(h, ph, win->rs, win->re);
+    window_edges(w, pw, win->cs, win->ce);
+    for (int64_t j = 0; j < pw; j++) win->col_inv[j] = 1.0f / (float)(win->ce[j] - win->cs[j]);
+    if (h * w <= SMALL_MAP) {
+        memset(win->dense, 0, (size_t)(h * w) * SMALL_MAP * sizeof(float));
+        for (int64_t i = 0; i < ph; i++)
+            for (int64_t j = 0; j < pw; j++) {
+                float weight = 1.0f / (float)((win->re[i] - win->rs[i]) * (win->ce[j] - win->cs[j]));
+                for (int64_t r = win->rs[i]; r < win->re[i]; r++)
+                    for (int64_t q = win->cs[j]; q < win->ce[j]; q++)
+                        win->dense[(r * w + q) * SMALL_MAP + i * pw + j] = weight;
+            }
+    }
+}
+
+/* dst[j] = f * (sum of src[k j : k j + k]) for j < n; loops the compiler vectorises */
+static void sum_groups(const float *restrict src, int64_t n, int64_t k, float f,
+                       float *restrict dst) {
+    switch (k) {
+    case 1:
+        for (int64_t j = 0; j < n; j++) dst[j] = src[j] * f;
+        return;
+    case 2:
+        for (int64_t j = 0; j < n; j++) dst[j] = (src[2 * j] + src[2 * j + 1]) * f;
+        return;
+    case 3:
+        for (int64_t j = 0; j < n; j++) dst[j] = (src[3 * j] + src[3 * j + 1] + src[3 * j + 2]) * f;
+        return;
+    case 4:
+        for (int64_t j = 0; j < n; j++)
+            dst[j] = ((src[4 * j] + src[4 * j + 1]) + (src[4 * j + 2] + src[4 * j + 3])) * f;
+        return;
+    }
+    for (int64_t j = 0; j < n; j++) {
+        float total = 0.0f;
+        for (int64_t q = 0; q < k; q++) total += src[k * j + q];
+        dst[j] = total * f;
+    }
+}
+
+/* Pool one row (w values) to pw columns, times scale. */
+static void pool_columns(const Windows *win, const float *restrict src, float *restrict dst,
+                         float scale) {
+    const int64_t w = win->w, pw = win->pw;
+    if (w % pw == 0 && w / pw <= 4) { /* equal short windows */
+        sum_groups(src, pw, w / pw, scale * win->col_inv[0], dst);
+        return;
+    }
+    for (int64_t j = 0; j < pw; j++) {
+        int64_t q = win->cs[j], end = win->ce[j];
+        v8f lanes = {0};
+        for (; q + LANES <= end; q += LANES) lanes += load8(src + q); /* wide windows */
+        float total = lanes_sum(lanes);
+        for (; q < end; q++) total += src[q];
+        dst[j] = total * (scale * win->col_inv[j]);
+    }
+}
+
+/* Pooled row i of the map m (win's windows) into dst; row: w floats of scratch. */
+static void pool_row(const Windows *win, const float *restrict m, int64_t i,
+                     float *restrict dst, float *restrict row) {
+    const int64_t w = win->w, start = win->rs[i], end = win->re[i];
+    const float *src = m + start * w;
+    if (end - start > 1) { /* (no copy first: a load right after a store of it stalls) */
+        const float *restrict first = src, *restrict second = src + w;
+        for (int64_t q = 0; q < w; q++) row[q] = first[q] + second[q];
+        for (int64_t r = start + 2; r < end; r++) {
+            const float *restrict next = m + r * w;
+            for (int64_t q = 0; q < w; q++) row[q] += next[q];
+        }
+        src = row;
+    }
+    pool_columns(win, src, dst, 1.0f / (float)(end - start));
+}
+
+/* Average pool of the map m to win's size into out; row: w floats of scratch. */
+static void pool_map(const Windows *win, const float *restrict m, float *restrict out,
+                     float *restrict row) {
+    const int64_t w = win->w, ph = win->ph, pw = win->pw, cells = win->h * w;
+    if (ph == win->h && pw == w) {
+        memcpy(out, m, (size_t)(ph * w) * sizeof(float));
+        return;
+    }
+    if (cells <= SMALL_MAP) { /* out = m . dense, one output vector of at most 64 */
+        /* the running outputs stay in registers: eight vectors, of which `used` count */
+        const int64_t outputs = ph * pw, used = (outputs + LANES - 1) / LANES;
+        v8f t[SMALL_MAP / LANES] = {{0}};
+        for (int64_t e = 0; e < cells; e++) {
+            const v8f v = {m[e], m[e], m[e], m[e], m[e], m[e], m[e], m[e]};
+            const float *restrict weights = win->dense + e * SMALL_MAP;
+            for (int64_t o = 0; o < SMALL_MAP / LANES; o++)
+                if (o < used) t[o] += v * load8(weights + o * LANES);
+        }
+        float total[SMALL_MAP];
+        memcpy(total, t, sizeof total);
+        memcpy(out, total, (size_t)outputs * sizeof(float));
+        return;
+    }
+    for (int64_t i = 0; i < ph; i++) pool_row(win, m, i, out + i * pw, row);
+}
+
+/* The weight-matrix pooling of two small maps (consecutive in x and in out) to at most 32
+ * outputs each: two independent sets of running sums, so that neither waits on the other. */
+static void pool_dense_two(const Windows *win, const float *restrict x, float *restrict out) {
+    const int64_t cells = win->h * win->w, outputs = win->ph * win->pw;
+    const float *restrict a = x, *restrict b = x + cells;
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};
+    for (int64_t e = 0; e < cells; e++) {
+        const float *restrict weights = win->dense + e * SMALL_MAP;
+        const v8f w0 = load8(weights), w1 = load8(weights + 8), w2 = load8(weights + 16),
+                  w3 = load8(weights + 24);
+        const v8f va = {a[e], a[e], a[e], a[e], a[e], a[e], a[e], a[e]};
+        const v8f vb = {b[e], b[e], b[e], b[e], b[e], b[e], b[e], b[e]};
+        s0 += va * w0, s1 += va * w1, s2 += va * w2, s3 += va * w3;
+        u0 += vb * w0, u1 += vb * w1, u2 += vb * w2, u3 += vb * w3;
+    }
+    float total[8 * LANES];
+    memcpy(total, &s0, sizeof s0), memcpy(total + 8, &s1, sizeof s1);
+    memcpy(total + 16, &s2, sizeof s2), memcpy(total + 24, &s3, sizeof s3);
+    memcpy(total + 32, &u0, sizeof u0), memcpy(total + 40, &u1, sizeof u1);
+    memcpy(total + 48, &u2, sizeof u2), memcpy(total + 56, &u3, sizeof u3);
+    memcpy(out, total, (size_t)outputs * sizeof(float));
+    memcpy(out + outputs, total + 32, (size_t)outputs * sizeof(float));
+}
+
+/* pool_map of each of c maps stored one after another (c x h x w) into out (c x ph x pw).
+ * Windows that divide both axes: two flat passes over the whole block, so that small maps
+ * (many channels of a few dozen cells) pay no loop overhead per channel; tmp: c h pw floats.
+ * Other windows: map by map. */
+static void pool_block(const Windows *win, const float *restrict x, int64_t c,
+                       float *restrict out, float *restrict row, float *restrict tmp) {
+    const int64_t h = win->h, w = win->w, ph = win->ph, pw = win->pw;
+    if (ph == h && pw == w) {
+        memcpy(out, x, (size_t)(c * h * w) * sizeof(float));
+        return;
+    }
+    if (h % ph || w % pw) {
+        int64_t ch = 0;
+        if (h * w <= SMALL_MAP && ph * pw <= 4 * LANES)
+            for (; ch + 1 < c; ch += 2)
+                pool_dense_two(win, x + ch * h * w, out + ch * ph * pw);
+        for (; ch < c; ch++) pool_map(win, x + ch * h * w, out + ch * ph * pw, row);
+        return;
+    }
+    const int64_t kh = h / ph, kw = w / pw, rows = c * ph;
+    sum_groups(x, c * h * pw, kw, 1.0f / (float)(kh * kw), tmp); /* every row's columns */
+    for (int64_t o = 0; o < rows; o++) { /* then each group of kh rows, summed in registers */
+        const float *restrict group = tmp + o * kh * pw;
+        float *restrict dst = out + o * pw;
+        if (kh == 2) {
+            for (int64_t j = 0; j < pw; j++) dst[j] = group[j] + group[pw + j];
+            continue;
+        }
+        for (int64_t j = 0; j < pw; j++) {
+            float total = group[j];
+            for (int64_t r = 1; r < kh; r++) total += group[r * pw + j];
+            dst[j] = total;
+        }
+    }
+}
+
+/* Average pool of the n values of x to p (1-D, any p), into out. */
+static void pool_1d(const float *restrict x, int64_t n, int64_t p, float *restrict out) {
+    for (int64_t j = 0; j < p; j++) {
+        int64_t start = j * n / p, end = ((j + 1) * n + p - 1) / p;
+        double total = 0.0;
+        for (int64_t q = start; q < end; q++) total += x[q];
+        out[j] = (float)(total / (double)(end - start));
+    }
+}
+
+#endif
