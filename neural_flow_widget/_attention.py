@@ -154,7 +154,9 @@ def _on_sdpa(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) -> 
         sample=rec.sample,
         max_exact=rec.max_exact,
     )
-    if rec.lazy and inputs.copy_nbytes <= inputs.map_nbytes:  # copies no bigger than the map
+    # lazily on the CPU, where the copies are no bigger than the map (on a GPU the copies
+    # would hold device memory until read: the map is made and moved to the host now)
+    if rec.lazy and inputs.qs.is_cpu and inputs.copy_nbytes <= inputs.map_nbytes:
         rec._store(rec._current_call(), PendingMap(inputs.copied()))
     else:
         rec._store(rec._current_call(), sdpa_map(inputs))
@@ -268,7 +270,7 @@ class AttentionRecorder:
     the module call an op belongs to. ``maps[call]`` lists maps in the order they were made;
     ``errors[call]`` lists why a map could not be made (``observe`` never raises, so a failing
     map never aborts the forward pass). Call :meth:`forget` when the pass ends. With ``lazy``,
-    an SDPA call's entry may be a :class:`~._attention_math.PendingMap` (copies of its
+    a CPU SDPA call's entry may be a :class:`~._attention_math.PendingMap` (copies of its
     inputs, no bigger than the map) that makes the map on first ``resolve()``.
     """
 
