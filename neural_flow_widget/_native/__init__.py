@@ -31,7 +31,13 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .._retain import Retained, _image_sizes, _rank_rows, _sequence_sizes, broadcast_sample
+from .._retain import (
+    Retained,
+    _image_sizes,
+    _rank_rows,
+    _sequence_sizes,
+    broadcast_sample,
+)
 from .._summaries import MAX_EXACT, PendingSummary, _FloatSample
 from .._summary_kernels import sample_plan
 
