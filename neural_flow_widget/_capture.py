@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from . import _native, _retain, _summaries
 from ._attention_math import PendingMap
 from ._flow import Flow, Stage
 
@@ -104,8 +105,6 @@ class CaptureState:
         return kept
 
     def _reduce(self, leaf: str, tensor: torch.Tensor) -> Captured:
-        from . import _native, _retain, _summaries
-
         # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
         # these ops never enter the graph.
         budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
