@@ -241,3 +241,17 @@ def test_kept_arrays_do_not_see_later_in_place_writes():
     kept = flow.capture.outputs[flow.stage("conv").index][0].retained
     mean = F.adaptive_avg_pool2d(y[0].mean(0, keepdim=True), kept.parts["mean"].shape)[0]
     np.testing.assert_allclose(kept.values("mean"), mean.numpy(), rtol=2e-3, atol=1e-5)
+
+
+def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(tmp_path,
+                                                                              monkeypatch):
+    from neural_flow_widget._native import build
+
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    assert build.compiler() is None and build.build(force=True, folder=tmp_path) == []
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.delenv("CC")
+    if build.compiler() is None:
+        pytest.skip("no C compiler here")
+    with pytest.raises(RuntimeError, match="failed"):
+        build.build(force=True, folder=tmp_path, extra=("-fno-such-flag-at-all",))

@@ -29,9 +29,13 @@ def targets() -> dict[str, pathlib.Path]:
 
 
 def compiler() -> str | None:
+    """The C compiler: ``$CC`` if set (None when it is not there), else ``cc`` or ``gcc``."""
     if sys.platform == "win32":
         return None
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    chosen = os.environ.get("CC")
+    if chosen:
+        return shutil.which(chosen)
+    return shutil.which("cc") or shutil.which("gcc")
 
 
 def build(force: bool = False, folder: pathlib.Path = HERE,
@@ -49,7 +53,10 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
             temporary = path.with_suffix(".so.tmp")
             command = [cc, *FLAGS, *extra, *VARIANTS[name], str(SOURCE), "-o",
                        str(temporary), "-lm"]  # fmt: skip
-            result = subprocess.run(command, capture_output=True, text=True)
+            try:
+                result = subprocess.run(command, capture_output=True, text=True, check=False)
+            except OSError as error:
+                raise RuntimeError(f"{' '.join(command)} could not run: {error}") from error
             if result.returncode != 0:
                 raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
             temporary.replace(path)
