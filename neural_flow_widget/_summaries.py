@@ -12,14 +12,11 @@ Cost model (what keeps a traced forward close to a plain one):
   is that small).
 * The sample is a set of contiguous chunks, every k-th run of a few dozen elements (see
   :mod:`._summary_kernels`); cutting it is one cheap strided copy, not an element gather.
-* Kernels per device type (a registry).  CPU: a device -> host read is free, so ``min``,
-  ``max`` and ``sum`` come back as Python numbers (numpy takes min and max of float32 and
-  float64: faster than ``torch.aminmax`` there, and fewer calls) and numpy computes the
-  sampled statistics and the histogram from them.  Elsewhere (CUDA) min, max, sum and the
-  sample are made on the device and come to the host in one transfer, and numpy finishes
-  the rest there too (five kernels, not dozens of launches).  A float tensor holding
-  NaN/Inf (the first pass shows it) is redone with masks; an int tensor's
-  ``torch.unique`` syncs by itself.
+* Float kernels per device type (a registry of :mod:`._float_kernels`): on the CPU min,
+  max and sum come back as Python numbers, elsewhere (CUDA) they and the sample come to
+  the host in one transfer; numpy computes the sampled statistics and the histogram on the
+  host in both.  A float tensor holding NaN/Inf (the first pass shows it) is redone with
+  masks; an int tensor's ``torch.unique`` syncs by itself.
 * No sorting of large tensors, no Python loops over elements or channels.
 * Capture (:func:`summarise_pending`) splits the float kernels: the hook runs only the
   whole-tensor passes and copies the sample; the numpy statistics and the histogram run
@@ -39,12 +36,18 @@ from typing import Callable, Literal, NamedTuple
 import numpy as np
 import torch
 
+from ._float_kernels import (
+    FloatSample,
+    float_device,
+    float_device_read,
+    float_finish,
+    float_host,
+    float_host_read,
+)
 from ._summary_kernels import (
     count_on,
     flat_view,
-    float_masked,
     hist_histc,
-    host_sample,
     no_stats,
     pack,
     sample_of,
@@ -214,122 +217,12 @@ def check_dense(t: object, *, who: str = "summarise()") -> torch.Tensor:
     return t  # type: ignore[return-value]
 
 
-# --------------------------------------------------------------------------------------------
-# the CPU float kernel: host numbers, few calls
-
-
-_NUMPY_EXTREMES = frozenset((torch.float32, torch.float64))
-
-
-def _float_host_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                     max_exact: int, *, copy: bool = False):  # fmt: skip
-    """The part of the CPU float kernel that reads the whole tensor: exact min, max and sum,
-    and the sample.  Returns the finished fields (a dict) for a tensor holding NaN/Inf, else
-    a :class:`_FloatSample` for :func:`_float_finish` (whose array is a copy with ``copy``)."""
-    acc = torch.float64 if dtype is torch.float64 else torch.float32
-    if dtype in _NUMPY_EXTREMES:  # numpy's min and max: vectorised, and fewer calls
-        values = flat.numpy()
-        lo, hi = float(values.min()), float(values.max())  # a NaN anywhere comes out
-        total = flat.sum(dtype=acc).item()
-    else:
-        lo_t, hi_t = torch.aminmax(flat)
-        lo, hi, total = torch.stack((lo_t, hi_t, flat.sum(dtype=acc))).tolist()
-    if not math.isfinite(lo + hi + total):  # NaN/Inf somewhere (or a float32 sum overflow)
-        packed, sampled = float_masked(flat, dtype, numel, bins, max_exact)
-        return unpack(packed.tolist(), bins, sampled)
-    # a few thousand values: numpy does the rest without a torch call per statistic
-    values, sampled = host_sample(flat, dtype, numel, max_exact, copy=copy)
-    return _FloatSample(lo, hi, total / numel, values, sampled, bins)
-
-
-class _FloatSample(NamedTuple):
-    """What the CPU float kernel keeps of a finite tensor to finish its statistics."""
-
-    lo: float
-    hi: float
-    mean: float  # exact (sum / numel)
-    values: np.ndarray  # the sample (or all values), float32/float64
-    sampled: int | None
-    bins: int
-
-
-def _float_finish(lo: float, hi: float, mean: float, values: np.ndarray,
-                  sampled: int | None, bins: int) -> dict:  # fmt: skip
-    """The sampled statistics and the histogram of a :class:`_FloatSample` (numpy only)."""
-    if hi - lo > 1e38:  # (x - lo) would overflow float32
-        values = values.astype(np.float64)
-    real = values.dtype.type
-    centred = values - real(mean)
-    m = values.size
-    return dict(
-        min=lo, max=hi, mean=mean,
-        # a constant has std 0 exactly (float32 rounding of the mean would say otherwise)
-        std=math.sqrt(float(centred @ centred) / m) if lo != hi else 0.0,
-        mean_abs=float(np.abs(values).sum()) / m,
-        zero_fraction=(m - int(np.count_nonzero(values))) / m, nan=0, posinf=0, neginf=0,
-        hist_counts=_host_counts(values, lo, hi, bins), hist_lo=lo, hist_hi=hi,
-        sampled=sampled,
-    )  # fmt: skip
-
-
-def _float_host(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                max_exact: int) -> dict:  # fmt: skip
-    read = _float_host_read(flat, dtype, numel, bins, max_exact)
-    return read if isinstance(read, dict) else _float_finish(*read)
-
-
-def _float_device_read(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                       max_exact: int, *, copy: bool = False):  # fmt: skip
-    """The device (CUDA) counterpart of :func:`_float_host_read`: min, max, sum and the
-    sample are made there and come to the host in one transfer (the one sync); numpy
-    finishes the sampled statistics and the histogram from the sample, as on the CPU.
-    Five kernels and a copy, where computing every statistic on the device takes dozens
-    of launches.  ``copy`` is accepted for symmetry: the host array is always its own."""
-    acc = torch.float64 if dtype is torch.float64 else torch.float32
-    sample, sampled = sample_of(flat, dtype, numel, max_exact, acc)
-    lo, hi = torch.aminmax(flat)
-    head = torch.stack((lo.to(acc), hi.to(acc), flat.sum(dtype=acc)))
-    packed = torch.cat((head, sample)).cpu().numpy()  # the one device -> host transfer
-    lo_, hi_, total = (float(v) for v in packed[:3])
-    if not math.isfinite(lo_ + hi_ + total):  # NaN/Inf somewhere (or a float32 sum overflow)
-        masked, sampled = float_masked(flat, dtype, numel, bins, max_exact)
-        return unpack(masked.tolist(), bins, sampled)
-    return _FloatSample(lo_, hi_, total / numel, packed[3:], sampled, bins)
-
-
-def _float_device(flat: torch.Tensor, dtype: torch.dtype, numel: int, bins: int,
-                  max_exact: int) -> dict:  # fmt: skip
-    read = _float_device_read(flat, dtype, numel, bins, max_exact)
-    return read if isinstance(read, dict) else _float_finish(*read)
-
-
-def _host_counts(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarray:
-    """Histogram over [lo, hi] (the max joins the last bin; a constant fills bin 0)."""
-    if hi == lo:
-        counts = np.zeros(bins, dtype=np.int64)
-        counts[0] = values.size
-    else:
-        real = values.dtype.type  # subtract first: exact near lo
-        counts = _unit_counts((values - real(lo)) * real(bins / (hi - lo)), bins)
-    counts.setflags(write=False)
-    return counts
-
-
-def _unit_counts(unit: np.ndarray, bins: int) -> np.ndarray:
-    """Counts per unit bin of ``unit`` (values in [0, bins]; value ``bins`` joins the last
-    bin; anything above, e.g. ``excluded(bins)``, is dropped), by truncation and bincount."""
-    raw = np.bincount(unit.astype(np.intp), minlength=bins + 1)
-    counts = raw[:bins].astype(np.int64)
-    counts[-1] += raw[bins]
-    return counts
-
-
 _KERNEL_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
 
 #: float kernels by device type, as (eager kernel, read for a pending summary); other devices
 #: use the device pair (one transfer)
-_FLOAT_KERNELS: dict[str, tuple[Callable, Callable]] = {"cpu": (_float_host, _float_host_read)}
-_DEVICE_KERNELS = (_float_device, _float_device_read)
+_FLOAT_KERNELS: dict[str, tuple[Callable, Callable]] = {"cpu": (float_host, float_host_read)}
+_DEVICE_KERNELS = (float_device, float_device_read)
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,7 +326,7 @@ class PendingSummary:
     __slots__ = ("_head", "_sample", "_summary", "error", "max", "min")
 
     def __init__(self, summary: Summary | None = None, *, head: dict | None = None,
-                 sample: _FloatSample | None = None) -> None:  # fmt: skip
+                 sample: FloatSample | None = None) -> None:  # fmt: skip
         self._summary, self._head, self._sample = summary, head, sample
         if summary is not None:
             self.min, self.max, self.error = summary.min, summary.max, summary.error
@@ -442,7 +335,7 @@ class PendingSummary:
 
     def resolve(self) -> Summary:
         if self._summary is None:
-            self._summary = Summary(**self._head, **_float_finish(*self._sample))
+            self._summary = Summary(**self._head, **float_finish(*self._sample))
             self._head = self._sample = None  # the sample copy is no longer needed
         return self._summary
 

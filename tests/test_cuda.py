@@ -2,7 +2,7 @@
 
 Skipped without a GPU (CI has none); run on one with ``pytest tests/test_cuda.py``.
 ``NFW_TEST_DEVICE`` names another device to run them on (``cpu`` checks the tests themselves).
-Every reduction here runs through the device kernels (``_float_device_read``, ``_rank_device``,
+Every reduction here runs through the device kernels (``float_device_read``, ``_rank_device``,
 ``_store_device``), which the CPU tests reach only by forcing them onto CPU tensors.
 """
 

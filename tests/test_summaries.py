@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from neural_flow_widget import _summaries, _summary_kernels
+from neural_flow_widget import _float_kernels, _summaries, _summary_kernels
 from neural_flow_widget._summaries import Summary, summarise, summary_failed, tensor_kind
 
 
@@ -239,7 +239,7 @@ def test_histogram_kernels_agree():
     y[:3] = 16.0  # the top edge joins the last bin
     y[3:5] = _summary_kernels.excluded(16)  # left out
     ref = torch.histc(y, bins=16, min=0, max=16).double().numpy()
-    assert np.array_equal(_summaries._unit_counts(y.numpy(), 16), ref)  # CPU
+    assert np.array_equal(_float_kernels.unit_counts(y.numpy(), 16), ref)  # CPU
     assert np.array_equal(_summary_kernels.hist_histc(y.clone(), 16).double().numpy(), ref)
     previous = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .._float_kernels import FloatSample
 from .._retain import (
     Retained,
     _image_sizes,
@@ -38,7 +39,7 @@ from .._retain import (
     _sequence_sizes,
     broadcast_sample,
 )
-from .._summaries import MAX_EXACT, PendingSummary, _FloatSample
+from .._summaries import MAX_EXACT, PendingSummary
 from .._summary_kernels import sample_plan
 
 __all__ = ["LIB", "library_path", "reduce"]
@@ -228,7 +229,7 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
         return None  # NaN or Inf: the torch path's masked kernels count them
     summary = PendingSummary(
         head=dict(shape=shape, dtype="float32", device="cpu", kind="float", numel=numel),
-        sample=_FloatSample(lo, hi, total / numel, values, plan.sampled, 64),
+        sample=FloatSample(lo, hi, total / numel, values, plan.sampled, 64),
     )  # fmt: skip
     kept.setflags(write=False)  # (its views are read-only too)
     parts = {name: np.ndarray(part_shape, dtype, kept, offset)
