@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from ._pooling import Like, even, even2, fit, fit_axes, pool_flat
+from ._store import BYTES, NUMPY_READS, Plan, Storage, store_device, store_host
 from ._summaries import Dense, read_dense
 from ._summary_kernels import prime_at_least
 
@@ -58,7 +59,6 @@ Layout = Literal["image", "sequence", "vector", "empty"]
 _GRID_SIDE, _MAP_SIDE, _TOP_CHANNELS = 64, 256, 8
 _NORMS, _FIRST, _TOPK = 4096, 4096, 16
 _RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
-_F16_MAX_EXP = 15  # float16 parts are scaled by a power of two so |x| < 2**15 < 65504
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -101,9 +101,6 @@ class Retained:
 # --------------------------------------------------------------------------------------------
 # per-layout plans: device work only; name -> (tensor, storage, shape)
 
-_Storage = Literal["f16", "f32", "f64", "i64"]
-_Plan = dict[str, tuple["torch.Tensor | np.ndarray", _Storage, tuple[int, ...]]]
-_BYTES: dict[str, int] = {"f16": 2, "f32": 4, "f64": 8, "i64": 8}
 
 
 def _rank_rows(c: int, h: int, w: int) -> int:
@@ -180,7 +177,7 @@ def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Li
         return None
     grid, mean, k, top = sizes
     mean_abs, chosen, kept = _RANKERS.get(like[1].type, _rank_device)(x, shape, max(k, 1))
-    plan: _Plan = {
+    plan: Plan = {
         "channel_mean_abs": (mean_abs, "f32", (c,)),
         "grid": (pool_flat(x, h, w, *grid, like), "f16", (c, *grid)),
         "mean": (pool_flat(x.mean(0), h, w, *mean, like), "f16", mean),
@@ -215,12 +212,12 @@ def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like:
 def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, budget: int):
     flat = x.reshape(-1).abs() if dtype.is_complex else x.reshape(-1)
     exact_ints = not (dtype.is_floating_point or dtype.is_complex)
-    if dtype not in _NUMPY_READS:  # bfloat16, complex magnitudes, float8, uint16...
+    if dtype not in NUMPY_READS:  # bfloat16, complex magnitudes, float8, uint16...
         flat = flat.to(torch.float64 if dtype in _DOUBLE or exact_ints else torch.float32)
-    store: _Storage = "f64" if exact_ints else "f32"
+    store: Storage = "f64" if exact_ints else "f32"
     numel = math.prod(shape)
     k = min(_TOPK, numel)
-    n_first = min(numel, _FIRST, (budget - k * 16) // _BYTES[store])
+    n_first = min(numel, _FIRST, (budget - k * 16) // BYTES[store])
     magnitude = flat.abs() if dtype is not torch.bool else flat.to(torch.uint8)
     top = torch.topk(magnitude, k).indices
     return {
@@ -230,7 +227,7 @@ def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, 
     }
 
 
-_RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], _Plan | None]] = {
+_RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], Plan | None]] = {
     "image": _retain_image,
     "sequence": _retain_sequence,
 }
@@ -281,126 +278,8 @@ def _select(d: Dense, sample: int):
     return x, (inner[0], *inner[-2:]), dtype, sample, note
 
 
-# --------------------------------------------------------------------------------------------
-# to the host: float16 parts share one buffer and one scale
-
-
-_DTYPES: dict[str, tuple[torch.dtype, type]] = {
-    "i64": (torch.int64, np.int64),
-    "f64": (torch.float64, np.float64),
-    "f32": (torch.float32, np.float32),
-    "f16": (torch.float16, np.float16),
-}  # in falling item size, so that every part of the packed bytes is aligned
-
-
-def _scale_for(peak: float) -> float:
-    """The power of two that puts ``peak`` (max finite |x|) in [2**14, 2**15), or 1 when
-    float16 already holds it well (2**-10 <= peak < 2**15) or there is nothing to scale."""
-    if not math.isfinite(peak) or peak == 0.0 or 2.0**-10 <= peak < 2.0**_F16_MAX_EXP:
-        return 1.0
-    return math.ldexp(1.0, math.frexp(peak)[1] - _F16_MAX_EXP)
-
-
-def _peak(flat: torch.Tensor) -> float:
-    """Max finite |x| of a 1-D float tensor (0 when none)."""
-    lo, hi = torch.stack(torch.aminmax(flat)).tolist()
-    if math.isfinite(lo) and math.isfinite(hi):
-        return max(-lo, hi)
-    return torch.nan_to_num(flat.abs(), nan=0.0, posinf=0.0, neginf=0.0).max().item()
-
-
-_NUMPY_READS = frozenset((torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
-                          torch.int16, torch.int8, torch.uint8, torch.bool))
-
-
-def _store_host(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
-    """CPU: the float16 parts go through one cat and one conversion; every kept array is a
-    copy (cat, a conversion or ``np.array``) or one the plan computed in numpy, never a view
-    of the activation."""
-    parts: dict[str, np.ndarray] = {}
-    scales: dict[str, float] = {}
-    halves = [name for name, (_, storage, _) in plan.items() if storage == "f16"]
-    if halves:
-        parts_16 = [plan[name][0] for name in halves]
-        joined = parts_16[0] if len(parts_16) == 1 else torch.cat(parts_16)  # (copied below)
-        scale = _scale_for(_peak(joined) if peak is None else peak)
-        if scale != 1.0:
-            joined = joined * (1.0 / scale)
-        host = joined.to(torch.float16, copy=True).numpy()
-        host.setflags(write=False)
-        offset = 0
-        for name in halves:
-            shape = plan[name][2]
-            parts[name] = host[offset : offset + math.prod(shape)].reshape(shape)
-            offset += math.prod(shape)
-            if scale != 1.0:
-                scales[name] = scale
-    for name, (value, storage, shape) in plan.items():
-        if storage != "f16":
-            np_dtype = _DTYPES[storage][1]
-            if isinstance(value, torch.Tensor):  # may share memory with the activation
-                kept = np.array(value.numpy(), dtype=np_dtype)  # numpy-readable dtypes: a copy
-            else:  # numpy parts are arrays the plan computed: its own, kept as they are
-                kept = np.asarray(value, dtype=np_dtype)
-            parts[name] = kept.reshape(shape)
-            parts[name].setflags(write=False)
-    return {name: parts[name] for name in plan}, scales
-
-
-def _half_scaled(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """float16 of ``t / scale`` with ``scale`` a power of two putting max |finite| < 2**15."""
-    peak = torch.nan_to_num(t.abs(), nan=0.0, posinf=0.0, neginf=0.0).amax()
-    exponent = torch.frexp(peak.to(torch.float32)).exponent - _F16_MAX_EXP
-    scale = torch.where(peak > 0, torch.ldexp(torch.ones_like(peak), exponent), 1.0)
-    return (t / scale).to(torch.float16), scale.to(torch.float32).reshape(1)
-
-
-def _store_device(plan: _Plan, peak: float | None) -> tuple[dict, dict]:
-    """Other devices: convert the parts there, pack all as bytes, move them in one transfer
-    (no sync before it).  With ``peak`` (known on the host from the summary) the parts of
-    one storage type are joined and converted together, and the float16 ones share its
-    scale: few launches, which is what a device run pays for.  Without, each float16 part
-    finds its own scale on the device."""
-    shared = None if peak is None else _scale_for(peak)
-    by_storage: dict[str, list[str]] = {}
-    for name, (_, storage, _) in plan.items():
-        by_storage.setdefault(storage, []).append(name)
-    order: list[str] = []
-    pieces: list[torch.Tensor] = []
-    scales: list[tuple[str, torch.Tensor]] = []
-    for storage, (dtype, _) in _DTYPES.items():  # falling item size: every part aligned
-        names = by_storage.get(storage, [])
-        if storage == "f16" and shared is None:
-            for name in names:
-                half, scale = _half_scaled(plan[name][0])
-                pieces.append(half.reshape(-1))
-                scales.append((name, scale))
-        elif names:
-            flat = [plan[name][0].reshape(-1) for name in names]
-            joined = flat[0] if len(flat) == 1 else torch.cat(flat)
-            if storage == "f16" and shared != 1.0:
-                joined = joined * (1.0 / shared)
-            pieces.append(joined.to(dtype))
-        order += names
-    raw = [p.view(torch.uint8) for p in pieces] + [s.view(torch.uint8) for _, s in scales]
-    host = torch.cat(raw).cpu().numpy()  # the one device -> host transfer
-    host.setflags(write=False)
-    parts: dict[str, np.ndarray] = {}
-    offset = 0
-    for name in order:
-        storage, shape = plan[name][1], plan[name][2]
-        count = math.prod(shape)
-        parts[name] = np.frombuffer(host, _DTYPES[storage][1], count, offset).reshape(shape)
-        offset += count * _BYTES[storage]
-    scale_values = np.frombuffer(host, np.float32, len(scales), offset) if scales else ()
-    kept_scales = {name: float(v) for (name, _), v in zip(scales, scale_values) if v != 1.0}
-    if shared is not None and shared != 1.0:
-        kept_scales = {name: shared for name in by_storage.get("f16", ())}
-    return {name: parts[name] for name in plan}, kept_scales
-
-
 #: how parts reach the host, by device type; other devices use the one-transfer store
-_STORES: dict[str, Callable[[_Plan, float | None], tuple[dict, dict]]] = {"cpu": _store_host}
+_STORES: dict[str, Callable[[Plan, float | None], tuple[dict, dict]]] = {"cpu": store_host}
 
 
 # --------------------------------------------------------------------------------------------
@@ -447,6 +326,6 @@ def retain_dense(
         if layout != "vector":
             note = f"{note + '; ' if note else ''}too many channels for the budget"
         layout, plan = "vector", _retain_vector(x, shape, dtype, budget_bytes)
-    parts, scales = _STORES.get(d.device.type, _store_device)(plan, peak)
+    parts, scales = _STORES.get(d.device.type, store_device)(plan, peak)
     return Retained(layout, **head, sample=kept_sample, parts=MappingProxyType(parts),
                     scales=MappingProxyType(scales), note=note)  # fmt: skip

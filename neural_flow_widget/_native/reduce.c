@@ -85,7 +85,7 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
     return 0;
 }
 
-/* The power of two that float16 parts are divided by (the rule of _retain._scale_for): 1 when
+/* The power of two that float16 parts are divided by (the rule of _store.scale_for): 1 when
  * float16 holds the peak |x| well (2**-10 <= peak < 2**15) or there is nothing to scale,
  * else the one putting the peak in [2**14, 2**15). */
 static double half_scale(double lo, double hi) {
