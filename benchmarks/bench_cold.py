@@ -18,7 +18,6 @@ import argparse
 import statistics
 import time
 
-import numpy as np
 import torch
 
 from neural_flow_widget._capture import CaptureState

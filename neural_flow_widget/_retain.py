@@ -7,8 +7,8 @@
 
 :func:`retain` runs inside the forward hook, so it is built for cost (about 15-25 torch
 calls and two passes over the batch element for an image; :mod:`._pooling` pools,
-:mod:`._store` moves the parts to the host): every
-reduction runs on the tensor's device, and the host keeps at most ``budget_bytes`` of
+:mod:`._store` moves the parts to the host): every reduction runs on the tensor's device,
+and the host keeps at most ``budget_bytes`` of
 results, float16 where values allow (the float16 parts share one power-of-two scale, used
 only when values would not fit float16 well).  Percentiles and colour ranges belong to
 render time (:mod:`._views`).  Which reduction is kept depends on the shape (the
