@@ -15,7 +15,9 @@ def mode_stack():
 
 
 def hooks_left(model):
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+    """Hooks and forward wrappers the trace left on the model's modules."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + ("forward" in vars(m))
+               for m in model.modules())
 
 
 def state(model):
