@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,8 +67,8 @@ class CallTracker:
     (GPT-2 with 48 layers: ~4 ms of registration and removal per trace, against ~0 for the
     wrappers), and a module with hooks takes ``Module._call_impl``'s slow path on every call.
     The wrapper sees the arguments after the user's forward pre-hooks and the output before
-    the user's forward hooks. ``__exit__`` puts every ``forward`` back as it was; a
-    TorchScript module, whose attributes cannot be replaced, gets the two hooks instead.
+    the user's forward hooks, and it works on TorchScript modules, which refuse hooks.
+    ``__exit__`` puts every ``forward`` back as it was.
     """
 
     model: torch.nn.Module
@@ -86,7 +85,6 @@ class CallTracker:
         self.names = [n for n, _ in self.named]
         self.modules = [m for _, m in self.named]
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
-        self._handles: list[Any] = []
 
     def fresh(self) -> CallTracker:
         """A new tracker for another run of the same model (its module list is reused)."""
@@ -95,12 +93,6 @@ class CallTracker:
     def __enter__(self) -> CallTracker:
         try:
             for i, module in enumerate(self.modules):
-                if isinstance(module, torch.jit.ScriptModule):
-                    self._handles.append(module.register_forward_pre_hook(
-                        self._pre_hook(i), with_kwargs=True))
-                    self._handles.append(module.register_forward_hook(
-                        self._post_hook, always_call=True))
-                    continue
                 own = module.__dict__.get("forward", _NONE)
                 self._undo.append((module, own))
                 # (straight into __dict__: Module.__setattr__ would cost more and do the same)
@@ -120,9 +112,6 @@ class CallTracker:
             else:
                 module.__dict__["forward"] = own
         self._undo.clear()
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
 
     def _wrap(self, module: int, original: Callable) -> Callable:
         begin, end, fail = self._begin, self._end, self._fail
@@ -138,20 +127,6 @@ class CallTracker:
             end(output)
             return output
         return forward
-
-    def _pre_hook(self, module: int) -> Callable:
-        def pre(_mod: Any, args: tuple, kwargs: dict) -> None:
-            self._begin(module, args, kwargs)
-        return pre
-
-    def _post_hook(self, _mod: Any, args: tuple, output: Any) -> None:
-        if len(self.stack) < 2:  # a call that started before we were installed
-            return
-        error = sys.exc_info()[1] if output is None else None
-        if error is not None:
-            self._fail(error)
-        else:
-            self._end(output)
 
     def _begin(self, module: int, args: tuple, kwargs: dict) -> None:
         """A call of ``self.modules[module]`` starts, with these arguments."""

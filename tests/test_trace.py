@@ -16,7 +16,11 @@ def mode_stack():
 
 def hooks_left(model):
     """Hooks and forward wrappers the trace left on the model's modules."""
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + ("forward" in vars(m))
+    def wrapped(module):  # a forward wrapper of the call tracker in the module's __dict__
+        code = getattr(vars(module).get("forward"), "__code__", None)
+        return code is not None and code.co_filename.endswith("_calls.py")
+
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + wrapped(m)
                for m in model.modules())
 
 
@@ -47,6 +51,31 @@ def test_model_output_and_user_tensors_unchanged(cls, inputs):
         assert torch.equal(a, b) and getattr(a, "__dict__", {}) == {}
     assert all(torch.equal(weights[k], v) for k, v in model.state_dict().items())
     assert hooks_left(model) == 0 and not mode_stack()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_scripted_and_patched_forwards_are_traced_and_put_back():
+    # a TorchScript submodule (which refuses hooks) and a module whose forward was replaced
+    # on the instance (as accelerate does) are both traced, and left exactly as they were
+    scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()))
+    model = seeded(lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), scripted,
+                                               torch.nn.Linear(4, 2)))
+    patched = model[2]
+    plain_forward = patched.forward
+    patched.forward = lambda x: plain_forward(x) * 2
+    own = {id(m): vars(m).get("forward") for m in model.modules()}
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        expected = model(x)
+    flow = nfw.trace(model, x)
+    assert [s.id for s in flow.stages] == ["0", "1", "2"]
+    assert [(e.src, e.dst) for e in flow.edges] == [
+        ("input:0", "0"), ("0", "1"), ("1", "2"), ("2", "output:0")]
+    assert flow.summary("2")[0].max == pytest.approx(float(expected.max()))
+    assert {id(m): vars(m).get("forward") for m in model.modules()} == own
+    assert hooks_left(model) == 0
+    with torch.no_grad():
+        assert torch.equal(model(x), expected)
 
 
 def test_train_mode_model_is_traced_in_eval_and_restored():
