@@ -53,7 +53,7 @@ def main() -> None:
     for shape in [(1, 256, 14, 14), (1, 64, 56, 56), (1, 128, 256)]:
         activation = torch.randn(shape)
         label = "capture reduction " + "x".join(map(str, shape))
-        probes[label] = lambda a=activation: state._reduce("0", a)
+        probes[label] = lambda a=activation: state._reduce(a)
     print(f"torch {torch.__version__}, 1 thread; medians of {args.repeat} runs, microseconds")
     print(f"{'probe':40s} {'after conv':>10s} {'warm':>8s} {'ratio':>6s}")
     with torch.no_grad():

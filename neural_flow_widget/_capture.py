@@ -47,11 +47,12 @@ class CaptureState:
     sample: int = 0
     budget_bytes: int | None = None
     attention: bool = True
-    outputs: dict[int, list[Captured]] = field(default_factory=dict)
+    outputs: dict[int, list[tuple[str, Any]]] = field(default_factory=dict)  # leaf, _reduce's
     recorder: Any = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     tracer: Any = None
-    _memo: dict[int, tuple[weakref.ref, int, Captured]] = field(default_factory=dict)
+    _memo: dict[int, tuple[weakref.ref, int, Any]] = field(default_factory=dict)
+    _slabs: Any = field(default_factory=lambda: _native.Slabs())
 
     def fresh(self) -> CaptureState:
         return CaptureState(self.sample, self.budget_bytes, self.attention)
@@ -85,7 +86,7 @@ class CaptureState:
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
 
-    def _reduce_all(self, leaves: list[tuple[str, torch.Tensor]]) -> list[Captured]:
+    def _reduce_all(self, leaves: list[tuple[str, torch.Tensor]]) -> list[tuple[str, Any]]:
         kept = []
         tracer = self.tracer
         for leaf, tensor in leaves:
@@ -96,46 +97,53 @@ class CaptureState:
                 entry = self._memo.get(id(tensor))
                 if entry is not None and entry[0]() is tensor and \
                         not tracer.written_since(tensor, entry[1]):
-                    kept.append(replace(entry[2], leaf=leaf))
+                    kept.append((leaf, entry[2]))
                     continue
-            captured = self._reduce(leaf, tensor)
+            made = self._reduce(tensor)
             if tracer is not None:
-                self._memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, captured)
-            kept.append(captured)
+                self._memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, made)
+            kept.append((leaf, made))
         return kept
 
-    def _reduce(self, leaf: str, tensor: torch.Tensor) -> Captured:
+    def _reduce(self, tensor: torch.Tensor) -> Any:
+        """A :class:`~._native.Reduced` (its records are made after the run), or
+        ``(pending summary, retained, error)``."""
         # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
         # these ops never enter the graph.
         budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
         try:
             # the compiled path, where it applies (float32 image / sequence on the CPU)
-            fast = _native.reduce(tensor, self.sample, budget) if _native.LIB else None
-            if fast is not None:
-                return Captured(leaf, *fast)
+            if _native.LIB is not None:
+                fast = _native.reduce_later(tensor, self.sample, budget, self._slabs)
+                if fast is not None:
+                    return fast
             # the tensor is read once (attribute reads are torch calls too) for both
             dense = _summaries.read_dense(tensor)
             summary = _summaries.summarise_pending(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"
             failed = _summaries.summary_failed(tensor, reason)
-            return Captured(leaf, _summaries.PendingSummary(failed), None, reason)
+            return _summaries.PendingSummary(failed), None, reason
         try:
             # the summary's exact min/max bound what retention keeps: no scale search
             peak = None if summary.min is None else max(-summary.min, summary.max)
             retained = _retain.retain_dense(dense, sample=self.sample, budget_bytes=budget,
                                             peak=peak)
         except Exception as error:
-            reason = f"view failed: {type(error).__name__}: {error}"
-            return Captured(leaf, summary, None, reason)
-        return Captured(leaf, summary, retained, summary.error)
+            return summary, None, f"view failed: {type(error).__name__}: {error}"
+        return summary, retained, summary.error
 
     def finish(self) -> Capture:
+        outputs = {}
+        for call, items in self.outputs.items():
+            outputs[call] = [Captured(leaf, *(made.result() + (None,) if type(made) is
+                                              _native.Reduced else made))
+                             for leaf, made in items]
         maps = dict(self.recorder.maps) if self.recorder is not None else {}
         for call, errors in (self.recorder.errors if self.recorder is not None else {}).items():
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
-        return Capture(dict(self.outputs), maps, dict(self.failures), self.sample)
+        return Capture(outputs, maps, dict(self.failures), self.sample)
 
 
 @dataclass(frozen=True)

@@ -255,3 +255,39 @@ def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(
         pytest.skip("no C compiler here")
     with pytest.raises(RuntimeError, match="failed"):
         build.build(force=True, folder=tmp_path, extra=("-fno-such-flag-at-all",))
+
+
+def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch):
+    import gc
+
+    from neural_flow_widget._native import slabs
+
+    monkeypatch.setattr(slabs, "_pool", [])
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 8, 3, padding=1)).eval()
+    x = torch.randn(2, 3, 32, 32)
+    first = nfw.trace(model, x)
+    kept = {s.id: first.capture.outputs[s.index][0].retained.values("grid").copy()
+            for s in first.stages}
+    summary = first.summary("2")[0]
+    assert not slabs._pool  # the live flow's slab is not free
+    second = nfw.trace(model, -x)  # other values, into other memory
+    for s in first.stages:  # the first flow's views still hold its own values
+        np.testing.assert_array_equal(
+            first.capture.outputs[s.index][0].retained.values("grid"), kept[s.id])
+    assert first.summary("2")[0] == summary
+    with torch.no_grad():
+        assert second.summary("0")[0].max == float(model[0](-x).max())
+    del first, kept, summary
+    gc.collect()
+    assert len(slabs._pool) == 1  # its slab went back to the pool ...
+    third = nfw.trace(model, x)  # ... and is written again, not mapped anew
+    assert not slabs._pool
+    del second, third
+    gc.collect()
+    assert len(slabs._pool) == 2
+    monkeypatch.setattr(slabs, "POOL_BYTES", slabs.SLAB_BYTES)  # keep one free slab at most
+    flows = [nfw.trace(model, x) for _ in range(3)]
+    del flows
+    gc.collect()
+    assert len(slabs._pool) == 1

@@ -41,8 +41,9 @@ from .._retain import (
 )
 from .._summaries import MAX_EXACT, PendingSummary
 from .._summary_kernels import sample_plan
+from .slabs import Slabs
 
-__all__ = ["LIB", "library_path", "reduce"]
+__all__ = ["LIB", "Reduced", "Slabs", "library_path", "reduce", "reduce_later"]
 
 _HERE = pathlib.Path(__file__).parent
 _I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
@@ -124,6 +125,7 @@ class _Plan(NamedTuple):
     params_at: int
     layout: str
     kept_bytes: int  # the buffer that every kept part is a view of
+    kept_at: int  # where it starts, after the summary's sample (both in one carved buffer)
     parts: tuple[tuple[str, type, int, tuple[int, ...]], ...]  # name, dtype, byte offset, shape
     halves: tuple[str, ...]  # the float16 parts (they share the scale)
     work: int  # float32 of scratch
@@ -187,8 +189,9 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
     array = np.array(params, np.int64)
     array.setflags(write=False)
     halves = tuple(name for name in halves if name in at)
-    return _Plan(reducer, array, _address(array), layout, kept, spec, halves, work, values,
-                 rows * width if plan is not None else None)
+    kept_at = -(-values * 4 // 64) * 64
+    return _Plan(reducer, array, _address(array), layout, kept, kept_at, spec, halves, work,
+                 values, rows * width if plan is not None else None)
 
 
 #: the parts in the order the torch path's plans give them
@@ -197,10 +200,20 @@ _ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "
 
 def reduce(t: torch.Tensor, sample: int, budget: int):
     """``(PendingSummary, Retained)`` of a plain contiguous float32 CPU tensor of 3 or 4
-    dimensions, batch element ``sample`` kept; None where this path does not apply (a tensor
-    subclass, another dtype, device, layout or memory order, no elements, too many channels
-    for the budget, a sample out of range, NaN or Inf in the tensor): the torch path then
-    runs.  Reads the tensor's memory directly (no autograd is involved)."""
+    dimensions, batch element ``sample`` kept; None where this path does not apply (see
+    :func:`reduce_later`)."""
+    reduced = reduce_later(t, sample, budget, Slabs())
+    return reduced.result() if reduced is not None else None
+
+
+def reduce_later(t: torch.Tensor, sample: int, budget: int, slabs: Slabs) -> Reduced | None:
+    """:func:`reduce`'s pass over the tensor, now, into memory from ``slabs``; the records
+    are made by :meth:`Reduced.result` (capture calls it after the forward pass, where
+    Python runs warm: in a hook, right after the model's op, each of those calls costs
+    several times more).  None where this path does not apply (a tensor subclass, another
+    dtype, device, layout or memory order, no elements, too many channels for the budget, a
+    sample out of range, NaN or Inf in the tensor): the torch path then runs.  Reads the
+    tensor's memory directly (no autograd is involved)."""
     if LIB is None or type(t) is not torch.Tensor or t.dtype is not torch.float32 \
             or not t.is_cpu or t.layout is not torch.strided:  # fmt: skip
         return None
@@ -210,15 +223,13 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
     sample = broadcast_sample(sample, shape[0])
     if not 0 <= sample < shape[0] or not t.is_contiguous():
         return None
-    numel = math.prod(shape)
-    plan = _plan(shape, budget) if numel else None
+    plan = _plan(shape, budget) if 0 not in shape else None
     if plan is None:
         return None
-    values = np.empty(plan.values, np.float32)
-    kept = np.empty(plan.kept_bytes, np.uint8)
+    array, at, address = slabs.carve(plan.kept_at + plan.kept_bytes)
     stats, stats_at, work_at = _work(plan.work)
     reducer = getattr(LIB, plan.reducer)
-    args = (plan.params_at, t.data_ptr(), sample, stats_at, _address(values), _address(kept),
+    args = (plan.params_at, t.data_ptr(), sample, stats_at, address, address + plan.kept_at,
             work_at)
     # float16 parts are written divided by the scale expected (1); rarely it is another
     # (a peak |x| below 2**-10 or from 2**15): then once more with that one
@@ -227,14 +238,42 @@ def reduce(t: torch.Tensor, sample: int, budget: int):
     lo, hi, total, scale = stats.tolist()
     if not math.isfinite(lo + hi + total):
         return None  # NaN or Inf: the torch path's masked kernels count them
-    summary = PendingSummary(
-        head=dict(shape=shape, dtype="float32", device="cpu", kind="float", numel=numel),
-        sample=FloatSample(lo, hi, total / numel, values, plan.sampled, 64),
-    )  # fmt: skip
-    kept.setflags(write=False)  # (its views are read-only too)
-    parts = {name: np.ndarray(part_shape, dtype, kept, offset)
-             for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
-    scales = {name: scale for name in plan.halves} if scale != 1.0 else {}
-    retained = Retained(plan.layout, shape=shape, dtype="float32", sample=sample,
-                        parts=MappingProxyType(parts), scales=MappingProxyType(scales))
-    return summary, retained
+    return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
+
+
+class Reduced:
+    """One activation reduced by the compiled path: statistics, and where its sample and kept
+    parts lie; :meth:`result` makes (once) the records the torch path gives."""
+
+    __slots__ = ("_made", "array", "at", "hi", "lo", "plan", "sample", "scale", "shape", "total")
+
+    def __init__(self, plan: _Plan, shape: tuple[int, ...], sample: int, array: np.ndarray,
+                 at: int, lo: float, hi: float, total: float, scale: float) -> None:
+        self.plan, self.shape, self.sample, self.array, self.at = plan, shape, sample, array, at
+        self.lo, self.hi, self.total, self.scale = lo, hi, total, scale
+        self._made: tuple[PendingSummary, Retained] | None = None
+
+    def result(self) -> tuple[PendingSummary, Retained]:
+        """``(PendingSummary, Retained)``, read-only views of the memory written."""
+        if self._made is None:
+            plan, shape, at = self.plan, self.shape, self.at
+            values = self.array[at:at + plan.values * 4].view(np.float32)
+            kept = self.array[at + plan.kept_at:at + plan.kept_at + plan.kept_bytes]
+            values.setflags(write=False)
+            kept.setflags(write=False)  # (its views are read-only too)
+            numel = math.prod(shape)
+            summary = PendingSummary(
+                head=dict(shape=shape, dtype="float32", device="cpu", kind="float",
+                          numel=numel),
+                sample=FloatSample(self.lo, self.hi, self.total / numel, values, plan.sampled,
+                                   64),
+            )  # fmt: skip
+            parts = {name: np.ndarray(part_shape, dtype, kept, offset)
+                     for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
+            scale = self.scale
+            scales = {name: scale for name in plan.halves} if scale != 1.0 else {}
+            self._made = summary, Retained(
+                plan.layout, shape=shape, dtype="float32", sample=self.sample,
+                parts=MappingProxyType(parts), scales=MappingProxyType(scales))
+            self.array = None  # (the views hold the memory now)
+        return self._made
