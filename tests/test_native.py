@@ -260,7 +260,7 @@ def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(
 def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch):
     import gc
 
-    from neural_flow_widget._native import slabs
+    from neural_flow_widget import _slabs as slabs
 
     monkeypatch.setattr(slabs, "_pool", [])
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),

@@ -41,7 +41,7 @@ from .._retain import (
 )
 from .._summaries import MAX_EXACT, PendingSummary
 from .._summary_kernels import sample_plan
-from .slabs import Slabs
+from .._slabs import Slabs
 
 __all__ = ["LIB", "Reduced", "Slabs", "library_path", "reduce", "reduce_later"]
 

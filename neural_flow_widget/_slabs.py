@@ -1,13 +1,13 @@
-"""Host memory for what the compiled path keeps: slabs carved in order, recycled between runs.
+"""Host memory for what the compiled capture path keeps: slabs carved in order, recycled.
 
-Each activation's kept parts and summary sample are a few KB to a few hundred KB.  Allocated
-one by one, every buffer above the C library's mmap threshold (128 KB) is a fresh mapping whose
-pages fault in when ``reduce.c`` first writes them (about 2 µs a page on the machines measured:
-a U-Net at 128² faulted ~1,150 extra pages per trace), and every buffer costs an allocation
-and an address lookup in the hook.  Here a run carves its buffers from slabs of
-:data:`SLAB_BYTES`, each address a sum; a slab goes back to a small pool when the last array
-carved from it dies (the Flow that held it was dropped), so a later trace writes into pages
-that are already mapped.  The pool holds at most :data:`POOL_BYTES`; the tail of a run's last
+Each activation's kept parts and summary sample are a few KB to a few hundred KB, kept past
+the forward pass.  Allocated one by one, every buffer above the C library's mmap threshold
+(128 KB) is a fresh mapping whose pages fault in when ``reduce.c`` first writes them (about
+2 µs a page on the machines measured: a U-Net at 128² faulted ~1,150 extra pages per trace),
+and every buffer costs an allocation and an address lookup in the hook.  Here a run carves
+its buffers from slabs of :data:`SLAB_BYTES`, each address a sum; a slab goes back to a
+small pool when the last array carved from it dies (the Flow that held it was dropped), so a
+later trace writes into pages that are already mapped.  The pool holds at most :data:`POOL_BYTES`; the tail of a run's last
 slab is left unused.
 """
 
@@ -74,3 +74,4 @@ class Slabs:
             at = 0
         self._at = at + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
         return self._array, at, self._address + at
+
