@@ -50,9 +50,35 @@ static void windows_init(Windows *win, int64_t h, int64_t w, int64_t ph, int64_t
     }
 }
 
-/* dst[j] = f * (sum of src[k j : k j + k]) for j < n; loops the compiler vectorises */
+/* dst[j] = f * (sum of src[k j : k j + k]) for j < n; loops the compiler vectorises, and
+ * for pairs and fours with AVX, horizontal adds (the compiler's own vectors for these
+ * strided sums took three times longer): the same sums in the same order, so both builds
+ * agree */
 static void sum_groups(const float *restrict src, int64_t n, int64_t k, float f,
                        float *restrict dst) {
+    int64_t j = 0;
+#if defined(__AVX2__)
+    const __m256 scale = _mm256_set1_ps(f);
+    if (k == 2) {
+        for (; j + 8 <= n; j += 8) { /* [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, ...] */
+            __m256 h = _mm256_hadd_ps(_mm256_loadu_ps(src + 2 * j),
+                                      _mm256_loadu_ps(src + 2 * j + 8));
+            h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
+            _mm256_storeu_ps(dst + j, _mm256_mul_ps(h, scale));
+        }
+    } else if (k == 4) {
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (; j + 8 <= n; j += 8) {
+            const float *g = src + 4 * j;
+            __m256 h = _mm256_hadd_ps(
+                _mm256_hadd_ps(_mm256_loadu_ps(g), _mm256_loadu_ps(g + 8)),
+                _mm256_hadd_ps(_mm256_loadu_ps(g + 16), _mm256_loadu_ps(g + 24)));
+            h = _mm256_permutevar8x32_ps(h, order); /* ((a0+a1)+(a2+a3)), ... in order */
+            _mm256_storeu_ps(dst + j, _mm256_mul_ps(h, scale));
+        }
+    }
+#endif
+    src += k * j, dst += j, n -= j;
     switch (k) {
     case 1:
         for (int64_t j = 0; j < n; j++) dst[j] = src[j] * f;
