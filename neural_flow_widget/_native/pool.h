@@ -124,6 +124,24 @@ static void pool_row(const Windows *win, const float *restrict m, int64_t i,
                      float *restrict dst, float *restrict row) {
     const int64_t w = win->w, start = win->rs[i], end = win->re[i];
     const float *src = m + start * w;
+#if defined(__AVX2__)
+    if (end - start == 2 && w == 2 * win->pw) { /* 2 x 2 windows: rows and pairs in one pass */
+        const float *restrict r0 = src, *restrict r1 = src + w;
+        const float f = 0.5f * win->col_inv[0]; /* (what pool_columns multiplies by) */
+        const __m256 scale = _mm256_set1_ps(f);
+        int64_t j = 0;
+        for (; j + 8 <= win->pw; j += 8) { /* (r0 + r1) summed in pairs, as below */
+            __m256 h = _mm256_hadd_ps(
+                _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
+                _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j + 8)));
+            h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
+            _mm256_storeu_ps(dst + j, _mm256_mul_ps(h, scale));
+        }
+        for (; j < win->pw; j++)
+            dst[j] = ((r0[2 * j] + r1[2 * j]) + (r0[2 * j + 1] + r1[2 * j + 1])) * f;
+        return;
+    }
+#endif
     if (end - start > 1) { /* (no copy first: a load right after a store of it stalls) */
         const float *restrict first = src, *restrict second = src + w;
         for (int64_t q = 0; q < w; q++) row[q] = first[q] + second[q];

@@ -39,6 +39,8 @@
 #include "lanes.h" /* eight float lanes, running statistics */
 #include "pool.h"  /* adaptive average pooling */
 
+#define ACC_BLOCK 2048 /* cells whose sums over channels are made together (8 KB) */
+
 /* The summary's chunk sample: `rows` runs of `width` elements, every `step`-th run starting
  * at run `first` (rows == 0: all n elements). */
 static void copy_sample(const float *x, int64_t n, int64_t width, int64_t step, int64_t first,
@@ -193,10 +195,15 @@ int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *
         for (int64_t i = 0; th > 0 && i < k; i++)
             emit(&to_top, xs + chosen[i] * hw, multiplier, tops + i * th * tw, tmp, row);
     } else {
-        memset(acc, 0, (size_t)hw * sizeof(float));
-        for (int64_t ch = 0; ch < c; ch++) { /* each map read once from memory */
+        /* statistics and the sums over channels, a block of cells at a time: the block's
+         * sums stay in the first-level cache while every channel adds to them */
+        for (int64_t p0 = 0; p0 < hw; p0 += ACC_BLOCK) {
+            const int64_t cells = hw - p0 < ACC_BLOCK ? hw - p0 : ACC_BLOCK;
+            memset(acc + p0, 0, (size_t)cells * sizeof(float));
+            for (int64_t ch = 0; ch < c; ch++) stats_add(&s, xs + ch * hw + p0, cells, acc + p0);
+        }
+        for (int64_t ch = 0; ch < c; ch++) { /* then each map pooled */
             const float *m = xs + ch * hw;
-            stats_add(&s, m, hw, acc);
             emit(&to_grid, m, multiplier, grid + ch * gh * gw, tmp, row);
             for (int64_t i = 0; th > 0 && i < k; i++)
                 if (chosen[i] == ch) emit(&to_top, m, multiplier, tops + i * th * tw, tmp, row);
