@@ -8,7 +8,6 @@ call that raised.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import weakref
 from collections.abc import Callable
@@ -29,8 +28,7 @@ class CallRecord:
     parent: int
     inputs: tuple[int, ...] = ()  # op ids of the input tensors' producers
     input_shapes: tuple[tuple[int, ...], ...] = ()
-    shapes: tuple[tuple[int, ...], ...] = ()
-    dtypes: tuple[str, ...] = ()
+    outputs: tuple[tuple[torch.Size, torch.dtype], ...] = ()  # per tensor leaf (as read)
     error: str | None = None
     done: bool = False
     found: list | None = None  # the input tensors while the call runs (dropped on return)
@@ -116,7 +114,6 @@ class CallTracker:
     def _wrap(self, module: int, original: Callable) -> Callable:
         begin, end, fail = self._begin, self._end, self._fail
 
-        @functools.wraps(original)
         def forward(*args: Any, **kwargs: Any) -> Any:
             begin(module, args, kwargs)
             try:
@@ -126,6 +123,7 @@ class CallTracker:
                 raise
             end(output)
             return output
+        forward.__wrapped__ = original  # (inspect.signature(module.forward) as before)
         return forward
 
     def _begin(self, module: int, args: tuple, kwargs: dict) -> None:
@@ -133,8 +131,11 @@ class CallTracker:
         record = CallRecord(module, self.stack[-1])
         tracer = self.tracer
         if tracer is not None:
-            with _unobserved():
-                found = tensors_in(kwargs, tensors_in(args, []))
+            found = tensors_in(kwargs, tensors_in(args, [])) if kwargs else tensors_in(args, [])
+            if tracer.writes:  # (reading where in-place writes went calls torch)
+                with _unobserved():
+                    record.inputs = tracer.ops_of(found)
+            else:
                 record.inputs = tracer.ops_of(found)
             record.found = found
         self.calls.append(record)
@@ -160,9 +161,12 @@ class CallTracker:
         record.done = True
         passed, record.found = record.found, None
         with _unobserved():
-            found = output_leaves(output)
-            record.shapes = tuple(tuple(t.shape) for _, t in found)
-            record.dtypes = tuple(dtype_name(t.dtype) for _, t in found)
+            if type(output) is torch.Tensor:
+                found = [("0", output)]
+                record.outputs = ((output.shape, output.dtype),)
+            else:
+                found = output_leaves(output)
+                record.outputs = tuple((t.shape, t.dtype) for _, t in found)
             if passed and found:  # outputs that are inputs, unchanged (nn.Identity)
                 same = [t for _, t in found if any(t is a for a in passed)]
                 if same:
@@ -197,7 +201,9 @@ class CallTracker:
                 index=index, id=ids[-1], module=name, type=type(module).__name__, call=k,
                 parent=ids[record.parent] if record.parent >= 0 else None,
                 depth=name.count(".") + 1, leaf=next(iter(module.children()), None) is None,
-                params=params[record.module], shapes=record.shapes, dtypes=record.dtypes,
+                params=params[record.module],
+                shapes=tuple(tuple(shape) for shape, _ in record.outputs),
+                dtypes=tuple(dtype_name(dtype) for _, dtype in record.outputs),
                 sig=sigs[record.module], error=error))
         return tuple(stages)
 
