@@ -175,7 +175,7 @@ def _matmul_like(first: Callable[[tuple, dict], Any], name: str) -> Handler:
         if isinstance(tag, _Pending):
             rec._confirm(tag)
         elif isinstance(result, Tensor):
-            rec._tags.set(result, _SCORES)
+            rec._tag(result, _SCORES)
 
     handler.__name__ = name
     return handler
@@ -220,7 +220,7 @@ def _on_softmax(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) 
         pending.map = _map_from_probs(result, rec.sample, rec.max_exact)
     except Exception as err:  # reported only if a matmul confirms this softmax as attention
         pending.error = f"softmax attention map: {type(err).__name__}: {err}"
-    rec._tags.set(result, pending)
+    rec._tag(result, pending)
 
 
 _ELEMENTWISE = ("mul", "div", "add", "sub", "true_divide", "masked_fill", "where", "tanh", "clamp", "dropout")
@@ -228,26 +228,34 @@ _OPERATORS = ("__mul__", "__rmul__", "__truediv__", "__add__", "__radd__", "__su
 _CASTS = ("to", "type", "float", "half", "bfloat16", "double", "contiguous")
 
 
-@_register(*_ops(torch.Tensor, *_ELEMENTWISE, *_OPERATORS, *_CASTS), *_ops(torch, *_ELEMENTWISE), F.dropout)
+_PASSTHROUGH = [*_ops(torch.Tensor, *_ELEMENTWISE, *_OPERATORS, *_CASTS), *_ops(torch, *_ELEMENTWISE),
+                F.dropout]  # fmt: skip
+_RESHAPES = [*_ops(torch.Tensor, "view", "reshape"), torch.reshape]
+
+
+@_register(*_PASSTHROUGH)
 def _on_passthrough(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) -> None:
     if rec._tags and isinstance(result, Tensor) and rec._tags.get(result) is None:
         tag = rec._tags.first(args, kwargs)
         if tag is not None:
-            rec._tags.set(result, tag)
+            rec._tag(result, tag)
 
 
-@_register(*_ops(torch.Tensor, "view", "reshape"), torch.reshape)
+@_register(*_RESHAPES)
 def _on_reshape(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) -> None:
     if not rec._tags or not isinstance(result, Tensor):
         return
     x = _arg(args, kwargs, 0, "input")
     tag = rec._tags.get(x)
     if tag is not None and result is not x and result.ndim and x.ndim and result.shape[-1] == x.shape[-1]:
-        rec._tags.set(result, tag)
+        rec._tag(result, tag)
 
 
 INTERESTING: frozenset = frozenset(_HANDLERS)
 """Every func :meth:`AttentionRecorder.observe` acts on; callers skip all others with one lookup."""
+
+_FOLLOWERS: frozenset = frozenset([*_PASSTHROUGH, *_RESHAPES])
+"""The funcs that only carry a provenance tag on: nothing to do before a product is tagged."""
 
 
 # ------------------------------------------------------------------------ recorder and tracer
@@ -265,7 +273,8 @@ class AttentionRecorder:
         ('sdpa', (2, 4, 4))
 
     A caller's TorchFunctionMode runs each op itself, then calls ``observe(func, args, kwargs,
-    result)`` when ``func in AttentionRecorder.INTERESTING``; it calls from inside
+    result)`` when ``func in recorder.watched`` (the ops of ``INTERESTING`` that can matter at
+    that point of the pass; calling for all of ``INTERESTING`` is correct too); it calls from inside
     ``__torch_function__``, so the maps' own torch ops are not traced. ``current_call()`` names
     the module call an op belongs to. ``maps[call]`` lists maps in the order they were made;
     ``errors[call]`` lists why a map could not be made (``observe`` never raises, so a failing
@@ -275,7 +284,7 @@ class AttentionRecorder:
     """
 
     INTERESTING: frozenset = INTERESTING
-    __slots__ = ("maps", "errors", "sample", "max_exact", "lazy", "_current_call", "_tags")
+    __slots__ = ("maps", "errors", "sample", "max_exact", "lazy", "watched", "_current_call", "_tags")
 
     def __init__(self, current_call: Callable[[], int], *, sample: int = 0, max_exact: int = 512,
                  lazy: bool = False) -> None:  # fmt: skip
@@ -288,6 +297,9 @@ class AttentionRecorder:
         self.sample, self.max_exact, self.lazy = sample, max_exact, lazy
         self._current_call = current_call
         self._tags = _Provenance()
+        #: the funcs worth observing now (a caller may hold this set: it changes in place):
+        #: INTERESTING less the followers until a product has been tagged in this pass
+        self.watched: set = set(INTERESTING - _FOLLOWERS)
 
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None:
         """Act on one finished op; a no-op unless ``func`` is in ``INTERESTING``."""
@@ -305,6 +317,12 @@ class AttentionRecorder:
     def forget(self) -> None:
         """Drop the tensor provenance table (at the end of a pass); maps and errors stay."""
         self._tags.clear()
+        self.watched.difference_update(_FOLLOWERS)
+
+    def _tag(self, tensor: Tensor, tag: object) -> None:
+        self._tags.set(tensor, tag)
+        if len(self.watched) < len(INTERESTING):  # the first tag of the pass
+            self.watched.update(_FOLLOWERS)
 
     def _store(self, call: int, amap: AttentionMap) -> None:
         self.maps.setdefault(call, []).append(amap)
@@ -356,7 +374,7 @@ class AttentionTracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
-        if func in INTERESTING:
+        if func in self.recorder.watched:
             self.recorder.observe(func, args, kwargs, result)
         return result
 

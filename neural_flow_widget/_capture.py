@@ -71,7 +71,7 @@ class CaptureState:
         self.recorder = AttentionRecorder(lambda: stack[-1], sample=self.sample, lazy=True)
         if tracer is not None:
             tracer.observer = self.recorder
-            tracer.observed = self.recorder.INTERESTING
+            tracer.observed = self.recorder.watched  # (a set that grows in place)
             return None
         return AttentionTracer(self.recorder)
 

@@ -462,3 +462,14 @@ def test_lazy_maps_only_where_the_copies_are_no_bigger_than_the_map():
     assert isinstance(eager, AttentionMap) and isinstance(lazy, PendingMap)
     np.testing.assert_array_equal(lazy.resolve().weights,
                                   attention_probs(long, long, is_causal=True).weights)
+
+
+def test_followers_are_watched_only_once_a_product_is_tagged():
+    rec = AttentionRecorder(lambda: 0)
+    assert torch.Tensor.view not in rec.watched and F.softmax in rec.watched
+    q = torch.randn(1, 2, 4, 8)
+    scores = q @ q.transpose(-2, -1)
+    rec.observe(torch.matmul, (q, q.transpose(-2, -1)), {}, scores)
+    assert rec.watched == set(INTERESTING)  # a tagged product: its followers matter now
+    rec.forget()
+    assert torch.Tensor.view not in rec.watched and F.softmax in rec.watched
