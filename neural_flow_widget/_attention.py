@@ -27,6 +27,7 @@ on the softmax path, which keeps whatever the model computed.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -40,6 +41,7 @@ from ._attention_math import (
     AttentionMap,
     PendingMap,
     _map_from_probs,
+    _pool_factor,
     _mha_map,
     attention_probs,
     sdpa_inputs,
@@ -144,22 +146,53 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) 
 
 @_register(F.scaled_dot_product_attention)
 def _on_sdpa(rec: AttentionRecorder, args: tuple, kwargs: dict, result: Any) -> None:
-    inputs = sdpa_inputs(
-        _arg(args, kwargs, 0, "query"),
-        _arg(args, kwargs, 1, "key"),
-        attn_mask=_arg(args, kwargs, 3, "attn_mask"),
-        is_causal=bool(_arg(args, kwargs, 5, "is_causal", False)),
-        scale=_arg(args, kwargs, 6, "scale"),
-        enable_gqa=bool(_arg(args, kwargs, 7, "enable_gqa", False)),
-        sample=rec.sample,
-        max_exact=rec.max_exact,
-    )
+    q, k = _arg(args, kwargs, 0, "query"), _arg(args, kwargs, 1, "key")
+    mask = _arg(args, kwargs, 3, "attn_mask")
+    settings = (bool(_arg(args, kwargs, 5, "is_causal", False)), _arg(args, kwargs, 6, "scale"),
+                bool(_arg(args, kwargs, 7, "enable_gqa", False)))  # fmt: skip
+    if rec.writes is not None and _held_fits(q, k, mask, rec.max_exact):
+        # the arguments themselves, until the pass ends or something writes in place (see
+        # AttentionRecorder.settle)
+        rec._store(rec._current_call(), _Held(q, k, mask, settings, rec.writes.seq))
+        rec.writes.before_write = rec.settle
+    else:
+        rec._store(rec._current_call(), _sdpa_entry(rec, q, k, mask, settings))
+
+
+def _sdpa_entry(rec: AttentionRecorder, q: Tensor, k: Tensor, mask: Tensor | None,
+                settings: tuple) -> AttentionMap | PendingMap:  # fmt: skip
+    is_causal, scale, enable_gqa = settings
+    inputs = sdpa_inputs(q, k, attn_mask=mask, is_causal=is_causal, scale=scale,
+                         enable_gqa=enable_gqa, sample=rec.sample, max_exact=rec.max_exact)
     # lazily on the CPU, where the copies are no bigger than the map (on a GPU the copies
     # would hold device memory until read: the map is made and moved to the host now)
     if rec.lazy and inputs.qs.is_cpu and inputs.copy_nbytes <= inputs.map_nbytes:
-        rec._store(rec._current_call(), PendingMap(inputs.copied()))
-    else:
-        rec._store(rec._current_call(), sdpa_map(inputs))
+        return PendingMap(inputs.copied())
+    return sdpa_map(inputs)
+
+
+class _Held:
+    """An SDPA call's query, key and mask, held as they are until the pass ends."""
+
+    __slots__ = ("q", "k", "mask", "settings", "seq")
+
+    def __init__(self, q: Tensor, k: Tensor, mask: Tensor | None, settings: tuple,
+                 seq: int) -> None:  # fmt: skip
+        self.q, self.k, self.mask, self.settings, self.seq = q, k, mask, settings, seq
+
+
+def _held_fits(q: Any, k: Any, mask: Any, max_exact: int) -> bool:
+    """Whether holding these CPU tensors (all of their memory) costs no more than the map
+    itself would (the bound that copies are held to)."""
+    if not (isinstance(q, Tensor) and isinstance(k, Tensor) and q.is_cpu and q.ndim >= 3
+            and k.ndim >= 3):  # fmt: skip
+        return False
+    held = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+            for t in (q, k, mask) if isinstance(t, Tensor)}
+    q_len, k_len = q.shape[-2], k.shape[-2]
+    heads = math.prod(q.shape[1:-2])
+    cells = -(-q_len // _pool_factor(q_len, max_exact)) * -(-k_len // _pool_factor(k_len, max_exact))
+    return sum(held.values()) <= 4 * heads * cells
 
 
 @_register(F.multi_head_attention_forward)
@@ -284,7 +317,8 @@ class AttentionRecorder:
     """
 
     INTERESTING: frozenset = INTERESTING
-    __slots__ = ("maps", "errors", "sample", "max_exact", "lazy", "watched", "_current_call", "_tags")
+    __slots__ = ("maps", "errors", "sample", "max_exact", "lazy", "watched", "writes", "_current_call",
+                 "_tags")  # fmt: skip
 
     def __init__(self, current_call: Callable[[], int], *, sample: int = 0, max_exact: int = 512,
                  lazy: bool = False) -> None:  # fmt: skip
@@ -300,6 +334,9 @@ class AttentionRecorder:
         #: the funcs worth observing now (a caller may hold this set: it changes in place):
         #: INTERESTING less the followers until a product has been tagged in this pass
         self.watched: set = set(INTERESTING - _FOLLOWERS)
+        #: what sees in-place writes (the dataflow tracer: ``seq``, ``written_since``): with it,
+        #: a lazy recorder holds a CPU SDPA call's arguments until :meth:`settle`
+        self.writes: Any = None
 
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None:
         """Act on one finished op; a no-op unless ``func`` is in ``INTERESTING``."""
@@ -316,8 +353,36 @@ class AttentionRecorder:
 
     def forget(self) -> None:
         """Drop the tensor provenance table (at the end of a pass); maps and errors stay."""
+        self.settle()
         self._tags.clear()
         self.watched.difference_update(_FOLLOWERS)
+
+    def settle(self) -> None:
+        """Turn the SDPA arguments held in the pass into maps or pending maps (as the call
+        itself would have): at the end of the pass, where Python runs warm, rather than in
+        the op's handler, where the same work cost about three times more; or before the
+        first op that writes in place.  (A call whose query, key or mask was written in
+        place after all gets an error, never a wrong map.)"""
+        if self.writes is not None:
+            self.writes.before_write = None
+        for call, entries in self.maps.items():
+            for i, entry in enumerate(entries):
+                if type(entry) is not _Held:
+                    continue
+                tensors = [t for t in (entry.q, entry.k, entry.mask) if isinstance(t, Tensor)]
+                try:
+                    if self.writes.failure is not None or any(
+                            self.writes.written_since(t, entry.seq) for t in tensors):
+                        raise RuntimeError("its query, key or mask was (or may have been) "
+                                           "overwritten in place later in the forward pass")
+                    entries[i] = _sdpa_entry(self, entry.q, entry.k, entry.mask, entry.settings)
+                except Exception as err:
+                    entries[i] = None
+                    self.errors.setdefault(call, []).append(
+                        f"attention map for scaled_dot_product_attention failed: "
+                        f"{type(err).__name__}: {err}")
+            if None in entries:
+                entries[:] = [e for e in entries if e is not None]
 
     def _tag(self, tensor: Tensor, tag: object) -> None:
         self._tags.set(tensor, tag)

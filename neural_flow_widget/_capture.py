@@ -72,6 +72,7 @@ class CaptureState:
         if tracer is not None:
             tracer.observer = self.recorder
             tracer.observed = self.recorder.watched  # (a set that grows in place)
+            self.recorder.writes = tracer  # (SDPA arguments are held until detach)
             return None
         return AttentionTracer(self.recorder)
 

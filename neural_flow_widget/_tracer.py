@@ -82,7 +82,8 @@ class DataflowTracer(TorchFunctionMode):
     ``stack`` is shared with the call tracker: its last item is the innermost module call
     (-1 = the model's own body). Set ``paused`` to run torch code that must not be recorded
     (summaries in hooks). ``observer`` (e.g. the attention recorder) sees the ops in
-    ``observed`` after they ran.
+    ``observed`` after they ran; ``before_write``, when set, is called before any op that
+    writes in place (the recorder copies what it holds then).
     """
 
     def __init__(self, stack: list[int]) -> None:
@@ -99,6 +100,7 @@ class DataflowTracer(TorchFunctionMode):
         self.failure: BaseException | None = None  # an error of the tracer itself
         self.observer: Any = None
         self.observed: frozenset = frozenset()
+        self.before_write: Callable[[], None] | None = None  # called before an in-place op
         self._kinds: dict[Any, int] = {}
 
     # -- public helpers -----------------------------------------------------------------------
@@ -143,14 +145,16 @@ class DataflowTracer(TorchFunctionMode):
                            kwargs: dict | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        out = func(*args, **kwargs)
-        if self.paused:
-            return out
         kind = self._kinds.get(func)
         if kind is None:
             kind = self._kinds[func] = _op_kind(func)
         if kind == _NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
             kind = _INPLACE
+        if self.before_write is not None and (kind == _INPLACE or "out" in kwargs):
+            self.before_write()  # (once: it unsets itself)
+        out = func(*args, **kwargs)
+        if self.paused:
+            return out
         if kind == _NORMAL and not isinstance(out, (Tensor, tuple, list)) and "out" not in kwargs:
             kind = _IGNORE  # x.dtype, x.device, x.dim(): nothing to record
         elif kind == _NORMAL and type(out) is torch.Size:

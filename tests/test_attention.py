@@ -473,3 +473,37 @@ def test_followers_are_watched_only_once_a_product_is_tagged():
     assert rec.watched == set(INTERESTING)  # a tagged product: its followers matter now
     rec.forget()
     assert torch.Tensor.view not in rec.watched and F.softmax in rec.watched
+
+
+class _WritesAfterAttention(nn.Module):
+    """SDPA on views of one projection, then that projection written in place."""
+
+    def __init__(self, later_write: bool) -> None:
+        super().__init__()
+        self.qk = nn.Linear(8, 32)
+        self.later_write = later_write
+
+    def forward(self, x):
+        qk = self.qk(x)
+        q, k = qk.view(*x.shape[:2], 2, 2, 8).transpose(1, 3).unbind(1)
+        out = F.scaled_dot_product_attention(q, k, k, is_causal=True)
+        if self.later_write:
+            qk.mul_(0)  # the query and key the map needs, overwritten
+        return out.sum() + qk.sum()
+
+
+@pytest.mark.parametrize("later_write", [False, True])
+def test_held_sdpa_arguments_give_the_calls_own_map_even_if_overwritten_later(later_write):
+    import neural_flow_widget as nfw
+
+    torch.manual_seed(0)
+    model = _WritesAfterAttention(later_write).eval()
+    x = torch.randn(1, 24, 8)  # (a map bigger than the projection: the arguments are held)
+    with torch.no_grad():
+        qk = model.qk(x)
+        q, k = qk.view(1, 24, 2, 2, 8).transpose(1, 3).unbind(1)
+        want = attention_probs(q, k, is_causal=True)
+    flow = nfw.trace(nn.Sequential(model), x)  # (stage "0": the SDPA call's module)
+    (got,) = flow.attention("0")
+    np.testing.assert_allclose(got.weights, want.weights, atol=1e-6)
+    assert got.causal and not flow.capture.failures
