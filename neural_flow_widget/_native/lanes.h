@@ -115,6 +115,39 @@ static void stats_add(Stats *s, const float *restrict x, int64_t n, float *restr
     s->hi = max8(hi1, hi0);
 }
 
+/* stats_add of x[0:n) (no channel sums), returning the sum of x*x over it (float lanes
+ * gathered in double, as lane_sum does): a token's statistics and norm in one read */
+static double stats_add_squares(Stats *s, const float *restrict x, int64_t n) {
+    v8f lo0 = s->lo, lo1 = lo0, hi0 = s->hi, hi1 = hi0;
+    double squares = 0.0;
+    int64_t i = 0;
+    while (i + LANES <= n) {
+        int64_t end = i + BLOCK < n ? i + BLOCK : n;
+        v8f t0 = {0}, t1 = {0}, q0 = {0}, q1 = {0};
+        for (; i + 2 * LANES <= end; i += 2 * LANES) {
+            v8f a = load8(x + i), b = load8(x + i + 8);
+            lo0 = min8(a, lo0), lo1 = min8(b, lo1), hi0 = max8(a, hi0), hi1 = max8(b, hi1);
+            t0 += a, t1 += b, q0 += a * a, q1 += b * b;
+        }
+        for (; i + LANES <= end; i += LANES) {
+            v8f a = load8(x + i);
+            lo0 = min8(a, lo0), hi0 = max8(a, hi0), t0 += a, q0 += a * a;
+        }
+        s->sum += (double)lanes_sum(t0 + t1);
+        squares += (double)lanes_sum(q0 + q1);
+    }
+    for (; i < n; i++) {
+        float v = x[i];
+        s->tail_lo = v < s->tail_lo ? v : s->tail_lo;
+        s->tail_hi = v > s->tail_hi ? v : s->tail_hi;
+        s->sum += (double)v;
+        squares += (double)v * v;
+    }
+    s->lo = min8(lo1, lo0);
+    s->hi = max8(hi1, hi0);
+    return squares;
+}
+
 static void stats_out(const Stats *s, double *out) {
     float lo = s->tail_lo, hi = s->tail_hi;
     for (int j = 0; j < LANES; j++) {

@@ -239,9 +239,7 @@ int64_t nfw_sequence_f32(const int64_t *p, const float *x, int64_t sample, doubl
     for (int64_t i = 0; i < hl; i++) {
         int64_t end = copy ? i + 1 : win.re[i];
         for (; done < end; done++) {
-            const float *token = xs + done * dim;
-            stats_add(&s, token, dim, NULL);
-            token_norms[done] = (float)sqrt(lane_sum(token, dim, 1));
+            token_norms[done] = (float)sqrt(stats_add_squares(&s, xs + done * dim, dim));
         }
         if (copy) {
             nfw_to_half(xs + i * dim, dim, multiplier, f16 + i * dim);
