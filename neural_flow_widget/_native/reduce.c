@@ -112,6 +112,34 @@ static int64_t finish(const Stats *s, double *stats, double hint) {
 static void emit(const Windows *win, const float *m, float multiplier, uint16_t *dst,
                  float *tmp, float *row) {
     const float *pooled = m;
+#if defined(__AVX2__) && defined(__F16C__)
+    if (win->h == 2 * win->ph && win->w == 2 * win->pw && win->pw >= 8) {
+        /* 2 x 2 windows: pooled and converted in one pass, the same products as below
+         * (pool_row's, then nfw_to_half's) */
+        const int64_t w = win->w, ph = win->ph, pw = win->pw;
+        const float f = 0.5f * win->col_inv[0];
+        const __m256 scale = _mm256_set1_ps(f), times = _mm256_set1_ps(multiplier);
+        for (int64_t i = 0; i < ph; i++) {
+            const float *restrict r0 = m + 2 * i * w, *restrict r1 = r0 + w;
+            uint16_t *out = dst + i * pw;
+            int64_t j = 0;
+            for (; j + 8 <= pw; j += 8) {
+                __m256 h = _mm256_hadd_ps(
+                    _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
+                    _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8),
+                                  _mm256_loadu_ps(r1 + 2 * j + 8)));
+                h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
+                h = _mm256_mul_ps(_mm256_mul_ps(h, scale), times);
+                _mm_storeu_si128((__m128i *)(out + j),
+                                 _mm256_cvtps_ph(h, _MM_FROUND_TO_NEAREST_INT));
+            }
+            for (; j < pw; j++)
+                out[j] = half_bits(((r0[2 * j] + r1[2 * j]) + (r0[2 * j + 1] + r1[2 * j + 1]))
+                                   * f * multiplier);
+        }
+        return;
+    }
+#endif
     if (win->ph != win->h || win->pw != win->w) {
         pool_map(win, m, tmp, row);
         pooled = tmp;
