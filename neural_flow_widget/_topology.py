@@ -56,18 +56,50 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
         for op in graph.call_inputs[s]:
             readers.setdefault(op, []).append(s)
 
-    def walk(start: Sequence[int], skip: set[int]) -> tuple[set[str], set[str]]:
+    # What a relay reaches, by (op, the walking stage's selected ancestors): a relay precedes
+    # the stage that walks to it, so what lies behind it depends on nothing else (the stage
+    # itself owns no op that early).  Without this every stage behind a long residual
+    # stream walked the whole stream back again.
+    reached: dict[tuple[int, frozenset[int]], frozenset[str]] = {}
+
+    def reach(first: int, skip: set[int], key: frozenset[int]) -> frozenset[str]:
+        """Sources reached from op ``first``, walking through every relay."""
+        hit = reached.get((first, key))
+        if hit is not None:
+            return hit
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = [first]
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            known = reached.get((op, key)) if op != first else None
+            if known is not None:
+                found |= known
+                continue
+            name = input_of_op.get(op)
+            if name is not None:
+                found.add(name)
+                continue
+            who = own[op]
+            if who != -1 and who not in skip:
+                found.add(node_ids[who])
+                continue
+            todo.extend(parents[op])
+        reached[(first, key)] = result = frozenset(found)
+        return result
+
+    def walk(start: Sequence[int], skip: set[int], key: frozenset[int]
+             ) -> tuple[set[str], set[str]]:  # fmt: skip
         """Sources reached from ``start`` (owners in ``skip`` are walked through), and those
         of them reached only through a relay: a walked-through op that another selected
         stage also takes as input (step 5)."""
         found: set[str] = set()
         seen: set[int] = set()
         todo, relays = list(start), []
-        direct = True
-        while todo or relays:
-            if not todo:  # the direct part is done: go on through the relays
-                todo, relays, direct = relays, [], False
-                found_direct = set(found)
+        while todo:
             op = todo.pop()
             if op in seen:
                 continue
@@ -81,22 +113,28 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
                 seen.add(op)
                 found.add(node_ids[who])
                 continue
-            if direct and op not in start and any(r not in skip for r in readers.get(op, ())):
+            if op not in start and any(r not in skip for r in readers.get(op, ())):
                 relays.append(op)
                 continue
             seen.add(op)
             todo.extend(parents[op])
-        return found, (found - found_direct if not direct else set())
+        if not relays:
+            return found, set()
+        direct = set(found)  # then on through the relays
+        for op in relays:
+            found |= reach(op, skip, key)
+        return found, found - direct
 
     sources: dict[str, set[str]] = {}
     relayed: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
+        key = frozenset(skip & chosen)  # (the selected ancestors)
         skip.add(s)
-        sources[node_ids[s]], relayed[node_ids[s]] = walk(graph.call_inputs[s], skip)
+        sources[node_ids[s]], relayed[node_ids[s]] = walk(graph.call_inputs[s], skip, key)
     outputs_of = dict(graph.output_ops)
     for name in outputs:
-        sources[name], relayed[name] = walk(outputs_of.get(name, ()), set())
+        sources[name], relayed[name] = walk(outputs_of.get(name, ()), set(), frozenset())
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
     return _classify(order, sources, relayed, set(node_ids.values()),
                      inputs[0] if inputs else None)
@@ -116,14 +154,15 @@ def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str,
               stages: set[str], previous: str | None) -> tuple[Edge, ...]:
     rank = {name: i for i, name in enumerate(order)}
     ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
+    closed: dict[str, int] = {}  # node -> the same with the node itself
     depth: dict[str, int] = {}
     edges: list[Edge] = []
     for node in order:
         found = sources.get(node, ())
         if len(found) == 1:  # the common case: one source, a flow edge
             (src,) = found
-            bits = ancestors.get(src, 0) | (1 << rank[src])
-            ancestors[node] = bits
+            bits = ancestors[node] = closed[src]
+            closed[node] = bits | (1 << rank[node])
             depth[node] = bits.bit_count()
             edges.append(Edge(src, node, "flow"))
             if node in stages:
@@ -131,12 +170,15 @@ def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str,
             continue
         found = sorted(found, key=rank.__getitem__)
         bits = 0
+        primary, most = None, -1  # the deepest source, the earliest of equals
         for src in found:
-            bits |= ancestors.get(src, 0) | (1 << rank[src])
+            bits |= closed[src]
+            if depth[src] > most:
+                primary, most = src, depth[src]
         ancestors[node] = bits
+        closed[node] = bits | (1 << rank[node])
         depth[node] = bits.bit_count()
         if found:
-            primary = max(found, key=lambda src: (depth[src], -rank[src]))
             below = ancestors[primary]
             covered = 0  # ancestors of the other sources (a source is never its own)
             for src in found:
