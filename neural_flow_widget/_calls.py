@@ -196,14 +196,17 @@ class CallTracker:
             ids.append(name if per_module[record.module] == 1 else f"{name}#{k}")
             module = self.modules[record.module]
             error = record.error if record.done else (record.error or "did not finish")
+            outputs = record.outputs
+            if len(outputs) == 1:  # (most calls: no generators)
+                shapes, dtypes = (tuple(outputs[0][0]),), (dtype_name(outputs[0][1]),)
+            else:
+                shapes = tuple(tuple(shape) for shape, _ in outputs)
+                dtypes = tuple(dtype_name(dtype) for _, dtype in outputs)
             stages.append(Stage(
                 index=index, id=ids[-1], module=name, type=type(module).__name__, call=k,
                 parent=ids[record.parent] if record.parent >= 0 else None,
-                depth=name.count(".") + 1, leaf=_is_leaf(module),
-                params=params[record.module],
-                shapes=tuple(tuple(shape) for shape, _ in record.outputs),
-                dtypes=tuple(dtype_name(dtype) for _, dtype in record.outputs),
-                sig=sigs[record.module], error=error))
+                depth=name.count(".") + 1, leaf=_is_leaf(module), params=params[record.module],
+                shapes=shapes, dtypes=dtypes, sig=sigs[record.module], error=error))
         return tuple(stages)
 
 
