@@ -72,7 +72,7 @@ def activation(shape, seed=0, spread=1.0):
 SHAPES = [
     (1, 64, 112, 112), (1, 256, 14, 14), (2, 512, 7, 7), (1, 2048, 7, 7),  # ResNet
     (3, 16, 128, 128), (1, 3, 37, 53), (1, 5, 9, 300), (1, 1, 1, 1), (1, 7, 1, 5),
-    (2, 10, 8, 8), (1, 4, 61, 3),
+    (2, 10, 8, 8), (1, 4, 61, 3), (1, 1501, 7, 7), (1, 3001, 5, 5),
     (1, 128, 768), (2, 77, 300), (1, 5000, 64), (1, 1, 1), (4, 3, 1000),  # sequences
     (1, 128, 1024), (2, 64, 520),  # columns pooled in fours and in pairs (and a tail)
 ]  # fmt: skip
@@ -296,7 +296,7 @@ def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch
 
 @pytest.mark.parametrize("shape", [(1, 16, 128, 128), (2, 32, 64, 64), (1, 64, 112, 112),
                                    (1, 6, 100, 90), (1, 128, 1024), (2, 64, 520),
-                                   (1, 128, 768)], ids=str)
+                                   (1, 128, 768), (1, 2048, 7, 7), (1, 1501, 7, 7)], ids=str)
 def test_both_builds_give_the_same_bits(monkeypatch, shape):
     # the AVX2 build's own loops (horizontal adds, fused pooling) add in the same order
     x = activation(shape, seed=5)

@@ -180,28 +180,37 @@ static void pool_map(const Windows *win, const float *restrict m, float *restric
     for (int64_t i = 0; i < ph; i++) pool_row(win, m, i, out + i * pw, row);
 }
 
-/* The weight-matrix pooling of two small maps (consecutive in x and in out) to at most 32
- * outputs each: two independent sets of running sums, so that neither waits on the other. */
-static void pool_dense_two(const Windows *win, const float *restrict x, float *restrict out) {
-    const int64_t cells = win->h * win->w, outputs = win->ph * win->pw;
-    const float *restrict a = x, *restrict b = x + cells;
-    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};
-    for (int64_t e = 0; e < cells; e++) {
-        const float *restrict weights = win->dense + e * SMALL_MAP;
-        const v8f w0 = load8(weights), w1 = load8(weights + 8), w2 = load8(weights + 16),
-                  w3 = load8(weights + 24);
-        const v8f va = {a[e], a[e], a[e], a[e], a[e], a[e], a[e], a[e]};
-        const v8f vb = {b[e], b[e], b[e], b[e], b[e], b[e], b[e], b[e]};
-        s0 += va * w0, s1 += va * w1, s2 += va * w2, s3 += va * w3;
-        u0 += vb * w0, u1 += vb * w1, u2 += vb * w2, u3 += vb * w3;
+/* Small maps (at most SMALL_MAP cells) eight at a time, cell-major: t[e] holds cell e of
+ * eight maps, so each output is its window's cells summed in eight lanes, times one over
+ * the window's size (a weight matrix per map did eight times the arithmetic).  Returns the
+ * maps done (a multiple of eight). */
+static int64_t pool_small_eight(const Windows *win, const float *restrict x, int64_t c,
+                                float *restrict out) {
+    const int64_t w = win->w, cells = win->h * w, ph = win->ph, pw = win->pw;
+    const int64_t outputs = ph * pw;
+    v8f t[SMALL_MAP];
+    int64_t ch = 0;
+    for (; ch + LANES <= c; ch += LANES) {
+        const float *restrict maps = x + ch * cells;
+        const float *restrict m0 = maps, *restrict m1 = m0 + cells, *restrict m2 = m1 + cells,
+                              *restrict m3 = m2 + cells, *restrict m4 = m3 + cells,
+                              *restrict m5 = m4 + cells, *restrict m6 = m5 + cells,
+                              *restrict m7 = m6 + cells;
+        for (int64_t e = 0; e < cells; e++) /* (built in registers: no narrow stores) */
+            t[e] = (v8f){m0[e], m1[e], m2[e], m3[e], m4[e], m5[e], m6[e], m7[e]};
+        float *restrict dst = out + ch * outputs;
+        for (int64_t i = 0; i < ph; i++)
+            for (int64_t j = 0; j < pw; j++) {
+                v8f total = {0};
+                for (int64_t r = win->rs[i]; r < win->re[i]; r++)
+                    for (int64_t q = win->cs[j]; q < win->ce[j]; q++) total += t[r * w + q];
+                total *= 1.0f / (float)((win->re[i] - win->rs[i]) * (win->ce[j] - win->cs[j]));
+                float lanes[LANES];
+                memcpy(lanes, &total, sizeof lanes);
+                for (int64_t l = 0; l < LANES; l++) dst[l * outputs + i * pw + j] = lanes[l];
+            }
     }
-    float total[8 * LANES];
-    memcpy(total, &s0, sizeof s0), memcpy(total + 8, &s1, sizeof s1);
-    memcpy(total + 16, &s2, sizeof s2), memcpy(total + 24, &s3, sizeof s3);
-    memcpy(total + 32, &u0, sizeof u0), memcpy(total + 40, &u1, sizeof u1);
-    memcpy(total + 48, &u2, sizeof u2), memcpy(total + 56, &u3, sizeof u3);
-    memcpy(out, total, (size_t)outputs * sizeof(float));
-    memcpy(out + outputs, total + 32, (size_t)outputs * sizeof(float));
+    return ch;
 }
 
 /* pool_map of each of c maps stored one after another (c x h x w) into out (c x ph x pw).
@@ -216,10 +225,7 @@ static void pool_block(const Windows *win, const float *restrict x, int64_t c,
         return;
     }
     if (h % ph || w % pw) {
-        int64_t ch = 0;
-        if (h * w <= SMALL_MAP && ph * pw <= 4 * LANES)
-            for (; ch + 1 < c; ch += 2)
-                pool_dense_two(win, x + ch * h * w, out + ch * ph * pw);
+        int64_t ch = h * w <= SMALL_MAP ? pool_small_eight(win, x, c, out) : 0;
         for (; ch < c; ch++) pool_map(win, x + ch * h * w, out + ch * ph * pw, row);
         return;
     }
