@@ -1,8 +1,10 @@
-"""Capture in the traced run: each call's output is reduced inside its forward hook.
+"""Capture in the traced run: each call's output is reduced as the call returns.
 
-The hook runs on the output's own device with the dataflow tracer paused, so summary ops never
-enter the graph. Only small results are kept, in host memory: a summary and a bounded
-:class:`~._retain.Retained` per tensor leaf. A tensor object that several calls return (a
+The call tracker's wrapper (``_calls.CallTracker``: the run's forward hook) calls
+:meth:`CaptureState._on_output` inside the module call, on the output's own device, with every
+``__torch_function__`` handler off, so summary ops never enter the graph. Only small results
+are kept, in host memory: a summary and a bounded :class:`~._retain.Retained` per tensor leaf
+(the compiled path's records are made after the pass, from what it wrote). A tensor object that several calls return (a
 ``Sequential`` and its last child) is reduced once. Attention maps come
 from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the ops it sees.
 """
@@ -109,7 +111,7 @@ class CaptureState:
     def _reduce(self, tensor: torch.Tensor) -> Any:
         """A :class:`~._native.Reduced` (its records are made after the run), or
         ``(pending summary, retained, error)``."""
-        # Runs with the dataflow tracer paused (the call tracker pauses it around hooks), so
+        # Runs with __torch_function__ off (the call tracker turns it off around this), so
         # these ops never enter the graph.
         budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
         try:

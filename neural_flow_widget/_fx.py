@@ -4,7 +4,7 @@ A custom Tracer keeps the selected stages (those with no selected descendant) as
 traces through everything else, remembering which module call each node was created in. The fx
 graph then becomes an ``OpGraph`` like the runtime one, so the same walk gives the edges: this
 is the notes' "producing-stage sets propagated through the other nodes". fx gives no
-activations; shapes and data still come from the hooks of the observed run.
+activations; shapes and data still come from the observed run.
 """
 
 from __future__ import annotations

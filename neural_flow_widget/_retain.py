@@ -5,7 +5,7 @@
 >>> (kept.layout, kept.nbytes <= DEFAULT_BUDGET_BYTES, kept.parts["grid"].shape)
 ('image', True, (8, 32, 32))
 
-:func:`retain` runs inside the forward hook, so it is built for cost (about 15-25 torch
+:func:`retain` runs inside each module call of the traced run, so it is built for cost (about 15-25 torch
 calls and two passes over the batch element for an image; :mod:`._pooling` pools,
 :mod:`._store` moves the parts to the host): every reduction runs on the tensor's device,
 and the host keeps at most ``budget_bytes`` of

@@ -1,4 +1,4 @@
-"""Pure tensor -> :class:`Summary` functions, cheap enough to run inside every forward hook.
+"""Pure tensor -> :class:`Summary` functions, cheap enough to run inside every module call.
 
 >>> import torch
 >>> s = summarise(torch.tensor([[1.0, -2.0], [0.0, float("nan")]]))

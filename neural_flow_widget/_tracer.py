@@ -80,8 +80,8 @@ class DataflowTracer(TorchFunctionMode):
     """Records the condensed op graph of everything that runs while it is active.
 
     ``stack`` is shared with the call tracker: its last item is the innermost module call
-    (-1 = the model's own body). Set ``paused`` to run torch code that must not be recorded
-    (summaries in hooks). ``observer`` (e.g. the attention recorder) sees the ops in
+    (-1 = the model's own body). ``paused`` stops the recording (set after a failure of the
+    tracer itself). ``observer`` (e.g. the attention recorder) sees the ops in
     ``observed`` after they ran; ``before_write``, when set, is called before any op that
     writes in place (the recorder copies what it holds then).
     """

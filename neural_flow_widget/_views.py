@@ -8,7 +8,7 @@
 >>> render_view(kept, "channel", channel=3).data.shape
 (32, 32)
 
-This is the render side of :mod:`._retain` (which runs in the forward hook): everything
+This is the render side of :mod:`._retain` (which runs inside each call): everything
 here runs later, on the host, when a view is asked for. Colour ranges come from robust
 percentiles of the kept values.
 """
