@@ -4,9 +4,10 @@ The call tracker's wrapper (``_calls.CallTracker``: the run's forward hook) call
 :meth:`CaptureState._on_output` inside the module call, on the output's own device, with every
 ``__torch_function__`` handler off, so summary ops never enter the graph. Only small results
 are kept, in host memory: a summary and a bounded :class:`~._retain.Retained` per tensor leaf
-(the compiled path's records are made after the pass, from what it wrote). A tensor object that several calls return (a
-``Sequential`` and its last child) is reduced once. Attention maps come
-from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the ops it sees.
+(the compiled path's records are made after the pass, from what it wrote). A tensor object
+that several calls return (a ``Sequential`` and its last child) is reduced once. Attention
+maps come from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the
+ops it sees.
 """
 
 from __future__ import annotations
