@@ -50,6 +50,21 @@ static void windows_init(Windows *win, int64_t h, int64_t w, int64_t ph, int64_t
     }
 }
 
+#if defined(__AVX2__)
+/* Eight sums of neighbouring pairs, in order: a[2j] + a[2j + 1] for j < 8 (a: 16 floats in
+ * two vectors) */
+static inline __m256 pairs8(__m256 lo, __m256 hi) {
+    __m256 h = _mm256_hadd_ps(lo, hi); /* [a0+a1, a2+a3, a8+a9, a10+a11 | a4+a5, ...] */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
+}
+
+/* The eight 2 x 2 window sums (r0 + r1 in pairs) of output columns j .. j + 7 */
+static inline __m256 windows8(const float *r0, const float *r1, int64_t j) {
+    return pairs8(_mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
+                  _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j + 8)));
+}
+#endif
+
 /* dst[j] = f * (sum of src[k j : k j + k]) for j < n; loops the compiler vectorises, and
  * for pairs and fours with AVX, horizontal adds (the compiler's own vectors for these
  * strided sums took three times longer): the same sums in the same order, so both builds
@@ -60,10 +75,8 @@ static void sum_groups(const float *restrict src, int64_t n, int64_t k, float f,
 #if defined(__AVX2__)
     const __m256 scale = _mm256_set1_ps(f);
     if (k == 2) {
-        for (; j + 8 <= n; j += 8) { /* [a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, ...] */
-            __m256 h = _mm256_hadd_ps(_mm256_loadu_ps(src + 2 * j),
-                                      _mm256_loadu_ps(src + 2 * j + 8));
-            h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
+        for (; j + 8 <= n; j += 8) {
+            __m256 h = pairs8(_mm256_loadu_ps(src + 2 * j), _mm256_loadu_ps(src + 2 * j + 8));
             _mm256_storeu_ps(dst + j, _mm256_mul_ps(h, scale));
         }
     } else if (k == 4) {
@@ -130,13 +143,8 @@ static void pool_row(const Windows *win, const float *restrict m, int64_t i,
         const float f = 0.5f * win->col_inv[0]; /* (what pool_columns multiplies by) */
         const __m256 scale = _mm256_set1_ps(f);
         int64_t j = 0;
-        for (; j + 8 <= win->pw; j += 8) { /* (r0 + r1) summed in pairs, as below */
-            __m256 h = _mm256_hadd_ps(
-                _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
-                _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j + 8)));
-            h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
-            _mm256_storeu_ps(dst + j, _mm256_mul_ps(h, scale));
-        }
+        for (; j + 8 <= win->pw; j += 8) /* (r0 + r1) summed in pairs, as below */
+            _mm256_storeu_ps(dst + j, _mm256_mul_ps(windows8(r0, r1, j), scale));
         for (; j < win->pw; j++)
             dst[j] = ((r0[2 * j] + r1[2 * j]) + (r0[2 * j + 1] + r1[2 * j + 1])) * f;
         return;

@@ -124,12 +124,7 @@ static void emit(const Windows *win, const float *m, float multiplier, uint16_t 
             uint16_t *out = dst + i * pw;
             int64_t j = 0;
             for (; j + 8 <= pw; j += 8) {
-                __m256 h = _mm256_hadd_ps(
-                    _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
-                    _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8),
-                                  _mm256_loadu_ps(r1 + 2 * j + 8)));
-                h = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(h), 0xd8));
-                h = _mm256_mul_ps(_mm256_mul_ps(h, scale), times);
+                __m256 h = _mm256_mul_ps(_mm256_mul_ps(windows8(r0, r1, j), scale), times);
                 _mm_storeu_si128((__m128i *)(out + j),
                                  _mm256_cvtps_ph(h, _MM_FROUND_TO_NEAREST_INT));
             }
