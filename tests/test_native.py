@@ -310,3 +310,18 @@ def test_both_builds_give_the_same_bits(monkeypatch, shape):
     assert kept_a.parts.keys() == kept_b.parts.keys()
     for name in kept_a.parts:
         np.testing.assert_array_equal(kept_a.parts[name], kept_b.parts[name], err_msg=name)
+
+
+def test_requests_over_a_quarter_slab_get_memory_of_their_own():
+    from neural_flow_widget import _slabs
+
+    slabs = _slabs.Slabs()
+    small, at, address = slabs.carve(100)
+    big, big_at, big_address = slabs.carve(_slabs.SLAB_BYTES // 4 + 1)
+    assert big.nbytes == _slabs.SLAB_BYTES // 4 + 1 and big_at == 0 and big is not small
+    again, at2, address2 = slabs.carve(100)  # the slab goes on where it was
+    assert again is small and at2 == 128 and address2 == address + 128
+    x = activation((1, 64, 128, 128))  # a budget above a quarter slab: kept whole, own memory
+    kept = _native.reduce(x, 0, 8 << 20)[1]
+    assert kept.nbytes > _slabs.SLAB_BYTES // 4
+    np.testing.assert_allclose(kept.values("mean"), x[0].mean(0).numpy(), rtol=2e-3, atol=1e-5)
