@@ -242,3 +242,18 @@ def test_stage_structure_follows_changes_to_the_model_between_traces():
     shared = nfw.trace(model, x, capture=False)
     assert [s.params for s in shared.stages] == [16, 0, 20, 10]
     assert sum(s.params for s in shared.stages) > sum(p.numel() for p in model.parameters())
+
+
+def test_a_forward_that_inspects_its_own_signature_sees_it_while_traced():
+    import inspect
+
+    class Introspective(torch.nn.Module):  # (as HF code does to pick the keyword arguments)
+        def forward(self, x, scale: float = 2.0):
+            assert list(inspect.signature(self.forward).parameters) == ["x", "scale"]
+            return x * scale
+
+    model = torch.nn.Sequential(Introspective(), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 3)
+    flow = nfw.trace(model, x)
+    assert [s.id for s in flow.stages] == ["0", "1"] and not any(s.error for s in flow.stages)
+    assert hooks_left(model) == 0
