@@ -39,41 +39,50 @@ def _op_kind(func: Any) -> int:
 
 
 class _Entry(weakref.ref):
-    """A weak reference to a tagged tensor that carries its table key and its tag."""
+    """A weak reference to a tagged tensor that carries its tag."""
 
-    __slots__ = ("key", "tag")
+    __slots__ = ("tag",)
 
 
 class TagTable:
-    """Tensor identity -> tag; an entry is removed when its tensor is freed."""
+    """Tensor identity -> tag.
 
-    __slots__ = ("_entries", "_forget")
+    An entry answers only while its tensor lives (a freed tensor's id may be reused by
+    another), and dead entries are swept out whenever the table has doubled since the last
+    sweep: a weak-reference callback per freed tensor (thousands per forward pass, each run
+    right after the model's op that freed it) cost more than these sweeps.
+    """
+
+    __slots__ = ("_entries", "_sweep_at")
 
     def __init__(self) -> None:
-        entries: dict[int, _Entry] = {}
-
-        def forget(entry: _Entry) -> None:  # one callback for every entry
-            if entries.get(entry.key) is entry:
-                del entries[entry.key]
-
-        self._entries, self._forget = entries, forget
+        self._entries: dict[int, _Entry] = {}
+        self._sweep_at = 4096
 
     def get(self, tensor: Tensor) -> Tag | None:
         entry = self._entries.get(id(tensor))
-        return entry.tag if entry is not None else None
+        return entry.tag if entry is not None and entry() is tensor else None
 
     def set(self, tensor: Tensor, tag: Tag) -> None:
-        key = id(tensor)
-        entry = self._entries.get(key)
+        entries = self._entries
+        entry = entries.get(id(tensor))
         if entry is not None and entry() is tensor:
             entry.tag = tag
             return
-        entry = _Entry(tensor, self._forget)
-        entry.key, entry.tag = key, tag
-        self._entries[key] = entry
+        entry = entries[id(tensor)] = _Entry(tensor)
+        entry.tag = tag
+        if len(entries) > self._sweep_at:
+            self._sweep()
+
+    def _sweep(self) -> None:
+        entries = self._entries
+        for key in [key for key, entry in entries.items() if entry() is None]:
+            del entries[key]
+        self._sweep_at = max(4096, 2 * len(entries))
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """Live entries."""
+        return sum(entry() is not None for entry in self._entries.values())
 
 
 class DataflowTracer(TorchFunctionMode):
