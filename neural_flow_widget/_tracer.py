@@ -39,50 +39,41 @@ def _op_kind(func: Any) -> int:
 
 
 class _Entry(weakref.ref):
-    """A weak reference to a tagged tensor that carries its tag."""
+    """A weak reference to a tagged tensor that carries its table key and its tag."""
 
-    __slots__ = ("tag",)
+    __slots__ = ("key", "tag")
 
 
 class TagTable:
-    """Tensor identity -> tag.
+    """Tensor identity -> tag; an entry is removed when its tensor is freed."""
 
-    An entry answers only while its tensor lives (a freed tensor's id may be reused by
-    another), and dead entries are swept out whenever the table has doubled since the last
-    sweep: a weak-reference callback per freed tensor (thousands per forward pass, each run
-    right after the model's op that freed it) cost more than these sweeps.
-    """
-
-    __slots__ = ("_entries", "_sweep_at")
+    __slots__ = ("_entries", "_forget")
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}
-        self._sweep_at = 4096
+        entries: dict[int, _Entry] = {}
+
+        def forget(entry: _Entry) -> None:  # one callback for every entry
+            if entries.get(entry.key) is entry:
+                del entries[entry.key]
+
+        self._entries, self._forget = entries, forget
 
     def get(self, tensor: Tensor) -> Tag | None:
         entry = self._entries.get(id(tensor))
-        return entry.tag if entry is not None and entry() is tensor else None
+        return entry.tag if entry is not None else None
 
     def set(self, tensor: Tensor, tag: Tag) -> None:
-        entries = self._entries
-        entry = entries.get(id(tensor))
+        key = id(tensor)
+        entry = self._entries.get(key)
         if entry is not None and entry() is tensor:
             entry.tag = tag
             return
-        entry = entries[id(tensor)] = _Entry(tensor)
-        entry.tag = tag
-        if len(entries) > self._sweep_at:
-            self._sweep()
-
-    def _sweep(self) -> None:
-        entries = self._entries
-        for key in [key for key, entry in entries.items() if entry() is None]:
-            del entries[key]
-        self._sweep_at = max(4096, 2 * len(entries))
+        entry = _Entry(tensor, self._forget)
+        entry.key, entry.tag = key, tag
+        self._entries[key] = entry
 
     def __len__(self) -> int:
-        """Live entries."""
-        return sum(entry() is not None for entry in self._entries.values())
+        return len(self._entries)
 
 
 class DataflowTracer(TorchFunctionMode):

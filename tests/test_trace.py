@@ -257,27 +257,3 @@ def test_a_forward_that_inspects_its_own_signature_sees_it_while_traced():
     flow = nfw.trace(model, x)
     assert [s.id for s in flow.stages] == ["0", "1"] and not any(s.error for s in flow.stages)
     assert hooks_left(model) == 0
-
-
-def test_tag_table_never_answers_for_a_freed_tensor_and_sweeps_dead_entries(monkeypatch):
-    table = _tracer.TagTable()
-    kept = [torch.zeros(1) for _ in range(8)]
-    for i, t in enumerate(kept):
-        table.set(t, (i, 0, (i,)))
-    freed = torch.zeros(1)
-    table.set(freed, (99, 0, (99,)))
-    del freed
-    reused = [torch.zeros(1) for _ in range(64)]  # (freed ids are soon reused)
-    assert all(table.get(t) is None for t in reused)
-    assert [table.get(t)[0] for t in kept] == list(range(8)) and len(table) == 8
-    # past the threshold, a set sweeps the dead entries out
-    dropped = [torch.zeros(1) for _ in range(40)]
-    for t in dropped:
-        table.set(t, (0, 0, ()))
-    del dropped, t
-    sweeps = []
-    monkeypatch.setattr(table, "_sweep_at", len(table._entries) - 1)
-    real = _tracer.TagTable._sweep
-    monkeypatch.setattr(_tracer.TagTable, "_sweep", lambda self: sweeps.append(real(self)))
-    table.set(reused[0], (1, 0, ()))
-    assert sweeps and len(table._entries) == len(table) == 9
