@@ -7,8 +7,8 @@ the forward pass.  Allocated one by one, every buffer above the C library's mmap
 and every buffer costs an allocation and an address lookup in the hook.  Here a run carves
 its buffers from slabs of :data:`SLAB_BYTES`, each address a sum; a slab goes back to a
 small pool when the last array carved from it dies (the Flow that held it was dropped), so a
-later trace writes into pages that are already mapped.  The pool holds at most :data:`POOL_BYTES`; the tail of a run's last
-slab is left unused.
+later trace writes into pages that are already mapped.  The pool holds at most
+:data:`POOL_BYTES`; the tail of a run's last slab is left unused.
 """
 
 from __future__ import annotations

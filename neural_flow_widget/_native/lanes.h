@@ -116,7 +116,7 @@ static void stats_add(Stats *s, const float *restrict x, int64_t n, float *restr
 }
 
 /* stats_add of x[0:n) (no channel sums), returning the sum of x*x over it (float lanes
- * gathered in double, as lane_sum does): a token's statistics and norm in one read */
+ * gathered in double, as abs_sum does): a token's statistics and norm in one read */
 static double stats_add_squares(Stats *s, const float *restrict x, int64_t n) {
     v8f lo0 = s->lo, lo1 = lo0, hi0 = s->hi, hi1 = hi0;
     double squares = 0.0;
@@ -159,27 +159,19 @@ static void stats_out(const Stats *s, double *out) {
     out[2] = s->sum;
 }
 
-/* sum of |x| (abs) or of x*x (!abs) over x[0:n), float lanes gathered in double */
-static double lane_sum(const float *restrict x, int64_t n, int squares) {
+/* sum of |x| over x[0:n), float lanes gathered in double (squares: stats_add_squares) */
+static double abs_sum(const float *restrict x, int64_t n) {
     double sum = 0.0;
     int64_t i = 0;
     while (i + LANES <= n) {
         int64_t end = i + BLOCK < n ? i + BLOCK : n;
         v8f t0 = {0}, t1 = {0};
-        if (squares) {
-            for (; i + 2 * LANES <= end; i += 2 * LANES) {
-                v8f a = load8(x + i), b = load8(x + i + 8);
-                t0 += a * a, t1 += b * b;
-            }
-            for (; i + LANES <= end; i += LANES) t0 += load8(x + i) * load8(x + i);
-        } else {
-            for (; i + 2 * LANES <= end; i += 2 * LANES)
-                t0 += abs8(load8(x + i)), t1 += abs8(load8(x + i + 8));
-            for (; i + LANES <= end; i += LANES) t0 += abs8(load8(x + i));
-        }
+        for (; i + 2 * LANES <= end; i += 2 * LANES)
+            t0 += abs8(load8(x + i)), t1 += abs8(load8(x + i + 8));
+        for (; i + LANES <= end; i += LANES) t0 += abs8(load8(x + i));
         sum += (double)lanes_sum(t0 + t1);
     }
-    for (; i < n; i++) sum += squares ? (double)x[i] * x[i] : fabs((double)x[i]);
+    for (; i < n; i++) sum += fabs((double)x[i]);
     return sum;
 }
 

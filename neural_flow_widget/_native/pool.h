@@ -60,8 +60,9 @@ static inline __m256 pairs8(__m256 lo, __m256 hi) {
 
 /* The eight 2 x 2 window sums (r0 + r1 in pairs) of output columns j .. j + 7 */
 static inline __m256 windows8(const float *r0, const float *r1, int64_t j) {
-    return pairs8(_mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j), _mm256_loadu_ps(r1 + 2 * j)),
-                  _mm256_add_ps(_mm256_loadu_ps(r0 + 2 * j + 8), _mm256_loadu_ps(r1 + 2 * j + 8)));
+    const float *a = r0 + 2 * j, *b = r1 + 2 * j;
+    return pairs8(_mm256_add_ps(_mm256_loadu_ps(a), _mm256_loadu_ps(b)),
+                  _mm256_add_ps(_mm256_loadu_ps(a + 8), _mm256_loadu_ps(b + 8)));
 }
 #endif
 

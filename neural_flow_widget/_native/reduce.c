@@ -178,10 +178,10 @@ int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *
     for (int64_t ch = 0; ch < c; ch++) {
         double total = 0.0;
         if (rank_step == 1) /* every row: one contiguous run */
-            total = lane_sum(xs + ch * hw, hw, 0);
+            total = abs_sum(xs + ch * hw, hw);
         else
             for (int64_t r = rank_step / 2; r < h; r += rank_step)
-                total += lane_sum(xs + ch * hw + r * w, w, 0);
+                total += abs_sum(xs + ch * hw + r * w, w);
         mean_abs[ch] = (float)(total / (double)(ranked_rows * w));
     }
     /* the k most active, largest first, ties to the lower index: insertion into a sorted
