@@ -1,11 +1,13 @@
 """Build hook: bundle the front end (js/ -> neural_flow_widget/static/widget.js) and compile
-the capture path for float32 CPU activations (neural_flow_widget/_native/reduce.c) when the
-package is built, so that `pip install .` yields a working widget.
+the capture path for float32 CPU activations (neural_flow_widget/_native/reduce.c) and the
+tracer core (tracer.c, a CPython extension) when the package is built, so that `pip install .`
+yields a working widget.
 
 The bundle needs Node.js and npm; it is skipped when already newer than every source file
-(e.g. an sdist that carries it). The compiled path needs a C compiler (`cc`); without one the
-package still works (capture takes its torch path) and the build says so. A wheel that
-carries the compiled libraries is tagged for its platform.
+(e.g. an sdist that carries it). The compiled parts need a C compiler (`cc`; the tracer core
+also this Python's headers); without them the package still works (capture takes its torch
+path, the tracer its Python core) and the build says so. A wheel that carries the compiled
+libraries is tagged for its platform, and for this Python when it carries the tracer core.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ class CustomBuildHook(BuildHookInterface):
         if self.target_name != "wheel":
             return  # an sdist carries reduce.c, not what it compiles to
         # the libraries are ignored by git; pyproject's wheel `artifacts` take them in
-        if self._compile(root) and version != "editable":
-            # loaded with ctypes, not imported: any Python 3 on this platform
+        built = self._compile(root)
+        if built and version != "editable":
             build_data["pure_python"] = False
-            platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-            build_data["tag"] = f"py3-none-{platform}"
+            if any(p.name.startswith("_tracer_core") for p in built):
+                build_data["infer_tag"] = True  # an extension module: this Python's ABI
+            else:  # loaded with ctypes, not imported: any Python 3 on this platform
+                platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+                build_data["tag"] = f"py3-none-{platform}"
 
     def _bundle(self, root: pathlib.Path) -> None:
         js, bundle = root / "js", root / "neural_flow_widget" / "static" / "widget.js"
@@ -64,4 +69,7 @@ class CustomBuildHook(BuildHookInterface):
         if not libraries:
             self.app.display_warning("neural_flow_widget: no C compiler found; capture takes "
                                      "its torch path (slower on CPU conv nets)")
+        elif not any(p.name.startswith("_tracer_core") for p in libraries):
+            self.app.display_warning("neural_flow_widget: no Python headers found; the tracer "
+                                     "uses its Python core (slower on deep models)")
         return libraries

@@ -11,6 +11,7 @@ so a view taken before ``x.relu_()`` still depends on the relu.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -76,70 +77,32 @@ class TagTable:
         return len(self._entries)
 
 
-class DataflowTracer(TorchFunctionMode):
-    """Records the condensed op graph of everything that runs while it is active.
+class _PythonCore:
+    """The tracer's per-op work in Python: the reference that the compiled core
+    (``_native/tracer.c``) mirrors, and the fallback where it is not built.
 
-    ``stack`` is shared with the call tracker: its last item is the innermost module call
-    (-1 = the model's own body). ``paused`` stops the recording (set after a failure of the
-    tracer itself). ``observer`` (e.g. the attention recorder) sees the ops in
-    ``observed`` after they ran; ``before_write``, when set, is called before any op that
-    writes in place (the recorder copies what it holds then).
+    State (shared with :class:`DataflowTracer`'s own methods): ``table`` (tensor -> tag),
+    ``owners`` / ``parents`` (the op graph), ``writes`` (storage pointer -> in-place tags),
+    ``seq``, ``last_write`` (seq of the latest in-place write), ``wrote_untagged`` (an
+    in-place op wrote into a parameter, buffer, constant), ``paused``, ``failure``,
+    ``observer`` / ``observed`` / ``before_write`` and ``stack`` (see DataflowTracer).
     """
 
-    def __init__(self, stack: list[int]) -> None:
-        super().__init__()
-        self.stack = stack
+    def __init__(self) -> None:
+        self.stack: list[int] = []
         self.table = TagTable()
         self.owners: list[int] = []
         self.parents: list[tuple[int, ...]] = []
-        self.writes: dict[int, list[tuple[int, Tag]]] = {}  # storage pointer -> in-place tags
+        self.writes: dict[int, list[tuple[int, Tag]]] = {}
         self.seq = 0
-        self.last_write = -1  # seq of the latest in-place write
-        self.wrote_untagged = False  # an in-place op wrote into a parameter, buffer, constant
+        self.last_write = -1
+        self.wrote_untagged = False
         self.paused = False
-        self.failure: BaseException | None = None  # an error of the tracer itself
+        self.failure: BaseException | None = None
         self.observer: Any = None
         self.observed: frozenset = frozenset()
-        self.before_write: Callable[[], None] | None = None  # called before an in-place op
+        self.before_write: Callable[[], None] | None = None
         self._kinds: dict[Any, int] = {}
-
-    # -- public helpers -----------------------------------------------------------------------
-
-    def new_op(self, call: int, parents: tuple[int, ...]) -> int:
-        self.owners.append(call)
-        self.parents.append(parents)
-        return len(self.owners) - 1
-
-    def tag_input(self, tensor: Tensor) -> tuple[Tensor, int]:
-        """A detached view of a model input, tagged as a new input op."""
-        view = tensor.detach()
-        op = self.new_op(-1, ())
-        self.seq += 1
-        self.table.set(view, (self.seq, -1, (op,)))
-        return view, op
-
-    def retag(self, tensors: list[Tensor], call: int) -> None:
-        """Make ``call`` the producer of tensors it returned unchanged (``nn.Identity``, eval
-        dropout), so that later consumers see the stage they came through."""
-        for t in tensors:
-            tag = self.table.get(t)
-            parents = tag[2] if tag is not None else ()
-            self.seq += 1
-            self.table.set(t, (self.seq, call, (self.new_op(call, parents),)))
-
-    def written_since(self, tensor: Tensor, seq: int) -> bool:
-        """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
-        writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
-        return bool(writes) and writes[-1][0] > seq
-
-    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
-        """The op-graph nodes that produced these tensors (in-place writes included)."""
-        found: list[int] = []
-        for tag in self._tags(tensors):
-            found.extend(tag[2])
-        return tuple(dict.fromkeys(found))
-
-    # -- the mode -----------------------------------------------------------------------------
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
@@ -238,6 +201,84 @@ class DataflowTracer(TorchFunctionMode):
                     if seq > since:
                         tags.append(written)
         return tags
+
+
+
+def _load_core() -> type:
+    """The compiled core where it is built and not turned off (``NFW_NATIVE=0``), else the
+    Python one."""
+    if os.environ.get("NFW_NATIVE", "1") == "0":
+        return _PythonCore
+    from . import _native
+
+    compiled = _native.tracer_core()
+    if compiled is None:
+        return _PythonCore
+    compiled.setup(Tensor, torch.Size, _op_kind)
+    return compiled.Core
+
+
+def tracer_class(core: type) -> type:
+    """The DataflowTracer class on ``core`` (tests compare the two cores)."""
+    return type("DataflowTracer", (_Tracer, core, TorchFunctionMode),
+                {"__doc__": _Tracer.__doc__, "__module__": __name__})
+
+
+class _Tracer:
+    """Records the condensed op graph of everything that runs while it is active.
+
+    ``stack`` is shared with the call tracker: its last item is the innermost module call
+    (-1 = the model's own body). ``paused`` stops the recording (set after a failure of the
+    tracer itself). ``observer`` (e.g. the attention recorder) sees the ops in
+    ``observed`` after they ran; ``before_write``, when set, is called before any op that
+    writes in place (the recorder copies what it holds then). The per-op work is the core's
+    (:class:`_PythonCore`, or the compiled one that mirrors it).
+    """
+
+    def __init__(self, stack: list[int]) -> None:
+        super().__init__()  # the core's state
+        self.stack = stack
+
+    # -- public helpers -----------------------------------------------------------------------
+
+    def new_op(self, call: int, parents: tuple[int, ...]) -> int:
+        self.owners.append(call)
+        self.parents.append(parents)
+        return len(self.owners) - 1
+
+    def tag_input(self, tensor: Tensor) -> tuple[Tensor, int]:
+        """A detached view of a model input, tagged as a new input op."""
+        view = tensor.detach()
+        op = self.new_op(-1, ())
+        self.seq += 1
+        self.table.set(view, (self.seq, -1, (op,)))
+        return view, op
+
+    def retag(self, tensors: list[Tensor], call: int) -> None:
+        """Make ``call`` the producer of tensors it returned unchanged (``nn.Identity``, eval
+        dropout), so that later consumers see the stage they came through."""
+        for t in tensors:
+            tag = self.table.get(t)
+            parents = tag[2] if tag is not None else ()
+            self.seq += 1
+            self.table.set(t, (self.seq, call, (self.new_op(call, parents),)))
+
+    def written_since(self, tensor: Tensor, seq: int) -> bool:
+        """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
+        writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
+        return bool(writes) and writes[-1][0] > seq
+
+    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
+        """The op-graph nodes that produced these tensors (in-place writes included)."""
+        found: list[int] = []
+        for tag in self._tags(tensors):
+            found.extend(tag[2])
+        return tuple(dict.fromkeys(found))
+
+
+#: The core in use: compiled, or :class:`_PythonCore`
+CORE = _load_core()
+DataflowTracer = tracer_class(CORE)
 
 
 def _among(tensor: Tensor, tensors: list[Tensor]) -> bool:

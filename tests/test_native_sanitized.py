@@ -1,8 +1,9 @@
-"""The compiled capture path under AddressSanitizer and UndefinedBehaviorSanitizer.
+"""The compiled parts under AddressSanitizer and UndefinedBehaviorSanitizer.
 
-Builds ``reduce.c`` (both variants) with ``-fsanitize=address,undefined`` into a temporary
-folder and runs, in a child process with the sanitizer runtimes preloaded, the compiled path
-on tensors of many shapes, budgets and batch samples and whole traces of a U-Net, a
+Builds ``reduce.c`` (both variants) and the tracer core (``tracer.c``) with
+``-fsanitize=address,undefined`` into a temporary folder and runs, in a child process with
+the sanitizer runtimes preloaded, the compiled capture path on tensors of many shapes,
+budgets and batch samples and whole traces (through the compiled tracer core) of a U-Net, a
 ResNet-like CNN and a small GPT-2.  Any out-of-bounds read or write, use after free or
 undefined behaviour in the C code stops the child with the sanitizer's report.
 """
@@ -20,8 +21,9 @@ CHILD = r"""
 import sys, torch
 sys.path.insert(0, {benchmarks!r})
 import models, neural_flow_widget as nfw
-from neural_flow_widget import _native
+from neural_flow_widget import _native, _tracer
 assert _native.LIB is not None and {folder!r} in str(_native.library_path("base"))
+assert _tracer.CORE is not _tracer._PythonCore
 torch.manual_seed(0)
 variants = [_native.LIB]
 import ctypes
@@ -40,7 +42,25 @@ for lib in variants:
                 for scale in (1.0, 1e6, 1e-6):
                     _native.reduce(torch.randn(shape) * scale, sample, budget)
 _native.LIB = variants[0]
-for m, x in [(models.UNet().eval(), torch.randn(2, 3, 96, 80)),
+
+
+class Writes(torch.nn.Module):  # in-place writes, out=, views and splits: the tracer's paths
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(12, 3)
+        self.register_buffer("acc", torch.zeros(2, 4))
+
+    def forward(self, x):
+        h = self.a(x)
+        view = h[:, :2]
+        h.add_(1)
+        torch.mul(h, 2, out=self.acc)
+        view.mul_(3)
+        return self.b(torch.cat([h, self.acc, *torch.split(h, 2, dim=1)], 1))
+
+
+for m, x in [(Writes().eval(), torch.randn(2, 4)),
+             (models.UNet().eval(), torch.randn(2, 3, 96, 80)),
              (models.ResNet50Like().eval(), torch.randn(1, 3, 160, 128)),
              (models.gpt2(n_layer=2, n_embd=64, n_head=4), torch.randint(0, 30000, (2, 300)))]:
     for budget in (4096, 262_144):
@@ -68,7 +88,8 @@ def test_compiled_path_is_clean_under_address_and_undefined_behaviour_sanitizers
     sanitize = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all")  # fmt: skip
     built = native_build.build(force=True, folder=tmp_path, extra=sanitize)
-    assert built and all(p.parent == tmp_path for p in built)
+    assert len(built) >= 2 and all(p.parent == tmp_path for p in built)
+    assert native_build.tracer_target(tmp_path) in built
     benchmarks = str(pathlib.Path(__file__).parent.parent / "benchmarks")
     env = dict(os.environ, NFW_NATIVE="1", NFW_NATIVE_DIR=str(tmp_path),
                LD_PRELOAD=" ".join(runtimes),

@@ -124,15 +124,24 @@ def test_error_in_a_parent_body_names_the_enclosing_stage():
         nfw.trace(Outer(), torch.randn(2, 4), capture=False)
 
 
-def test_tracer_failure_falls_back_to_execution_order(monkeypatch):
-    def broken(self, kind, args, kwargs, out):
-        raise RuntimeError("exotic tensor")
+class _NoStorage(torch.Tensor):
+    """A tensor subclass whose storage cannot be read (as with some wrapper subclasses): the
+    tracer cannot tell where an in-place op on it writes."""
 
-    monkeypatch.setattr(_tracer.DataflowTracer, "_record", broken)
-    with pytest.warns(UserWarning, match="execution order"):
-        flow = nfw.trace(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, capture=False)
+    def untyped_storage(self):
+        raise RuntimeError("this tensor shows no storage")
+
+
+def test_tracer_failure_falls_back_to_execution_order(tracer_core):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True),
+                                torch.nn.Linear(4, 2))
+    x = torch.randn(3, 4).as_subclass(_NoStorage)
+    with pytest.warns(UserWarning, match="tracer failed.*shows no storage.*execution order"):
+        flow = nfw.trace(model, x, capture=False)
     assert flow.topology == "sequential"
+    assert [s.id for s in flow.stages] == ["0", "1", "2"]
     assert len(flow.edges) == len(flow.stages) + 1
+    assert hooks_left(model) == 0 and not mode_stack()
 
 
 def test_forward_that_fails_only_under_the_tracer_is_run_again_without_it(monkeypatch):

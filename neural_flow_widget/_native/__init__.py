@@ -277,3 +277,32 @@ class Reduced:
                 parts=MappingProxyType(parts), scales=MappingProxyType(scales))
             self.array = None  # (the views hold the memory now)
         return self._made
+
+
+def tracer_core():
+    """The compiled tracer core (``tracer.c``'s ``_tracer_core`` extension), or None where it
+    is not built for this Python or is a build of another version (the tracer then uses its
+    Python core).  Loaded from :func:`library_path`'s folder."""
+    from . import build
+
+    path = build.tracer_target(library_path("base").parent)
+    if not path.exists():
+        return None
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_tracer_core", path)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError:
+        module = None
+    if module is None or getattr(module, "VERSION", None) != _TRACER_VERSION:
+        warnings.warn(f"neural_flow_widget: {path.name} is stale or unreadable; the tracer "
+                      f"uses its Python core (rebuild with `python "
+                      f"neural_flow_widget/_native/build.py` or reinstall the package)",
+                      stacklevel=2)
+        return None
+    return module
+
+
+_TRACER_VERSION = 1  # of tracer.c's interface (VERSION there)

@@ -1,6 +1,8 @@
-"""Build the compiled capture path (``reduce.c``) next to this file: a baseline build and, on
-x86-64, an AVX2 one (the loader picks by processor).  Standard library only, so that the
-package's build hook (``hatch_build.py``) can run it without torch.
+"""Build the compiled parts next to this file: the capture path (``reduce.c``, a baseline build
+and, on x86-64, an AVX2 one; the loader picks by processor) and the tracer core
+(``tracer.c``, a CPython extension for the Python running this script; skipped, with the
+Python core taking its place, where this Python has no headers).  Standard library only, so
+that the package's build hook (``hatch_build.py``) can run it without torch.
 
     python neural_flow_widget/_native/build.py
 """
@@ -13,9 +15,11 @@ import platform
 import shutil
 import subprocess
 import sys
+import sysconfig
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "reduce.c"  # one translation unit; it includes the headers beside it
+TRACER = HERE / "tracer.c"
 # no -ffast-math (it would set flush-to-zero for the whole process) and no FMA contraction
 # (both builds give the same numbers)
 FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
@@ -26,6 +30,17 @@ VARIANTS = {"base": [], "avx2": ["-mavx2", "-mf16c"]}
 def targets() -> dict[str, pathlib.Path]:
     x86 = platform.machine().lower() in ("x86_64", "amd64")
     return {name: HERE / f"_reduce_{name}.so" for name in VARIANTS if name == "base" or x86}
+
+
+def tracer_target(folder: pathlib.Path = HERE) -> pathlib.Path:
+    """Where the tracer core goes: ``_tracer_core`` with this Python's extension suffix."""
+    return pathlib.Path(folder) / f"_tracer_core{sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
+def python_headers() -> pathlib.Path | None:
+    """The folder with this Python's ``Python.h``, or None without one."""
+    include = pathlib.Path(sysconfig.get_paths()["include"])
+    return include if (include / "Python.h").exists() else None
 
 
 def compiler() -> str | None:
@@ -47,25 +62,32 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
     if cc is None:
         return []
     built = []
+    newest = max(p.stat().st_mtime for p in (SOURCE, *HERE.glob("*.h")))
     for name, path in targets().items():
         path = pathlib.Path(folder) / path.name
-        if force or not path.exists() or path.stat().st_mtime < _newest_source():
-            temporary = path.with_suffix(".so.tmp")
-            command = [cc, *FLAGS, *extra, *VARIANTS[name], str(SOURCE), "-o",
-                       str(temporary), "-lm"]  # fmt: skip
-            try:
-                result = subprocess.run(command, capture_output=True, text=True, check=False)
-            except OSError as error:
-                raise RuntimeError(f"{' '.join(command)} could not run: {error}") from error
-            if result.returncode != 0:
-                raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
-            temporary.replace(path)
+        if force or not path.exists() or path.stat().st_mtime < newest:
+            _compile(path, [cc, *FLAGS, *extra, *VARIANTS[name], str(SOURCE)], ["-lm"])
+        built.append(path)
+    headers = python_headers()
+    path = tracer_target(folder)
+    if headers is not None:
+        if force or not path.exists() or path.stat().st_mtime < TRACER.stat().st_mtime:
+            # (symbols of the interpreter are resolved when it loads the extension)
+            _compile(path, [cc, *FLAGS, *extra, f"-I{headers}", str(TRACER)], [])
         built.append(path)
     return built
 
 
-def _newest_source() -> float:
-    return max(p.stat().st_mtime for p in (SOURCE, *HERE.glob("*.h")))
+def _compile(path: pathlib.Path, command: list[str], libraries: list[str]) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    command = [*command, "-o", str(temporary), *libraries]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    except OSError as error:
+        raise RuntimeError(f"{' '.join(command)} could not run: {error}") from error
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{result.stderr}")
+    temporary.replace(path)
 
 
 if __name__ == "__main__":
