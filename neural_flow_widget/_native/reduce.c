@@ -32,7 +32,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__F16C__)
+#if defined(__SSE2__) || defined(__F16C__)
 #include <immintrin.h>
 #endif
 
@@ -42,15 +42,25 @@
 #define ACC_BLOCK 2048 /* cells whose sums over channels are made together (8 KB) */
 
 /* The summary's chunk sample: `rows` runs of `width` elements, every `step`-th run starting
- * at run `first` (rows == 0: all n elements). */
+ * at run `first` (rows == 0: all n elements).  Written with non-temporal stores where the
+ * processor has them: the sample is read only after the pass, and ordinary stores would first
+ * fetch the lines they write and push the model's data out of the cache. */
 static void copy_sample(const float *x, int64_t n, int64_t width, int64_t step, int64_t first,
                         int64_t rows, float *out) {
-    if (rows == 0) {
-        memcpy(out, x, (size_t)n * sizeof(float));
-        return;
+    if (rows == 0) rows = 1, width = n, step = 0, first = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *src = x + (first + r * step) * width;
+        float *dst = out + r * width;
+#if defined(__SSE2__)
+        int32_t bits;
+        for (int64_t i = 0; i < width; i++) {
+            memcpy(&bits, src + i, sizeof bits);
+            _mm_stream_si32((int *)(dst + i), bits);
+        }
+#else
+        memcpy(dst, src, (size_t)width * sizeof(float));
+#endif
     }
-    for (int64_t r = 0; r < rows; r++)
-        memcpy(out + r * width, x + (first + r * step) * width, (size_t)width * sizeof(float));
 }
 
 /* float32 -> float16 bits, round to nearest even; overflow gives Inf, NaN stays NaN */
@@ -78,6 +88,12 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
     int64_t i = 0;
 #ifdef __F16C__
     __m256 m = _mm256_set1_ps(multiplier);
+    if (((uintptr_t)dst & 15) == 0) { /* non-temporal, as copy_sample's */
+        for (; i + 8 <= n; i += 8) {
+            __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
+            _mm_stream_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        }
+    }
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
         _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
@@ -102,6 +118,9 @@ static double half_scale(double lo, double hi) {
  * expected (1: most activations); 1 when the scale differs (the caller runs again with it),
  * else 0.  A tensor with NaN or Inf returns 0: the caller redoes it on its masked path. */
 static int64_t finish(const Stats *s, double *stats, double hint) {
+#if defined(__SSE2__)
+    _mm_sfence(); /* the non-temporal stores are done before the caller reads anything */
+#endif
     stats_out(s, stats);
     stats[3] = half_scale(stats[0], stats[1]);
     return isfinite(stats[0] + stats[1] + stats[2]) && stats[3] != hint;
