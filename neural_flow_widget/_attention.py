@@ -351,6 +351,12 @@ class AttentionRecorder:
                 f"attention map for {name} failed: {type(err).__name__}: {err}"
             )
 
+    def follows_any(self, tensors: list) -> bool:
+        """Whether one of these tensors carries a tag (scores of a q·kᵀ-like product, or a
+        softmax of them): the ops that take it must be observed."""
+        tags = self._tags
+        return bool(tags) and any(tags.get(t) is not None for t in tensors)
+
     def forget(self) -> None:
         """Drop the tensor provenance table (at the end of a pass); maps and errors stay."""
         self.settle()

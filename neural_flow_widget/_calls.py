@@ -17,6 +17,8 @@ from typing import Any
 import torch
 
 from ._flow import ModuleInfo, Stage
+from ._opaque import is_opaque
+from ._tracer import _NORMAL
 from ._tree import output_leaves, tensors_in
 
 
@@ -38,6 +40,10 @@ class CallRecord:
 #: ``__torch_function__`` handler off: the dataflow tracer and the attention recorder never
 #: see it, and it pays no Python dispatch per call.
 _unobserved = torch._C.DisableTorchFunction
+# the mode stack (an opaque leaf's call runs with the tracer lifted off it)
+_mode_depth, _mode_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
+_pop_mode, _push_mode = torch._C._pop_torch_function_stack, torch._C._push_on_torch_function_stack
+LIFT_FROM = 3  # torch calls in an opaque leaf's call from which lifting the tracer pays
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -83,6 +89,7 @@ class CallTracker:
         self.names = [n for n, _ in self.named]
         self.modules = [m for _, m in self.named]
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
+        self._lifts: dict[type, bool] = {}  # opaque class -> whether its calls are lifted
 
     def fresh(self) -> CallTracker:
         """A new tracker for another run of the same model (its module list is reused)."""
@@ -94,7 +101,9 @@ class CallTracker:
                 own = module.__dict__.get("forward", _NONE)
                 self._undo.append((module, own))
                 # (straight into __dict__: Module.__setattr__ would cost more and do the same)
-                module.__dict__["forward"] = self._wrap(i, module.forward)
+                lift = self.tracer is not None and own is _NONE and is_opaque(module)
+                module.__dict__["forward"] = (self._wrap_opaque if lift else self._wrap)(
+                    i, module.forward)
         except BaseException:
             self.close()
             raise
@@ -125,6 +134,68 @@ class CallTracker:
             return output
         forward.__wrapped__ = original  # (inspect.signature(module.forward) as before)
         return forward
+
+    def _wrap_opaque(self, module: int, original: Callable) -> Callable:
+        """:meth:`_wrap` for an opaque leaf (``_opaque.py``). The first call of each such
+        class is followed as usual and counted: if it ran ``LIFT_FROM`` torch calls or more
+        through the tracer's mode, later calls of the class run with the tracer lifted off
+        the mode stack (when :meth:`_liftable` allows) and are recorded as the one op they
+        condense to. (For one or two ops, lifting costs as much as it saves.)"""
+        begin, end, fail, liftable = self._begin, self._end, self._fail, self._liftable
+        kind, lifts = type(self.modules[module]), self._lifts
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            begin(module, args, kwargs)
+            lift = lifts.get(kind)
+            tracer = liftable() if lift else None
+            before = self.tracer.dispatched if lift is None else 0
+            try:
+                if tracer is None:
+                    output = original(*args, **kwargs)
+                else:
+                    _pop_mode()
+                    try:
+                        output = original(*args, **kwargs)
+                    finally:
+                        _push_mode(tracer)
+            except BaseException as error:
+                fail(error)
+                raise
+            if tracer is not None:
+                self._record_lifted(tracer, args, kwargs, output)
+            elif lift is None:
+                lifts[kind] = self.tracer.dispatched - before >= LIFT_FROM
+            end(output)
+            return output
+        forward.__wrapped__ = original
+        return forward
+
+    def _liftable(self) -> Any:
+        """The tracer, when the call that just began may run without it: the tracer is
+        recording, is the innermost mode, no in-place write went into a parameter or buffer
+        (ops inside would have to look for it), and the attention recorder follows none of the
+        call's inputs (the scores of a hand-written attention)."""
+        tracer = self.tracer
+        if tracer.paused or tracer.wrote_untagged:
+            return None
+        depth = _mode_depth()
+        if not depth or _mode_at(depth - 1) is not tracer:
+            return None
+        observer = tracer.observer
+        if observer is not None and observer.follows_any(self.calls[-1].found):
+            return None
+        return tracer
+
+    def _record_lifted(self, tracer: Any, args: tuple, kwargs: dict, output: Any) -> None:
+        """Record an opaque call as the one op it condenses to (before ``_end`` pops it)."""
+        found = self.calls[-1].found
+        outs = [output] if type(output) is torch.Tensor else [t for _, t in output_leaves(output)]
+        if all(any(t is a for a in found) for t in outs):
+            return  # returned its input (nn.Identity, eval dropout): _end makes it the producer
+        try:
+            tracer._record(_NORMAL, args, kwargs, outs)
+        except Exception as error:  # as the mode does: never break the user's forward
+            tracer.failure, tracer.paused = error, True
 
     def _begin(self, module: int, args: tuple, kwargs: dict) -> None:
         """A call of ``self.modules[module]`` starts, with these arguments."""

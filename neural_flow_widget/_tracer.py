@@ -83,7 +83,8 @@ class _PythonCore:
 
     State (shared with :class:`DataflowTracer`'s own methods): ``table`` (tensor -> tag),
     ``owners`` / ``parents`` (the op graph), ``writes`` (storage pointer -> in-place tags),
-    ``seq``, ``last_write`` (seq of the latest in-place write), ``wrote_untagged`` (an
+    ``seq``, ``last_write`` (seq of the latest in-place write), ``dispatched`` (calls of
+    ``__torch_function__``), ``wrote_untagged`` (an
     in-place op wrote into a parameter, buffer, constant), ``paused``, ``failure``,
     ``observer`` / ``observed`` / ``before_write`` and ``stack`` (see DataflowTracer).
     """
@@ -96,6 +97,7 @@ class _PythonCore:
         self.writes: dict[int, list[tuple[int, Tag]]] = {}
         self.seq = 0
         self.last_write = -1
+        self.dispatched = 0  # calls of __torch_function__
         self.wrote_untagged = False
         self.paused = False
         self.failure: BaseException | None = None
@@ -106,6 +108,7 @@ class _PythonCore:
 
     def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
+        self.dispatched += 1
         if kwargs is None:
             kwargs = {}
         kind = self._kinds.get(func)

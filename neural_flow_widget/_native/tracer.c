@@ -7,8 +7,8 @@
  *   Core       the TorchFunctionMode's `__torch_function__` and the recording of one op
  *              (`_record` and `_tags` of the Python core), over the same state, which the
  *              Python side of DataflowTracer reads and writes through these attributes:
- *              stack, table, owners, parents, writes, seq, last_write, wrote_untagged,
- *              paused, failure, observer, observed, before_write, _kinds
+ *              stack, table, owners, parents, writes, seq, last_write, dispatched,
+ *              wrote_untagged, paused, failure, observer, observed, before_write, _kinds
  *
  * A traced forward pass runs thousands of torch calls through the mode; in Python each cost
  * several microseconds of interpreter work on top of torch's own dispatch.  `setup()` hands
@@ -217,7 +217,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *stack, *table, *owners, *parents, *writes, *failure, *observer, *observed,
         *before_write, *kinds;
-    Py_ssize_t seq, last_write;
+    Py_ssize_t seq, last_write, dispatched;
     char wrote_untagged, paused;
 } Core;
 
@@ -498,6 +498,7 @@ static int op_kind(Core *self, PyObject *func) {
 /* __torch_function__(func, types, args=(), kwargs=None): runs the op, then records it */
 static PyObject *core_torch_function(PyObject *op, PyObject *const *argv, Py_ssize_t n) {
     Core *self = (Core *)op;
+    self->dispatched += 1;
     if (n < 2 || n > 4) {
         PyErr_SetString(PyExc_TypeError, "__torch_function__(func, types, args=(), kwargs=None)");
         return NULL;
@@ -583,6 +584,20 @@ done:
     return out;
 }
 
+/* _record(kind, args, kwargs, out): record one op that ran (the call tracker records a call of
+ * an opaque leaf module this way, as one op) */
+static PyObject *core_record(PyObject *op, PyObject *const *argv, Py_ssize_t n) {
+    if (n != 4 || !PyLong_Check(argv[0]) || !PyTuple_Check(argv[1]) ||
+        (argv[2] != Py_None && !PyDict_Check(argv[2]))) {
+        PyErr_SetString(PyExc_TypeError, "_record(kind: int, args: tuple, kwargs: dict, out)");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(argv[0]);
+    PyObject *kwargs = argv[2] != Py_None && PyDict_GET_SIZE(argv[2]) ? argv[2] : NULL;
+    if (record((Core *)op, (int)kind, argv[1], kwargs, argv[3]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* _tags(tensors): the tags behind these tensors (see collect_tags), as a list */
 static PyObject *core_tags(PyObject *op, PyObject *tensors) {
     Core *self = (Core *)op;
@@ -617,7 +632,7 @@ static int core_reset(Core *self) {
     Py_XSETREF(self->failure, Py_NewRef(Py_None));
     Py_XSETREF(self->observer, Py_NewRef(Py_None));
     Py_XSETREF(self->before_write, Py_NewRef(Py_None));
-    self->seq = 0;
+    self->seq = self->dispatched = 0;
     self->last_write = -1;
     self->wrote_untagged = self->paused = 0;
     return 0;
@@ -665,6 +680,8 @@ static PyMethodDef core_methods[] = {
     {"__torch_function__", (PyCFunction)(void (*)(void))core_torch_function, METH_FASTCALL,
      "Run the op, then record which op made each tensor it returned."},
     {"_tags", core_tags, METH_O, "The tags behind these tensors, in-place writes included."},
+    {"_record", (PyCFunction)(void (*)(void))core_record, METH_FASTCALL,
+     "Record one op that ran: _record(kind, args, kwargs, out)."},
     {NULL},
 };
 
@@ -682,6 +699,7 @@ static PyMemberDef core_members[] = {
     {"_kinds", T_OBJECT_EX, offsetof(Core, kinds), READONLY, NULL},
     {"seq", T_PYSSIZET, offsetof(Core, seq), 0, NULL},
     {"last_write", T_PYSSIZET, offsetof(Core, last_write), 0, NULL},
+    {"dispatched", T_PYSSIZET, offsetof(Core, dispatched), 0, NULL},
     {"wrote_untagged", T_BOOL, offsetof(Core, wrote_untagged), 0, NULL},
     {"paused", T_BOOL, offsetof(Core, paused), 0, NULL},
     {NULL},
