@@ -7,6 +7,11 @@ op ran, and ``ops`` are the ids of the condensed op-graph nodes it stands for. A
 tensor parents all come from its own call adds no node (it changes no stage edge); any other op
 adds one, with the parents' nodes as its parents. In-place writes are remembered per storage,
 so a view taken before ``x.relu_()`` still depends on the relu.
+
+The per-op work has two cores with one behaviour: :class:`_PythonCore` here, and the compiled
+one (``_native/tracer.c``) used where it is built (``tests/test_tracer_core.py`` holds them
+to each other). A call of an opaque leaf module (``_opaque.py``) may be recorded as one op by
+the call tracker instead of op by op.
 """
 
 from __future__ import annotations
@@ -84,9 +89,9 @@ class _PythonCore:
     State (shared with :class:`DataflowTracer`'s own methods): ``table`` (tensor -> tag),
     ``owners`` / ``parents`` (the op graph), ``writes`` (storage pointer -> in-place tags),
     ``seq``, ``last_write`` (seq of the latest in-place write), ``dispatched`` (calls of
-    ``__torch_function__``), ``wrote_untagged`` (an
-    in-place op wrote into a parameter, buffer, constant), ``paused``, ``failure``,
-    ``observer`` / ``observed`` / ``before_write`` and ``stack`` (see DataflowTracer).
+    ``__torch_function__``), ``wrote_untagged`` (an in-place op wrote into a parameter,
+    buffer, constant), ``paused``, ``failure``, ``observer`` / ``observed`` /
+    ``before_write`` and ``stack`` (see DataflowTracer).
     """
 
     def __init__(self) -> None:
@@ -204,7 +209,6 @@ class _PythonCore:
                     if seq > since:
                         tags.append(written)
         return tags
-
 
 
 def _load_core() -> type:
