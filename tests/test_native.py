@@ -256,6 +256,15 @@ def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(
         pytest.skip("no C compiler here")
     with pytest.raises(RuntimeError, match="failed"):
         build.build(force=True, folder=tmp_path, extra=("-fno-such-flag-at-all",))
+    if build.python_headers() is None:
+        return
+    broken = tmp_path / "broken.c"  # a tracer core that does not compile: capture still built
+    broken.write_text("#include <Python.h>\nint x = ;\n")
+    monkeypatch.setattr(build, "TRACER", broken)
+    (tmp_path / "out").mkdir()
+    with pytest.warns(UserWarning, match="tracer uses its Python core"):
+        built = build.build(force=True, folder=tmp_path / "out")
+    assert sorted(p.name for p in built) == sorted(p.name for p in build.targets().values())
 
 
 def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch):

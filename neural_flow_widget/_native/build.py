@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import warnings
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "reduce.c"  # one translation unit; it includes the headers beside it
@@ -57,7 +58,8 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
           extra: tuple[str, ...] = ()) -> list[pathlib.Path]:  # fmt: skip
     """Compile what is missing or older than the source into ``folder`` (``extra``: more
     compiler flags, e.g. sanitizers); returns the libraries there are.  Raises
-    ``RuntimeError`` when the compiler fails, and returns [] without one."""
+    ``RuntimeError`` when the compiler fails on the capture path (a failure on the tracer
+    core only warns: it has a Python core), and returns [] without a compiler."""
     cc = compiler()
     if cc is None:
         return []
@@ -71,10 +73,14 @@ def build(force: bool = False, folder: pathlib.Path = HERE,
     headers = python_headers()
     path = tracer_target(folder)
     if headers is not None:
-        if force or not path.exists() or path.stat().st_mtime < TRACER.stat().st_mtime:
-            # (symbols of the interpreter are resolved when it loads the extension)
-            _compile(path, [cc, *FLAGS, *extra, f"-I{headers}", str(TRACER)], [])
-        built.append(path)
+        try:
+            if force or not path.exists() or path.stat().st_mtime < TRACER.stat().st_mtime:
+                # (symbols of the interpreter are resolved when it loads the extension)
+                _compile(path, [cc, *FLAGS, *extra, f"-I{headers}", str(TRACER)], [])
+            built.append(path)
+        except RuntimeError as error:  # the tracer keeps its Python core; capture is built
+            warnings.warn(f"the compiled tracer core was not built (the tracer uses its "
+                          f"Python core): {error}", stacklevel=2)
     return built
 
 
