@@ -178,3 +178,20 @@ def test_errors_of_the_op_reach_the_model_unchanged(compiled):
         with tracer, pytest.raises(RuntimeError, match="size of tensor a"):
             torch.randn(2, 3) + torch.randn(2, 4)
         assert tracer.failure is None and not tracer.paused
+
+
+def test_a_tracer_core_of_another_version_is_refused(compiled, monkeypatch):
+    from neural_flow_widget import _native
+
+    monkeypatch.setattr(_native, "_TRACER_VERSION", _native._TRACER_VERSION + 1)
+    with pytest.warns(UserWarning, match="stale or unreadable.*Python core"):
+        assert _native.tracer_core() is None
+
+
+def test_a_tracer_without_a_call_stack_fails_as_the_python_one_does(compiled):
+    for cls in (_tracer._PythonCore, compiled):
+        tracer = _tracer.tracer_class(cls)([])  # (the call tracker always gives [-1])
+        with tracer:
+            y = torch.randn(2) + 1  # the op still runs; the tracer records its failure
+        assert y.shape == (2,) and tracer.paused
+        assert isinstance(tracer.failure, IndexError)

@@ -14,12 +14,16 @@ the AVX2 one is loaded where the processor has it); ``tests/test_native_sanitize
 it under AddressSanitizer and UndefinedBehaviorSanitizer.  Without a C compiler, on other
 platforms, or with ``NFW_NATIVE=0`` in the environment, :data:`LIB` is None and capture
 takes the torch path.
+
+The same folder holds the dataflow tracer's compiled core (``tracer.c``, a CPython
+extension; :func:`tracer_core` loads it for ``_tracer.py``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import importlib.util
 import math
 import os
 import pathlib
@@ -288,8 +292,6 @@ def tracer_core():
     path = build.tracer_target(library_path("base").parent)
     if not path.exists():
         return None
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location("_tracer_core", path)
     try:
         module = importlib.util.module_from_spec(spec)

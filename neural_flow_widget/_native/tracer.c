@@ -418,8 +418,11 @@ static int record(Core *self, int kind, PyObject *args, PyObject *kwargs, PyObje
             if (add_tensors(&ins, v) < 0) goto done;
     }
     if (collect_tags(self, &ins, &tags) < 0) goto done;
-    Py_ssize_t n_stack = PyList_GET_SIZE(self->stack);
-    PyObject *call = PyList_GET_ITEM(self->stack, n_stack - 1);
+    if (!PyList_Check(self->stack) || PyList_GET_SIZE(self->stack) == 0) {
+        PyErr_SetString(PyExc_IndexError, "the tracer's call stack is not a non-empty list");
+        goto done;
+    }
+    PyObject *call = PyList_GET_ITEM(self->stack, PyList_GET_SIZE(self->stack) - 1);
     Py_ssize_t call_id = PyLong_AsSsize_t(call);
     if (call_id == -1 && PyErr_Occurred()) goto done;
     int all_own = tags.n > 0;
