@@ -195,3 +195,70 @@ def test_a_tracer_without_a_call_stack_fails_as_the_python_one_does(compiled):
             y = torch.randn(2) + 1  # the op still runs; the tracer records its failure
         assert y.shape == (2,) and tracer.paused
         assert isinstance(tracer.failure, IndexError)
+
+
+SMOKE = r"""
+import gc, _tracer_core as tc
+class Storage:
+    def __init__(self, p): self.p = p
+    def data_ptr(self): return self.p
+class T:  # a stand-in tensor: this Python has no torch
+    def __init__(self, p): self.p = p
+    def untyped_storage(self): return Storage(self.p)
+tc.setup(T, type("Size", (tuple,), {}), lambda f: 1 if f.__name__.endswith("_") else 0)
+core = tc.Core()
+core.stack = [-1, 5]
+x = T(1)
+core.table.set(x, (0, -1, (0,)))
+def add(a, b): return T(2)
+def add_(a, b): return a
+y = core.__torch_function__(add, (), (x, x), None)
+core.__torch_function__(add_, (), (y, x), {})
+assert core.table.get(y) == (2, 5, (1,)) and core.owners == [5, 5]
+assert core.parents == [(0,), (0,)]  # (x came from outside the call: a node each)
+assert core.writes == {2: [(2, (2, 5, (1,)))]} and core.last_write == 2 and core.dispatched == 2
+del y; gc.collect()
+assert len(core.table) == 1
+print("ok")
+"""
+
+
+def _other_pythons():
+    """Other CPython 3.10+ interpreters on this machine (pyenv's), with their headers."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    pyenv = shutil.which("pyenv")
+    if pyenv is None:
+        return []
+    root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+    found = []
+    for exe in sorted(pathlib.Path(root, "versions").glob("3.*/bin/python3")):
+        version = exe.parent.parent.name.split(".")
+        if int(version[1]) >= 10 and exe.resolve() != pathlib.Path(sys.executable).resolve():
+            found.append(exe)
+    return found
+
+
+@pytest.mark.parametrize("python", _other_pythons() or [None],
+                         ids=lambda p: p and p.parent.parent.name)
+def test_the_core_builds_and_runs_on_other_pythons(python, tmp_path):
+    """tracer.c against other Pythons' headers (the wheel is built for the installing one):
+    it compiles, imports and records an op and an in-place write as it does here."""
+    import subprocess
+
+    from neural_flow_widget._native import build
+
+    if python is None or build.compiler() is None:
+        pytest.skip("no other CPython 3.10+ (pyenv) or no C compiler here")
+    probe = ("import sysconfig as s; print(s.get_paths()['include']); "
+             "print(s.get_config_var('EXT_SUFFIX'))")
+    include, suffix = subprocess.run([python, "-c", probe], capture_output=True,
+                                     text=True).stdout.split()
+    out = tmp_path / f"_tracer_core{suffix}"
+    command = [build.compiler(), *build.FLAGS, f"-I{include}", str(build.TRACER), "-o", str(out)]
+    compiled = subprocess.run(command, capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    ran = subprocess.run([python, "-c", SMOKE], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.stdout.strip() == "ok", ran.stderr

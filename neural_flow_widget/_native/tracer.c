@@ -103,11 +103,26 @@ static PyObject *table_lookup(TagTable *table, PyObject *tensor, int *failed) {
     return ((Entry *)entry)->tag;
 }
 
+/* whether the weak reference `ref` points at `obj` (a live object the caller holds) */
+static int refers_to(PyObject *ref, PyObject *obj) {
+#if PY_VERSION_HEX >= 0x030D0000 /* (PyWeakref_GET_OBJECT is deprecated from 3.13) */
+    PyObject *target = NULL;
+    if (PyWeakref_GetRef(ref, &target) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_XDECREF(target);
+    return target == obj;
+#else
+    return PyWeakref_GET_OBJECT(ref) == obj;
+#endif
+}
+
 static int table_store(TagTable *table, PyObject *tensor, PyObject *tag) {
     PyObject *key = PyLong_FromVoidPtr(tensor);
     if (key == NULL) return -1;
     PyObject *found = PyDict_GetItemWithError(table->entries, key);
-    if (found != NULL && PyWeakref_GET_OBJECT(found) == tensor) {
+    if (found != NULL && refers_to(found, tensor)) {
         Entry *entry = (Entry *)found;
         Py_INCREF(tag);
         Py_SETREF(entry->tag, tag);
@@ -328,7 +343,8 @@ static int collect_tags(Core *self, Refs *tensors, Refs *tags) {
 /* the op ids of `tags`, each once, in order of first appearance: a new tuple */
 static PyObject *joined_ops(Refs *tags) {
     Py_ssize_t total = 0;
-    for (Py_ssize_t i = 0; i < tags->n; i++) total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(tags->items[i], 2));
+    for (Py_ssize_t i = 0; i < tags->n; i++)
+        total += PyTuple_GET_SIZE(PyTuple_GET_ITEM(tags->items[i], 2));
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     PyObject *seen = total > 32 ? PySet_New(NULL) : NULL; /* (few: compare directly) */
@@ -388,7 +404,8 @@ static int record(Core *self, int kind, PyObject *args, PyObject *kwargs, PyObje
     PyObject *given = kwargs != NULL ? PyDict_GetItemWithError(kwargs, s_out) : NULL;
     if (given == NULL && PyErr_Occurred()) goto done;
     if (kind == INPLACE || given != NULL) {
-        target = given != NULL ? given : (PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None);
+        target = given != NULL ? given
+                               : (PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : Py_None);
         if (is_tensor(target)) {
             outs.n = 0;
             if (refs_add(&outs, target) < 0) goto done;
