@@ -18,7 +18,7 @@ import torch
 
 from ._flow import ModuleInfo, Stage
 from ._opaque import is_opaque
-from ._tracer import _NORMAL
+from ._tracer import _NORMAL, _among
 from ._tree import output_leaves, tensors_in
 
 
@@ -190,7 +190,7 @@ class CallTracker:
         """Record an opaque call as the one op it condenses to (before ``_end`` pops it)."""
         found = self.calls[-1].found
         outs = [output] if type(output) is torch.Tensor else [t for _, t in output_leaves(output)]
-        if all(any(t is a for a in found) for t in outs):
+        if all(_among(t, found) for t in outs):
             return  # returned its input (nn.Identity, eval dropout): _end makes it the producer
         try:
             tracer._record(_NORMAL, args, kwargs, outs)
@@ -202,7 +202,10 @@ class CallTracker:
         record = CallRecord(module, self.stack[-1])
         tracer = self.tracer
         if tracer is not None:
-            found = tensors_in(kwargs, tensors_in(args, [])) if kwargs else tensors_in(args, [])
+            if not kwargs and len(args) == 1 and type(args[0]) is torch.Tensor:
+                found = [args[0]]  # (most calls)
+            else:
+                found = tensors_in(kwargs, tensors_in(args, [])) if kwargs else tensors_in(args, [])
             if tracer.writes:  # (reading where in-place writes went calls torch)
                 with _unobserved():
                     record.inputs = tracer.ops_of(found)
@@ -232,16 +235,16 @@ class CallTracker:
         record.done = True
         passed, record.found = record.found, None
         with _unobserved():
-            if type(output) is torch.Tensor:
+            if type(output) is torch.Tensor:  # (most calls: no generators)
                 found = [("0", output)]
                 record.outputs = ((output.shape, output.dtype),)
+                same = [output] if passed and _among(output, passed) else None
             else:
                 found = output_leaves(output)
                 record.outputs = tuple((t.shape, t.dtype) for _, t in found)
-            if passed and found:  # outputs that are inputs, unchanged (nn.Identity)
-                same = [t for _, t in found if any(t is a for a in passed)]
-                if same:
-                    self.tracer.retag(same, index)
+                same = [t for _, t in found if _among(t, passed)] if passed else None
+            if same:  # outputs that are inputs, unchanged (nn.Identity)
+                self.tracer.retag(same, index)
             if self.on_output is not None:
                 self.on_output(index, found)
 

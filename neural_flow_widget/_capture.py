@@ -85,29 +85,26 @@ class CaptureState:
             self.recorder.forget()
 
     def _on_output(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
+        tracer, memo = self.tracer, self._memo
         try:
-            self.outputs[call] = self._reduce_all(leaves)
+            kept = []
+            for leaf, tensor in leaves:
+                # The same tensor object returned by several calls (a Sequential and its last
+                # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote
+                # to it in between. Without a tracer to see such writes nothing is shared.
+                if tracer is not None:
+                    entry = memo.get(id(tensor))
+                    if entry is not None and entry[0]() is tensor and \
+                            not tracer.written_since(tensor, entry[1]):
+                        kept.append((leaf, entry[2]))
+                        continue
+                made = self._reduce(tensor)
+                if tracer is not None:
+                    memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, made)
+                kept.append((leaf, made))
+            self.outputs[call] = kept
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
-
-    def _reduce_all(self, leaves: list[tuple[str, torch.Tensor]]) -> list[tuple[str, Any]]:
-        kept = []
-        tracer = self.tracer
-        for leaf, tensor in leaves:
-            # The same tensor object returned by several calls (a Sequential and its last
-            # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote to it
-            # in between. Without a tracer to see such writes nothing is shared.
-            if tracer is not None:
-                entry = self._memo.get(id(tensor))
-                if entry is not None and entry[0]() is tensor and \
-                        not tracer.written_since(tensor, entry[1]):
-                    kept.append((leaf, entry[2]))
-                    continue
-            made = self._reduce(tensor)
-            if tracer is not None:
-                self._memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, made)
-            kept.append((leaf, made))
-        return kept
 
     def _reduce(self, tensor: torch.Tensor) -> Any:
         """A :class:`~._native.Reduced` (its records are made after the run), or

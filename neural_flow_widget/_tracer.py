@@ -192,6 +192,13 @@ class _PythonCore:
             if target_tag is None:
                 self.wrote_untagged = True
 
+    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
+        """The op-graph nodes that produced these tensors (in-place writes included)."""
+        found: list[int] = []
+        for tag in self._tags(tensors):
+            found.extend(tag[2])
+        return tuple(dict.fromkeys(found))
+
     def _tags(self, tensors: list[Tensor]) -> list[Tag]:
         get = self.table.get
         tags = []
@@ -275,12 +282,6 @@ class _Tracer:
         writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
         return bool(writes) and writes[-1][0] > seq
 
-    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
-        """The op-graph nodes that produced these tensors (in-place writes included)."""
-        found: list[int] = []
-        for tag in self._tags(tensors):
-            found.extend(tag[2])
-        return tuple(dict.fromkeys(found))
 
 
 #: The core in use: compiled, or :class:`_PythonCore`

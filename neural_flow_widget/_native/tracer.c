@@ -638,6 +638,28 @@ done:
     return out;
 }
 
+/* ops_of(tensors): the op ids behind these tensors, each once, in order (see collect_tags) */
+static PyObject *core_ops_of(PyObject *op, PyObject *tensors) {
+    Core *self = (Core *)op;
+    PyObject *seq = PySequence_Fast(tensors, "ops_of takes a sequence of tensors");
+    if (seq == NULL) return NULL;
+    Refs given, tags;
+    refs_init(&given), refs_init(&tags);
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
+        if (refs_add(&given, PySequence_Fast_GET_ITEM(seq, i)) < 0) goto done;
+    if (collect_tags(self, &given, &tags) < 0) goto done;
+    if (tags.n == 1) { /* (the common case: one input, its ops as they are) */
+        out = Py_NewRef(PyTuple_GET_ITEM(tags.items[0], 2));
+    } else {
+        out = joined_ops(&tags);
+    }
+done:
+    refs_free(&given), refs_release(&tags);
+    Py_DECREF(seq);
+    return out;
+}
+
 static int core_reset(Core *self) {
     Py_XSETREF(self->table, TagTableType.tp_new(&TagTableType, NULL, NULL));
     Py_XSETREF(self->owners, PyList_New(0));
@@ -700,6 +722,8 @@ static PyMethodDef core_methods[] = {
     {"__torch_function__", (PyCFunction)(void (*)(void))core_torch_function, METH_FASTCALL,
      "Run the op, then record which op made each tensor it returned."},
     {"_tags", core_tags, METH_O, "The tags behind these tensors, in-place writes included."},
+    {"ops_of", core_ops_of, METH_O,
+     "The op-graph nodes that produced these tensors (in-place writes included)."},
     {"_record", (PyCFunction)(void (*)(void))core_record, METH_FASTCALL,
      "Record one op that ran: _record(kind, args, kwargs, out)."},
     {NULL},
