@@ -88,7 +88,9 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
     int64_t i = 0;
 #ifdef __F16C__
     __m256 m = _mm256_set1_ps(multiplier);
-    if (((uintptr_t)dst & 15) == 0) { /* non-temporal, as copy_sample's */
+    /* non-temporal, as copy_sample's (the reducers fence them in finish(); a call from
+     * Python reads them back on this thread, which sees its own stores in order) */
+    if (((uintptr_t)dst & 15) == 0) {
         for (; i + 8 <= n; i += 8) {
             __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), m);
             _mm_stream_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
