@@ -162,7 +162,7 @@ class CallTracker:
                 fail(error)
                 raise
             if tracer is not None:
-                self._record_lifted(tracer, args, kwargs, output)
+                self._record_lifted(tracer, output)
             elif lift is None:
                 lifts[kind] = self.tracer.dispatched - before >= LIFT_FROM
             end(output)
@@ -186,14 +186,14 @@ class CallTracker:
             return None
         return tracer
 
-    def _record_lifted(self, tracer: Any, args: tuple, kwargs: dict, output: Any) -> None:
+    def _record_lifted(self, tracer: Any, output: Any) -> None:
         """Record an opaque call as the one op it condenses to (before ``_end`` pops it)."""
         found = self.calls[-1].found
         outs = [output] if type(output) is torch.Tensor else [t for _, t in output_leaves(output)]
         if all(_among(t, found) for t in outs):
             return  # returned its input (nn.Identity, eval dropout): _end makes it the producer
-        try:
-            tracer._record(_NORMAL, args, kwargs, outs)
+        try:  # (its inputs: every tensor it was given, however nested)
+            tracer._record(_NORMAL, tuple(found), {}, outs)
         except Exception as error:  # as the mode does: never break the user's forward
             tracer.failure, tracer.paused = error, True
 

@@ -167,3 +167,31 @@ def test_a_mode_the_model_enters_is_never_lifted_off(registry, monkeypatch):
     assert counts["lifted"] == 0 and not mode_stack()
     assert [tuple(e) for e in flow.edges] == [("input:0", "g1", "flow"), ("g1", "g2", "flow"),
                                               ("g2", "output:0", "flow")]
+
+
+def test_a_lifted_call_takes_every_tensor_it_was_given_however_nested(monkeypatch):
+    class Mix(nn.Module):  # several torch calls over tensors inside a dict argument
+        def forward(self, parts):
+            return parts["a"] * torch.tanh(parts["b"]) + 1.0
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+            self.m1, self.m2 = Mix(), Mix()
+
+        def forward(self, x):
+            h = self.m1({"a": self.a(x), "b": x})  # (followed and counted)
+            return self.m2({"a": h, "b": self.b(x)})  # lifted
+
+    monkeypatch.setattr(_opaque, "_CLASSES", {*_opaque._CLASSES, Mix})
+    monkeypatch.setattr(_opaque, "_BY_TYPE", {})
+    counts = counting(monkeypatch)
+    model, x = seeded(Model), torch.randn(2, 4)
+    flow = nfw.trace(model, x, capture=False)
+    assert counts["lifted"] == 1
+    assert ("b", "m2", "merge") in [tuple(e) for e in flow.edges]
+    reference = followed(monkeypatch, model, x, capture=False)
+    for stages in (None, ["a", "b"], ["a", "b", "m1"]):  # walks through m2's op too
+        assert flow.select(stages).edges == reference.select(stages).edges
+    assert ("b", "output:0", "merge") in [tuple(e) for e in flow.select(["a", "b"]).edges]
