@@ -618,45 +618,41 @@ static PyObject *core_record(PyObject *op, PyObject *const *argv, Py_ssize_t n) 
     Py_RETURN_NONE;
 }
 
-/* _tags(tensors): the tags behind these tensors (see collect_tags), as a list */
-static PyObject *core_tags(PyObject *op, PyObject *tensors) {
-    Core *self = (Core *)op;
-    PyObject *seq = PySequence_Fast(tensors, "_tags takes a sequence of tensors");
-    if (seq == NULL) return NULL;
-    Refs given, tags;
-    refs_init(&given), refs_init(&tags);
-    PyObject *out = NULL;
+/* collect_tags of a Python sequence of tensors, onto `tags` (release them with refs_release) */
+static int tags_of_sequence(Core *self, PyObject *tensors, Refs *tags) {
+    PyObject *seq = PySequence_Fast(tensors, "takes a sequence of tensors");
+    if (seq == NULL) return -1;
+    Refs given;
+    refs_init(&given);
+    int result = -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
         if (refs_add(&given, PySequence_Fast_GET_ITEM(seq, i)) < 0) goto done;
-    if (collect_tags(self, &given, &tags) < 0) goto done;
-    out = PyList_New(tags.n);
-    if (out == NULL) goto done;
-    for (Py_ssize_t i = 0; i < tags.n; i++) PyList_SET_ITEM(out, i, Py_NewRef(tags.items[i]));
+    result = collect_tags(self, &given, tags);
 done:
-    refs_free(&given), refs_release(&tags);
+    refs_free(&given);
     Py_DECREF(seq);
+    return result;
+}
+
+/* _tags(tensors): the tags behind these tensors (see collect_tags), as a list */
+static PyObject *core_tags(PyObject *op, PyObject *tensors) {
+    Refs tags;
+    refs_init(&tags);
+    PyObject *out = NULL;
+    if (tags_of_sequence((Core *)op, tensors, &tags) == 0 && (out = PyList_New(tags.n)) != NULL)
+        for (Py_ssize_t i = 0; i < tags.n; i++) PyList_SET_ITEM(out, i, Py_NewRef(tags.items[i]));
+    refs_release(&tags);
     return out;
 }
 
 /* ops_of(tensors): the op ids behind these tensors, each once, in order (see collect_tags) */
 static PyObject *core_ops_of(PyObject *op, PyObject *tensors) {
-    Core *self = (Core *)op;
-    PyObject *seq = PySequence_Fast(tensors, "ops_of takes a sequence of tensors");
-    if (seq == NULL) return NULL;
-    Refs given, tags;
-    refs_init(&given), refs_init(&tags);
+    Refs tags;
+    refs_init(&tags);
     PyObject *out = NULL;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
-        if (refs_add(&given, PySequence_Fast_GET_ITEM(seq, i)) < 0) goto done;
-    if (collect_tags(self, &given, &tags) < 0) goto done;
-    if (tags.n == 1) { /* (the common case: one input, its ops as they are) */
-        out = Py_NewRef(PyTuple_GET_ITEM(tags.items[0], 2));
-    } else {
-        out = joined_ops(&tags);
-    }
-done:
-    refs_free(&given), refs_release(&tags);
-    Py_DECREF(seq);
+    if (tags_of_sequence((Core *)op, tensors, &tags) == 0) /* (one tag: its ops as they are) */
+        out = tags.n == 1 ? Py_NewRef(PyTuple_GET_ITEM(tags.items[0], 2)) : joined_ops(&tags);
+    refs_release(&tags);
     return out;
 }
 
