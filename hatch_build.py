@@ -56,7 +56,7 @@ class CustomBuildHook(BuildHookInterface):
 
     def _compile(self, root: pathlib.Path) -> list[pathlib.Path]:
         # the build script is loaded by path: importing the package would need torch
-        script = root / "neural_flow_widget" / "_native" / "build.py"
+        script = root / "neural_flow_widget" / "capture" / "accelerator" / "build.py"
         spec = importlib.util.spec_from_file_location("_nfw_native_build", script)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from neural_flow_widget._capture import CaptureState
+from neural_flow_widget.capture.state import CaptureState
 
 
 def median_us(probe, before=None, repeat: int = 41) -> float:

@@ -6,9 +6,8 @@
 Sequential — 1 stages, 2 edges, topology: dataflow
 """
 
-from ._errors import TraceError
-from ._flow import Edge, Flow, Stage
-from ._trace import trace
+from .graph import Edge, Flow, Stage, TraceError
+from .run import trace
 
 __all__ = ["Edge", "Flow", "NeuralFlowWidget", "Stage", "TraceError", "trace"]
 __version__ = "0.1.0"
@@ -17,7 +16,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # The widget pulls in anywidget / ipywidgets; the tracing core never does.
     if name == "NeuralFlowWidget":
-        from ._widget import NeuralFlowWidget
+        from .notebook import NeuralFlowWidget
 
         return NeuralFlowWidget
     raise AttributeError(f"module 'neural_flow_widget' has no attribute {name!r}")

@@ -165,8 +165,8 @@ def _export_cmd(args: argparse.Namespace) -> int:
 
 
 def _write(model: Any, inputs: Any, args: argparse.Namespace, *, default_name: str) -> int:
-    from . import _export
-    from ._trace import trace
+    from .notebook import export as _export
+    from .run import trace
 
     started = time.perf_counter()
     _progress(f"tracing {type(model).__name__} ...")

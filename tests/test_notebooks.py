@@ -30,7 +30,7 @@ NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "nfw-test-python"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-WIDGET_CLASS = "neural_flow_widget._widget.NeuralFlowWidget"
+WIDGET_CLASS = "neural_flow_widget.notebook.widget.NeuralFlowWidget"
 
 
 @dataclass(frozen=True)

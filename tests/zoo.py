@@ -228,3 +228,20 @@ class Dense(nn.Module):
 def seeded(cls, seed: int = 0):
     torch.manual_seed(seed)
     return cls().eval()
+
+
+def mode_stack():
+    """The torch function modes still active (a trace must leave none)."""
+    return torch.overrides._get_current_function_mode_stack()  # test-only introspection
+
+
+def hooks_left(model):
+    """Hooks and forward wrappers the trace left on the model's modules."""
+    from neural_flow_widget.tracing import calls
+
+    def wrapped(module):  # a forward wrapper of the call tracker in the module's __dict__
+        code = getattr(vars(module).get("forward"), "__code__", None)
+        return code is not None and code.co_filename == calls.__file__
+
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + wrapped(m)
+               for m in model.modules())

@@ -1,0 +1,279 @@
+"""The compiled capture path for float32 CPU activations (``reduce.c``), and its loader.
+
+Capture's torch path reduces an activation with some twenty torch and numpy calls, and right
+after the model's own op each distinct kernel costs tens of microseconds to warm up
+(``benchmarks/bench_cold.py``).  :func:`reduce` does the same work for the common case, a
+contiguous float32 ``(N, C, H, W)`` or ``(N, L, D)`` tensor on the CPU, in one call into
+``reduce.c``, and gives what the torch path gives: the same summary fields (``min``/``max``
+exact, the same chunk sample, the mean up to summation order) and the same retained parts
+(sizes from :mod:`.._retain`, the same pooling windows and channel ranking, float16 with
+the same scale).  ``tests/test_native.py`` holds the two paths to each other.
+
+The library is built with the package (``hatch_build.py``: a baseline and an AVX2 build;
+the AVX2 one is loaded where the processor has it); ``tests/test_native_sanitized.py`` runs
+it under AddressSanitizer and UndefinedBehaviorSanitizer.  Without a C compiler, on other
+platforms, or with ``NFW_NATIVE=0`` in the environment, :data:`LIB` is None and capture
+takes the torch path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import os
+import pathlib
+import threading
+import warnings
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..float_stats import FloatSample
+from ..retained import (
+    Retained,
+    _image_sizes,
+    _rank_rows,
+    _sequence_sizes,
+    broadcast_sample,
+)
+from ..summary import MAX_EXACT, PendingSummary
+from ..sampling import sample_plan
+from .slabs import Slabs
+
+__all__ = ["LIB", "Reduced", "Slabs", "library_path", "reduce", "reduce_later"]
+
+_HERE = pathlib.Path(__file__).parent
+_I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+# (parameters, x, sample index, statistics, sample copy, kept buffer, work, scale expected)
+_REDUCER = [_PTR, _PTR, _I64, _PTR, _PTR, _PTR, _PTR, _F64]
+_SIGNATURES = {
+    "nfw_image_f32": _REDUCER,
+    "nfw_sequence_f32": _REDUCER,
+    "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
+}
+
+
+def library_path(variant: str) -> pathlib.Path:
+    """Where the build puts the ``base`` or ``avx2`` library (``NFW_NATIVE_DIR`` points the
+    loader at another folder: the sanitizer test loads instrumented builds from there)."""
+    return pathlib.Path(os.environ.get("NFW_NATIVE_DIR") or _HERE) / f"_reduce_{variant}.so"
+
+
+_VERSION = 2  # of reduce.c's interface (nfw_version there)
+
+
+def _open(variant: str) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(library_path(variant)))
+    lib.nfw_version.restype = lib.nfw_has_avx2.restype = _I64
+    if lib.nfw_version() != _VERSION:
+        raise OSError(f"{library_path(variant)} is a build of another version")
+    return lib
+
+
+def _load() -> ctypes.CDLL | None:
+    if os.environ.get("NFW_NATIVE", "1") == "0" or not library_path("base").exists():
+        return None
+    try:
+        lib = _open("base")
+        if lib.nfw_has_avx2() and library_path("avx2").exists():
+            lib = _open("avx2")
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, _I64
+    except (OSError, AttributeError):  # a stale or foreign build: the torch path still works
+        warnings.warn("neural_flow_widget: the compiled capture path is stale or unreadable; "
+                      "capture takes its torch path (rebuild it with `python "
+                      "neural_flow_widget/_native/build.py` or reinstall the package)",
+                      stacklevel=2)
+        return None
+    return lib
+
+
+#: the loaded library, or None (capture then takes the torch path)
+LIB = _load()
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+_MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
+_SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled as one block (reduce.c)
+_local = threading.local()  # per thread: a work buffer reused from call to call
+
+
+def _work(floats: int) -> tuple[np.ndarray, int, int]:
+    """(a float64 array of 4 for the statistics, its address, the address of ``floats``
+    float32 of scratch), reused: a fresh buffer of this size would cost page faults."""
+    got = getattr(_local, "work", None)
+    if got is None or got[0] < floats:
+        buffer = np.empty(max(floats, 1 << 16) + 8, np.float32)  # + the statistics
+        address = _address(buffer)
+        stats = np.ndarray(4, np.float64, buffer, 0)
+        got = _local.work = (buffer.size - 8, buffer, stats, address)
+    return got[2], got[3], got[3] + 32
+
+
+class _Plan(NamedTuple):
+    """What every call for one shape and budget shares, made once (see :func:`_plan`)."""
+
+    reducer: str  # the C function
+    params: np.ndarray  # its int64 parameters (kept alive here: C reads them by address)
+    params_at: int
+    layout: str
+    kept_bytes: int  # the buffer that every kept part is a view of
+    kept_at: int  # where it starts, after the summary's sample (both in one carved buffer)
+    parts: tuple[tuple[str, type, int, tuple[int, ...]], ...]  # name, dtype, byte offset, shape
+    halves: tuple[str, ...]  # the float16 parts (they share the scale)
+    work: int  # float32 of scratch
+    values: int  # elements of the summary's sample
+    sampled: int | None
+
+
+def _layout(parts: list[tuple[str, type, tuple[int, ...]]], order: tuple[str, ...]):
+    """Byte offsets of parts packed largest item first (each aligned), listed in ``order``."""
+    offsets, at = {}, 0
+    for name, dtype, shape in sorted(parts, key=lambda p: -np.dtype(p[1]).itemsize):
+        offsets[name] = at
+        at += np.dtype(dtype).itemsize * math.prod(shape)
+    found = {name: (name, dtype, offsets[name], shape) for name, dtype, shape in parts}
+    return tuple(found[name] for name in order if name in found), at
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
+    """The plan of one shape and budget; None when it has no compiled path (too many channels
+    for the budget, a pooled side longer than reduce.c takes)."""
+    plan = sample_plan(math.prod(shape), MAX_EXACT)
+    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
+    values = rows * width if plan is not None else math.prod(shape)
+    if len(shape) == 4:
+        n, c, h, w = shape
+        sizes = _image_sizes(c, h, w, budget)
+        if sizes is None:
+            return None
+        (gh, gw), (mh, mw), k, top = sizes
+        k = max(k, 1)
+        th, tw = top if top is not None else (0, 0)
+        if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
+            return None
+        parts = [("channel_mean_abs", np.float32, (c,)), ("grid", np.float16, (c, gh, gw)),
+                 ("mean", np.float16, (mh, mw))]  # fmt: skip
+        if top is not None:
+            parts += [("top", np.float16, (k, th, tw)), ("top_channels", np.int64, (k,))]
+        # (reduce.c writes the float16 parts one after another from "grid": packed last, in
+        # this order; without top maps it writes no top channels)
+        spec, kept = _layout(parts, _ORDER)
+        at = {name: offset for name, _, offset, _ in spec}
+        params = [n, c, h, w, width, step, first, rows, _rank_rows(c, h, w), k, gh, gw, mh,
+                  mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"], at["grid"]]
+        work = h * w + w + max(gh * gw, mh * mw, th * tw)  # sums, a row, a pooled map
+        if h * w <= _SMALL_CHANNEL:
+            work += c * gh * gw + c * h * gw  # small maps: the pooled block
+        reducer, layout, halves = "nfw_image_f32", "image", ("grid", "mean", "top")
+    else:
+        n, length, dim = shape
+        n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
+        if max(hl, hd) > _MAX_POOLED:
+            return None
+        spec, kept = _layout([("tokens", np.float16, (hl, hd)),
+                              ("norms", np.float32, (n_norms,))], _ORDER)  # fmt: skip
+        at = {name: offset for name, _, offset, _ in spec}
+        params = [n, length, dim, width, step, first, rows, hl, hd, n_norms, at["norms"],
+                  at["tokens"]]
+        work = length + dim + hd  # token norms, a row, a pooled row
+        reducer, layout, halves = "nfw_sequence_f32", "sequence", ("tokens",)
+    array = np.array(params, np.int64)
+    array.setflags(write=False)
+    halves = tuple(name for name in halves if name in at)
+    kept_at = -(-values * 4 // 64) * 64
+    return _Plan(reducer, array, _address(array), layout, kept, kept_at, spec, halves, work,
+                 values, rows * width if plan is not None else None)
+
+
+#: the parts in the order the torch path's plans give them
+_ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")
+
+
+def reduce(t: torch.Tensor, sample: int, budget: int):
+    """``(PendingSummary, Retained)`` of a plain contiguous float32 CPU tensor of 3 or 4
+    dimensions, batch element ``sample`` kept; None where this path does not apply (see
+    :func:`reduce_later`)."""
+    reduced = reduce_later(t, sample, budget, Slabs())
+    return reduced.result() if reduced is not None else None
+
+
+def reduce_later(t: torch.Tensor, sample: int, budget: int, slabs: Slabs) -> Reduced | None:
+    """:func:`reduce`'s pass over the tensor, now, into memory from ``slabs``; the records
+    are made by :meth:`Reduced.result` (capture calls it after the forward pass, where
+    Python runs warm: in a hook, right after the model's op, each of those calls costs
+    several times more).  None where this path does not apply (a tensor subclass, another
+    dtype, device, layout or memory order, no elements, too many channels for the budget, a
+    sample out of range, NaN or Inf in the tensor): the torch path then runs.  Reads the
+    tensor's memory directly (no autograd is involved)."""
+    if LIB is None or type(t) is not torch.Tensor or t.dtype is not torch.float32 \
+            or not t.is_cpu or t.layout is not torch.strided:  # fmt: skip
+        return None
+    shape = tuple(t.shape)
+    if len(shape) not in (3, 4):
+        return None
+    sample = broadcast_sample(sample, shape[0])
+    if not 0 <= sample < shape[0] or not t.is_contiguous():
+        return None
+    plan = _plan(shape, budget) if 0 not in shape else None
+    if plan is None:
+        return None
+    array, at, address = slabs.carve(plan.kept_at + plan.kept_bytes)
+    stats, stats_at, work_at = _work(plan.work)
+    reducer = getattr(LIB, plan.reducer)
+    args = (plan.params_at, t.data_ptr(), sample, stats_at, address, address + plan.kept_at,
+            work_at)
+    # float16 parts are written divided by the scale expected (1); rarely it is another
+    # (a peak |x| below 2**-10 or from 2**15): then once more with that one
+    if reducer(*args, 1.0):
+        reducer(*args, float(stats[3]))
+    lo, hi, total, scale = stats.tolist()
+    if not math.isfinite(lo + hi + total):
+        return None  # NaN or Inf: the torch path's masked kernels count them
+    return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
+
+
+class Reduced:
+    """One activation reduced by the compiled path: statistics, and where its sample and kept
+    parts lie; :meth:`result` makes (once) the records the torch path gives."""
+
+    __slots__ = ("_made", "array", "at", "hi", "lo", "plan", "sample", "scale", "shape", "total")
+
+    def __init__(self, plan: _Plan, shape: tuple[int, ...], sample: int, array: np.ndarray,
+                 at: int, lo: float, hi: float, total: float, scale: float) -> None:
+        self.plan, self.shape, self.sample, self.array, self.at = plan, shape, sample, array, at
+        self.lo, self.hi, self.total, self.scale = lo, hi, total, scale
+        self._made: tuple[PendingSummary, Retained] | None = None
+
+    def result(self) -> tuple[PendingSummary, Retained]:
+        """``(PendingSummary, Retained)``, read-only views of the memory written."""
+        if self._made is None:
+            plan, shape, at = self.plan, self.shape, self.at
+            values = self.array[at:at + plan.values * 4].view(np.float32)
+            kept = self.array[at + plan.kept_at:at + plan.kept_at + plan.kept_bytes]
+            values.setflags(write=False)
+            kept.setflags(write=False)  # (its views are read-only too)
+            numel = math.prod(shape)
+            summary = PendingSummary(
+                head=dict(shape=shape, dtype="float32", device="cpu", kind="float",
+                          numel=numel),
+                sample=FloatSample(self.lo, self.hi, self.total / numel, values, plan.sampled,
+                                   64),
+            )  # fmt: skip
+            parts = {name: np.ndarray(part_shape, dtype, kept, offset)
+                     for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
+            scale = self.scale
+            scales = {name: scale for name in plan.halves} if scale != 1.0 else {}
+            self._made = summary, Retained(
+                plan.layout, shape=shape, dtype="float32", sample=self.sample,
+                parts=MappingProxyType(parts), scales=MappingProxyType(scales))
+            self.array = None  # (the views hold the memory now)
+        return self._made

@@ -1,0 +1,17 @@
+"""The closed record of one run, with no torch: stages, edges, the op graph and the Flow, the
+edge walk that recovers stage edges from the op graph, and the stage selection.
+
+Nothing here imports torch or any other part of the package; everything else builds on it.
+"""
+
+from .edges import edges_for, sequential_edges, stage_edges
+from .errors import TraceError
+from .flow import CaptureRecord, Flow
+from .records import EDGE_KINDS, TOPOLOGIES, Edge, EdgeKind, ModuleInfo, OpGraph, Stage, Topology
+from .selection import resolve
+
+__all__ = [
+    "EDGE_KINDS", "TOPOLOGIES", "CaptureRecord", "Edge", "EdgeKind", "Flow", "ModuleInfo",
+    "OpGraph", "Stage", "Topology", "TraceError", "edges_for", "resolve", "sequential_edges",
+    "stage_edges",
+]

@@ -1,0 +1,217 @@
+"""Stage edges from the condensed op graph: the walk, primary / skip / merge, attachment.
+
+``js/src/model/topology.ts`` implements exactly the same algorithm so that the front end can expand and
+collapse groups without asking the kernel; ``tests/fixtures/edges_*.json`` checks both.
+
+The walk, for a selection S of call indices:
+
+1. ``owner[c]``: the nearest ancestor-or-self of call c that is in S, else -1. An op belongs to
+   the owner of its innermost call.
+2. For each stage s, walk back from the ops that produced its inputs. Stop at a model input
+   (source: that input), or at an op whose owner is a selected stage other than s and not an
+   ancestor of s (source: that stage). Ops of the model body and of unselected calls, and ops of
+   s's own ancestors, are walked through.
+3. Model outputs: the same walk, stopping at any selected owner.
+4. Kinds: the primary incoming edge is the one whose source has the most ancestors (the
+   deepest pathway; ties go to the earliest node); it is ``flow``. Another source that is an
+   ancestor of the primary source is a ``skip``; any other is a ``merge``.
+5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
+   takes as input (a residual stream in a pre-norm transformer is read by every block's first
+   norm).  A non-primary source reached only through a relay, and that is an ancestor of
+   another non-primary source, gets no edge: it was shown entering the stage that read the
+   relay, and is carried on by the newer source.  Without this every stage after a long
+   residual stream would get an edge from every earlier sublayer; with it each gets its
+   predecessor and the latest residual.  Ancestry (step 4) still counts every source, and
+   sources reached directly (a DenseNet's concatenation of all earlier features) all stay.
+6. A stage with no source at all is attached to the previous stage (or the first input) by a
+   ``flow`` edge, so the figure is always connected; such edges do not count as ancestry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .records import Edge, EdgeKind, OpGraph, Stage, Topology
+
+
+def edges_for(topology: Topology, graph: OpGraph, selected: Sequence[int],
+              inputs: Sequence[str], outputs: Sequence[str],
+              calls: Sequence[Stage]) -> tuple[Edge, ...]:
+    """The edges of a run for a selection, in its topology mode."""
+    if topology == "sequential":
+        return sequential_edges(selected, inputs, outputs, calls)
+    return stage_edges(graph, selected, inputs, outputs, calls)
+
+
+def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
+                outputs: Sequence[str], calls: Sequence[Stage]) -> tuple[Edge, ...]:
+    """Stage edges recovered by walking back through the op graph (see the module doc)."""
+    chosen = set(selected)
+    owner = _owners(graph.call_parents, chosen)
+    input_of_op = {op: name for name, op in graph.input_ops}
+    node_ids = {i: calls[i].id for i in selected}
+    own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
+    parents = graph.parents
+
+    readers: dict[int, list[int]] = {}  # op -> the selected stages that take it as input
+    for s in chosen:
+        for op in graph.call_inputs[s]:
+            readers.setdefault(op, []).append(s)
+
+    # What a relay reaches, by (op, the walking stage's selected ancestors): a relay precedes
+    # the stage that walks to it, so what lies behind it depends on nothing else (the stage
+    # itself owns no op that early).  Without this every stage behind a long residual
+    # stream walked the whole stream back again.
+    reached: dict[tuple[int, frozenset[int]], frozenset[str]] = {}
+
+    def reach(first: int, skip: set[int], key: frozenset[int]) -> frozenset[str]:
+        """Sources reached from op ``first``, walking through every relay."""
+        hit = reached.get((first, key))
+        if hit is not None:
+            return hit
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = [first]
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            known = reached.get((op, key)) if op != first else None
+            if known is not None:
+                found |= known
+                continue
+            name = input_of_op.get(op)
+            if name is not None:
+                found.add(name)
+                continue
+            who = own[op]
+            if who != -1 and who not in skip:
+                found.add(node_ids[who])
+                continue
+            todo.extend(parents[op])
+        reached[(first, key)] = result = frozenset(found)
+        return result
+
+    def walk(start: Sequence[int], skip: set[int], key: frozenset[int]
+             ) -> tuple[set[str], set[str]]:  # fmt: skip
+        """Sources reached from ``start`` (owners in ``skip`` are walked through), and those
+        of them reached only through a relay: a walked-through op that another selected
+        stage also takes as input (step 5)."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo, relays = list(start), []
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            name = input_of_op.get(op)
+            if name is not None:
+                seen.add(op)
+                found.add(name)
+                continue
+            who = own[op]
+            if who != -1 and who not in skip:
+                seen.add(op)
+                found.add(node_ids[who])
+                continue
+            if op not in start and any(r not in skip for r in readers.get(op, ())):
+                relays.append(op)
+                continue
+            seen.add(op)
+            todo.extend(parents[op])
+        if not relays:
+            return found, set()
+        direct = set(found)  # then on through the relays
+        for op in relays:
+            found |= reach(op, skip, key)
+        return found, found - direct
+
+    sources: dict[str, set[str]] = {}
+    relayed: dict[str, set[str]] = {}
+    for s in sorted(chosen):
+        skip = _ancestor_set(graph.call_parents, s)
+        key = frozenset(skip & chosen)  # (the selected ancestors)
+        skip.add(s)
+        sources[node_ids[s]], relayed[node_ids[s]] = walk(graph.call_inputs[s], skip, key)
+    outputs_of = dict(graph.output_ops)
+    for name in outputs:
+        sources[name], relayed[name] = walk(outputs_of.get(name, ()), set(), frozenset())
+    order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
+    return _classify(order, sources, relayed, set(node_ids.values()),
+                     inputs[0] if inputs else None)
+
+
+def sequential_edges(selected: Sequence[int], inputs: Sequence[str], outputs: Sequence[str],
+                     calls: Sequence[Stage]) -> tuple[Edge, ...]:
+    """Stages chained in execution order from the first input."""
+    chain = [*inputs[:1], *(calls[i].id for i in sorted(set(selected)))]
+    edges = [Edge(a, b, "flow") for a, b in zip(chain, chain[1:])]
+    if chain:
+        edges += [Edge(chain[-1], out, "flow") for out in outputs]
+    return tuple(edges)
+
+
+def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str, set[str]],
+              stages: set[str], previous: str | None) -> tuple[Edge, ...]:
+    rank = {name: i for i, name in enumerate(order)}
+    ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
+    closed: dict[str, int] = {}  # node -> the same with the node itself
+    depth: dict[str, int] = {}
+    edges: list[Edge] = []
+    for node in order:
+        found = sources.get(node, ())
+        if len(found) == 1:  # the common case: one source, a flow edge
+            (src,) = found
+            bits = ancestors[node] = closed[src]
+            closed[node] = bits | (1 << rank[node])
+            depth[node] = bits.bit_count()
+            edges.append(Edge(src, node, "flow"))
+            if node in stages:
+                previous = node
+            continue
+        found = sorted(found, key=rank.__getitem__)
+        bits = 0
+        primary, most = None, -1  # the deepest source, the earliest of equals
+        for src in found:
+            bits |= closed[src]
+            if depth[src] > most:
+                primary, most = src, depth[src]
+        ancestors[node] = bits
+        closed[node] = bits | (1 << rank[node])
+        depth[node] = bits.bit_count()
+        if found:
+            below = ancestors[primary]
+            covered = 0  # ancestors of the other sources (a source is never its own)
+            for src in found:
+                if src != primary:
+                    covered |= ancestors[src]
+            stale = {src for src in relayed.get(node, ()) if src != primary and
+                     covered >> rank[src] & 1}
+            for src in found:
+                if src in stale:
+                    continue
+                kind: EdgeKind = "flow" if src == primary else (
+                    "skip" if below >> rank[src] & 1 else "merge")
+                edges.append(Edge(src, node, kind))
+        elif node in stages and previous is not None:
+            edges.append(Edge(previous, node, "flow"))
+        if node in stages:
+            previous = node
+    return tuple(edges)
+
+
+def _owners(call_parents: Sequence[int], chosen: set[int]) -> list[int]:
+    owner = [-1] * len(call_parents)
+    for c, parent in enumerate(call_parents):  # parents come before children
+        owner[c] = c if c in chosen else (owner[parent] if parent >= 0 else -1)
+    return owner
+
+
+def _ancestor_set(call_parents: Sequence[int], c: int) -> set[int]:
+    found = set()
+    c = call_parents[c]
+    while c >= 0:
+        found.add(c)
+        c = call_parents[c]
+    return found

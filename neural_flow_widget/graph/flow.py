@@ -1,0 +1,178 @@
+"""The Flow: what ``trace()`` returns, one run's stages and the edges between them.
+
+No torch here: a Flow is plain data that prints itself (:meth:`Flow.to_text`), checks itself
+(:meth:`Flow.lint`) and re-projects itself onto another selection (:meth:`Flow.select`). What
+capture kept (summaries, views, attention maps) hangs off it as a :class:`CaptureRecord`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from .edges import edges_for
+from .records import EDGE_KINDS, TOPOLOGIES, Edge, ModuleInfo, OpGraph, Stage, Topology
+from .selection import resolve
+
+
+class CaptureRecord(Protocol):
+    """What a Flow reads of its run's capture (``capture/state.py``'s ``Capture``)."""
+
+    sample: int  # the batch sample that views and attention maps show
+
+    def summary(self, flow: Flow, stage_id: str) -> list[Any]: ...
+    def view(self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None,
+             leaf: int) -> Any: ...
+    def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]: ...
+    def attention(self, flow: Flow, stage_id: str) -> list[Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """What ``trace()`` returns: the stages of one run and the edges between them.
+
+    >>> import torch, neural_flow_widget as nfw
+    >>> flow = nfw.trace(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), torch.ones(1, 4))
+    >>> [(e.src, e.dst, e.kind) for e in flow.edges]
+    [('input:0', '0', 'flow'), ('0', '1', 'flow'), ('1', 'output:0', 'flow')]
+    """
+
+    model: str  # class name of the traced model
+    calls: tuple[Stage, ...]  # every module call of the run, in execution order
+    selected: tuple[int, ...]  # indices into ``calls`` of the selected stages
+    edges: tuple[Edge, ...]
+    topology: Topology
+    inputs: tuple[str, ...]  # model input node ids
+    outputs: tuple[str, ...]  # model output node ids
+    graph: OpGraph
+    modules: tuple[ModuleInfo, ...]
+    capture: CaptureRecord | None = None  # the run's summaries, views and attention maps
+    model_ref: Any = field(default=None, compare=False, repr=False)  # weakref to the model
+    explicit: bool = field(default=False, compare=False)  # stages were chosen, not defaulted
+    #: how another selection gets its edges when the op graph cannot give them (``topology
+    #: ="fx"`` traces the model again with the new stages as leaves); None when it can, or
+    #: returns None to keep the op graph's edges
+    regraph: Callable[[Flow, tuple[int, ...]], Flow | None] | None = field(
+        default=None, compare=False, repr=False)
+
+    @property
+    def stages(self) -> tuple[Stage, ...]:
+        """The selected stage calls, in execution order."""
+        return tuple(self.calls[i] for i in self.selected)
+
+    def stage(self, stage_id: str) -> Stage:
+        """The call with this id; ``KeyError`` naming close ids when there is none."""
+        for call in self.calls:
+            if call.id == stage_id:
+                return call
+        close = difflib.get_close_matches(stage_id, [c.id for c in self.calls], n=5)
+        raise KeyError(f"no stage {stage_id!r} in this flow; closest: {close or 'none'}")
+
+    def select(self, stages: Any) -> Flow:
+        """The same run re-projected onto another selection, without running the model again.
+
+        ``stages`` takes what ``trace(stages=...)`` takes, and also stage ids (``"block#1"``).
+
+        >>> import torch, neural_flow_widget as nfw
+        >>> model = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(2, 2)), torch.nn.ReLU())
+        >>> [s.id for s in nfw.trace(model, torch.ones(1, 2)).select(1).stages]
+        ['0', '1']
+        """
+        model = self.model_ref() if self.model_ref is not None else None
+        selected = resolve(stages, self.modules, self.calls, model)
+        if self.regraph is not None:
+            again = self.regraph(self, selected)
+            if again is not None:
+                return replace(again, explicit=True)
+        return replace(self, selected=selected, edges=self._edges(selected), explicit=True)
+
+    def _edges(self, selected: tuple[int, ...]) -> tuple[Edge, ...]:
+        return edges_for(self.topology, self.graph, selected, self.inputs, self.outputs,
+                         self.calls)
+
+    def to_text(self) -> str:
+        """The graph as a readable table: one row per stage, then the edges."""
+        rows = [("stage", "type", "shape", "params", "from")]
+        sources: dict[str, list[str]] = {}
+        for edge in sorted(self.edges, key=lambda e: EDGE_KINDS.index(e.kind)):
+            mark = {"flow": "", "skip": " (skip)", "merge": " (merge)"}[edge.kind]
+            sources.setdefault(edge.dst, []).append(edge.src + mark)
+        for stage in self.stages:
+            shape = ", ".join("x".join(map(str, s)) or "scalar" for s in stage.shapes) or "-"
+            if stage.error:
+                shape += "  ! " + stage.error.splitlines()[0][:60]
+            rows.append((stage.id, stage.type, shape, f"{stage.params:,}",
+                         ", ".join(sources.get(stage.id, [])) or "-"))
+        for out in self.outputs:
+            rows.append((out, "", "", "", ", ".join(sources.get(out, [])) or "-"))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [f"{self.model} — {len(self.stages)} stages, {len(self.edges)} edges, "
+                 f"topology: {self.topology}"]
+        for r in rows:
+            lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+        return "\n".join(line.rstrip() for line in lines)
+
+    def lint(self) -> None:
+        """Check the graph: unique ids, both ends of every edge exist, edges go forward in
+        execution order, closed kinds. Raises ``ValueError`` listing every problem."""
+        problems = []
+        ids = [c.id for c in self.calls]
+        if len(set(ids)) != len(ids):
+            problems.append("duplicate stage ids")
+        order = {name: i for i, name in enumerate(self.inputs)}
+        for rank, i in enumerate(self.selected):
+            order[self.calls[i].id] = len(self.inputs) + rank
+        base = len(order)
+        for i, name in enumerate(self.outputs):
+            order[name] = base + i
+        if list(self.selected) != sorted(set(self.selected)):
+            problems.append("selected stages are not in execution order")
+        for edge in self.edges:
+            if edge.kind not in EDGE_KINDS:
+                problems.append(f"edge {edge.src}->{edge.dst}: unknown kind {edge.kind!r}")
+            for end in (edge.src, edge.dst):
+                if end not in order:
+                    problems.append(f"edge {edge.src}->{edge.dst}: {end!r} is not a node")
+            if edge.src in order and edge.dst in order and order[edge.src] >= order[edge.dst]:
+                problems.append(f"edge {edge.src}->{edge.dst} goes backwards")
+        if len(set((e.src, e.dst) for e in self.edges)) != len(self.edges):
+            problems.append("duplicate edges")
+        n = len(self.calls)
+        for c in self.calls:
+            if c.parent is not None and c.parent not in ids[: c.index]:
+                problems.append(f"stage {c.id}: parent {c.parent!r} is not an earlier call")
+        for op, owner in enumerate(self.graph.owners):
+            if not -1 <= owner < n or any(p >= op for p in self.graph.parents[op]):
+                problems.append(f"op {op}: bad owner or parent order")
+        if self.topology not in TOPOLOGIES:
+            problems.append(f"unknown topology {self.topology!r}")
+        if problems:
+            raise ValueError("flow lint failed:\n  " + "\n  ".join(problems))
+
+    # -- capture (filled by trace(capture=True)) ---------------------------------------------
+
+    def summary(self, stage_id: str):
+        """Summaries of a stage's output, one per tensor leaf (see ``_capture``)."""
+        return self._captured().summary(self, stage_id)
+
+    def view(self, stage_id: str, kind: str | None = None, *, channel: int | None = None,
+             leaf: int = 0):
+        """A rendered view of a stage's output (a channel grid, a token map, values...)."""
+        return self._captured().view(self, stage_id, kind, channel=channel, leaf=leaf)
+
+    def views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
+        """The view kinds a stage's output offers, the default first."""
+        return self._captured().views(self, stage_id, leaf)
+
+    def attention(self, stage_id: str):
+        """Attention maps recorded inside a stage call: a list of ``AttentionMap``."""
+        return self._captured().attention(self, stage_id)
+
+    def _captured(self) -> CaptureRecord:
+        if self.capture is None:
+            raise ValueError("this flow was traced with capture=False; trace again with "
+                             "capture=True to get summaries, views and attention maps")
+        return self.capture
+

@@ -1,0 +1,74 @@
+"""The records of one traced run: stages, edges, the condensed op graph, the model's modules.
+
+Plain frozen data, no torch: the closed vocabulary (``EdgeKind``, ``Topology``) that every
+other part of the package and the wire format speak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+EdgeKind = Literal["flow", "skip", "merge"]
+Topology = Literal["dataflow", "fx", "sequential"]
+EDGE_KINDS: tuple[EdgeKind, ...] = ("flow", "skip", "merge")
+TOPOLOGIES: tuple[Topology, ...] = ("dataflow", "fx", "sequential")
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A stage edge: data produced by ``src`` reaches ``dst``."""
+
+    src: str
+    dst: str
+    kind: EdgeKind
+
+    def __iter__(self):  # so that ``src, dst, kind = edge`` works
+        return iter((self.src, self.dst, self.kind))
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One module call of the run.
+
+    ``id`` is the module's qualified name, or ``name#k`` when the module was called more than
+    once (each call is its own stage). ``parent`` is the id of the enclosing module call, or
+    None for a direct child of the model.
+    """
+
+    index: int  # position in execution (start) order among all calls of the run
+    id: str
+    module: str  # qualified module name
+    type: str  # class name
+    call: int  # which call of this module, 0-based
+    parent: str | None
+    depth: int  # module-tree depth; 1 = a child of the model
+    leaf: bool  # the module has no children
+    params: int  # parameters of the module, recursive
+    shapes: tuple[tuple[int, ...], ...]  # output tensor shapes, one per tensor leaf
+    dtypes: tuple[str, ...]  # output tensor dtypes ("float32", ...)
+    sig: str = ""  # structure signature: equal for modules of equal type and structure
+    error: str | None = None  # why this call (or its summary) failed
+
+
+@dataclass(frozen=True, slots=True)
+class OpGraph:
+    """The run's op graph, condensed: ops whose parents all belong to the same module call are
+    merged into them, which changes no stage edge. Integers only, no tensors."""
+
+    owners: tuple[int, ...]  # per op: index of the innermost module call; -1 = model body
+    parents: tuple[tuple[int, ...], ...]  # per op: parent op ids
+    call_parents: tuple[int, ...]  # per call: index of the enclosing call; -1 = the model
+    call_inputs: tuple[tuple[int, ...], ...]  # per call: ops that produced its input tensors
+    input_ops: tuple[tuple[str, int], ...]  # model input node id -> its op
+    output_ops: tuple[tuple[str, tuple[int, ...]], ...]  # model output node id -> its ops
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleInfo:
+    """A module of the model, as the stage selection sees it."""
+
+    name: str
+    type: str
+    depth: int
+    leaf: bool

@@ -1,0 +1,137 @@
+"""``NeuralFlowWidget``: the notebook shell around a Flow. The only module that imports anywidget.
+
+The graph travels once as the ``graph`` traitlet (no images); a click in the view invokes the
+``_stage_data`` command, answered from the run's captured reductions with binary buffers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pathlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import anywidget
+import traitlets
+from anywidget.experimental import command
+
+from .. import wire
+from ..graph import Flow
+from ..run import trace
+from . import export as _export
+
+STATIC = pathlib.Path(__file__).parent.parent / "static"
+
+
+def _bundle() -> pathlib.Path:
+    path = STATIC / "widget.js"
+    if not path.exists():
+        raise RuntimeError(f"the front-end bundle {path} is missing: build it with "
+                           f"`cd js && npm ci && npm run build`, or reinstall the package")
+    return path
+
+
+class NeuralFlowWidget(anywidget.AnyWidget):
+    """A live, zoomable flow graph of a model; click a stage to see what flowed through it.
+
+    >>> import torch, neural_flow_widget as nfw
+    >>> model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU())
+    >>> widget = nfw.NeuralFlowWidget(model, torch.randn(1, 1, 8, 8))
+    >>> widget.selected = "0"   # selects the conv in the view; clicks set it too
+
+    ``trace_options`` go to :func:`neural_flow_widget.trace` (``stages``, ``topology``,
+    ``kwargs``, ``sample``, ...). ``tokens`` labels the positions of attention maps; by default
+    they are the token ids when the first input is an integer tensor.
+    """
+
+    _esm = traitlets.Unicode("").tag(sync=True)
+    graph = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    direction = traitlets.Enum(["TB", "LR"], "TB").tag(sync=True)
+    height = traitlets.Int(640).tag(sync=True)
+
+    def __init__(self, model: Any = None, inputs: Any = (), *, flow: Flow | None = None,
+                 tokens: list[str] | None = None, **trace_options: Any) -> None:
+        if flow is None:
+            if model is None:
+                raise TypeError("NeuralFlowWidget(model, inputs) or "
+                                "NeuralFlowWidget.from_flow(flow)")
+            flow = trace(model, inputs, **trace_options)
+            if tokens is None:
+                tokens = _export.token_labels(inputs, flow)
+        self.flow = flow
+        self.tokens = tokens
+        self._exports: dict[int, pathlib.Path] = {}
+        self._requests = itertools.count(1)
+        super().__init__(_esm=_bundle().read_text(encoding="utf-8"),
+                         graph=wire.encode_graph(flow))
+        self.on_msg(self._on_message)
+
+    @classmethod
+    def from_flow(cls, flow: Flow, *, tokens: list[str] | None = None) -> NeuralFlowWidget:
+        """A widget for a Flow you traced already."""
+        return cls(flow=flow, tokens=tokens)
+
+    def on_select(self, callback: Callable[[str | None], Any]) -> Callable[[], None]:
+        """Call ``callback(stage_id)`` whenever the selection changes; returns an unsubscribe."""
+        def handler(change: dict) -> None:
+            callback(change["new"])
+
+        self.observe(handler, names="selected")
+        return lambda: self.unobserve(handler, names="selected")
+
+    @traitlets.validate("selected")
+    def _valid_selected(self, proposal: dict) -> str | None:
+        value = proposal["value"]
+        if value in (None, ""):
+            return None
+        try:
+            self.flow.stage(value)
+        except KeyError as error:
+            raise traitlets.TraitError(error.args[0]) from None
+        return value
+
+    @command
+    def _stage_data(self, msg: Any, buffers: list) -> tuple[dict, list[bytes]]:
+        try:
+            return wire.encode_stage_reply(self.flow, msg, self.tokens)
+        except Exception as error:  # a reply, never a kernel traceback or a hung spinner
+            return wire.error_reply(msg.get("stage") if isinstance(msg, dict) else None,
+                                    f"{type(error).__name__}: {error}")
+
+    def to_html(self, path: str | pathlib.Path, *, budget_bytes: int = 8_000_000,
+                title: str | None = None) -> pathlib.Path:
+        """Write a self-contained, offline HTML page of this graph, with each stage's default
+        view baked in (within ``budget_bytes`` in all)."""
+        return _export.write_html(self.flow, path, bundle=_bundle().read_text(encoding="utf-8"),
+                                  tokens=self.tokens, budget_bytes=budget_bytes, title=title)
+
+    def save_svg(self, path: str | pathlib.Path) -> None:
+        """Ask the view for an SVG of what it shows; written when the view replies (after the
+        cell has run)."""
+        self._request_export(path, "svg")
+
+    def save_png(self, path: str | pathlib.Path) -> None:
+        """Ask the view for a PNG of what it shows; written when the view replies."""
+        self._request_export(path, "png")
+
+    def _request_export(self, path: str | pathlib.Path, fmt: str) -> None:
+        request = next(self._requests)
+        self._exports[request] = pathlib.Path(path)
+        self.send({"type": "export", "format": fmt, "request": request})
+
+    def _on_message(self, _widget: Any, content: Any, buffers: list) -> None:
+        if not isinstance(content, dict) or content.get("type") != "export":
+            return
+        path = self._exports.pop(content.get("request"), None)
+        if path is None:
+            return
+        if content.get("ok") is False:
+            warnings.warn(f"the view could not export {path.name}: {content.get('error')}",
+                          stacklevel=2)
+            return
+        if buffers:
+            path.write_bytes(bytes(buffers[0]))
+        elif isinstance(content.get("data"), str):
+            path.write_text(content["data"], encoding="utf-8")

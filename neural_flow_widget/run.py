@@ -1,0 +1,239 @@
+"""``trace()``: run the model once, observed by the tracer and capture, and build its Flow."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from .graph import Flow, ModuleInfo, OpGraph, TraceError, resolve, sequential_edges, stage_edges
+from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
+from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
+
+_MODES = ("auto", "dataflow", "fx", "sequential")
+
+
+@dataclass
+class _Run:
+    """What one observed forward pass left behind."""
+
+    tracker: CallTracker
+    tracer: DataflowTracer | None
+    input_ops: list[tuple[str, int]]
+    inputs: list[str]
+    capture: Any = None  # the CaptureState that watched this run
+    output: Any = None
+    error: BaseException | None = None
+
+
+def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
+          topology: str = "auto", kwargs: Mapping[str, Any] | None = None,
+          capture: bool = True, attention: bool = True, capture_device: Any = "cpu",
+          sample: int = 0, budget_bytes: int | None = None) -> Flow:
+    """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
+
+    >>> import torch, neural_flow_widget as nfw
+    >>> model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    >>> flow = nfw.trace(model, torch.randn(1, 3, 16, 16))
+    >>> [s.id for s in flow.stages]
+    ['0', '1']
+
+    ``inputs``: a tensor -> ``model(inputs)``; a tuple or list -> ``model(*inputs)``; a dict
+    (or HF ``BatchEncoding``) -> ``model(**inputs)``; ``kwargs`` adds keyword arguments.
+    The model runs in eval mode under ``torch.no_grad()``; its training flags, parameters and
+    buffers are as before afterwards, and the caller's tensors are never modified (they enter
+    as detached views). ``stages`` selects stages (see ``Flow.select``); ``topology`` is
+    ``"auto"`` (runtime dataflow), ``"fx"`` or ``"sequential"``. With ``capture=True`` each
+    stage's output is summarised inside its hook (``flow.summary``, ``flow.view``) and
+    attention maps are recorded (``flow.attention``).
+    """
+    if str(capture_device) != "cpu":
+        raise ValueError(f"capture_device={capture_device!r}: captured summaries and views are "
+                         f"kept in host memory; use capture_device='cpu' (the reductions "
+                         f"themselves still run on each tensor's own device)")
+    if topology not in _MODES:
+        raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
+    args, kw = _split_inputs(inputs, kwargs)
+    probe = CallTracker(model)
+    modules = probe.module_infos()
+    resolve(stages, modules, (), model)  # bad names fail before running
+    use_tracer = topology in ("auto", "dataflow")
+    capture_state = None
+    if capture:
+        from .capture import CaptureState
+
+        capture_state = CaptureState(sample=sample,
+                                     budget_bytes=budget_bytes, attention=attention)
+    flags = [(m, m.training) for m in (model, *probe.modules)]
+    collecting = gc.isenabled()
+    try:
+        # The run allocates tens of thousands of small records (tags, call records) that
+        # would trigger the cyclic collector over and over; nothing it makes is cyclic.
+        gc.disable()
+        if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
+            model.eval()
+        with torch.no_grad():
+            run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
+            mode = "dataflow" if use_tracer else "sequential"
+            if use_tracer and run.error is not None and run.tracer.failure is None:
+                retry = _run(probe.fresh(), args, kw, False,
+                             capture_state and capture_state.fresh())
+                if retry.error is None:
+                    warnings.warn(f"the dataflow tracer could not follow this model "
+                                  f"({type(run.error).__name__}: {run.error}); it ran again "
+                                  f"without it and shows stages in execution order",
+                                  stacklevel=2)
+                    run, mode = retry, "sequential"
+            elif use_tracer and run.tracer.failure is not None:
+                warnings.warn(f"the dataflow tracer failed ({run.tracer.failure!r}); stages "
+                              f"are shown in execution order", stacklevel=2)
+                mode = "sequential"
+        flow = _build(model, run, stages, mode, modules)
+    finally:
+        for module, flag in flags:
+            if module.training != flag:
+                module.training = flag
+        if collecting:
+            gc.enable()
+    if run.error is not None:
+        raise _trace_error(flow, run) from run.error
+    if topology == "fx":
+        try:
+            return replace(with_fx_edges(model, flow, flow.selected),
+                           regraph=regraph_with_fx(flow.model_ref))
+        except FxUnavailable as why:
+            warnings.warn(f"model could not be symbolically traced by torch.fx ({why}). Using "
+                          f"runtime execution order instead.", stacklevel=2)
+    return flow
+
+
+def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
+    if isinstance(inputs, Mapping):
+        args, kw = (), dict(inputs)
+    elif isinstance(inputs, (tuple, list)):
+        args, kw = tuple(inputs), {}
+    else:
+        args, kw = (inputs,), {}
+    if kwargs:
+        clash = set(kw) & set(kwargs)
+        if clash:
+            raise ValueError(f"keyword inputs given twice: {sorted(clash)}")
+        kw.update(kwargs)
+    return args, kw
+
+
+def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
+         capture_state: Any) -> _Run:
+    model = tracker.model
+    tracer = DataflowTracer(tracker.stack) if use_tracer else None
+    tracker.tracer = tracer
+    mode = tracer
+    if capture_state is not None:
+        mode = capture_state.attach(tracker, tracer) or tracer
+    names: list[str] = []
+    input_ops: list[tuple[str, int]] = []
+
+    def enter(prefix: str) -> Any:
+        def tag(path: str, tensor: torch.Tensor) -> torch.Tensor:
+            name = f"input:{prefix}{'.' if prefix and path else ''}{path}"
+            names.append(name)
+            if tracer is None:
+                return tensor.detach()
+            view, op = tracer.tag_input(tensor)
+            input_ops.append((name, op))
+            return view
+        return tag
+
+    call_args = tuple(map_tensors(a, enter(str(i))) for i, a in enumerate(args))
+    call_kw = {k: map_tensors(v, enter(str(k))) for k, v in kw.items()}
+    run = _Run(tracker, tracer, input_ops, names, capture_state)
+    try:
+        with tracker:
+            if mode is None:
+                run.output = model(*call_args, **call_kw)
+            else:
+                with mode:
+                    run.output = model(*call_args, **call_kw)
+    except Exception as error:  # the model's own error: reported with the partial graph
+        run.error = error
+    finally:
+        if capture_state is not None:
+            capture_state.detach()
+    return run
+
+
+def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str,
+           modules: tuple[ModuleInfo, ...]) -> Flow:
+    tracker, tracer = run.tracker, run.tracer
+    calls = tracker.stages()
+    outs = output_leaves(run.output) if run.error is None else []
+    outputs = tuple(f"output:{path}" for path, _ in outs)
+    if tracer is not None:
+        output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
+        graph = OpGraph(tuple(tracer.owners), tuple(tracer.parents),
+                        tuple(r.parent for r in tracker.calls),
+                        tuple(r.inputs for r in tracker.calls), tuple(run.input_ops), output_ops)
+    else:
+        graph = OpGraph((), (), tuple(r.parent for r in tracker.calls),
+                        tuple(() for _ in tracker.calls), (), ())
+    selected = resolve(stages, modules, calls, model)
+    inputs = tuple(run.inputs)
+    if mode == "sequential":
+        edges = sequential_edges(selected, inputs, outputs, calls)
+    else:
+        edges = stage_edges(graph, selected, inputs, outputs, calls)
+    capture = None
+    if run.capture is not None:
+        capture = run.capture.finish()
+        calls = capture.mark(calls)
+    return Flow(model=type(model).__name__, calls=calls, selected=selected, edges=edges,
+                topology=mode, inputs=inputs, outputs=outputs, graph=graph, modules=modules,
+                capture=capture, model_ref=model_weakref(model), explicit=stages is not None)
+
+
+def _trace_error(flow: Flow, run: _Run) -> TraceError:
+    error = run.error
+    failed = run.tracker.failed
+    if failed is None:
+        done = [s for s in flow.stages if s.error is None]
+        after = f", after stage {done[-1].id!r}" if done else ""
+        where = f"the model's own forward ({flow.model}{after})"
+        stage_id = module = None
+        shapes = ""
+    else:
+        call = flow.calls[failed]
+        owner = next((flow.calls[i] for i in reversed(flow.selected)
+                      if _is_within(flow, failed, i)), call)
+        stage_id, module = owner.id, call.module
+        inner = "" if owner.index == failed else f", inside {call.module!r} ({call.type})"
+        where = f"stage {owner.id!r} (module {owner.type}{inner})"
+        got = run.tracker.calls[failed].input_shapes
+        shapes = (f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}"
+                  if got else "")
+    text = f"{type(error).__name__}: {error}".rstrip(". ")
+    message = (f"{where} raised {text}{shapes}. Check that the inputs match what this module "
+               f"expects. The graph up to that point is in err.partial.")
+    return TraceError(message, partial=flow, stage=stage_id, module=module)
+
+
+def _is_within(flow: Flow, call: int, ancestor: int) -> bool:
+    parents = flow.graph.call_parents
+    while call >= 0:
+        if call == ancestor:
+            return True
+        call = parents[call]
+    return False
+
+
+def model_weakref(model: Any) -> Any:
+    try:
+        return weakref.ref(model)
+    except TypeError:  # pragma: no cover - every nn.Module is weak-referenceable
+        return None

@@ -1,0 +1,266 @@
+"""The runtime dataflow tracer: a TorchFunctionMode that records which op made each tensor.
+
+Each tensor produced inside the traced forward gets a *tag* ``(seq, call, ops)`` in a side
+table keyed by the tensor's identity (entries die with their tensors; nothing is stored on the
+tensor): ``seq`` orders tags in time, ``call`` is the module call that was innermost when the
+op ran, and ``ops`` are the ids of the condensed op-graph nodes it stands for. An op whose
+tensor parents all come from its own call adds no node (it changes no stage edge); any other op
+adds one, with the parents' nodes as its parents. In-place writes are remembered per storage,
+so a view taken before ``x.relu_()`` still depends on the relu.
+
+A call of an opaque leaf module (:mod:`.opaque`) may be recorded as one op by the call tracker
+instead of op by op. What observes the run through the tracer (the attention recorder) and
+what it is told (in-place writes) is the contract of :mod:`.protocols`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from .protocols import OpObserver
+from .pytree import among
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+Tensor = torch.Tensor
+Tag = tuple[int, int, tuple[int, ...]]  # (seq, call, op ids)
+
+_NORMAL, _INPLACE, _IGNORE = 0, 1, 2
+_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                              "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__",
+                              "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
+
+
+def _op_kind(func: Any) -> int:
+    name = getattr(func, "__name__", "")
+    if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
+        return _INPLACE
+    if name in ("__get__", "size", "dim", "numel", "is_contiguous", "data_ptr", "stride",
+                "__len__", "__bool__", "item", "tolist", "element_size", "is_floating_point",
+                "is_complex", "get_device", "untyped_storage", "__repr__", "__format__"):
+        return _IGNORE if name != "__get__" else _NORMAL
+    return _NORMAL
+
+
+class _Entry(weakref.ref):
+    """A weak reference to a tagged tensor that carries its table key and its tag."""
+
+    __slots__ = ("key", "tag")
+
+
+class TagTable:
+    """Tensor identity -> tag; an entry is removed when its tensor is freed."""
+
+    __slots__ = ("_entries", "_forget")
+
+    def __init__(self) -> None:
+        entries: dict[int, _Entry] = {}
+
+        def forget(entry: _Entry) -> None:  # one callback for every entry
+            if entries.get(entry.key) is entry:
+                del entries[entry.key]
+
+        self._entries, self._forget = entries, forget
+
+    def get(self, tensor: Tensor) -> Tag | None:
+        entry = self._entries.get(id(tensor))
+        return entry.tag if entry is not None else None
+
+    def set(self, tensor: Tensor, tag: Tag) -> None:
+        key = id(tensor)
+        entry = self._entries.get(key)
+        if entry is not None and entry() is tensor:
+            entry.tag = tag
+            return
+        entry = _Entry(tensor, self._forget)
+        entry.key, entry.tag = key, tag
+        self._entries[key] = entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class DataflowTracer(TorchFunctionMode):
+    """Records the condensed op graph of everything that runs while it is active.
+
+    ``stack`` is shared with the call tracker: its last item is the innermost module call
+    (-1 = the model's own body). State: ``table`` (tensor -> tag), ``owners`` / ``parents``
+    (the op graph), ``writes`` (storage pointer -> in-place tags), ``seq``, ``last_write``
+    (seq of the latest in-place write), ``dispatched`` (calls of ``__torch_function__``),
+    ``wrote_untagged`` (an in-place op wrote into a parameter, buffer or constant),
+    ``paused`` (set after a failure of the tracer itself, kept in ``failure``). An
+    :class:`~.protocols.OpObserver` given to :meth:`observe_with` sees the ops it watches
+    after they ran; a callback given to :meth:`before_next_write` runs once, before the next
+    op that writes in place (the tracer is a :class:`~.protocols.WriteLog`).
+    """
+
+    def __init__(self, stack: list[int]) -> None:
+        super().__init__()
+        self.stack = stack
+        self.table = TagTable()
+        self.owners: list[int] = []
+        self.parents: list[tuple[int, ...]] = []
+        self.writes: dict[int, list[tuple[int, Tag]]] = {}
+        self.seq = 0
+        self.last_write = -1
+        self.dispatched = 0  # calls of __torch_function__
+        self.wrote_untagged = False
+        self.paused = False
+        self.failure: BaseException | None = None
+        self.observer: OpObserver | None = None
+        self.observed: Any = frozenset()  # the funcs the observer watches (it may grow)
+        self.before_write: Callable[[], None] | None = None
+        self._kinds: dict[Any, int] = {}
+
+    def observe_with(self, observer: OpObserver) -> None:
+        """Show ``observer`` the ops in its ``watched`` set (a set it may grow in place)."""
+        self.observer, self.observed = observer, observer.watched
+
+    def before_next_write(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback`` once before the next op that writes in place (None: no call)."""
+        self.before_write = callback
+
+    def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
+                           kwargs: dict | None = None) -> Any:
+        self.dispatched += 1
+        if kwargs is None:
+            kwargs = {}
+        kind = self._kinds.get(func)
+        if kind is None:
+            kind = self._kinds[func] = _op_kind(func)
+        if kind == _NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
+            kind = _INPLACE
+        if self.before_write is not None and (kind == _INPLACE or "out" in kwargs):
+            self.before_write()  # (once: it unsets itself)
+        out = func(*args, **kwargs)
+        if self.paused:
+            return out
+        if kind == _NORMAL and not isinstance(out, (Tensor, tuple, list)) and "out" not in kwargs:
+            kind = _IGNORE  # x.dtype, x.device, x.dim(): nothing to record
+        elif kind == _NORMAL and type(out) is torch.Size:
+            kind = _IGNORE  # x.shape
+        if kind != _IGNORE:
+            try:
+                self._record(kind, args, kwargs, out)
+            except Exception as error:  # never break the user's forward
+                self.failure = error
+                self.paused = True
+        if func in self.observed:
+            self.observer.observe(func, args, kwargs, out)
+        return out
+
+    def _record(self, kind: int, args: tuple, kwargs: dict, out: Any) -> None:
+        if isinstance(out, Tensor):
+            outs: tuple | list = (out,)
+        elif isinstance(out, (tuple, list)):
+            outs = [o for o in out if isinstance(o, Tensor)]
+        else:
+            outs = ()
+        target = target_tag = None
+        if kind == _INPLACE or "out" in kwargs:
+            target = kwargs.get("out", args[0] if args else None)
+            if isinstance(target, Tensor):
+                outs = (target,)
+            elif isinstance(target, (tuple, list)):
+                outs = [o for o in target if isinstance(o, Tensor)]
+                target = outs[0] if outs else None
+            if target is not None:
+                target_tag = self.table.get(target)
+        if not outs:
+            return
+        ins: list[Tensor] = []
+        for a in args:
+            if isinstance(a, Tensor):
+                ins.append(a)
+            elif isinstance(a, (list, tuple)):
+                ins.extend(b for b in a if isinstance(b, Tensor))
+        for a in kwargs.values():
+            if isinstance(a, Tensor):
+                ins.append(a)
+            elif isinstance(a, (list, tuple)):
+                ins.extend(b for b in a if isinstance(b, Tensor))
+        tags = self._tags(ins)
+        call = self.stack[-1]
+        if len(tags) == 1 and tags[0][1] == call:
+            ops = tags[0][2]
+        elif tags and all(t[1] == call for t in tags):
+            ops = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+        else:
+            parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+            ops = (self.new_op(call, parents),)
+        self.seq += 1
+        tag = (self.seq, call, ops)
+        fresh = target is not None
+        for o in outs:
+            if fresh or not among(o, ins):  # ``x.contiguous()`` may return x itself
+                self.table.set(o, tag)
+        if target is not None:
+            key = target.untyped_storage().data_ptr()
+            self.writes.setdefault(key, []).append((self.seq, tag))
+            self.last_write = self.seq
+            if target_tag is None:
+                self.wrote_untagged = True
+
+    def record_call(self, inputs: list[Tensor], outputs: list[Tensor]) -> None:
+        """Record a call that ran without the tracer (an opaque leaf's) as one op taking
+        ``inputs`` and giving ``outputs``; a failure pauses the tracer, as in the mode."""
+        try:
+            self._record(_NORMAL, tuple(inputs), {}, outputs)
+        except Exception as error:  # never break the user's forward
+            self.failure, self.paused = error, True
+
+    def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
+        """The op-graph nodes that produced these tensors (in-place writes included)."""
+        found: list[int] = []
+        for tag in self._tags(tensors):
+            found.extend(tag[2])
+        return tuple(dict.fromkeys(found))
+
+    def _tags(self, tensors: list[Tensor]) -> list[Tag]:
+        get = self.table.get
+        tags = []
+        for t in tensors:
+            tag = get(t)
+            if tag is not None:
+                tags.append(tag)
+                since = tag[0]
+            elif self.wrote_untagged:
+                since = -1
+            else:
+                continue  # a parameter or constant nobody wrote to
+            if since < self.last_write:  # only then can a write to its storage be newer
+                for seq, written in self.writes.get(t.untyped_storage().data_ptr(), ()):
+                    if seq > since:
+                        tags.append(written)
+        return tags
+
+
+    def new_op(self, call: int, parents: tuple[int, ...]) -> int:
+        self.owners.append(call)
+        self.parents.append(parents)
+        return len(self.owners) - 1
+
+    def tag_input(self, tensor: Tensor) -> tuple[Tensor, int]:
+        """A detached view of a model input, tagged as a new input op."""
+        view = tensor.detach()
+        op = self.new_op(-1, ())
+        self.seq += 1
+        self.table.set(view, (self.seq, -1, (op,)))
+        return view, op
+
+    def retag(self, tensors: list[Tensor], call: int) -> None:
+        """Make ``call`` the producer of tensors it returned unchanged (``nn.Identity``, eval
+        dropout), so that later consumers see the stage they came through."""
+        for t in tensors:
+            tag = self.table.get(t)
+            parents = tag[2] if tag is not None else ()
+            self.seq += 1
+            self.table.set(t, (self.seq, call, (self.new_op(call, parents),)))
+
+    def written_since(self, tensor: Tensor, seq: int) -> bool:
+        """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
+        writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
+        return bool(writes) and writes[-1][0] > seq

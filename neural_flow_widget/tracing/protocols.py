@@ -1,0 +1,56 @@
+"""The contract between the tracing layer and what observes a run (capture, attention).
+
+The tracer and the call tracker know nothing of capture: they call these methods, and capture
+implements them. Capture in turn reads the tracer only through :class:`WriteLog`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
+
+import torch
+
+
+class OpObserver(Protocol):
+    """Sees chosen torch ops after they ran (the attention recorder).
+
+    The tracer calls :meth:`observe` from inside its ``__torch_function__`` for each func in
+    ``watched`` (a set the observer may grow or shrink in place while the run goes on); the
+    call tracker asks :meth:`follows_any` before it runs a leaf module's call without the
+    tracer, which would hide its ops.
+    """
+
+    watched: Collection[Any]
+
+    def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None: ...
+
+    def follows_any(self, tensors: list[torch.Tensor]) -> bool: ...
+
+
+class OutputObserver(Protocol):
+    """Sees each module call's output as the call returns (capture's reductions).
+
+    ``leaves`` are the ``(path, tensor)`` pairs of the output; the call runs with every
+    ``__torch_function__`` handler off, so its torch ops never enter the graph.
+    """
+
+    def __call__(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None: ...
+
+
+class WriteLog(Protocol):
+    """What the dataflow tracer tells an observer about in-place writes.
+
+    ``seq`` is a clock that moves with every recorded op; :meth:`written_since` says whether
+    an in-place op wrote into a tensor's storage after a reading of that clock;
+    :meth:`before_next_write` asks for one call before the next in-place op (an observer that
+    holds tensors copies them then). ``failure`` is set when the tracer itself failed (what
+    it says about writes can no longer be trusted).
+    """
+
+    seq: int
+    failure: BaseException | None
+
+    def written_since(self, tensor: torch.Tensor, seq: int) -> bool: ...
+
+    def before_next_write(self, callback: Callable[[], None] | None) -> None: ...

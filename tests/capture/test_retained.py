@@ -1,0 +1,177 @@
+"""retain() keeps bounded reductions of an activation, as copies, within the budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neural_flow_widget.capture import retained as _retain
+from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, retain, retain_dense
+from neural_flow_widget.capture.summary import read_dense, summarise
+from neural_flow_widget.capture.views import available_views, render_view
+
+
+def _gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def test_image_budget_for_64_channels_of_512x512():
+    x = torch.randn(1, 64, 512, 512, generator=_gen(0))
+    kept = retain(x)
+    assert kept.layout == "image" and kept.shape == (1, 64, 512, 512) and kept.sample == 0
+    assert kept.nbytes <= DEFAULT_BUDGET_BYTES
+    parts = kept.parts
+    assert parts["channel_mean_abs"].shape == (64,)
+    assert parts["grid"].shape[0] == 64 and max(parts["grid"].shape[1:]) <= 64
+    assert parts["grid"].dtype == np.float16
+    assert 1 <= parts["top"].shape[0] <= 8 and max(parts["top"].shape[1:]) <= 256
+    assert parts["top"].shape[1] > parts["grid"].shape[1]  # sharper than the grid
+    assert max(parts["mean"].shape) <= 256
+    # mean |x| per channel over the documented rows (every s-th, s prime, centred) ...
+    step = _retain._rank_rows(64, 512, 512)
+    assert step > 1 and 64 * (512 // step) * 512 <= 2 * _retain._RANK_SAMPLE
+    rows = x[0, :, step // 2 :: step].abs().double().mean((1, 2)).numpy()
+    np.testing.assert_allclose(parts["channel_mean_abs"], rows, rtol=1e-5)
+    # ... which estimates the exact one
+    want = x[0].abs().double().mean((1, 2)).numpy()
+    np.testing.assert_allclose(parts["channel_mean_abs"], want, rtol=0.15)
+
+
+def test_sequence_budget_for_4096_tokens_of_768():
+    x = torch.randn(1, 4096, 768, generator=_gen(1))
+    kept = retain(x)
+    assert kept.layout == "sequence" and kept.nbytes <= DEFAULT_BUDGET_BYTES
+    assert max(kept.parts["tokens"].shape) <= 256
+    assert kept.parts["norms"].shape == (4096,)
+    np.testing.assert_allclose(kept.values("norms"), x[0].norm(dim=1).numpy(), rtol=1e-5)
+
+
+def test_token_axis_is_not_pooled_when_only_features_are_too_many():
+    kept = retain(torch.randn(1, 128, 768, generator=_gen(12)))
+    assert kept.parts["tokens"].shape == (128, 256)
+    assert render_view(kept).note == "pooled 128x768 -> 128x256"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 40), min_size=0, max_size=5).map(tuple),
+    budget=st.sampled_from([4096, 10_000, 65_536, DEFAULT_BUDGET_BYTES]),
+)
+def test_budget_is_respected_for_any_shape(shape, budget):
+    x = torch.randn(*shape, generator=_gen(2)) if shape else torch.tensor(1.5)
+    kept = retain(x, budget_bytes=budget)
+    assert kept.nbytes <= budget
+    for kind in available_views(kept):
+        view = render_view(kept, kind)
+        assert view.data.dtype == np.uint8 and view.data.ndim in (2, 3)
+
+
+def test_too_many_channels_for_the_budget_fall_back_to_values():
+    kept = retain(torch.randn(1, 20_000, 2, 2, generator=_gen(3)), budget_bytes=65_536)
+    assert kept.layout == "vector" and "too many channels" in kept.note
+    assert kept.nbytes <= 65_536
+
+
+def test_five_d_is_averaged_over_depth():
+    x = torch.randn(1, 3, 4, 8, 8, generator=_gen(8))
+    kept = retain(x)
+    assert kept.layout == "image" and "averaged over axes [2]" in kept.note
+    np.testing.assert_allclose(kept.values("mean"), x[0].mean(1).mean(0).numpy(), atol=2e-3)
+
+
+def test_large_values_survive_float16_storage():
+    x = torch.full((1, 2, 4, 4), 1e6)
+    x[0, 1] = -3e7
+    kept = retain(x)
+    assert kept.parts["grid"].dtype == np.float16
+    np.testing.assert_allclose(kept.values("grid")[:, 0, 0], [1e6, -3e7], rtol=1e-3)
+
+
+def test_sample_selects_the_batch_element():
+    x = torch.zeros(3, 4, 5)
+    x[2] = 7.0
+    kept = retain(x, sample=2)
+    assert kept.sample == 2 and float(kept.values("tokens").max()) == 7.0
+    with pytest.raises(ValueError, match=r"use sample=0\.\.2"):
+        retain(x, sample=3)
+    shared = retain(x[2:], sample=2)  # a batch of one (a position embedding) broadcasts
+    assert shared.sample == 0 and float(shared.values("tokens").max()) == 7.0
+
+
+def test_bool_masks_are_kept_as_fractions():
+    mask = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
+    mask[..., :2] = True
+    kept = retain(mask)
+    assert kept.layout == "image"
+    assert float(kept.values("channel_mean_abs")[0]) == 0.5
+
+
+def test_int_token_ids_stay_exact():
+    ids = torch.tensor([[50256, 3, 16_777_217]])
+    kept = retain(ids)
+    assert kept.values("first").tolist() == [50256, 3, 16_777_217]
+
+
+def test_scalar_and_1d_have_no_batch_axis():
+    assert retain(torch.tensor(2.0)).sample is None
+    kept = retain(torch.arange(10.0))
+    assert kept.sample is None and kept.parts["first"].shape == (10,)
+
+
+def test_unreadable_tensor_raises_type_error():
+    with pytest.raises(TypeError, match="to_dense"):
+        retain(torch.eye(3).to_sparse())
+    with pytest.raises(ValueError, match="at least"):
+        retain(torch.ones(3), budget_bytes=100)
+
+
+def test_pooled_sizes_prefer_windows_that_divide():
+    x = torch.randn(1, 64, 112, 112, generator=_gen(14))
+    kept = retain(x)
+    assert kept.parts["grid"].shape == (64, 28, 28)  # 112 = 28 windows of 4
+    want = F.avg_pool2d(x[0], 4).numpy()
+    np.testing.assert_allclose(kept.values("grid"), want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 8, 8), (2, 4, 8, 8), (1, 3, 200, 40), (1, 6, 10),
+                                   (2, 50), (30,), (1, 2, 3, 8, 8)])
+def test_kept_parts_are_copies_not_views_of_the_activation(shape):
+    x = torch.randn(*shape, generator=_gen(15))
+    kept = retain(x)
+    before = {name: kept.values(name).copy() for name in kept.parts}
+    x.mul_(0).add_(7.0)  # a later in-place op (ReLU(inplace=True), +=) on the activation
+    for name, values in before.items():
+        np.testing.assert_array_equal(kept.values(name), values)
+        assert not kept.parts[name].flags.writeable
+
+
+@pytest.mark.parametrize("known_peak", [False, True], ids=["own-scales", "shared-scale"])
+@pytest.mark.parametrize("spread", [1e5, 1.0, 1e-5])
+def test_device_store_keeps_the_same_values(monkeypatch, known_peak, spread):
+    x = torch.randn(1, 16, 64, 64, generator=_gen(16)) * spread  # 1e5, 1e-5: a float16 scale
+    s = summarise(x)
+    peak = max(-s.min, s.max) if known_peak else None
+    host = retain_dense(read_dense(x), peak=peak)
+    monkeypatch.setattr(_retain, "_STORES", {})  # CPU tensors through the CUDA path
+    monkeypatch.setattr(_retain, "_RANKERS", {})
+    device = retain_dense(read_dense(x), peak=peak)
+    assert list(device.parts) == list(host.parts)
+    if known_peak:  # one scale for every float16 part, as on the host (else one per part)
+        assert dict(device.scales) == dict(host.scales)
+    for name in host.parts:
+        assert device.parts[name].dtype == host.parts[name].dtype
+        np.testing.assert_allclose(device.values(name), host.values(name), rtol=2e-3,
+                                   atol=1e-3 * spread)
+
+
+def test_a_known_peak_gives_the_same_values():
+    x = torch.randn(1, 8, 32, 32, generator=_gen(17)) * 3e5
+    s = summarise(x)
+    hinted = retain_dense(read_dense(x), peak=max(-s.min, s.max))
+    plain = retain(x)
+    for name in plain.parts:
+        np.testing.assert_allclose(hinted.values(name), plain.values(name), rtol=2e-3)
