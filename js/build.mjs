@@ -1,5 +1,7 @@
-// Builds neural_flow_widget/static/widget.js: the layout worker is bundled first and
-// inlined as text (anywidget loads the module from a blob, so a worker URL cannot resolve).
+// Builds neural_flow_widget/static/widget.js from src/widget.ts: the layout worker
+// (src/layout/worker.ts) is bundled first and inlined as text, the module
+// "virtual:layout-worker" that src/layout/client.ts imports (anywidget loads the bundle from
+// a blob, so a worker URL cannot resolve).
 import * as esbuild from "esbuild";
 import { mkdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -10,7 +12,7 @@ mkdirSync(here("../neural_flow_widget/static"), { recursive: true });
 const dev = process.argv.includes("--dev");
 
 const worker = await esbuild.build({
-  entryPoints: [here("src/layout.worker.ts")],
+  entryPoints: [here("src/layout/worker.ts")],
   bundle: true,
   format: "iife",
   platform: "browser",

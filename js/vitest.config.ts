@@ -4,7 +4,8 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   resolve: {
     alias: {
-      // The worker bundle is inlined by build.mjs; unit tests never start a worker.
+      // src/layout/client.ts imports the worker bundle, which build.mjs inlines (from
+      // src/layout/worker.ts); unit tests never start a worker.
       "virtual:layout-worker": fileURLToPath(new URL("./test/worker_stub.ts", import.meta.url)),
     },
   },

@@ -136,7 +136,8 @@ def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
     tracker.tracer = tracer
     mode = tracer
     if capture_state is not None:
-        mode = capture_state.attach(tracker, tracer) or tracer
+        tracker.on_output = capture_state.on_output
+        mode = capture_state.attach(tracker.stack, tracer) or tracer
     names: list[str] = []
     input_ops: list[tuple[str, int]] = []
 

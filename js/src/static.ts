@@ -2,7 +2,7 @@
  * Static mode for exported HTML files: the same view, with stage data read from replies
  * baked into the file instead of asking a kernel. See js/README.md for the page recipe.
  */
-import { FlowApp } from "./app";
+import { FlowApp } from "./app/app";
 import { decodeStageReply, type StageReply, type StageRequest, type WireBuffer } from "./wire";
 
 /** One baked `_stage_data` exchange; buffers are [offset, length] slices of the blob. */
@@ -17,7 +17,7 @@ export interface Baked {
   blob?: ArrayBuffer | Uint8Array | string; // all buffers back to back; a string is base64
 }
 
-/** The simpler form: each stage's default reply, buffers already sliced (what _export.py writes). */
+/** The simpler form: each stage's default reply, buffers already sliced (what notebook/export.py writes). */
 export type BakedByStage = Record<string, { msg: unknown; buffers: WireBuffer[] }>;
 
 function blobBytes(blob: Baked["blob"]): Uint8Array {

@@ -2,7 +2,7 @@
  * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in, the
  * `_stage_data` command for stage data, `selected` out. Static pages use `renderStatic`.
  */
-import { FlowApp } from "./app";
+import { FlowApp } from "./app/app";
 import { decodeStageReply, type StageRequest, type WireBuffer } from "./wire";
 
 export { renderStatic, bakedSource, type Baked, type BakedByStage, type BakedEntry, type StaticHandle } from "./static";

@@ -1,42 +1,87 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { formatParams, formatShape } from "../src/format";
-import { applyLut, colorOf, diverging, lut, viridis } from "../src/view/colormap";
+import { formatParams, formatShape } from "../src/model/format";
+import { applyLut, colorOf, cssColor, diverging, gradientStops, lut, viridis, type RGB } from "../src/view/colormap";
 import { typeColor, typeHue } from "../src/view/palette";
+
+const TABLE = JSON.parse(readFileSync(fileURLToPath(new URL("../../neural_flow_widget/capture/colormaps.json", import.meta.url)), "utf8")) as Record<string, unknown>;
+const VIRIDIS = TABLE.viridis as number[][];
+const DIVERGING = TABLE.diverging as number[][];
+
+describe("the colormap table shared with Python", () => {
+  it("has 256 entries of 3 integers 0..255 per map", () => {
+    for (const name of ["viridis", "diverging"]) {
+      const map = TABLE[name];
+      expect(Array.isArray(map), name).toBe(true);
+      expect((map as unknown[]).length, name).toBe(256);
+      for (const entry of map as unknown[]) {
+        expect(Array.isArray(entry) && entry.length === 3, `${name}: ${JSON.stringify(entry)}`).toBe(true);
+        for (const v of entry as unknown[]) expect(Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255, `${name}: ${JSON.stringify(entry)}`).toBe(true);
+      }
+    }
+  });
+
+  it("is what the bundle's colormaps read (code 0 first)", () => {
+    for (let b = 0; b < 256; b++) {
+      expect(viridis(b / 255)).toEqual(VIRIDIS[b]);
+      expect(diverging((b / 255) * 2 - 1)).toEqual(DIVERGING[b]);
+    }
+  });
+});
 
 describe("colormaps", () => {
   it("viridis runs from dark purple to yellow", () => {
     expect(viridis(0)).toEqual([68, 1, 84]);
     expect(viridis(1)).toEqual([253, 231, 37]);
+    expect(viridis(0.5)).toEqual(VIRIDIS[128]);
     expect(viridis(-3)).toEqual(viridis(0));
+    expect(viridis(7)).toEqual(viridis(1));
     expect(viridis(NaN)).toEqual(viridis(0));
     const mid = viridis(0.5);
     expect(mid[1]).toBeGreaterThan(mid[0]);
   });
 
   it("diverging is white at 0, blue below, red above", () => {
-    expect(diverging(0)).toEqual([247, 247, 247]);
+    expect(diverging(0)).toEqual(DIVERGING[128]);
+    expect(Math.min(...diverging(0))).toBeGreaterThan(240);
+    expect(diverging(-1)).toEqual(DIVERGING[0]);
+    expect(diverging(1)).toEqual(DIVERGING[255]);
+    expect(diverging(-5)).toEqual(diverging(-1));
     const [r1, , b1] = diverging(-1);
     const [r2, , b2] = diverging(1);
     expect(b1).toBeGreaterThan(r1);
     expect(r2).toBeGreaterThan(b2);
   });
 
+  it("returns a fresh colour each call (the table is never handed out)", () => {
+    const c = viridis(0);
+    c[0] = 0;
+    expect(viridis(0)).toEqual([68, 1, 84]);
+  });
+
   it("signed views centre 0 on white even for an asymmetric range", () => {
-    expect(colorOf(0, -1, 3, true)).toEqual([247, 247, 247]);
+    expect(colorOf(0, -1, 3, true)).toEqual(diverging(0));
     // -1 of [-1, 3] is a third of the way to the bluest colour, not the end of the ramp.
     expect(colorOf(-1, -1, 3, true)).not.toEqual(diverging(-1));
+    expect(colorOf(-1, -1, 3, true)).toEqual(DIVERGING[Math.round(((-1 / 3 + 1) / 2) * 255)]);
     expect(colorOf(3, -1, 3, true)).toEqual(diverging(1));
   });
 
-  it("the lookup table maps byte 0 to vmin and 255 to vmax", () => {
+  it("the lookup table maps byte b to table entry b", () => {
     const t = lut(0, 2, false);
-    expect(Array.from(t.slice(0, 4))).toEqual([...viridis(0), 255]);
-    expect(Array.from(t.slice(255 * 4))).toEqual([...viridis(1), 255]);
+    for (let b = 0; b < 256; b++) expect(Array.from(t.slice(b * 4, b * 4 + 4)), `byte ${b}`).toEqual([...VIRIDIS[b], 255]);
     const signed = lut(-2, 2, true);
+    for (let b = 0; b < 256; b++) expect(Array.from(signed.slice(b * 4, b * 4 + 4)), `signed byte ${b}`).toEqual([...DIVERGING[b], 255]);
     const out = new Uint8ClampedArray(8);
     applyLut(new Uint8Array([0, 255]), signed, out);
-    expect(Array.from(out.slice(0, 3))).toEqual(diverging(-1));
-    expect(Array.from(out.slice(4, 7))).toEqual(diverging(1));
+    expect(Array.from(out.slice(0, 4))).toEqual([...diverging(-1), 255]);
+    expect(Array.from(out.slice(4, 8))).toEqual([...diverging(1), 255]);
+  });
+
+  it("colour bar stops come from the table", () => {
+    expect(gradientStops(false, 0, 1, 2)).toBe(`${cssColor(VIRIDIS[0] as RGB)} 0%, ${cssColor(VIRIDIS[255] as RGB)} 100%`);
+    expect(gradientStops(true, -1, 1, 3)).toBe(`${cssColor(DIVERGING[0] as RGB)} 0%, ${cssColor(DIVERGING[128] as RGB)} 50%, ${cssColor(DIVERGING[255] as RGB)} 100%`);
   });
 
   it("type colours are stable, by family first", () => {

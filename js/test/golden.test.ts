@@ -1,8 +1,9 @@
 // The Python-written golden files: the JS walk must give exactly the edges of flow.select().
 // Both files are required: a missing one fails here (loadRaw throws), it is never skipped.
 import { describe, expect, it } from "vitest";
-import { buildTree, buildView, initialState } from "../src/model";
-import { stageEdges, topologyIndex } from "../src/topology";
+import { buildTree } from "../src/model/tree";
+import { buildView, initialState } from "../src/model/view_model";
+import { stageEdges, topologyIndex } from "../src/model/topology";
 import { decodeGraph, SCHEMA } from "../src/wire";
 import { loadRaw } from "./fixtures";
 

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { buildTree, buildView, chosenState, initialState, isShown, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount, type ViewState } from "../src/model";
+import { buildTree } from "../src/model/tree";
+import {
+  buildView, chosenState, initialState, isShown, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount,
+  type ViewState,
+} from "../src/model/view_model";
 import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
 

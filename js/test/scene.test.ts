@@ -1,10 +1,12 @@
 // Scene edges: ports spread along a node's sides, so flow and skip edges never share an end;
 // edges that share a laid-out route get lanes; edges into and out of groups go around nodes.
 import { describe, expect, it } from "vitest";
-import { computeLayout, type Direction } from "../src/layout";
-import { buildTree, buildView, initialState, toggleExpanded, toggleUnfolded, type CallTree, type ViewState } from "../src/model";
-import { segmentHitsBox } from "../src/routing";
-import { buildScene, layoutRequest, type Scene } from "../src/scene";
+import { computeLayout, type Direction } from "../src/layout/layout";
+import { buildTree, type CallTree } from "../src/model/tree";
+import { buildView, initialState, toggleExpanded, toggleUnfolded, type ViewState } from "../src/model/view_model";
+import { segmentHitsBox } from "../src/scene/routing";
+import { buildScene, layoutRequest } from "../src/scene/scene";
+import type { Scene } from "../src/scene/types";
 import { loadGraph } from "./fixtures";
 
 const unet = buildTree(loadGraph("wire_unet.json"));

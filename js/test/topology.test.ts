@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { stageEdges, topologyIndex } from "../src/topology";
+import { stageEdges, topologyIndex } from "../src/model/topology";
 import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
 

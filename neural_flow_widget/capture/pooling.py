@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -150,8 +149,7 @@ def _block_pooling(like: Like, rows: int, w: int, pw: int) -> torch.Tensor:
     key = ("block", rows, w, pw, *like)
     matrix = _MATRICES.get(key)
     if matrix is None:
-        dense = np.tile(_windows(w, pw), (rows, 1)) / rows
-        matrix = _cache(key, torch.from_numpy(dense).to(like[1], like[0]))
+        matrix = _cache(key, (_windows(w, pw, like[1]).repeat(rows, 1) / rows).to(like[0]))
     return matrix
 
 
@@ -162,13 +160,15 @@ def _cache(key: tuple, matrix: torch.Tensor) -> torch.Tensor:
     return matrix
 
 
-def _windows(n: int, p: int) -> np.ndarray:
-    """(n, p) matrix averaging ``adaptive_avg_pool1d``'s windows."""
-    matrix = np.zeros((n, p))
-    for i in range(p):
-        start, end = (i * n) // p, -(-(i + 1) * n // p)
-        matrix[start:end, i] = 1.0 / (end - start)
-    return matrix
+def _windows(n: int, p: int, device: torch.device) -> torch.Tensor:
+    """(n, p) float64 matrix averaging ``adaptive_avg_pool1d``'s windows, made on ``device``
+    (no transfer from the host)."""
+    i = torch.arange(p, dtype=torch.int64, device=device)
+    start = torch.div(i * n, p, rounding_mode="floor")
+    end = -torch.div(-(i + 1) * n, p, rounding_mode="floor")
+    rows = torch.arange(n, dtype=torch.int64, device=device)[:, None]
+    inside = (rows >= start) & (rows < end)
+    return inside.to(torch.float64) / (end - start).to(torch.float64)
 
 
 def _pooling(like: Like, sizes: tuple[int, ...], pooled: tuple[int, ...]) -> torch.Tensor:
@@ -178,10 +178,10 @@ def _pooling(like: Like, sizes: tuple[int, ...], pooled: tuple[int, ...]) -> tor
     matrix = _MATRICES.get(key)
     if matrix is None:
         if not pooled:
-            dense = np.full(sizes[0], 1.0 / sizes[0])
+            dense = torch.full((sizes[0],), 1.0 / sizes[0], dtype=torch.float64, device=like[1])
         else:
-            dense = _windows(sizes[0], pooled[0])
+            dense = _windows(sizes[0], pooled[0], like[1])
             if len(sizes) == 2:
-                dense = np.kron(dense, _windows(sizes[1], pooled[1]))
-        matrix = _cache(key, torch.from_numpy(dense).to(like[1], like[0]))
+                dense = torch.kron(dense, _windows(sizes[1], pooled[1], like[1]))
+        matrix = _cache(key, dense.to(like[0]))
     return matrix

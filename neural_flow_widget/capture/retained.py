@@ -5,13 +5,12 @@
 >>> (kept.layout, kept.nbytes <= DEFAULT_BUDGET_BYTES, kept.parts["grid"].shape)
 ('image', True, (8, 32, 32))
 
-:func:`retain` runs inside each module call of the traced run, so it is built for cost (about 15-25 torch
-calls and two passes over the batch element for an image; :mod:`._pooling` pools,
-:mod:`._store` moves the parts to the host): every reduction runs on the tensor's device,
-and the host keeps at most ``budget_bytes`` of
-results, float16 where values allow (the float16 parts share one power-of-two scale, used
-only when values would not fit float16 well).  Percentiles and colour ranges belong to
-render time (:mod:`._views`).  Which reduction is kept depends on the shape (the
+:func:`retain_pending` runs inside each module call of the traced run, so it is built for
+cost: a dozen torch ops on the tensor's own device (:mod:`.pooling` pools), whose results
+stay there until the pass is over (:mod:`.host` brings them over together).  The host keeps
+at most ``budget_bytes``; maps are kept as float16 under one power-of-two scale that puts
+their largest finite |x| in [2**14, 2**15) (float16's 11 bits, whatever the values' size).
+Percentiles and colour ranges belong to render time (:mod:`.views`).  Which reduction is kept depends on the shape (the
 *layout*), for one batch element ``sample``:
 
 * ``image`` - 4-D ``(N, C, H, W)``; 5-D and up ``(N, C, *extra, H, W)`` are first averaged
@@ -28,29 +27,33 @@ render time (:mod:`._views`).  Which reduction is kept depends on the shape (the
   row-major order) and the 16 values largest in |x| with their flat indices.
 * ``empty`` - a tensor without elements; it offers no views.
 
-Pooled sizes prefer windows that divide the axes.  Every kept array is a copy: later in-place
-ops on the activation do not reach it.  Int and bool tensors are reduced as float (int values
-in the ``vector`` layout stay exact up to 2**53); complex tensors by their magnitude.
+Pooled sizes prefer windows that divide the axes.  Every kept array is a copy made in the
+call: later in-place ops on the activation do not reach it.  Int and bool tensors are
+reduced as float (int values in the ``vector`` layout stay exact up to 2**53); complex
+tensors by their magnitude.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Literal, Mapping
+from typing import Literal, NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .host import to_host
 from .pooling import Like, even, even2, fit, fit_axes, pool_flat
-from .transfer import BYTES, NUMPY_READS, Plan, Storage, store_device, store_host
-from .summary import Dense, read_dense
 from .sampling import prime_at_least
+from .summary import Dense, read_dense
 
-__all__ = ["DEFAULT_BUDGET_BYTES", "MIN_BUDGET_BYTES", "Retained", "retain", "retain_dense"]
+__all__ = ["DEFAULT_BUDGET_BYTES", "MIN_BUDGET_BYTES", "PendingRetained", "Retained",
+           "image_sizes", "rank_rows", "retain", "retain_dense", "retain_pending",
+           "sequence_sizes"]  # fmt: skip
 
 DEFAULT_BUDGET_BYTES = 256 * 1024
 #: the smallest budget :func:`retain` accepts
@@ -59,7 +62,7 @@ Layout = Literal["image", "sequence", "vector", "empty"]
 
 _GRID_SIDE, _MAP_SIDE, _TOP_CHANNELS = 64, 256, 8
 _NORMS, _FIRST, _TOPK = 4096, 4096, 16
-_RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
+RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -76,8 +79,9 @@ class Retained:
     shape: tuple[int, ...]  # the full tensor shape
     dtype: str  # torch dtype name without "torch."
     sample: int | None  # batch index kept; None when the tensor has no batch axis
-    parts: Mapping[str, np.ndarray]  # read-only arrays by name (float16 ones are scaled)
-    scales: Mapping[str, float]  # a float16 part times its scale gives the values back
+    parts: Mapping[str, np.ndarray]  # read-only arrays by name (maps: float16, scaled)
+    # a float16 part times its scale gives the values back (no entry: a scale of 1)
+    scales: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     note: str | None = None  # how the shape was reduced before keeping, if it was
 
     @property
@@ -99,60 +103,69 @@ class Retained:
         return part.astype(np.float32) if part.dtype != np.float64 else part
 
 
+class Kept(NamedTuple):
+    """One device tensor of a plan: parts laid one after another in it, as (name, shape)
+    pairs; float16 maps come with their scale (a 0-d float32 tensor)."""
+
+    tensor: torch.Tensor
+    parts: list[tuple[str, tuple[int, ...]]]
+    scale: torch.Tensor | None = None
+
+
+Plan = list[Kept]
+
+
+class PendingRetained:
+    """A :class:`Retained` whose parts are still on the tensor's device (see :mod:`.host`);
+    the last of its tensors is the float16 maps' scale when it has maps."""
+
+    __slots__ = ("_head", "_layout", "_plan", "tensors")
+
+    def __init__(self, layout: Layout, head: dict, plan: Plan) -> None:
+        self._layout, self._head = layout, head
+        self._plan = [(kept.parts, kept.scale is not None) for kept in plan]
+        self.tensors: list[torch.Tensor] | None = [
+            t for kept in plan for t in (kept.tensor, kept.scale) if t is not None]
+
+    def arrived(self, arrays: list[np.ndarray]) -> None:
+        parts: dict[str, np.ndarray] = {}
+        scales: dict[str, float] = {}
+        given = iter(arrays)
+        for names, scaled in self._plan:
+            array = next(given)
+            scale = float(next(given)) if scaled else 1.0
+            at = 0
+            for name, shape in names:
+                size = math.prod(shape)
+                parts[name] = array[at : at + size].reshape(shape)
+                at += size
+                if scale != 1.0:
+                    scales[name] = scale
+        self.tensors = None
+        self._head |= dict(parts=MappingProxyType(parts), scales=MappingProxyType(scales))
+
+    def result(self) -> Retained:
+        if "parts" not in self._head:
+            raise RuntimeError("these parts have not reached the host yet")
+        return Retained(self._layout, **self._head)
+
+
 # --------------------------------------------------------------------------------------------
-# per-layout plans: device work only; name -> (tensor, storage, shape)
+# sizes (host arithmetic, cached: shapes repeat from call to call)
 
 
-
-def _rank_rows(c: int, h: int, w: int) -> int:
-    """The row step for ranking channels: 1 (every row) up to ``_RANK_SAMPLE`` elements,
+def rank_rows(c: int, h: int, w: int) -> int:
+    """The row step for ranking channels: 1 (every row) up to ``RANK_SAMPLE`` elements,
     else a prime (so that it does not alias with periodic rows), at most ``h``."""
-    if c * h * w <= _RANK_SAMPLE:
+    if c * h * w <= RANK_SAMPLE:
         return 1
-    return min(prime_at_least(-(-h // max(1, _RANK_SAMPLE // (c * w)))), h)
-
-
-def _rank_host(x: torch.Tensor, shape: tuple[int, ...], k: int):
-    """CPU: mean |x| per channel (see :func:`_rank_rows`) and the ``k`` largest, in numpy
-    (a few thousand values: no torch call per step)."""
-    c, h, w = shape
-    step = _rank_rows(c, h, w)
-    values = x.numpy()
-    rows = values if step == 1 else values[:, step // 2 :: step]
-    magnitude = np.abs(rows).reshape(c, -1)  # a contiguous copy: rows per channel
-    count = magnitude.shape[1]
-    # a matrix-vector product sums the rows far faster than a reduction over short axes
-    mean_abs = (magnitude @ _ones(count, magnitude.dtype)).astype(np.float32) / np.float32(count)
-    top = np.argpartition(-mean_abs, k - 1)[:k] if k < c else np.arange(c)
-    top = top[np.argsort(-mean_abs[top], kind="stable")]
-    return mean_abs, torch.from_numpy(top), top
-
-
-@functools.lru_cache(maxsize=64)
-def _ones(n: int, dtype: np.dtype) -> np.ndarray:
-    ones = np.ones(n, dtype)
-    ones.setflags(write=False)
-    return ones
-
-
-def _rank_device(x: torch.Tensor, shape: tuple[int, ...], k: int):
-    c, h, w = shape
-    step = _rank_rows(c, h, w)
-    rows = x if step == 1 else x[:, step // 2 :: step]
-    mean_abs = rows.abs().mean((1, 2))
-    top = torch.topk(mean_abs, k).indices
-    return mean_abs, top, top
-
-
-#: channel rankers by device type: (mean |x| per channel, the k most active, most first, as
-#: an index tensor and as what is kept)
-_RANKERS = {"cpu": _rank_host}
+    return min(prime_at_least(-(-h // max(1, RANK_SAMPLE // (c * w)))), h)
 
 
 @functools.lru_cache(maxsize=1024)
-def _image_sizes(c: int, h: int, w: int, budget: int):
+def image_sizes(c: int, h: int, w: int, budget: int):
     """(grid, mean, top channels, top size) of the image layout, or None when too many
-    channels for the budget; cached (shapes repeat from call to call)."""
+    channels for the budget."""
     k_max = min(_TOP_CHANNELS, c)
     grid = even2(h, w, fit(h, w, (budget // 2) // (2 * c), _GRID_SIDE))
     mean = even2(h, w, fit(h, w, (budget // 8) // 2, _MAP_SIDE))
@@ -171,61 +184,72 @@ def _image_sizes(c: int, h: int, w: int, budget: int):
     return grid, mean, k, top
 
 
-def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
-    c, h, w = shape
-    sizes = _image_sizes(c, h, w, budget)
-    if sizes is None:
-        return None
-    grid, mean, k, top = sizes
-    mean_abs, chosen, kept = _RANKERS.get(like[1].type, _rank_device)(x, shape, max(k, 1))
-    plan: Plan = {
-        "channel_mean_abs": (mean_abs, "f32", (c,)),
-        "grid": (pool_flat(x, h, w, *grid, like), "f16", (c, *grid)),
-        "mean": (pool_flat(x.mean(0), h, w, *mean, like), "f16", mean),
-    }
-    if top is not None:
-        top_maps = pool_flat(x.index_select(0, chosen), h, w, *top, like)
-        plan["top"] = (top_maps, "f16", (k, *top))
-        plan["top_channels"] = (kept, "i64", (k,))
-    return plan
-
-
 @functools.lru_cache(maxsize=1024)
-def _sequence_sizes(length: int, dim: int, budget: int) -> tuple[int, tuple[int, int]]:
-    """(norms kept, token map size) of the sequence layout; cached."""
+def sequence_sizes(length: int, dim: int, budget: int) -> tuple[int, tuple[int, int]]:
+    """(norms kept, token map size) of the sequence layout."""
     n_norms = min(length, _NORMS, budget // 16)
     heat = fit_axes(length, dim, (budget - 4 * n_norms) // 2, _MAP_SIDE)
     return n_norms, (even(length, heat[0]), even(dim, heat[1]))
 
 
+# --------------------------------------------------------------------------------------------
+# per-layout plans: device ops only
+
+
+def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+    c, h, w = shape
+    sizes = image_sizes(c, h, w, budget)
+    if sizes is None:
+        return None
+    grid, mean, k, top = sizes
+    step = rank_rows(c, h, w)
+    rows = x if step == 1 else x[:, step // 2 :: step]
+    mean_abs = rows.abs().mean((1, 2))
+    maps = [pool_flat(x, h, w, *grid, like), pool_flat(x.mean(0), h, w, *mean, like)]
+    parts = [("grid", (c, *grid)), ("mean", mean)]
+    plan: Plan = [Kept(mean_abs.to(torch.float32), [("channel_mean_abs", (c,))])]
+    if top is not None:
+        chosen = torch.topk(mean_abs, k).indices  # most active first
+        maps.append(pool_flat(x.index_select(0, chosen), h, w, *top, like))
+        parts.append(("top", (k, *top)))
+        plan.append(Kept(chosen, [("top_channels", (k,))]))
+    plan.insert(1, _halves(torch.cat(maps), parts))  # (in the parts' order)
+    return plan
+
+
 def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
     length, dim = shape
-    n_norms, heat = _sequence_sizes(length, dim, budget)
+    n_norms, heat = sequence_sizes(length, dim, budget)
     norms = torch.linalg.vector_norm(x, 2, dim=1)  # fast along a contiguous last axis
     if n_norms < length:
         norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]
-    return {
-        "tokens": (pool_flat(x, length, dim, *heat, like), "f16", heat),
-        "norms": (norms, "f32", (n_norms,)),
-    }
+    tokens = pool_flat(x, length, dim, *heat, like)
+    return [_halves(tokens, [("tokens", heat)]), Kept(norms.to(torch.float32), [("norms", (n_norms,))])]
 
 
-def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, budget: int):
+def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype,
+                   budget: int) -> Plan:  # fmt: skip
     flat = x.reshape(-1).abs() if dtype.is_complex else x.reshape(-1)
     exact_ints = not (dtype.is_floating_point or dtype.is_complex)
-    if dtype not in NUMPY_READS:  # bfloat16, complex magnitudes, float8, uint16...
-        flat = flat.to(torch.float64 if dtype in _DOUBLE or exact_ints else torch.float32)
-    store: Storage = "f64" if exact_ints else "f32"
+    store = torch.float64 if exact_ints else torch.float32
     numel = math.prod(shape)
     k = min(_TOPK, numel)
-    n_first = min(numel, _FIRST, (budget - k * 16) // BYTES[store])
+    n_first = min(numel, _FIRST, (budget - k * 16) // (8 if exact_ints else 4))
     magnitude = flat.abs() if dtype is not torch.bool else flat.to(torch.uint8)
     top = torch.topk(magnitude, k).indices
-    return {
-        "first": (flat[:n_first], store, (n_first,)),
-        "topk_values": (flat[top], store, (k,)),
-        "topk_indices": (top, "i64", (k,)),
-    }
+    values = torch.cat([flat[:n_first], flat[top]]).to(store)  # (cat copies)
+    return [Kept(values, [("first", (n_first,)), ("topk_values", (k,))]),
+            Kept(top, [("topk_indices", (k,))])]
+
+
+def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]]) -> Kept:
+    """``maps`` (1-D) as float16 divided by a power of two that puts their largest finite |x|
+    in [2**14, 2**15) (float16 then holds any size of values with its full precision; 1 when
+    there is none), and that scale; device ops only, no wait for the device."""
+    peak = torch.nan_to_num(maps.abs(), nan=0.0, posinf=0.0).amax()
+    exponent = torch.frexp(peak.to(torch.float32)).exponent - 15
+    scale = torch.where(peak > 0, torch.ldexp(torch.ones_like(peak), exponent), 1.0)
+    return Kept((maps / scale).to(torch.float16), parts, scale.to(torch.float32))
 
 
 _RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], Plan | None]] = {
@@ -279,17 +303,12 @@ def _select(d: Dense, sample: int):
     return x, (inner[0], *inner[-2:]), dtype, sample, note
 
 
-#: how parts reach the host, by device type; other devices use the one-transfer store
-_STORES: dict[str, Callable[[Plan, float | None], tuple[dict, dict]]] = {"cpu": store_host}
-
-
 # --------------------------------------------------------------------------------------------
 # public
 
 
-def retain(
-    t: torch.Tensor, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
-) -> Retained:
+def retain(t: torch.Tensor, *, sample: int = 0,
+           budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Retained:  # fmt: skip
     """Keep a reduction of ``t[sample]`` of at most ``budget_bytes`` on the host.
 
     >>> import torch
@@ -300,23 +319,25 @@ def retain(
     return retain_dense(read_dense(t, who="retain()"), sample=sample, budget_bytes=budget_bytes)
 
 
-def retain_dense(
-    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES,
-    peak: float | None = None,
-) -> Retained:  # fmt: skip
-    """:func:`retain` of a tensor already read by :func:`~._summaries.read_dense`.
+def retain_dense(d: Dense, *, sample: int = 0,
+                 budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Retained:  # fmt: skip
+    """:func:`retain` of a tensor already read by :func:`~.summary.read_dense`."""
+    pending = retain_pending(d, sample=sample, budget_bytes=budget_bytes)
+    to_host([pending])
+    return pending.result()
 
-    ``peak``: a known bound on its finite |x| (e.g. from its summary), which spares
-    finding the float16 scale.
-    """
+
+def retain_pending(d: Dense, *, sample: int = 0,
+                   budget_bytes: int = DEFAULT_BUDGET_BYTES) -> PendingRetained:  # fmt: skip
+    """The device ops of :func:`retain_dense`, now; the parts reach the host later."""
     if budget_bytes < MIN_BUDGET_BYTES:
         raise ValueError(
             f"budget_bytes={budget_bytes} is too small; use at least {MIN_BUDGET_BYTES}"
         )
-    head = dict(shape=d.shape, dtype=str(d.dtype).removeprefix("torch."))
+    head: dict = dict(shape=d.shape, dtype=str(d.dtype).removeprefix("torch."))
     if d.numel == 0:
-        return Retained("empty", **head, sample=None, parts=MappingProxyType({}),
-                        scales=MappingProxyType({}))  # fmt: skip
+        head |= dict(sample=None, note=None, parts=MappingProxyType({}))
+        return PendingRetained("empty", head, [])
     x, shape, dtype, kept_sample, note = _select(d, sample)
     layout = _layout_of(len(d.shape))
     plan = None
@@ -327,6 +348,4 @@ def retain_dense(
         if layout != "vector":
             note = f"{note + '; ' if note else ''}too many channels for the budget"
         layout, plan = "vector", _retain_vector(x, shape, dtype, budget_bytes)
-    parts, scales = _STORES.get(d.device.type, store_device)(plan, peak)
-    return Retained(layout, **head, sample=kept_sample, parts=MappingProxyType(parts),
-                    scales=MappingProxyType(scales), note=note)  # fmt: skip
+    return PendingRetained(layout, head | dict(sample=kept_sample, note=note), plan)

@@ -1,13 +1,15 @@
 """Capture in the traced run: each call's output is reduced as the call returns.
 
-The call tracker's wrapper (``_calls.CallTracker``: the run's forward hook) calls
-:meth:`CaptureState._on_output` inside the module call, on the output's own device, with every
-``__torch_function__`` handler off, so summary ops never enter the graph. Only small results
-are kept, in host memory: a summary and a bounded :class:`~._retain.Retained` per tensor leaf
-(the compiled path's records are made after the pass, from what it wrote). A tensor object
-that several calls return (a ``Sequential`` and its last child) is reduced once. Attention
-maps come from the :class:`~._attention.AttentionRecorder`, which the tracer feeds with the
-ops it sees.
+The call tracker calls :meth:`CaptureState.on_output` (an
+:class:`~neural_flow_widget.tracing.protocols.OutputObserver`) inside the module call, with
+every ``__torch_function__`` handler off, so summary ops never enter the graph. The
+reductions run on the output's own device and leave small results there
+(:mod:`.summary`, :mod:`.retained`); :meth:`CaptureState.finish` brings them all to the host
+after the pass (:mod:`.host`). On the CPU, float32 images and sequences may take the
+optional compiled path (:mod:`.accelerator`), which writes into host memory directly. A
+tensor object that several calls return (a ``Sequential`` and its last child) is reduced
+once. Attention maps come from the :class:`~.attention.AttentionRecorder`, which the tracer
+feeds with the ops it sees.
 """
 
 from __future__ import annotations
@@ -19,30 +21,38 @@ from typing import Any
 import torch
 
 from ..graph import Flow, Stage
-from . import accelerator as _native
-from . import retained as _retain
-from . import summary as _summaries
-from .attention.maps import PendingMap
+from ..tracing.protocols import WriteLog
+from . import accelerator
+from .attention import AttentionRecorder, AttentionTracer, PendingMap
+from .host import to_host
+from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
+from .summary import PendingSummary, read_dense, summarise_pending, summary_failed
+from .views import available_views, render_view
 
 
 @dataclass(frozen=True, slots=True)
 class Captured:
     """One tensor leaf of a call's output, reduced.
 
-    ``pending`` is a :class:`~._summaries.PendingSummary`: the hook keeps the exact
-    whole-tensor reductions and a copy of the sample; ``summary`` finishes it on first read
-    (cached, shared by the copies :func:`dataclasses.replace` makes).
+    ``pending`` is a :class:`~.summary.PendingSummary`: the call kept the exact whole-tensor
+    reductions and a copy of the sample; ``summary`` finishes it on first read (cached,
+    shared by the copies :func:`dataclasses.replace` makes).
     """
 
     leaf: str  # path of the leaf in the output ("0", "logits", "1.0")
-    pending: Any  # _summaries.PendingSummary
-    retained: Any  # _retain.Retained, or None when it could not be kept
+    pending: PendingSummary
+    retained: Retained | None  # None when it could not be kept
     error: str | None = None
 
     @property
     def summary(self) -> Any:
-        """The :class:`~._summaries.Summary` of the leaf."""
+        """The :class:`~.summary.Summary` of the leaf."""
         return self.pending.resolve()
+
+
+#: what one leaf's reduction gives in the call: the accelerator's record, or the pending
+#: summary, the pending retained parts (None if they failed) and why something failed
+Made = Any
 
 
 @dataclass
@@ -52,26 +62,23 @@ class CaptureState:
     sample: int = 0
     budget_bytes: int | None = None
     attention: bool = True
-    outputs: dict[int, list[tuple[str, Any]]] = field(default_factory=dict)  # leaf, _reduce's
-    recorder: Any = None
+    outputs: dict[int, list[tuple[str, Made]]] = field(default_factory=dict)
+    recorder: AttentionRecorder | None = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
-    tracer: Any = None
-    _memo: dict[int, tuple[weakref.ref, int, Any]] = field(default_factory=dict)
-    _slabs: Any = field(default_factory=lambda: _native.Slabs())
+    writes: WriteLog | None = None  # the dataflow tracer, when there is one
+    _memo: dict[int, tuple[weakref.ref, int, Made]] = field(default_factory=dict)
+    _fast: Any = field(default_factory=accelerator.reducer)  # None: torch ops only
 
     def fresh(self) -> CaptureState:
         return CaptureState(self.sample, self.budget_bytes, self.attention)
 
-    def attach(self, tracker: Any, tracer: Any) -> Any:
-        """Hook into a run; returns a mode to enter around the forward when there is no
-        dataflow tracer to carry the attention recorder, else None."""
-        tracker.on_output = self._on_output
-        self.tracer = tracer
+    def attach(self, stack: list[int], tracer: Any) -> Any:
+        """Observe a run whose call stack is ``stack``; returns a mode to enter around the
+        forward when there is no dataflow tracer to carry the attention recorder, else
+        None."""
+        self.writes = tracer
         if not self.attention:
             return None
-        from .attention.recorder import AttentionRecorder, AttentionTracer
-
-        stack = tracker.stack
         # maps of SDPA calls are made when first asked for, from copies of the query and key
         self.recorder = AttentionRecorder(lambda: stack[-1], sample=self.sample, lazy=True)
         if tracer is not None:
@@ -85,67 +92,70 @@ class CaptureState:
         if self.recorder is not None:
             self.recorder.forget()
 
-    def _on_output(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
-        tracer, memo = self.tracer, self._memo
+    def on_output(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
+        """A call returned: reduce each tensor leaf of its output."""
+        writes, memo = self.writes, self._memo
         try:
             kept = []
             for leaf, tensor in leaves:
                 # The same tensor object returned by several calls (a Sequential and its last
                 # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote
                 # to it in between. Without a tracer to see such writes nothing is shared.
-                if tracer is not None:
+                if writes is not None:
                     entry = memo.get(id(tensor))
                     if entry is not None and entry[0]() is tensor and \
-                            not tracer.written_since(tensor, entry[1]):
+                            not writes.written_since(tensor, entry[1]):
                         kept.append((leaf, entry[2]))
                         continue
                 made = self._reduce(tensor)
-                if tracer is not None:
-                    memo[id(tensor)] = (weakref.ref(tensor), tracer.seq, made)
+                if writes is not None:
+                    memo[id(tensor)] = (weakref.ref(tensor), writes.seq, made)
                 kept.append((leaf, made))
             self.outputs[call] = kept
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
 
-    def _reduce(self, tensor: torch.Tensor) -> Any:
-        """A :class:`~._native.Reduced` (its records are made after the run), or
-        ``(pending summary, retained, error)``."""
-        # Runs with __torch_function__ off (the call tracker turns it off around this), so
-        # these ops never enter the graph.
-        budget = self.budget_bytes or _retain.DEFAULT_BUDGET_BYTES
+    def _reduce(self, tensor: torch.Tensor) -> Made:
+        budget = self.budget_bytes or DEFAULT_BUDGET_BYTES
         try:
-            # the compiled path, where it applies (float32 image / sequence on the CPU)
-            if _native.LIB is not None:
-                fast = _native.reduce_later(tensor, self.sample, budget, self._slabs)
+            if self._fast is not None:  # float32 images and sequences on the CPU
+                fast = self._fast.reduce(tensor, self.sample, budget)
                 if fast is not None:
                     return fast
-            # the tensor is read once (attribute reads are torch calls too) for both
-            dense = _summaries.read_dense(tensor)
-            summary = _summaries.summarise_pending(dense)
+            dense = read_dense(tensor)  # read once, for both
+            summary = summarise_pending(dense)
         except Exception as error:
             reason = f"summary failed: {type(error).__name__}: {error}"
-            failed = _summaries.summary_failed(tensor, reason)
-            return _summaries.PendingSummary(failed), None, reason
+            return PendingSummary.of(summary_failed(tensor, reason)), None, reason
         try:
-            # the summary's exact min/max bound what retention keeps: no scale search
-            peak = None if summary.min is None else max(-summary.min, summary.max)
-            retained = _retain.retain_dense(dense, sample=self.sample, budget_bytes=budget,
-                                            peak=peak)
+            retained = retain_pending(dense, sample=self.sample, budget_bytes=budget)
         except Exception as error:
             return summary, None, f"view failed: {type(error).__name__}: {error}"
-        return summary, retained, summary.error
+        return summary, retained, None
 
     def finish(self) -> Capture:
+        """The run's records, once its small results reached the host (one transfer per
+        device)."""
+        made = [m for items in self.outputs.values() for _, m in items if type(m) is tuple]
+        to_host([part for m in made for part in m[:2] if part is not None])
         outputs = {}
         for call, items in self.outputs.items():
-            outputs[call] = [Captured(leaf, *(made.result() + (None,) if type(made) is
-                                              _native.Reduced else made))
-                             for leaf, made in items]
-        maps = dict(self.recorder.maps) if self.recorder is not None else {}
-        for call, errors in (self.recorder.errors if self.recorder is not None else {}).items():
+            outputs[call] = [Captured(leaf, *_records(m)) for leaf, m in items]
+        recorder = self.recorder
+        maps = dict(recorder.maps) if recorder is not None else {}
+        for call, errors in (recorder.errors if recorder is not None else {}).items():
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
         return Capture(outputs, maps, dict(self.failures), self.sample)
+
+
+def _records(made: Made) -> tuple[PendingSummary, Retained | None, str | None]:
+    if type(made) is not tuple:  # the accelerator's
+        return (*made.result(), None)
+    summary, retained, error = made
+    if isinstance(retained, PendingRetained):
+        retained = retained.result()
+    return summary, retained, error
 
 
 @dataclass(frozen=True)
@@ -182,8 +192,6 @@ class Capture:
 
     def view(self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None,
              leaf: int) -> Any:
-        from . import views as _views
-
         items = self.captured(flow, stage_id)
         if not 0 <= leaf < len(items):
             raise ValueError(f"stage {stage_id!r} has {len(items)} output tensor(s); "
@@ -191,15 +199,13 @@ class Capture:
         item = items[leaf]
         if item.retained is None:
             raise ValueError(f"stage {stage_id!r}: no view was kept ({item.error})")
-        return _views.render_view(item.retained, kind, channel=channel)
+        return render_view(item.retained, kind, channel=channel)
 
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
-        from . import views as _views
-
         items = self.captured(flow, stage_id)
         if leaf >= len(items) or items[leaf].retained is None:
             return ()
-        return _views.available_views(items[leaf].retained)
+        return available_views(items[leaf].retained)
 
     def attention(self, flow: Flow, stage_id: str) -> list[Any]:
         stage = flow.stage(stage_id)

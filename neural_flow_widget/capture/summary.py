@@ -1,26 +1,16 @@
-"""Pure tensor -> :class:`Summary` functions, cheap enough to run inside every module call.
+"""Summaries of a tensor: what flowed through one tensor leaf of a stage, in a few hundred bytes.
 
 >>> import torch
 >>> s = summarise(torch.tensor([[1.0, -2.0], [0.0, float("nan")]]))
 >>> (s.kind, s.min, s.max, s.nan, s.zero_fraction)
 ('float', -2.0, 1.0, 1, 0.3333333333333333)
 
-Cost model (what keeps a traced forward close to a plain one):
-
-* Two passes over the whole tensor, ``aminmax`` and ``sum``; everything else reads a sample
-  of at most ``max_exact`` elements (default :data:`MAX_EXACT`; the whole tensor when it
-  is that small).
-* The sample is a set of contiguous chunks, every k-th run of a few dozen elements (see
-  :mod:`._summary_kernels`); cutting it is one cheap strided copy, not an element gather.
-* Float kernels per device type (a registry of :mod:`._float_kernels`): on the CPU min,
-  max and sum come back as Python numbers, elsewhere (CUDA) they and the sample come to
-  the host in one transfer; numpy computes the sampled statistics and the histogram on the
-  host in both.  A float tensor holding NaN/Inf (the first pass shows it) is redone with
-  masks; an int tensor's ``torch.unique`` syncs by itself.
-* No sorting of large tensors, no Python loops over elements or channels.
-* Capture (:func:`summarise_pending`) splits the float kernels: the hook runs only the
-  whole-tensor passes and copies the sample; the numpy statistics and the histogram run
-  on first read of the summary (same values as :func:`summarise`, cached).
+Cost model (what keeps a traced forward close to a plain one): inside the call, on the
+tensor's own device, two passes over the whole tensor (``aminmax`` and ``sum``) and one
+strided copy of a fixed sample of at most ``max_exact`` elements (:mod:`.sampling`); nothing
+waits for the device.  After the pass, the small results reach the host together
+(:mod:`.host`) and numpy makes the sampled statistics and the histogram on first read
+(:class:`PendingSummary`).  See :mod:`.statistics` for the two halves of each kind.
 
 Kinds: floating tensors are ``"float"`` (float16 / bfloat16 / float8 are computed in float32);
 complex tensors are summarised by their magnitude ``|z|`` as ``"float"`` (``dtype`` still
@@ -30,51 +20,22 @@ says ``complex64``); ``torch.bool`` is ``"bool"``; every other dtype is ``"int"`
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import numpy as np
 import torch
 
-from .float_stats import (
-    FloatSample,
-    float_device,
-    float_device_read,
-    float_finish,
-    float_host,
-    float_host_read,
-)
-from .sampling import (
-    count_on,
-    flat_view,
-    hist_histc,
-    no_stats,
-    pack,
-    sample_of,
-    scaled_for_hist,
-    unpack,
-    variance,
-)
+from .host import to_host
+from .sampling import flat_view, sample_plan
+from .statistics import FINISHERS, REDUCERS, no_stats
 
-__all__ = [
-    "Dense",
-    "Kind",
-    "MAX_EXACT",
-    "PendingSummary",
-    "Summary",
-    "check_dense",
-    "read_dense",
-    "summarise",
-    "summarise_dense",
-    "summarise_pending",
-    "summary_failed",
-    "tensor_kind",
-]
+__all__ = ["Dense", "Kind", "MAX_EXACT", "PendingSummary", "Summary", "check_dense",
+           "read_dense", "summarise", "summarise_pending", "summary_failed", "tensor_kind"]
 
 Kind = Literal["float", "int", "bool"]
 
-#: how many of the most frequent values an int tensor's summary keeps
-MAX_VALUES = 32
 #: default sample size: larger tensors get their sampled fields from this many elements
 MAX_EXACT = 1 << 13
 
@@ -219,75 +180,19 @@ def check_dense(t: object, *, who: str = "summarise()") -> torch.Tensor:
 
 _KERNEL_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
 
-#: float kernels by device type, as (eager kernel, read for a pending summary); other devices
-#: use the device pair (one transfer)
-_FLOAT_KERNELS: dict[str, tuple[Callable, Callable]] = {"cpu": (float_host, float_host_read)}
-_DEVICE_KERNELS = (float_device, float_device_read)
 
-
-# --------------------------------------------------------------------------------------------
-# per-kind summarisers (a registry keyed by kind)
-
-
-def _float_input(d: Dense) -> tuple[torch.Tensor, torch.dtype]:
+def _flat_input(d: Dense, kind: Kind) -> tuple[torch.Tensor, torch.dtype]:
+    """The 1-D tensor the statistics read, and its dtype: complex as magnitudes, float8 and
+    other rare floats as float32."""
     flat, dtype = flat_view(d.t), d.dtype
+    if kind != "float":
+        return flat, dtype
     if dtype.is_complex:
         flat = flat.abs()
         dtype = torch.float64 if dtype is torch.complex128 else torch.float32
     elif dtype not in _KERNEL_FLOATS:  # float8: few kernels take it
         flat, dtype = flat.to(torch.float32), torch.float32
     return flat, dtype
-
-
-def _float_fields(d: Dense, bins: int, max_exact: int) -> dict:
-    flat, dtype = _float_input(d)
-    kernel = _FLOAT_KERNELS.get(d.device.type, _DEVICE_KERNELS)[0]
-    return kernel(flat, dtype, d.numel, bins, max_exact)
-
-
-def _int_fields(d: Dense, bins: int, max_exact: int) -> dict:
-    flat = flat_view(d.t)
-    sample, sampled = sample_of(flat, d.dtype, d.numel, max_exact, d.dtype)
-    as_float = sample.to(torch.float64)
-    zero = count_on(0, flat)
-    lo, hi = torch.aminmax(flat)
-    scalars = dict(
-        min=lo, max=hi, sum=flat.sum(), finite=count_on(d.numel, flat), nan=zero,
-        posinf=zero, neginf=zero, s_var=variance(as_float), s_abs=as_float.abs().sum(),
-        s_nonzero=torch.count_nonzero(sample), s_finite=count_on(sample.numel(), flat),
-    )  # fmt: skip
-    counts = hist_histc(scaled_for_hist(as_float, lo, hi, bins), bins)
-    uniq, uniq_counts = torch.unique(sample, return_counts=True)  # syncs on CUDA by itself
-    order = torch.sort(uniq_counts, descending=True, stable=True).indices[:MAX_VALUES]
-    top = torch.stack([uniq[order].to(torch.int64), uniq_counts[order]]).cpu().tolist()
-    fields = unpack(pack(scalars, counts).tolist(), bins, sampled)
-    return fields | dict(values=tuple(zip(*top)))
-
-
-def _bool_fields(d: Dense, bins: int, max_exact: int) -> dict:
-    numel = d.numel
-    n_true = int(torch.count_nonzero(d.t))  # the one sync
-    n_false = numel - n_true
-    p = n_true / numel
-    counts = np.zeros(bins, dtype=np.int64)
-    counts[0] += n_false
-    counts[-1] += n_true
-    counts.setflags(write=False)
-    values = sorted(((False, n_false), (True, n_true)), key=lambda vc: (-vc[1], vc[0]))
-    return dict(
-        min=0.0 if n_false else 1.0, max=1.0 if n_true else 0.0, mean=p,
-        std=math.sqrt(p * (1.0 - p)), mean_abs=p, zero_fraction=n_false / numel,
-        nan=0, posinf=0, neginf=0, hist_counts=counts, hist_lo=0.0, hist_hi=1.0,
-        sampled=None, values=tuple(values),
-    )  # fmt: skip
-
-
-_Summariser = Callable[[Dense, int, int], dict]
-_SUMMARISERS: dict[str, _Summariser] = {
-    "float": _float_fields,
-    "int": _int_fields,
-    "bool": _bool_fields,
-}
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,40 +216,65 @@ def summarise(t: torch.Tensor, *, bins: int = 64, max_exact: int = MAX_EXACT) ->
 
 def summarise_dense(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -> Summary:
     """:func:`summarise` of a tensor already read by :func:`read_dense`."""
-    return summarise_pending(d, bins=bins, max_exact=max_exact).resolve()
+    pending = summarise_pending(d, bins=bins, max_exact=max_exact)
+    to_host([pending])
+    return pending.resolve()
 
 
 class PendingSummary:
-    """A :class:`Summary` whose sampled fields are computed on first :meth:`resolve` (and
-    cached), from a small host copy taken while the tensor was live.
+    """A :class:`Summary` whose statistics are finished on first :meth:`resolve` (and cached)
+    from the small results of the call, once they reached the host (:func:`~.host.to_host`).
 
-    ``min``, ``max`` and ``error`` are known at once (capture reads them in the hook).
     Resolving gives exactly what :func:`summarise_dense` gives for the same tensor at the
-    time the pending summary was made: the same kernel on the same (copied) values.
+    time the pending summary was made: the same kernels on the same (copied) values.
     """
 
-    __slots__ = ("_head", "_sample", "_summary", "error", "max", "min")
+    __slots__ = ("_arrays", "_finish", "_head", "_sampled", "_summary", "bins", "tensors")
 
-    def __init__(self, summary: Summary | None = None, *, head: dict | None = None,
-                 sample: FloatSample | None = None) -> None:  # fmt: skip
-        self._summary, self._head, self._sample = summary, head, sample
-        if summary is not None:
-            self.min, self.max, self.error = summary.min, summary.max, summary.error
-        else:
-            self.min, self.max, self.error = sample.lo, sample.hi, None
+    def __init__(self, head: dict, finish: Callable[..., dict], tensors: list[torch.Tensor],
+                 sampled: int | None, bins: int, *,
+                 summary: Summary | None = None) -> None:  # fmt: skip
+        self._head, self._finish, self._sampled, self.bins = head, finish, sampled, bins
+        self.tensors: list[torch.Tensor] | None = tensors or None  # until they reach the host
+        self._arrays: list[np.ndarray] | None = None if tensors else []
+        self._summary = summary
+
+    @classmethod
+    def of(cls, summary: Summary) -> PendingSummary:
+        """An already finished summary."""
+        return cls({}, dict, [], None, summary.bins, summary=summary)
+
+    @classmethod
+    def on_host(cls, head: dict, finish: Callable[..., dict], arrays: list[np.ndarray],
+                sampled: int | None, bins: int) -> PendingSummary:  # fmt: skip
+        """One whose results are host arrays already (the CPU accelerator's)."""
+        pending = cls(head, finish, [], sampled, bins)
+        pending._arrays = arrays
+        return pending
+
+    def arrived(self, arrays: list[np.ndarray]) -> None:
+        """The host copies of :attr:`tensors`, in order."""
+        self._arrays, self.tensors = arrays, None
+
+    @property
+    def error(self) -> str | None:
+        return self._summary.error if self._summary is not None else None
 
     def resolve(self) -> Summary:
         if self._summary is None:
-            self._summary = Summary(**self._head, **float_finish(*self._sample))
-            self._head = self._sample = None  # the sample copy is no longer needed
+            if self._arrays is None:
+                raise RuntimeError("this summary's results have not reached the host yet")
+            numel = self._head["numel"]
+            fields = self._finish(self._arrays, numel, self._sampled, self.bins)
+            self._summary = Summary(**self._head, **fields)
+            self._arrays = None  # the sample copy is no longer needed
         return self._summary
 
 
-def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT
-                      ) -> PendingSummary:  # fmt: skip
-    """:func:`summarise_dense` with the sampled statistics of a finite CPU float tensor left
-    for later (see :class:`PendingSummary`): in the hook only the passes over the whole
-    tensor (min/max, sum) and the copy of the sample run."""
+def summarise_pending(d: Dense, *, bins: int = 64,
+                      max_exact: int = MAX_EXACT) -> PendingSummary:  # fmt: skip
+    """The part of :func:`summarise_dense` that needs the tensor: its device ops, now; the
+    statistics are finished later (see :class:`PendingSummary`)."""
     if not isinstance(bins, int) or bins < 1:
         raise ValueError(f"bins must be a positive int, got {bins!r}")
     if not isinstance(max_exact, int) or max_exact < 1:
@@ -354,21 +284,20 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT
                 numel=d.numel)  # fmt: skip
     if d.numel == 0:
         empty = None if kind == "float" else ()
-        return PendingSummary(
+        return PendingSummary.of(
             Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty))
     try:
-        if kind == "float":
-            flat, dtype = _float_input(d)
-            read_fields = _FLOAT_KERNELS.get(d.device.type, _DEVICE_KERNELS)[1]
-            read = read_fields(flat, dtype, d.numel, bins, max_exact, copy=True)
-            if isinstance(read, dict):
-                return PendingSummary(Summary(**head, **read))
-            return PendingSummary(head=head, sample=read)
-        return PendingSummary(Summary(**head, **_SUMMARISERS[kind](d, bins, max_exact)))
+        flat, dtype = _flat_input(d, kind)
+        tensors = REDUCERS[kind](flat, dtype, d.numel, max_exact)
     except torch.OutOfMemoryError:
         raise
     except (RuntimeError, NotImplementedError) as err:
         raise _unreadable(d.t, err) from err
+    sampled = None
+    if kind != "bool":
+        plan = sample_plan(d.numel, max_exact)
+        sampled = plan[0] * plan[3] if plan is not None else None
+    return PendingSummary(head, FINISHERS[kind], tensors, sampled, bins)
 
 
 def summary_failed(t: object, reason: str, *, bins: int = 64) -> Summary:

@@ -8,7 +8,7 @@
 >>> render_view(kept, "channel", channel=3).data.shape
 (32, 32)
 
-This is the render side of :mod:`._retain` (which runs inside each call): everything
+This is the render side of :mod:`.retained` (which runs inside each call): everything
 here runs later, on the host, when a view is asked for. Colour ranges come from robust
 percentiles of the kept values.
 """
@@ -16,24 +16,17 @@ percentiles of the kept values.
 from __future__ import annotations
 
 import io
+import json
 import math
+import pathlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from .retained import DEFAULT_BUDGET_BYTES, Retained, retain
+from .retained import Retained
 
-__all__ = [
-    "DEFAULT_BUDGET_BYTES",  # re-exported from _retain
-    "DIVERGING",
-    "VIRIDIS",
-    "Retained",  # re-exported from _retain
-    "View",
-    "available_views",
-    "render_view",
-    "retain",  # re-exported from _retain
-]
+__all__ = ["DIVERGING", "VIRIDIS", "View", "available_views", "render_view"]
 
 
 def _pooled(before: tuple[int, ...], after: tuple[int, ...]) -> str:
@@ -46,24 +39,20 @@ _GRID_TILES = 16  # tiles in the grid views
 
 
 # --------------------------------------------------------------------------------------------
-# colormaps (256 x RGB lookup tables, interpolated between a few anchor colours)
+# colormaps: 256 x RGB lookup tables, the same table the front end reads
 
 
-def _lut(anchors: list[str]) -> np.ndarray:
-    rgb = np.array([[int(a[i : i + 2], 16) for i in (1, 3, 5)] for a in anchors], float)
-    at = np.linspace(0.0, 1.0, len(anchors))
-    grid = np.linspace(0.0, 1.0, 256)
-    table = np.stack([np.interp(grid, at, rgb[:, c]) for c in range(3)], axis=1)
-    table = np.rint(table).astype(np.uint8)
+def _table(name: str) -> np.ndarray:
+    table = np.array(_COLORMAPS[name], dtype=np.uint8)
     table.setflags(write=False)
     return table
 
 
-#: perceptually uniform dark-blue -> green -> yellow (viridis' anchor colours), for unsigned data
-VIRIDIS = _lut(["#440154", "#482878", "#3e4989", "#31688e", "#26828e",
-                "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"])  # fmt: skip
+_COLORMAPS = json.loads((pathlib.Path(__file__).parent / "colormaps.json").read_text())
+#: perceptually uniform dark-blue -> green -> yellow, for unsigned data
+VIRIDIS = _table("viridis")
 #: blue -> white -> red, centred between codes 127 and 128, for data straddling 0
-DIVERGING = _lut(["#2166ac", "#67a9cf", "#d1e5f0", "#f7f7f7", "#fddbc7", "#ef8a62", "#b2182b"])
+DIVERGING = _table("diverging")
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,6 +225,7 @@ def available_views(retained: Retained) -> tuple[str, ...]:
     """The view kinds ``retained`` offers, default first.
 
     >>> import torch
+    >>> from neural_flow_widget.capture.retained import retain
     >>> available_views(retain(torch.randn(1, 5, 8)))
     ('tokens', 'norms')
     """
@@ -248,6 +238,7 @@ def render_view(
     """Render one view of retained data (``kind=None``: the layout's default).
 
     >>> import torch
+    >>> from neural_flow_widget.capture.retained import retain
     >>> v = render_view(retain(torch.randn(3, 10)), "topk")
     >>> (v.kind, v.data.shape, v.data.dtype)
     ('topk', (1, 10), dtype('uint8'))

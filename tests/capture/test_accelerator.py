@@ -1,11 +1,11 @@
-"""The compiled capture path (``_native``, ``reduce.c``) against the torch path it replaces.
+"""The optional compiled capture path (``capture/accelerator``, ``reduce.c``) against the torch
+path it stands in for.
 
-Both builds (baseline and AVX2) are checked where the processor runs them.  Skipped when the
-library is not built, unless ``NFW_REQUIRE_NATIVE=1`` (``scripts/test.sh`` sets it), which
-turns a missing build into a failure.
+Both builds (baseline and AVX2) are checked where the processor runs them.  Skipped where no
+C compiler is found, unless ``NFW_REQUIRE_ACCELERATOR=1`` (``scripts/test.sh`` sets it),
+which turns a missing build into a failure.
 """
 
-import ctypes
 import math
 import os
 
@@ -15,48 +15,71 @@ import torch
 import torch.nn.functional as F
 
 import neural_flow_widget as nfw
-from neural_flow_widget.capture import accelerator as _native
-from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, _rank_rows, retain_dense
+from neural_flow_widget.capture import accelerator
+from neural_flow_widget.capture.accelerator import build
+from neural_flow_widget.capture.host import to_host
+from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, rank_rows, retain_pending
 from neural_flow_widget.capture.summary import read_dense, summarise_pending
 
-if _native.LIB is None and os.environ.get("NFW_REQUIRE_NATIVE") == "1":
-    raise RuntimeError("NFW_REQUIRE_NATIVE=1 but the compiled capture path is not built: run "
-                       "python neural_flow_widget/_native/build.py (needs a C compiler)")
-pytestmark = pytest.mark.skipif(_native.LIB is None, reason="the compiled path is not built")
+if accelerator.library() is None and os.environ.get("NFW_REQUIRE_ACCELERATOR") == "1":
+    raise RuntimeError(f"NFW_REQUIRE_ACCELERATOR=1 but the compiled capture path is not "
+                       f"available: {accelerator.status()}")
+pytestmark = pytest.mark.skipif(accelerator.library() is None,
+                                reason="the compiled path is not available (no C compiler)")
 
 
-def test_a_build_of_another_version_is_refused_not_called(tmp_path, monkeypatch):
-    import shutil
-
-    shutil.copy(_native.library_path("base"), tmp_path / "_reduce_base.so")
-    monkeypatch.setenv("NFW_NATIVE_DIR", str(tmp_path))
-    assert _native._load() is not None  # the same build, elsewhere: loaded
-    monkeypatch.setattr(_native, "_VERSION", _native._VERSION + 1)
-    with pytest.warns(UserWarning, match="stale"):
-        assert _native._load() is None
-
-
-def _variants():
-    """The loaded library and, if another build runs here, that one too."""
-    libs = {"loaded": _native.LIB}
-    base = ctypes.CDLL(str(_native.library_path("base")))
-    for name, argtypes in _native._SIGNATURES.items():
-        fn = getattr(base, name)
-        fn.argtypes, fn.restype = argtypes, ctypes.c_int64
-    libs["base"] = base
+def _builds() -> dict:
+    """The build in use and, where the processor runs another one, that one too."""
+    libs = {"loaded": accelerator.library()}
+    libs["base"] = accelerator.open_library(build.build(("base",))[0])
     return libs
 
 
 @pytest.fixture(params=["loaded", "base"])
-def lib(request, monkeypatch):
-    monkeypatch.setattr(_native, "LIB", _variants()[request.param])
-    return request.param
+def fast(request):
+    """A reducer on one build."""
+    return accelerator.Reducer(_builds()[request.param])
 
 
-def torch_path(d, sample, budget):
-    summary = summarise_pending(d)
-    peak = max(-summary.min, summary.max)
-    return summary, retain_dense(d, sample=sample, budget_bytes=budget, peak=peak)
+def reduced(reducer, x, sample, budget):
+    made = reducer.reduce(x, sample, budget)
+    return made.result() if made is not None else None
+
+
+def torch_path(x, sample, budget):
+    d = read_dense(x)
+    summary, kept = summarise_pending(d), retain_pending(d, sample=sample, budget_bytes=budget)
+    to_host([summary, kept])
+    return summary, kept.result()
+
+
+def test_a_build_of_another_version_is_refused_not_called(monkeypatch):
+    path = build.build()[0]
+    assert accelerator.open_library(path) is not None
+    monkeypatch.setattr(accelerator, "_VERSION", accelerator._VERSION + 1)
+    with pytest.raises(OSError, match="another version"):
+        accelerator.open_library(path)
+
+
+def test_it_is_compiled_on_first_use_into_a_per_user_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("NFW_ACCELERATOR_DIR", raising=False)
+    monkeypatch.setattr(accelerator, "_state", dict(accelerator._state, loaded=False))
+    assert not list(tmp_path.rglob("*.so"))
+    assert accelerator.library() is not None
+    (built,) = tmp_path.rglob("*.so")
+    assert built.parent.parent == tmp_path / "neural_flow_widget" / "accelerator"
+    assert "in use" in accelerator.status() and str(built) in accelerator.status()
+
+
+def test_the_switch_turns_it_off_and_capture_still_works(monkeypatch):
+    monkeypatch.setattr(accelerator, "_state", dict(accelerator._state))
+    accelerator.enable(False)
+    assert accelerator.reducer() is None and "off" in accelerator.status()
+    x = torch.randn(1, 3, 9, 9)
+    flow = nfw.trace(torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3)), x)
+    (summary,) = flow.summary("0")
+    assert summary.numel == 4 * 49 and flow.capture.outputs[0][0].retained.layout == "image"
 
 
 def activation(shape, seed=0, spread=1.0):
@@ -80,15 +103,14 @@ SHAPES = [
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 @pytest.mark.parametrize("budget", [DEFAULT_BUDGET_BYTES, 16_384])
-def test_compiled_reduction_equals_the_torch_path(lib, shape, budget):
+def test_compiled_reduction_equals_the_torch_path(fast, shape, budget):
     x = activation(shape)
-    d = read_dense(x)
     sample = shape[0] - 1
-    fast = _native.reduce(x, sample, budget)
-    if fast is None:  # too many channels for this budget: the torch path keeps a vector
-        assert len(shape) == 4 and torch_path(d, sample, budget)[1].layout == "vector"
+    made = reduced(fast, x, sample, budget)
+    if made is None:  # too many channels for this budget: the torch path keeps a vector
+        assert len(shape) == 4 and torch_path(x, sample, budget)[1].layout == "vector"
         return
-    (pending, kept), (slow_pending, slow) = fast, torch_path(d, sample, budget)
+    (pending, kept), (slow_pending, slow) = made, torch_path(x, sample, budget)
     got, want = pending.resolve(), slow_pending.resolve()
     assert (got.min, got.max) == (want.min, want.max)
     assert got.mean == pytest.approx(want.mean, rel=1e-6, abs=1e-7)
@@ -101,7 +123,7 @@ def test_compiled_reduction_equals_the_torch_path(lib, shape, budget):
                                                            want.numel)
     assert (kept.layout, kept.shape, kept.dtype, kept.sample, kept.note) == \
         (slow.layout, slow.shape, slow.dtype, slow.sample, slow.note)
-    assert list(kept.parts) == list(slow.parts) and dict(kept.scales) == dict(slow.scales)
+    assert list(kept.parts) == list(slow.parts)
     assert kept.nbytes == slow.nbytes <= budget
     for name, part in kept.parts.items():
         other = slow.parts[name]
@@ -109,16 +131,16 @@ def test_compiled_reduction_equals_the_torch_path(lib, shape, budget):
         assert not part.flags.writeable, name
         if name == "top_channels":
             np.testing.assert_array_equal(part, other)
-        else:  # float16 parts: within one rounding step of float16
+        else:  # float16 maps (under other scales): within a rounding step of float16
             np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3,
                                        atol=1e-6, err_msg=name)
 
 
 @pytest.mark.parametrize("shape", [(1, 6, 100, 90), (2, 40, 66, 34), (1, 2000, 8, 8),
                                    (1, 3000, 7, 5)], ids=str)
-def test_pooled_parts_equal_adaptive_avg_pool(lib, shape):
+def test_pooled_parts_equal_adaptive_avg_pool(fast, shape):
     x = activation(shape, seed=3)
-    _, kept = _native.reduce(x, 1 if shape[0] > 1 else 0, DEFAULT_BUDGET_BYTES)
+    _, kept = reduced(fast, x, 1 if shape[0] > 1 else 0, DEFAULT_BUDGET_BYTES)
     s = x[1 if shape[0] > 1 else 0]
     grid = F.adaptive_avg_pool2d(s, kept.parts["grid"].shape[1:])
     np.testing.assert_allclose(kept.values("grid"), grid.numpy(), rtol=2e-3, atol=1e-5)
@@ -128,38 +150,39 @@ def test_pooled_parts_equal_adaptive_avg_pool(lib, shape):
     if "top" not in kept.parts:
         return
     channels = kept.parts["top_channels"]
-    step = _rank_rows(*s.shape)  # ranked on these rows
+    step = rank_rows(*s.shape)  # ranked on these rows
     ranked = s[:, step // 2 :: step].abs().mean((1, 2)).argsort(descending=True)[: len(channels)]
     assert channels.tolist() == ranked.tolist()
     top = F.adaptive_avg_pool2d(s[channels.tolist()], kept.parts["top"].shape[1:])
     np.testing.assert_allclose(kept.values("top"), top.numpy(), rtol=2e-3, atol=1e-5)
 
 
-def test_sequence_parts_equal_norms_and_pooling(lib):
+def test_sequence_parts_equal_norms_and_pooling(fast):
     x = activation((2, 300, 700), seed=4)
-    _, kept = _native.reduce(x, 1, DEFAULT_BUDGET_BYTES)
+    _, kept = reduced(fast, x, 1, DEFAULT_BUDGET_BYTES)
     tokens = F.adaptive_avg_pool2d(x[1][None], kept.parts["tokens"].shape)[0]
     np.testing.assert_allclose(kept.values("tokens"), tokens.numpy(), rtol=2e-3, atol=1e-5)
     np.testing.assert_allclose(kept.values("norms"), x[1].norm(dim=1).numpy(), rtol=1e-5)
 
 
 @pytest.mark.parametrize("shape", [(1, 8, 20, 20), (2, 300, 40), (1, 64, 14, 14)], ids=str)
-@pytest.mark.parametrize("spread", [1e6, 1e-5])
-def test_large_and_tiny_values_get_the_same_float16_scale(lib, shape, spread):
+@pytest.mark.parametrize("spread", [1e30, 1e6, 1e-5, 1e-30])
+def test_large_and_tiny_values_keep_their_size_under_a_float16_scale(fast, shape, spread):
     x = activation(shape, spread=spread)
-    (_, kept), (_, slow) = _native.reduce(x, 0, DEFAULT_BUDGET_BYTES), torch_path(
-        read_dense(x), 0, DEFAULT_BUDGET_BYTES)
-    assert dict(kept.scales) == dict(slow.scales) and kept.scales
+    (_, kept), (_, slow) = reduced(fast, x, 0, DEFAULT_BUDGET_BYTES), torch_path(
+        x, 0, DEFAULT_BUDGET_BYTES)
+    assert kept.scales and set(kept.scales) == {n for n, a in kept.parts.items()
+                                                if a.dtype == np.float16}
     for name in kept.scales:
         np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3,
                                    atol=1e-3 * spread)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
-def test_nan_and_inf_fall_back_to_the_masked_torch_path(lib, bad):
+def test_nan_and_inf_fall_back_to_the_torch_path_that_counts_them(fast, bad):
     x = activation((1, 4, 10, 10))
     x[0, 2, 3, 3] = bad
-    assert _native.reduce(x, 0, DEFAULT_BUDGET_BYTES) is None
+    assert fast.reduce(x, 0, DEFAULT_BUDGET_BYTES) is None
     model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.ReLU())
     (summary,) = nfw.trace(model, x).summary("0")
     assert (summary.nan, summary.posinf, summary.neginf) == (
@@ -175,28 +198,28 @@ def test_nan_and_inf_fall_back_to_the_masked_torch_path(lib, bad):
     lambda: torch.randn(4, 8), lambda: torch.randn(1, 2, 3, 4, 5), lambda: torch.zeros(0, 3, 4),
 ], ids=["float64", "float16", "channels-last", "transposed", "2-D", "5-D", "empty"])
 def test_other_tensors_take_the_torch_path(make):
-    assert _native.reduce(make(), 0, DEFAULT_BUDGET_BYTES) is None
+    assert accelerator.reduce(make(), 0, DEFAULT_BUDGET_BYTES) is None
 
 
 def test_a_tensor_subclass_takes_the_torch_path():
     class Tagged(torch.Tensor):
         pass
 
-    assert _native.reduce(torch.randn(1, 4, 8, 8).as_subclass(Tagged), 0, 4096 * 64) is None
+    assert accelerator.reduce(torch.randn(1, 4, 8, 8).as_subclass(Tagged), 0, 4096 * 64) is None
 
 
 @pytest.mark.parametrize("shape", [(1, 8, 20, 20), (1, 30, 16)], ids=str)
 def test_a_batch_of_one_broadcasts_like_the_torch_path(shape):
     x = activation(shape)
-    (_, kept), (_, slow) = _native.reduce(x, 3, DEFAULT_BUDGET_BYTES), torch_path(
-        read_dense(x), 3, DEFAULT_BUDGET_BYTES)
+    (_, kept), (_, slow) = accelerator.reduce(x, 3, DEFAULT_BUDGET_BYTES), torch_path(
+        x, 3, DEFAULT_BUDGET_BYTES)
     assert kept.sample == slow.sample == 0
     for name in kept.parts:
         np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3, atol=1e-6)
 
 
 def test_sample_out_of_range_takes_the_torch_path_and_its_error():
-    assert _native.reduce(torch.randn(2, 3, 4, 4), 5, DEFAULT_BUDGET_BYTES) is None
+    assert accelerator.reduce(torch.randn(2, 3, 4, 4), 5, DEFAULT_BUDGET_BYTES) is None
 
 
 def test_float16_conversion_rounds_like_numpy_in_both_builds():
@@ -212,7 +235,7 @@ def test_float16_conversion_rounds_like_numpy_in_both_builds():
     values = values.astype(np.float32)
     with np.errstate(over="ignore"):
         want = values.astype(np.float16)
-    for name, lib in _variants().items():
+    for name, lib in _builds().items():
         got = np.empty(len(values), np.float16)
         lib.nfw_to_half(values.ctypes.data, len(values), 1.0, got.ctypes.data)
         nan = np.isnan(want)
@@ -246,10 +269,10 @@ def test_kept_arrays_do_not_see_later_in_place_writes():
 
 def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(tmp_path,
                                                                               monkeypatch):
-    from neural_flow_widget.capture.accelerator import build
-
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     assert build.compiler() is None and build.build(force=True, folder=tmp_path) == []
+    monkeypatch.setattr(accelerator, "_state", dict(accelerator._state, loaded=False))
+    assert accelerator.reducer() is None and "no C compiler" in accelerator.status()
     assert list(tmp_path.iterdir()) == []
     monkeypatch.delenv("CC")
     if build.compiler() is None:
@@ -297,13 +320,12 @@ def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch
 @pytest.mark.parametrize("shape", [(1, 16, 128, 128), (2, 32, 64, 64), (1, 64, 112, 112),
                                    (1, 6, 100, 90), (1, 128, 1024), (2, 64, 520),
                                    (1, 128, 768), (1, 2048, 7, 7), (1, 1501, 7, 7)], ids=str)
-def test_both_builds_give_the_same_bits(monkeypatch, shape):
+def test_both_builds_give_the_same_bits(shape):
     # the AVX2 build's own loops (horizontal adds, fused pooling) add in the same order
     x = activation(shape, seed=5)
     got = {}
-    for name, lib in _variants().items():
-        monkeypatch.setattr(_native, "LIB", lib)
-        pending, kept = _native.reduce(x, shape[0] - 1, DEFAULT_BUDGET_BYTES)
+    for name, lib in _builds().items():
+        pending, kept = reduced(accelerator.Reducer(lib), x, shape[0] - 1, DEFAULT_BUDGET_BYTES)
         got[name] = (pending.resolve(), kept)
     (a, kept_a), (b, kept_b) = got["loaded"], got["base"]
     assert (a.min, a.max, a.mean, a.std) == (b.min, b.max, b.mean, b.std)
@@ -322,6 +344,6 @@ def test_requests_over_a_quarter_slab_get_memory_of_their_own():
     again, at2, address2 = slabs.carve(100)  # the slab goes on where it was
     assert again is small and at2 == 128 and address2 == address + 128
     x = activation((1, 64, 128, 128))  # a budget above a quarter slab: kept whole, own memory
-    kept = _native.reduce(x, 0, 8 << 20)[1]
+    kept = accelerator.reduce(x, 0, 8 << 20)[1]
     assert kept.nbytes > _slabs.SLAB_BYTES // 4
     np.testing.assert_allclose(kept.values("mean"), x[0].mean(0).numpy(), rtol=2e-3, atol=1e-5)

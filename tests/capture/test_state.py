@@ -196,28 +196,29 @@ def test_captured_summaries_and_views_for_every_float_dtype_and_memory_layout(dt
         assert view.data.size and np.isfinite([view.vmin, view.vmax]).all(), name
 
 
-def test_capture_through_the_device_kernels_matches_the_host_kernels(monkeypatch):
-    """The CUDA code path (one transfer per summary, shared float16 scale), run on CPU tensors,
-    gives what the CPU path gives; tests/test_cuda.py runs it on a GPU."""
-    from neural_flow_widget.capture import accelerator as _native
-    from neural_flow_widget.capture import retained as _retain
-    from neural_flow_widget.capture import summary as _summaries
+@pytest.mark.parametrize("accelerated", [True, False], ids=["accelerator", "torch-path"])
+def test_capture_as_on_a_gpu_matches_the_cpu_capture(monkeypatch, accelerated):
+    """What a GPU run does differently, on CPU tensors: every result packed into one buffer
+    and moved after the pass, NaN/Inf not counted in the call. The records are the same."""
+    from neural_flow_widget.capture import accelerator, host, statistics
 
+    if not accelerated:
+        monkeypatch.setattr(accelerator, "_state", dict(accelerator._state, enabled=False))
     model, x = zoo.seeded(zoo.UNet), torch.randn(2, 1, 16, 16) * 1e4
-    host = nfw.trace(model, x, sample=1)
-    monkeypatch.setattr(_native, "LIB", None)
-    monkeypatch.setattr(_summaries, "_FLOAT_KERNELS", {})
-    monkeypatch.setattr(_retain, "_STORES", {})
-    monkeypatch.setattr(_retain, "_RANKERS", {})
-    device = nfw.trace(model, x, sample=1)
+    cpu = nfw.trace(model, x, sample=1)
+    monkeypatch.setattr(accelerator, "_state", dict(accelerator._state, enabled=False))
+    monkeypatch.setattr(host, "READ_IN_PLACE", frozenset())
+    monkeypatch.setattr(statistics, "COUNT_IN_CALL", frozenset())
+    packed = nfw.trace(model, x, sample=1)
     for name in ("enc1.conv", "enc2", "up1", "dec1", "head"):
-        (a,), (b,) = device.summary(name), host.summary(name)
+        (a,), (b,) = packed.summary(name), cpu.summary(name)
         assert (a.min, a.max, a.sampled) == (b.min, b.max, b.sampled), name
         for field in ("mean", "std", "mean_abs", "zero_fraction"):
             assert getattr(a, field) == pytest.approx(getattr(b, field), rel=1e-5), name
-        kept_a = device.capture.outputs[device.stage(name).index][0].retained
-        kept_b = host.capture.outputs[host.stage(name).index][0].retained
-        assert dict(kept_a.scales) == dict(kept_b.scales), name
+        kept_a = packed.capture.outputs[packed.stage(name).index][0].retained
+        kept_b = cpu.capture.outputs[cpu.stage(name).index][0].retained
+        assert list(kept_a.parts) == list(kept_b.parts), name
         for part in kept_b.parts:
+            assert kept_a.parts[part].dtype == kept_b.parts[part].dtype, (name, part)
             np.testing.assert_allclose(kept_a.values(part), kept_b.values(part), rtol=2e-3,
                                        atol=1e-3, err_msg=f"{name} {part}")

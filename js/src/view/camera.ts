@@ -2,8 +2,8 @@
  * Where the view looks: the first view of a graph, fit, centring on a node, keeping a toggled
  * group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
-import type { Box, Direction } from "../layout";
-import type { Scene } from "../scene";
+import type { Box, Direction } from "../layout/layout";
+import type { Scene } from "../scene/types";
 import { PanZoom, type Transform } from "./zoom";
 
 /** Scale at which labels read well: the first view never starts smaller than needed. */

@@ -1,36 +1,28 @@
 /** Colormaps applied in JS to the kernel's uint8 views and attention maps. DOM-free. */
+import table from "../../../neural_flow_widget/capture/colormaps.json";
 
 export type RGB = [number, number, number];
 
-// Viridis sampled at nine evenly spaced stops; linear in between.
-const VIRIDIS: RGB[] = [
-  [68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38, 130, 142],
-  [31, 158, 137], [53, 183, 121], [110, 206, 88], [253, 231, 37],
-];
+// The one table shared with Python (capture/views.py colours the PNG views from it):
+// 256 RGB entries per map, code 0 first. esbuild and vitest bundle the JSON as is.
+const VIRIDIS: readonly (readonly number[])[] = table.viridis;
+// Blue - white - red: code 0 is the bluest (-1), 255 the reddest (+1), the middle is white.
+const DIVERGING: readonly (readonly number[])[] = table.diverging;
 
-// Blue - white - red, symmetric around the middle stop (value 0).
-const DIVERGING: RGB[] = [
-  [33, 102, 172], [103, 169, 207], [209, 229, 240], [247, 247, 247],
-  [253, 219, 199], [239, 138, 98], [178, 24, 43],
-];
-
-function ramp(stops: RGB[], t: number): RGB {
-  const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(x));
-  const f = x - i;
-  const a = stops[i];
-  const b = stops[i + 1];
-  return [Math.round(a[0] + (b[0] - a[0]) * f), Math.round(a[1] + (b[1] - a[1]) * f), Math.round(a[2] + (b[2] - a[2]) * f)];
+/** The entry of a 256-entry map for u in [0, 1] (clamped; not finite -> code 0). */
+function pick(map: readonly (readonly number[])[], u: number): RGB {
+  const c = map[Math.round(Math.min(1, Math.max(0, Number.isFinite(u) ? u : 0)) * 255)];
+  return [c[0], c[1], c[2]];
 }
 
 /** t in [0, 1]. */
 export function viridis(t: number): RGB {
-  return ramp(VIRIDIS, t);
+  return pick(VIRIDIS, t);
 }
 
 /** t in [-1, 1]; 0 is white. */
 export function diverging(t: number): RGB {
-  return ramp(DIVERGING, (Math.min(1, Math.max(-1, t)) + 1) / 2);
+  return pick(DIVERGING, (Math.min(1, Math.max(-1, t)) + 1) / 2);
 }
 
 /** The colour of a value for a view's range: diverging around 0 when signed, else viridis. */

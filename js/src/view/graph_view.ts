@@ -1,5 +1,6 @@
 /** Draws a scene as SVG: nodes, cluster boxes, edges; hover, selection, culling, level of detail. */
-import { edgePath, type Scene, type SceneCluster, type SceneEdge, type SceneNode } from "../scene";
+import { edgePath } from "../scene/scene";
+import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
 import { fitText, Listeners, s, SVG_NS, svgText, textWidth } from "./dom";
 import { GRAPH_CSS } from "./styles";
 import { typeColor } from "./palette";

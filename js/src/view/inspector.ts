@@ -1,5 +1,5 @@
 /** The side panel for one stage: metadata, the kernel's views, attention, statistics. */
-import { formatNumber, formatParams, formatShape } from "../format";
+import { formatNumber, formatParams, formatShape } from "../model/format";
 import type { AttentionData, StageReply, StageRequest, Summary, WireCall } from "../wire";
 import { gradientStops } from "./colormap";
 import { h, Listeners } from "./dom";

@@ -3,8 +3,8 @@
  * pan. Faint until hovered, collapsible to a button, hidden while the whole graph is in view,
  * and parked in the corner of the canvas that covers the fewest nodes.
  */
-import { GROUP_HEADER, type Box } from "../layout";
-import type { Scene } from "../scene";
+import { GROUP_HEADER, type Box } from "../layout/layout";
+import type { Scene } from "../scene/types";
 import { h, Listeners } from "./dom";
 import { typeColor } from "./palette";
 

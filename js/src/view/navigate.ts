@@ -1,6 +1,6 @@
 /** Keyboard moves between nodes: along edges forward / backward, sideways within a layer. */
-import type { Direction } from "../layout";
-import type { Scene, SceneEdge, SceneNode } from "../scene";
+import type { Direction } from "../layout/layout";
+import type { Scene, SceneEdge, SceneNode } from "../scene/types";
 
 interface Graphish {
   node(key: string): SceneNode | undefined;

@@ -1,6 +1,7 @@
 /** Node fills by an activation statistic of the graph (`stats`: mean |x| or std), viridis. */
-import type { CallTree, ViewGraph } from "../model";
-import type { Scene, SceneNode } from "../scene";
+import type { CallTree } from "../model/tree";
+import type { ViewGraph } from "../model/view_model";
+import type { Scene, SceneNode } from "../scene/types";
 import type { ColorMode } from "./chrome";
 import { viridis } from "./colormap";
 import type { NodeFill } from "./graph_view";

@@ -1,19 +1,20 @@
-"""The compiled capture path for float32 CPU activations (``reduce.c``), and its loader.
+"""The optional compiled path of capture: float32 CPU activations reduced in one call.
 
-Capture's torch path reduces an activation with some twenty torch and numpy calls, and right
-after the model's own op each distinct kernel costs tens of microseconds to warm up
-(``benchmarks/bench_cold.py``).  :func:`reduce` does the same work for the common case, a
+Capture's torch path (:mod:`..summary`, :mod:`..retained`) is the reference on every device.
+On the CPU it runs a dozen or more torch ops per activation, and right after the model's own
+op each distinct kernel costs microseconds to tens of microseconds to warm up
+(``benchmarks/bench_cold.py``). :class:`Reducer` does the same work for the common case, a
 contiguous float32 ``(N, C, H, W)`` or ``(N, L, D)`` tensor on the CPU, in one call into
 ``reduce.c``, and gives what the torch path gives: the same summary fields (``min``/``max``
 exact, the same chunk sample, the mean up to summation order) and the same retained parts
-(sizes from :mod:`.._retain`, the same pooling windows and channel ranking, float16 with
-the same scale).  ``tests/test_native.py`` holds the two paths to each other.
+(sizes from :mod:`..retained`, the same pooling windows and channel ranking, float16 maps
+under the same scale). ``tests/capture/test_accelerator.py`` holds the two paths to each other.
 
-The library is built with the package (``hatch_build.py``: a baseline and an AVX2 build;
-the AVX2 one is loaded where the processor has it); ``tests/test_native_sanitized.py`` runs
-it under AddressSanitizer and UndefinedBehaviorSanitizer.  Without a C compiler, on other
-platforms, or with ``NFW_NATIVE=0`` in the environment, :data:`LIB` is None and capture
-takes the torch path.
+It is optional: nothing is compiled at install time. On first use it is compiled into a
+per-user cache where a C compiler is found (:mod:`.build`); without one, with
+``NFW_ACCELERATOR=0`` in the environment or after ``enable(False)``, :func:`reducer` gives
+None and capture takes the torch path. ``tests/capture/test_accelerator_sanitized.py`` runs
+it under AddressSanitizer and UndefinedBehaviorSanitizer.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import ctypes
 import functools
 import math
 import os
-import pathlib
 import threading
 import warnings
 from types import MappingProxyType
@@ -31,21 +31,15 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..float_stats import FloatSample
-from ..retained import (
-    Retained,
-    _image_sizes,
-    _rank_rows,
-    _sequence_sizes,
-    broadcast_sample,
-)
-from ..summary import MAX_EXACT, PendingSummary
+from ..retained import Retained, broadcast_sample, image_sizes, rank_rows, sequence_sizes
 from ..sampling import sample_plan
+from ..statistics import finish_float
+from ..summary import MAX_EXACT, PendingSummary
+from . import build
 from .slabs import Slabs
 
-__all__ = ["LIB", "Reduced", "Slabs", "library_path", "reduce", "reduce_later"]
+__all__ = ["Reduced", "Reducer", "enable", "enabled", "library", "reducer", "status"]
 
-_HERE = pathlib.Path(__file__).parent
 _I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 # (parameters, x, sample index, statistics, sample copy, kept buffer, work, scale expected)
 _REDUCER = [_PTR, _PTR, _I64, _PTR, _PTR, _PTR, _PTR, _F64]
@@ -54,46 +48,81 @@ _SIGNATURES = {
     "nfw_sequence_f32": _REDUCER,
     "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
 }
-
-
-def library_path(variant: str) -> pathlib.Path:
-    """Where the build puts the ``base`` or ``avx2`` library (``NFW_NATIVE_DIR`` points the
-    loader at another folder: the sanitizer test loads instrumented builds from there)."""
-    return pathlib.Path(os.environ.get("NFW_NATIVE_DIR") or _HERE) / f"_reduce_{variant}.so"
-
-
 _VERSION = 2  # of reduce.c's interface (nfw_version there)
 
+_lock = threading.Lock()
+_state: dict = {"enabled": os.environ.get("NFW_ACCELERATOR", "1") != "0", "loaded": False,
+                "lib": None, "why": "not loaded yet"}  # fmt: skip
 
-def _open(variant: str) -> ctypes.CDLL:
-    lib = ctypes.CDLL(str(library_path(variant)))
+
+def enable(flag: bool = True) -> None:
+    """Turn the compiled path on or off for later traces (``NFW_ACCELERATOR=0`` starts off)."""
+    _state["enabled"] = bool(flag)
+
+
+def enabled() -> bool:
+    return bool(_state["enabled"])
+
+
+def open_library(path: os.PathLike | str) -> ctypes.CDLL:
+    """Load a build of ``reduce.c`` and declare its functions; ``OSError`` for a build of
+    another version."""
+    lib = ctypes.CDLL(str(path))
     lib.nfw_version.restype = lib.nfw_has_avx2.restype = _I64
     if lib.nfw_version() != _VERSION:
-        raise OSError(f"{library_path(variant)} is a build of another version")
+        raise OSError(f"{path} is a build of another version")
+    for name, argtypes in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = argtypes, _I64
     return lib
 
 
-def _load() -> ctypes.CDLL | None:
-    if os.environ.get("NFW_NATIVE", "1") == "0" or not library_path("base").exists():
+def library() -> ctypes.CDLL | None:
+    """The compiled library, compiled on the first call where it is missing; None where it
+    cannot be had (see :func:`status`)."""
+    if not _state["enabled"]:
         return None
+    if not _state["loaded"]:
+        with _lock:
+            if not _state["loaded"]:
+                _state["lib"], _state["why"] = _load()
+                _state["loaded"] = True
+    return _state["lib"]
+
+
+def status() -> str:
+    """Why the compiled path is or is not in use, in words."""
+    if not _state["enabled"]:
+        return "off (NFW_ACCELERATOR=0 or enable(False)): capture takes its torch path"
+    library()
+    return _state["why"]
+
+
+def _load() -> tuple[ctypes.CDLL | None, str]:
     try:
-        lib = _open("base")
-        if lib.nfw_has_avx2() and library_path("avx2").exists():
-            lib = _open("avx2")
-        for name, argtypes in _SIGNATURES.items():
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = argtypes, _I64
-    except (OSError, AttributeError):  # a stale or foreign build: the torch path still works
-        warnings.warn("neural_flow_widget: the compiled capture path is stale or unreadable; "
-                      "capture takes its torch path (rebuild it with `python "
-                      "neural_flow_widget/_native/build.py` or reinstall the package)",
-                      stacklevel=2)
-        return None
-    return lib
+        paths = build.build()
+    except (RuntimeError, OSError) as error:
+        warnings.warn(f"neural_flow_widget: the compiled capture path could not be built; "
+                      f"capture takes its torch path (slower on the CPU).\n{error}",
+                      stacklevel=3)
+        return None, f"not built: {error}"
+    if not paths:
+        return None, "no C compiler found: capture takes its torch path"
+    try:
+        lib = open_library(paths[0])
+        if paths[0].name.endswith("_avx2.so") and not lib.nfw_has_avx2():
+            lib = open_library(build.build(("base",))[0])
+    except (OSError, AttributeError, RuntimeError) as error:
+        warnings.warn(f"neural_flow_widget: the compiled capture path at {paths[0]} is "
+                      f"unreadable ({error}); capture takes its torch path", stacklevel=3)
+        return None, f"unreadable: {error}"
+    return lib, f"in use: {paths[0]}"
 
 
-#: the loaded library, or None (capture then takes the torch path)
-LIB = _load()
+def reducer() -> Reducer | None:
+    """A reducer for one run (its own host memory), or None when there is no compiled path."""
+    lib = library()
+    return Reducer(lib) if lib is not None else None
 
 
 def _address(a: np.ndarray) -> int:
@@ -115,6 +144,8 @@ def _work(floats: int) -> tuple[np.ndarray, int, int]:
         stats = np.ndarray(4, np.float64, buffer, 0)
         got = _local.work = (buffer.size - 8, buffer, stats, address)
     return got[2], got[3], got[3] + 32
+
+
 
 
 class _Plan(NamedTuple):
@@ -152,7 +183,7 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
     values = rows * width if plan is not None else math.prod(shape)
     if len(shape) == 4:
         n, c, h, w = shape
-        sizes = _image_sizes(c, h, w, budget)
+        sizes = image_sizes(c, h, w, budget)
         if sizes is None:
             return None
         (gh, gw), (mh, mw), k, top = sizes
@@ -164,11 +195,11 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
                  ("mean", np.float16, (mh, mw))]  # fmt: skip
         if top is not None:
             parts += [("top", np.float16, (k, th, tw)), ("top_channels", np.int64, (k,))]
-        # (reduce.c writes the float16 parts one after another from "grid": packed last, in
+        # (reduce.c writes the float16 maps one after another from "grid": packed last, in
         # this order; without top maps it writes no top channels)
         spec, kept = _layout(parts, _ORDER)
         at = {name: offset for name, _, offset, _ in spec}
-        params = [n, c, h, w, width, step, first, rows, _rank_rows(c, h, w), k, gh, gw, mh,
+        params = [n, c, h, w, width, step, first, rows, rank_rows(c, h, w), k, gh, gw, mh,
                   mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"], at["grid"]]
         work = h * w + w + max(gh * gw, mh * mw, th * tw)  # sums, a row, a pooled map
         if h * w <= _SMALL_CHANNEL:
@@ -176,7 +207,7 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
         reducer, layout, halves = "nfw_image_f32", "image", ("grid", "mean", "top")
     else:
         n, length, dim = shape
-        n_norms, (hl, hd) = _sequence_sizes(length, dim, budget)
+        n_norms, (hl, hd) = sequence_sizes(length, dim, budget)
         if max(hl, hd) > _MAX_POOLED:
             return None
         spec, kept = _layout([("tokens", np.float16, (hl, hd)),
@@ -188,8 +219,8 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
         reducer, layout, halves = "nfw_sequence_f32", "sequence", ("tokens",)
     array = np.array(params, np.int64)
     array.setflags(write=False)
-    halves = tuple(name for name in halves if name in at)
     kept_at = -(-values * 4 // 64) * 64
+    halves = tuple(name for name in halves if name in at)
     return _Plan(reducer, array, _address(array), layout, kept, kept_at, spec, halves, work,
                  values, rows * width if plan is not None else None)
 
@@ -198,47 +229,55 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
 _ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")
 
 
+class Reducer:
+    """Reduces the tensors of one run through the compiled library, into host memory carved
+    from slabs (:mod:`.slabs`)."""
+
+    __slots__ = ("_lib", "_slabs")
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        self._lib, self._slabs = lib, Slabs()
+
+    def reduce(self, t: torch.Tensor, sample: int, budget: int) -> Reduced | None:
+        """The pass over ``t``, now; the records are made by :meth:`Reduced.result` (capture
+        calls it after the forward pass, where Python runs warm). None where this path does
+        not apply (a tensor subclass, another dtype, device, layout or memory order, no
+        elements, too many channels for the budget, a sample out of range, NaN or Inf in the
+        tensor): the torch path then runs. Reads the tensor's memory directly (no autograd
+        is involved)."""
+        if type(t) is not torch.Tensor or t.dtype is not torch.float32 or not t.is_cpu \
+                or t.layout is not torch.strided:  # fmt: skip
+            return None
+        shape = tuple(t.shape)
+        if len(shape) not in (3, 4):
+            return None
+        sample = broadcast_sample(sample, shape[0])
+        if not 0 <= sample < shape[0] or not t.is_contiguous():
+            return None
+        plan = _plan(shape, budget) if 0 not in shape else None
+        if plan is None:
+            return None
+        array, at, address = self._slabs.carve(plan.kept_at + plan.kept_bytes)
+        stats, stats_at, work_at = _work(plan.work)
+        reduce = getattr(self._lib, plan.reducer)
+        args = (plan.params_at, t.data_ptr(), sample, stats_at, address, address + plan.kept_at,
+                work_at)
+        # float16 parts are written divided by the scale expected (1); rarely it is another
+        # (a peak |x| below 2**-10 or from 2**15): then once more with that one
+        if reduce(*args, 1.0):
+            reduce(*args, float(stats[3]))
+        lo, hi, total, scale = stats.tolist()
+        if not math.isfinite(lo + hi + total):
+            return None  # NaN or Inf: the torch path counts them
+        return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
+
+
 def reduce(t: torch.Tensor, sample: int, budget: int):
-    """``(PendingSummary, Retained)`` of a plain contiguous float32 CPU tensor of 3 or 4
-    dimensions, batch element ``sample`` kept; None where this path does not apply (see
-    :func:`reduce_later`)."""
-    reduced = reduce_later(t, sample, budget, Slabs())
+    """``(PendingSummary, Retained)`` of ``t`` through the compiled path (a run of its own),
+    or None where it does not apply or is not available."""
+    fast = reducer()
+    reduced = fast.reduce(t, sample, budget) if fast is not None else None
     return reduced.result() if reduced is not None else None
-
-
-def reduce_later(t: torch.Tensor, sample: int, budget: int, slabs: Slabs) -> Reduced | None:
-    """:func:`reduce`'s pass over the tensor, now, into memory from ``slabs``; the records
-    are made by :meth:`Reduced.result` (capture calls it after the forward pass, where
-    Python runs warm: in a hook, right after the model's op, each of those calls costs
-    several times more).  None where this path does not apply (a tensor subclass, another
-    dtype, device, layout or memory order, no elements, too many channels for the budget, a
-    sample out of range, NaN or Inf in the tensor): the torch path then runs.  Reads the
-    tensor's memory directly (no autograd is involved)."""
-    if LIB is None or type(t) is not torch.Tensor or t.dtype is not torch.float32 \
-            or not t.is_cpu or t.layout is not torch.strided:  # fmt: skip
-        return None
-    shape = tuple(t.shape)
-    if len(shape) not in (3, 4):
-        return None
-    sample = broadcast_sample(sample, shape[0])
-    if not 0 <= sample < shape[0] or not t.is_contiguous():
-        return None
-    plan = _plan(shape, budget) if 0 not in shape else None
-    if plan is None:
-        return None
-    array, at, address = slabs.carve(plan.kept_at + plan.kept_bytes)
-    stats, stats_at, work_at = _work(plan.work)
-    reducer = getattr(LIB, plan.reducer)
-    args = (plan.params_at, t.data_ptr(), sample, stats_at, address, address + plan.kept_at,
-            work_at)
-    # float16 parts are written divided by the scale expected (1); rarely it is another
-    # (a peak |x| below 2**-10 or from 2**15): then once more with that one
-    if reducer(*args, 1.0):
-        reducer(*args, float(stats[3]))
-    lo, hi, total, scale = stats.tolist()
-    if not math.isfinite(lo + hi + total):
-        return None  # NaN or Inf: the torch path's masked kernels count them
-    return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
 
 
 class Reduced:
@@ -248,7 +287,7 @@ class Reduced:
     __slots__ = ("_made", "array", "at", "hi", "lo", "plan", "sample", "scale", "shape", "total")
 
     def __init__(self, plan: _Plan, shape: tuple[int, ...], sample: int, array: np.ndarray,
-                 at: int, lo: float, hi: float, total: float, scale: float) -> None:
+                 at: int, lo: float, hi: float, total: float, scale: float) -> None:  # fmt: skip
         self.plan, self.shape, self.sample, self.array, self.at = plan, shape, sample, array, at
         self.lo, self.hi, self.total, self.scale = lo, hi, total, scale
         self._made: tuple[PendingSummary, Retained] | None = None
@@ -257,17 +296,14 @@ class Reduced:
         """``(PendingSummary, Retained)``, read-only views of the memory written."""
         if self._made is None:
             plan, shape, at = self.plan, self.shape, self.at
-            values = self.array[at:at + plan.values * 4].view(np.float32)
-            kept = self.array[at + plan.kept_at:at + plan.kept_at + plan.kept_bytes]
+            values = self.array[at : at + plan.values * 4].view(np.float32)
+            kept = self.array[at + plan.kept_at : at + plan.kept_at + plan.kept_bytes]
             values.setflags(write=False)
             kept.setflags(write=False)  # (its views are read-only too)
-            numel = math.prod(shape)
-            summary = PendingSummary(
-                head=dict(shape=shape, dtype="float32", device="cpu", kind="float",
-                          numel=numel),
-                sample=FloatSample(self.lo, self.hi, self.total / numel, values, plan.sampled,
-                                   64),
-            )  # fmt: skip
+            head = dict(shape=shape, dtype="float32", device="cpu", kind="float",
+                        numel=math.prod(shape))  # fmt: skip
+            arrays = [np.array([self.lo, self.hi]), np.array(self.total), values]
+            summary = PendingSummary.on_host(head, finish_float, arrays, plan.sampled, 64)
             parts = {name: np.ndarray(part_shape, dtype, kept, offset)
                      for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
             scale = self.scale

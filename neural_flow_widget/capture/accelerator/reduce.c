@@ -1,4 +1,4 @@
-/* Capture's reductions of a float32 CPU activation, fused into one call (see _native/__init__.py).
+/* Capture's reductions of a float32 CPU activation, fused into one call (see __init__.py).
  *
  * A forward hook that reduces an activation with torch or numpy calls runs some twenty
  * distinct kernels, and each pays tens of microseconds to bring its code and data back into
@@ -105,7 +105,7 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
     return 0;
 }
 
-/* The power of two that float16 parts are divided by (the rule of _store.scale_for): 1 when
+/* The power of two that float16 parts are divided by (the rule of retained.half_scale): 1 when
  * float16 holds the peak |x| well (2**-10 <= peak < 2**15) or there is nothing to scale,
  * else the one putting the peak in [2**14, 2**15). */
 static double half_scale(double lo, double hi) {

@@ -4,11 +4,13 @@
  * graph into a scene (boxes, labels, edge paths; the routing of edge ends is routing.ts's).
  * Pure and DOM-free.
  */
-import { formatParams, formatShape } from "./format";
-import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "./layout";
-import type { CallTree, Item, ViewGraph, VisibleNode } from "./model";
+import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "../layout/layout";
+import { formatParams, formatShape } from "../model/format";
+import type { CallTree } from "../model/tree";
+import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
+import type { EdgeKind } from "../wire";
 import { axes, detour, KIND_ORDER, LANE_GAP, spreadPorts, type Margins } from "./routing";
-import type { EdgeKind } from "./wire";
+import type { Scene, SceneCluster, SceneEdge, SceneNode } from "./types";
 
 export const ROOT = "root";
 export const NODE_W = 196;
@@ -75,52 +77,7 @@ export function projectEdge(view: ViewGraph, src: string, dst: string): [string,
 }
 
 // ---------------------------------------------------------------------------------------
-
-export interface SceneNode {
-  key: string;
-  id: string;
-  kind: VisibleNode["kind"];
-  call: number;
-  box: Box;
-  title: string; // last part of the module name, or "Type × n" for a fold
-  path: string; // the full module name (or range for a fold)
-  type: string;
-  shape: string;
-  params: string;
-  expandable: boolean;
-  foldCount: number;
-  error: string | null;
-}
-
-export interface SceneCluster {
-  key: string;
-  id: string;
-  kind: "cluster" | "run";
-  call: number;
-  box: Box;
-  label: string;
-  type: string;
-  depth: number;
-}
-
-export interface SceneEdge {
-  key: string;
-  src: string; // node keys
-  dst: string;
-  srcId: string; // wire ids (data-src / data-dst)
-  dstId: string;
-  kind: EdgeKind;
-  points: number[];
-}
-
-export interface Scene {
-  dir: Direction;
-  nodes: SceneNode[];
-  clusters: SceneCluster[];
-  edges: SceneEdge[];
-  width: number;
-  height: number;
-}
+// The scene: boxes, labels and edge points.
 
 /** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
 function lastPart(name: string): string {

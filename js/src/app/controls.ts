@@ -3,14 +3,15 @@
  * Enter to step through matches), and the keyboard on the graph. They drive FlowApp through
  * the small ControlsHost surface below.
  */
-import type { Direction } from "./layout";
-import { nodeKeyForCall, searchCalls, stageKey, type CallTree, type ViewGraph } from "./model";
-import type { Scene, SceneNode } from "./scene";
-import type { Camera } from "./view/camera";
-import type { Chrome, ColorMode } from "./view/chrome";
-import { download, Listeners } from "./view/dom";
-import type { GraphView } from "./view/graph_view";
-import { moveFocus } from "./view/navigate";
+import type { Direction } from "../layout/layout";
+import type { CallTree } from "../model/tree";
+import { nodeKeyForCall, searchCalls, stageKey, type ViewGraph } from "../model/view_model";
+import type { Scene, SceneNode } from "../scene/types";
+import type { Camera } from "../view/camera";
+import type { Chrome, ColorMode } from "../view/chrome";
+import { download, Listeners } from "../view/dom";
+import type { GraphView } from "../view/graph_view";
+import { moveFocus } from "../view/navigate";
 
 export interface ControlsHost {
   readonly ui: Chrome;

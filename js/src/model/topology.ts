@@ -1,5 +1,5 @@
 /**
- * Stage edges for a selection of calls: the twin of `neural_flow_widget/_topology.py`.
+ * Stage edges for a selection of calls: the twin of `neural_flow_widget/graph/edges.py`.
  * Both sides must produce identical edges (a golden file written by Python checks it).
  *
  *   1. owner[c] = nearest ancestor-or-self of call c in the selection S, else -1;
@@ -23,7 +23,7 @@
  *   7. topology "sequential" ignores ops: inputs[0] -> stages in order -> every output.
  *   8. Edges sorted by destination, then source, in canonical order.
  */
-import type { EdgeKind, WireEdge, WireGraph } from "./wire";
+import type { EdgeKind, WireEdge, WireGraph } from "../wire";
 
 /** Precomputed lookups that do not depend on the selection. */
 export interface TopologyIndex {

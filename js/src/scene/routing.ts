@@ -4,9 +4,9 @@
  * group's margin instead of through the nodes inside), and the constants for lanes beside a
  * shared route. scene.ts calls these while it builds a scene.
  */
-import { GROUP_HEADER, RANKSEP, type Box, type Direction } from "./layout";
-import type { SceneEdge } from "./scene";
-import type { EdgeKind } from "./wire";
+import { GROUP_HEADER, RANKSEP, type Box, type Direction } from "../layout/layout";
+import type { EdgeKind } from "../wire";
+import type { SceneEdge } from "./types";
 
 /** Whether the segment a-b passes through the inside of a box (Liang-Barsky clipping). */
 export function segmentHitsBox(ax: number, ay: number, bx: number, by: number, [x, y, w, h]: Box, inset = 1): boolean {

@@ -4,24 +4,26 @@
  * controls are in controls.ts, where the view looks in view/camera.ts. Used by the live
  * widget (widget.ts) and by the static export (renderStatic).
  */
-import { Controls, type ControlsHost } from "./controls";
-import type { Box, Direction, LayoutResult } from "./layout";
-import { LayoutClient } from "./layout_client";
+import { LayoutClient } from "../layout/client";
+import type { Box, Direction, LayoutResult } from "../layout/layout";
+import { buildTree, type CallTree } from "../model/tree";
 import {
-  buildTree, buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
-  toggleExpanded, toggleUnfolded, type CallTree, type ViewGraph, type ViewState,
-} from "./model";
-import { buildScene, layoutRequest, type Scene, type SceneNode } from "./scene";
-import { Camera } from "./view/camera";
-import { buildChrome, fillLegend, type Chrome, type ColorMode } from "./view/chrome";
-import { exportSvg, svgToPng } from "./view/export";
-import { GraphView, type NodeFill } from "./view/graph_view";
-import { Inspector, type FetchStage } from "./view/inspector";
-import { Minimap } from "./view/minimap";
-import { statFills, statRange } from "./view/stat_colors";
-import { CSS } from "./view/styles";
-import type { Transform } from "./view/zoom";
-import { decodeGraph, type WireGraph } from "./wire";
+  buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
+  toggleExpanded, toggleUnfolded, type ViewGraph, type ViewState,
+} from "../model/view_model";
+import { buildScene, layoutRequest } from "../scene/scene";
+import type { Scene, SceneNode } from "../scene/types";
+import { Camera } from "../view/camera";
+import { buildChrome, fillLegend, type Chrome, type ColorMode } from "../view/chrome";
+import { exportSvg, svgToPng } from "../view/export";
+import { GraphView, type NodeFill } from "../view/graph_view";
+import { Inspector, type FetchStage } from "../view/inspector";
+import { Minimap } from "../view/minimap";
+import { statFills, statRange } from "../view/stat_colors";
+import { CSS } from "../view/styles";
+import type { Transform } from "../view/zoom";
+import { decodeGraph, type WireGraph } from "../wire";
+import { Controls, type ControlsHost } from "./controls";
 
 export interface FlowOptions {
   fetchStage: FetchStage;

@@ -5,9 +5,10 @@
  */
 import workerSource from "virtual:layout-worker";
 import { computeLayout, LayoutCache, type LayoutRequest, type LayoutResult } from "./layout";
+import type { FromWorker, LayoutWorker } from "./messages";
 
 export class LayoutClient {
-  private worker: Worker | null = null;
+  private worker: LayoutWorker | null = null;
   private url: string | null = null;
   private pending = new Map<number, { resolve: (r: LayoutResult) => void; reject: (e: Error) => void }>();
   private next = 0;
@@ -17,21 +18,24 @@ export class LayoutClient {
     if (!useWorker || !workerSource || typeof Worker === "undefined") return;
     try {
       this.url = URL.createObjectURL(new Blob([workerSource], { type: "text/javascript" }));
-      this.worker = new Worker(this.url);
-      this.worker.onmessage = (e: MessageEvent<{ id: number; result?: LayoutResult; error?: string }>) => {
-        const p = this.pending.get(e.data.id);
-        if (!p) return;
-        this.pending.delete(e.data.id);
-        if (e.data.result) p.resolve(e.data.result);
-        else p.reject(new Error(`layout failed: ${e.data.error}`));
-      };
-      this.worker.onerror = (e) => {
+      const worker: LayoutWorker = new Worker(this.url);
+      this.worker = worker;
+      worker.onmessage = (e) => this.settle(e.data);
+      worker.onerror = (e) => {
         e.preventDefault?.();
         this.toMainThread(new Error(`layout worker failed: ${e.message}`));
       };
     } catch {
       this.toMainThread(null);
     }
+  }
+
+  private settle(msg: FromWorker) {
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    this.pending.delete(msg.id);
+    if (msg.type === "result") p.resolve(msg.result);
+    else p.reject(new Error(`layout failed: ${msg.error}`));
   }
 
   get inWorker(): boolean {
@@ -64,7 +68,7 @@ export class LayoutClient {
         resolve,
         reject: (e) => (e.message === "retry" ? this.layout(request).then(resolve, reject) : reject(e)),
       });
-      this.worker!.postMessage({ id, request });
+      this.worker!.postMessage({ type: "layout", id, request });
     });
   }
 

@@ -1,4 +1,0 @@
-declare module "virtual:layout-worker" {
-  const source: string;
-  export default source;
-}

@@ -1,0 +1,30 @@
+/**
+ * The checks both halves of the wire mirror use (wire.ts for the graph, wire_reply.ts for
+ * stage replies): a failed check throws a WireError that says where, what and how to fix it.
+ */
+
+export class WireError extends Error {
+  override name = "WireError";
+}
+
+export function fail(where: string, what: string, fix = "re-trace with the matching neural_flow_widget version"): never {
+  throw new WireError(`${where}: ${what}; ${fix}`);
+}
+
+export function isObj(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+export function isInt(x: unknown): x is number {
+  return typeof x === "number" && Number.isInteger(x);
+}
+
+export function intList(x: unknown, where: string): number[] {
+  if (!Array.isArray(x) || !x.every(isInt)) fail(where, "expected a list of integers");
+  return x as number[];
+}
+
+export function strList(x: unknown, where: string): string[] {
+  if (!Array.isArray(x) || !x.every((s) => typeof s === "string")) fail(where, "expected a list of strings");
+  return x as string[];
+}
