@@ -11,7 +11,16 @@ from typing import Any
 
 import torch
 
-from .graph import Flow, ModuleInfo, OpGraph, TraceError, resolve, sequential_edges, stage_edges
+from .graph import (
+    Flow,
+    ModuleInfo,
+    OpGraph,
+    Topology,
+    TraceError,
+    resolve,
+    sequential_edges,
+    stage_edges,
+)
 from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 
@@ -31,10 +40,19 @@ class _Run:
     error: BaseException | None = None
 
 
-def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
-          topology: str = "auto", kwargs: Mapping[str, Any] | None = None,
-          capture: bool = True, attention: bool = True, capture_device: Any = "cpu",
-          sample: int = 0, budget_bytes: int | None = None) -> Flow:
+def trace(
+    model: torch.nn.Module,
+    inputs: Any = (),
+    *,
+    stages: Any = None,
+    topology: str = "auto",
+    kwargs: Mapping[str, Any] | None = None,
+    capture: bool = True,
+    attention: bool = True,
+    capture_device: Any = "cpu",
+    sample: int = 0,
+    budget_bytes: int | None = None,
+) -> Flow:
     """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
 
     >>> import torch, neural_flow_widget as nfw
@@ -53,9 +71,11 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
     attention maps are recorded (``flow.attention``).
     """
     if str(capture_device) != "cpu":
-        raise ValueError(f"capture_device={capture_device!r}: captured summaries and views are "
-                         f"kept in host memory; use capture_device='cpu' (the reductions "
-                         f"themselves still run on each tensor's own device)")
+        raise ValueError(
+            f"capture_device={capture_device!r}: captured summaries and views are "
+            f"kept in host memory; use capture_device='cpu' (the reductions "
+            f"themselves still run on each tensor's own device)"
+        )
     if topology not in _MODES:
         raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
     if not isinstance(model, torch.nn.Module):
@@ -69,8 +89,7 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
     if capture:
         from .capture import CaptureState
 
-        capture_state = CaptureState(sample=sample,
-                                     budget_bytes=budget_bytes, attention=attention)
+        capture_state = CaptureState(sample=sample, budget_bytes=budget_bytes, attention=attention)
     flags = [(m, m.training) for m in (model, *probe.modules)]
     collecting = gc.isenabled()
     try:
@@ -81,19 +100,26 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
             model.eval()
         with torch.no_grad():
             run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
-            mode = "dataflow" if use_tracer else "sequential"
-            if use_tracer and run.error is not None and run.tracer.failure is None:
-                retry = _run(probe.fresh(), args, kw, False,
-                             capture_state and capture_state.fresh())
+            mode: Topology = "dataflow" if use_tracer else "sequential"
+            failure = run.tracer.failure if run.tracer is not None else None
+            if use_tracer and run.error is not None and failure is None:
+                retry = _run(
+                    probe.fresh(), args, kw, False, capture_state and capture_state.fresh()
+                )
                 if retry.error is None:
-                    warnings.warn(f"the dataflow tracer could not follow this model "
-                                  f"({type(run.error).__name__}: {run.error}); it ran again "
-                                  f"without it and shows stages in execution order",
-                                  stacklevel=2)
+                    warnings.warn(
+                        f"the dataflow tracer could not follow this model "
+                        f"({type(run.error).__name__}: {run.error}); it ran again "
+                        f"without it and shows stages in execution order",
+                        stacklevel=2,
+                    )
                     run, mode = retry, "sequential"
-            elif use_tracer and run.tracer.failure is not None:
-                warnings.warn(f"the dataflow tracer failed ({run.tracer.failure!r}); stages "
-                              f"are shown in execution order", stacklevel=2)
+            elif failure is not None:
+                warnings.warn(
+                    f"the dataflow tracer failed ({failure!r}); stages "
+                    f"are shown in execution order",
+                    stacklevel=2,
+                )
                 mode = "sequential"
         flow = _build(model, run, stages, mode, modules)
     finally:
@@ -106,15 +132,20 @@ def trace(model: torch.nn.Module, inputs: Any = (), *, stages: Any = None,
         raise _trace_error(flow, run) from run.error
     if topology == "fx":
         try:
-            return replace(with_fx_edges(model, flow, flow.selected),
-                           regraph=regraph_with_fx(flow.model_ref))
+            return replace(
+                with_fx_edges(model, flow, flow.selected), regraph=regraph_with_fx(flow.model_ref)
+            )
         except FxUnavailable as why:
-            warnings.warn(f"model could not be symbolically traced by torch.fx ({why}). Using "
-                          f"runtime execution order instead.", stacklevel=2)
+            warnings.warn(
+                f"model could not be symbolically traced by torch.fx ({why}). Using "
+                f"runtime execution order instead.",
+                stacklevel=2,
+            )
     return flow
 
 
 def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
+    args: tuple
     if isinstance(inputs, Mapping):
         args, kw = (), dict(inputs)
     elif isinstance(inputs, (tuple, list)):
@@ -129,8 +160,7 @@ def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple,
     return args, kw
 
 
-def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
-         capture_state: Any) -> _Run:
+def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool, capture_state: Any) -> _Run:
     model = tracker.model
     tracer = DataflowTracer(tracker.stack) if use_tracer else None
     tracker.tracer = tracer
@@ -150,6 +180,7 @@ def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
             view, op = tracer.tag_input(tensor)
             input_ops.append((name, op))
             return view
+
         return tag
 
     call_args = tuple(map_tensors(a, enter(str(i))) for i, a in enumerate(args))
@@ -170,20 +201,31 @@ def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool,
     return run
 
 
-def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str,
-           modules: tuple[ModuleInfo, ...]) -> Flow:
+def _build(
+    model: torch.nn.Module,
+    run: _Run,
+    stages: Any,
+    mode: Topology,
+    modules: tuple[ModuleInfo, ...],
+) -> Flow:
     tracker, tracer = run.tracker, run.tracer
     calls = tracker.stages()
     outs = output_leaves(run.output) if run.error is None else []
     outputs = tuple(f"output:{path}" for path, _ in outs)
     if tracer is not None:
         output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
-        graph = OpGraph(tuple(tracer.owners), tuple(tracer.parents),
-                        tuple(r.parent for r in tracker.calls),
-                        tuple(r.inputs for r in tracker.calls), tuple(run.input_ops), output_ops)
+        graph = OpGraph(
+            tuple(tracer.owners),
+            tuple(tracer.parents),
+            tuple(r.parent for r in tracker.calls),
+            tuple(r.inputs for r in tracker.calls),
+            tuple(run.input_ops),
+            output_ops,
+        )
     else:
-        graph = OpGraph((), (), tuple(r.parent for r in tracker.calls),
-                        tuple(() for _ in tracker.calls), (), ())
+        graph = OpGraph(
+            (), (), tuple(r.parent for r in tracker.calls), tuple(() for _ in tracker.calls), (), ()
+        )
     selected = resolve(stages, modules, calls, model)
     inputs = tuple(run.inputs)
     if mode == "sequential":
@@ -194,9 +236,20 @@ def _build(model: torch.nn.Module, run: _Run, stages: Any, mode: str,
     if run.capture is not None:
         capture = run.capture.finish()
         calls = capture.mark(calls)
-    return Flow(model=type(model).__name__, calls=calls, selected=selected, edges=edges,
-                topology=mode, inputs=inputs, outputs=outputs, graph=graph, modules=modules,
-                capture=capture, model_ref=model_weakref(model), explicit=stages is not None)
+    return Flow(
+        model=type(model).__name__,
+        calls=calls,
+        selected=selected,
+        edges=edges,
+        topology=mode,
+        inputs=inputs,
+        outputs=outputs,
+        graph=graph,
+        modules=modules,
+        capture=capture,
+        model_ref=model_weakref(model),
+        explicit=stages is not None,
+    )
 
 
 def _trace_error(flow: Flow, run: _Run) -> TraceError:
@@ -210,17 +263,21 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
         shapes = ""
     else:
         call = flow.calls[failed]
-        owner = next((flow.calls[i] for i in reversed(flow.selected)
-                      if _is_within(flow, failed, i)), call)
+        owner = next(
+            (flow.calls[i] for i in reversed(flow.selected) if _is_within(flow, failed, i)), call
+        )
         stage_id, module = owner.id, call.module
         inner = "" if owner.index == failed else f", inside {call.module!r} ({call.type})"
         where = f"stage {owner.id!r} (module {owner.type}{inner})"
         got = run.tracker.calls[failed].input_shapes
-        shapes = (f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}"
-                  if got else "")
+        shapes = (
+            f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}" if got else ""
+        )
     text = f"{type(error).__name__}: {error}".rstrip(". ")
-    message = (f"{where} raised {text}{shapes}. Check that the inputs match what this module "
-               f"expects. The graph up to that point is in err.partial.")
+    message = (
+        f"{where} raised {text}{shapes}. Check that the inputs match what this module "
+        f"expects. The graph up to that point is in err.partial."
+    )
     return TraceError(message, partial=flow, stage=stage_id, module=module)
 
 

@@ -83,7 +83,7 @@ Two messages exist.
     error:    {"ok": false, "stage": "enc1", "error": "unknown view kind 'foo' for ..."}
 """
 
-from __future__ import annotations  # noqa: E402  (after the long docstring on purpose)
+from __future__ import annotations
 
 import math
 from typing import Any
@@ -102,12 +102,23 @@ def encode_graph(flow: Any) -> dict:
     capture = flow.capture
     calls = []
     for c in flow.calls:
-        calls.append({
-            "id": c.id, "module": c.module, "type": c.type, "call": c.call,
-            "parent": parents[c.index], "depth": c.depth, "leaf": c.leaf, "params": c.params,
-            "shapes": [list(s) for s in c.shapes], "dtypes": list(c.dtypes), "sig": c.sig,
-            "error": c.error, "in": list(flow.graph.call_inputs[c.index]),
-        })
+        calls.append(
+            {
+                "id": c.id,
+                "module": c.module,
+                "type": c.type,
+                "call": c.call,
+                "parent": parents[c.index],
+                "depth": c.depth,
+                "leaf": c.leaf,
+                "params": c.params,
+                "shapes": [list(s) for s in c.shapes],
+                "dtypes": list(c.dtypes),
+                "sig": c.sig,
+                "error": c.error,
+                "in": list(flow.graph.call_inputs[c.index]),
+            }
+        )
     return {
         "schema": SCHEMA,
         "model": flow.model,
@@ -132,7 +143,7 @@ def _stats(capture: Any, index: int) -> list[float] | None:
     summary = items[0].summary
     if summary.kind != "float" or summary.mean_abs is None:
         return None
-    return [_num(summary.mean_abs), _num(summary.std)]
+    return [_num(summary.mean_abs), _num(summary.std)]  # type: ignore[list-item]
 
 
 def _num(value: Any) -> float | None:
@@ -143,16 +154,16 @@ def _num(value: Any) -> float | None:
 
 
 def error_reply(stage: Any, message: str) -> tuple[dict, list]:
-    return {"ok": False, "stage": stage if isinstance(stage, str) else None,
-            "error": message}, []
+    return {"ok": False, "stage": stage if isinstance(stage, str) else None, "error": message}, []
 
 
-def encode_stage_reply(flow: Any, request: Any, tokens: list[str] | None = None
-                       ) -> tuple[dict, list[bytes]]:
+def encode_stage_reply(
+    flow: Any, request: Any, tokens: list[str] | None = None
+) -> tuple[dict, list[bytes]]:
     """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
     stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
     if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
-        return error_reply(None, "a request needs a stage id: {\"stage\": \"enc1\"}")
+        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
     stage_id = request["stage"]
     try:
         stage = flow.stage(stage_id)
@@ -164,8 +175,11 @@ def encode_stage_reply(flow: Any, request: Any, tokens: list[str] | None = None
     sample = request.get("sample", 0)
     captured_sample = getattr(flow.capture, "sample", 0)
     if sample not in (None, captured_sample):
-        return error_reply(stage_id, f"sample {sample} was not captured; trace with "
-                                     f"sample={sample} to see it (captured: {captured_sample})")
+        return error_reply(
+            stage_id,
+            f"sample {sample} was not captured; trace with "
+            f"sample={sample} to see it (captured: {captured_sample})",
+        )
     try:
         summaries = [_summary(s, buffers) for s in flow.summary(stage_id)]
     except ValueError as error:
@@ -186,12 +200,19 @@ def encode_stage_reply(flow: Any, request: Any, tokens: list[str] | None = None
     elif kind is not None:
         return error_reply(stage_id, f"stage {stage_id!r} has no views")
     try:
-        attention = [_attention(m, request.get("head"), buffers)
-                     for m in flow.attention(stage_id)]
+        attention = [_attention(m, request.get("head"), buffers) for m in flow.attention(stage_id)]
     except ValueError as error:
         return error_reply(stage_id, str(error))
-    reply = {"ok": True, "stage": stage_id, "summaries": summaries, "views": views,
-             "view": view, "attention": attention, "tokens": tokens, "error": stage.error}
+    reply = {
+        "ok": True,
+        "stage": stage_id,
+        "summaries": summaries,
+        "views": views,
+        "view": view,
+        "attention": attention,
+        "tokens": tokens,
+        "error": stage.error,
+    }
     return reply, buffers
 
 
@@ -203,16 +224,32 @@ def _add(buffers: list[bytes], array: np.ndarray) -> int:
 def _summary(s: Any, buffers: list[bytes]) -> dict:
     hist = None
     if s.hist_counts is not None and len(s.hist_counts):
-        hist = {"lo": _num(s.hist_lo), "hi": _num(s.hist_hi), "bins": int(len(s.hist_counts)),
-                "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8"))}
+        hist = {
+            "lo": _num(s.hist_lo),
+            "hi": _num(s.hist_hi),
+            "bins": len(s.hist_counts),
+            "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8")),
+        }
     return {
-        "leaf": getattr(s, "leaf", None), "shape": list(s.shape), "dtype": s.dtype,
-        "device": s.device, "kind": s.kind, "numel": int(s.numel),
-        "stats": {"min": _num(s.min), "max": _num(s.max), "mean": _num(s.mean),
-                  "std": _num(s.std), "mean_abs": _num(s.mean_abs),
-                  "zero_fraction": _num(s.zero_fraction), "nan": int(s.nan),
-                  "posinf": int(s.posinf), "neginf": int(s.neginf)},
-        "sampled": s.sampled, "hist": hist,
+        "leaf": getattr(s, "leaf", None),
+        "shape": list(s.shape),
+        "dtype": s.dtype,
+        "device": s.device,
+        "kind": s.kind,
+        "numel": int(s.numel),
+        "stats": {
+            "min": _num(s.min),
+            "max": _num(s.max),
+            "mean": _num(s.mean),
+            "std": _num(s.std),
+            "mean_abs": _num(s.mean_abs),
+            "zero_fraction": _num(s.zero_fraction),
+            "nan": int(s.nan),
+            "posinf": int(s.posinf),
+            "neginf": int(s.neginf),
+        },
+        "sampled": s.sampled,
+        "hist": hist,
         "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
         "error": s.error,
     }
@@ -224,25 +261,42 @@ def _plain(value: Any) -> Any:
 
 def _view(v: Any, buffers: list[bytes]) -> dict:
     data = np.asarray(v.data, dtype=np.uint8)
-    return {"kind": v.kind, "shape": list(data.shape), "vmin": _num(v.vmin),
-            "vmax": _num(v.vmax), "signed": bool(v.signed), "axes": list(v.axes),
-            "labels": list(v.labels) if v.labels else None,
-            "channels": [int(c) for c in v.channels] if v.channels else None,
-            "note": v.note, "buffer": _add(buffers, data)}
+    return {
+        "kind": v.kind,
+        "shape": list(data.shape),
+        "vmin": _num(v.vmin),
+        "vmax": _num(v.vmax),
+        "signed": bool(v.signed),
+        "axes": list(v.axes),
+        "labels": list(v.labels) if v.labels else None,
+        "channels": [int(c) for c in v.channels] if v.channels else None,
+        "note": v.note,
+        "buffer": _add(buffers, data),
+    }
 
 
 def _attention(m: Any, head: int | None, buffers: list[bytes]) -> dict:
     weights = np.asarray(m.weights, dtype="<f4")
     heads = weights.shape[0]
     if head is not None and not 0 <= head < heads:
-        raise ValueError(f"head={head} is out of range: this attention call has {heads} heads "
-                         f"(0..{heads - 1})")
+        raise ValueError(
+            f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
+        )
     chosen = weights[head] if head is not None else weights.mean(axis=0)
-    return {"heads": heads, "q_len": m.q_len, "k_len": m.k_len, "pool": list(m.pool),
-            "source": m.source, "causal": bool(m.causal), "head": head,
-            "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
-            "grid": {"shape": [heads, *_pooled_shape(weights.shape[1:])],
-                     "buffer": _add(buffers, _pool_grid(weights))}}
+    return {
+        "heads": heads,
+        "q_len": m.q_len,
+        "k_len": m.k_len,
+        "pool": list(m.pool),
+        "source": m.source,
+        "causal": bool(m.causal),
+        "head": head,
+        "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
+        "grid": {
+            "shape": [heads, *_pooled_shape(weights.shape[1:])],
+            "buffer": _add(buffers, _pool_grid(weights)),
+        },
+    }
 
 
 def _pooled_shape(shape: tuple[int, int]) -> list[int]:

@@ -1,5 +1,6 @@
 """The wire format: golden fixtures shared with the JS tests, stage replies, payload size."""
 
+import base64
 import json
 import pathlib
 import sys
@@ -7,13 +8,14 @@ import sys
 import numpy as np
 import pytest
 import torch
+import zoo
 
 import neural_flow_widget as nfw
 from neural_flow_widget import wire
-import zoo
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "scripts"))
+import fixture_models  # noqa: E402
 import make_fixtures  # noqa: E402
 
 
@@ -28,17 +30,151 @@ def close(a, b):
     return a == b
 
 
-def test_wire_golden_fixture_is_what_python_writes():
-    on_disk = json.loads((FIXTURES / "wire_golden.json").read_text())
+def _buffers(reply: dict, encoded: list[str]) -> list[tuple[str, np.ndarray]]:
+    """A stage reply's base64 buffers decoded by what the reply says each one holds."""
+    kinds = {}
+    for s in reply.get("summaries") or []:
+        if s["hist"]:
+            kinds[s["hist"]["buffer"]] = ("counts", "<f8")
+    if reply.get("view"):
+        kinds[reply["view"]["buffer"]] = ("codes", "u1")
+    for a in reply.get("attention") or []:
+        kinds[a["map"]["buffer"]] = kinds[a["grid"]["buffer"]] = ("float", "<f4")
+    assert sorted(kinds) == list(range(len(encoded))), "every buffer is referenced once"
+    return [
+        (kinds[i][0], np.frombuffer(base64.b64decode(b), dtype=kinds[i][1]))
+        for i, b in enumerate(encoded)
+    ]
+
+
+def close_buffers(a: dict, b: dict) -> bool:
+    """Two exchanges' buffers: floats within 1e-5 relative; histogram counts and uint8 view
+    codes within 1 (a value a last bit from a bin edge or a code boundary may cross it)."""
+    left, right = _buffers(a["reply"], a["buffers"]), _buffers(b["reply"], b["buffers"])
+    if [k for k, _ in left] != [k for k, _ in right]:
+        return False
+    for (kind, x), (_, y) in zip(left, right):
+        if x.shape != y.shape:
+            return False
+        if kind == "float" and not np.allclose(x, y, rtol=1e-5, atol=1e-7):
+            return False
+        gap = np.abs(x.astype(np.float64) - y.astype(np.float64)).max(initial=0)
+        if kind != "float" and gap > 1:
+            return False
+        if kind == "counts" and x.sum() != y.sum():
+            return False
+    return True
+
+
+def _same_stage_replies(made: dict, on_disk: dict) -> bool:
+    strip = lambda d: {**d, "cases": [{**c, "buffers": len(c["buffers"])} for c in d["cases"]]}
+    return close(strip(made), strip(on_disk)) and all(
+        close_buffers(x, y) for x, y in zip(made["cases"], on_disk["cases"])
+    )
+
+
+def _same_colors(made: dict, on_disk: dict) -> bool:
+    """Same views; codes within 1 (see close_buffers), and where a code is the same, the same
+    RGB. The RGB on disk is checked against the table separately."""
+    if made.keys() != on_disk.keys() or len(made["views"]) != len(on_disk["views"]):
+        return False
+    for x, y in zip(made["views"], on_disk["views"]):
+        plain = ("codes", "rgb")
+        if not close(
+            {k: v for k, v in x.items() if k not in plain},
+            {k: v for k, v in y.items() if k not in plain},
+        ):
+            return False
+        cx, cy = np.array(x["codes"]), np.array(y["codes"])
+        if cx.shape != cy.shape or np.abs(cx - cy).max() > 1:
+            return False
+        if np.array(x["rgb"])[cx == cy].tolist() != np.array(y["rgb"])[cx == cy].tolist():
+            return False
+    return True
+
+
+SAME = {"stage_replies.json": _same_stage_replies, "colors.json": _same_colors}
+
+
+@pytest.mark.parametrize("name", list(make_fixtures.FILES))
+def test_fixture_on_disk_is_what_make_fixtures_writes(name):
+    """Every golden fixture is what ``scripts/make_fixtures.py`` makes now, written as it
+    writes it (one record per line)."""
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    on_disk = json.loads(text)
     assert on_disk["schema"] == wire.SCHEMA
-    assert close(make_fixtures.wire_golden(), on_disk), \
-        "run `python scripts/make_fixtures.py` and check the JS tests"
+    assert text == make_fixtures.text(name, on_disk), f"{name} is not in the generator's layout"
+    made = json.loads(make_fixtures.text(name))  # through the writer: tuples become lists
+    assert SAME.get(name, close)(made, on_disk), (
+        f"{name} is stale: run `.venv/bin/python scripts/make_fixtures.py` and the JS tests"
+    )
 
 
-def test_edges_golden_fixture_is_what_select_gives():
+def test_writer_is_plain_json_one_record_per_line():
+    value = {
+        "schema": 1,
+        "calls": [{"id": "a", "in": [0]}, {"id": "b", "in": []}],
+        "ops": [],
+        "stats": [[0.5, None], None],
+        "x": {"calls": [1, 2]},
+        "s": "</\u00e9",
+    }
+    text = make_fixtures.dumps(value)
+    assert json.loads(text) == value and text.endswith("}\n") and text.count("\n") == 10
+    lines = text.splitlines()
+    assert lines[0] == '{"schema": 1, "calls": ['
+    assert lines[1:3] == [' {"id": "a", "in": [0]},', ' {"id": "b", "in": []}']
+    assert lines[3] == '], "ops": [], "stats": ['  # an empty list stays inline
+    assert lines[4:6] == [" [0.5, null],", " null"]
+    assert lines[6:] == ['], "x": {"calls": [', " 1,", " 2", ']}, "s": "</\\u00e9"}']
+    with pytest.raises(ValueError):
+        make_fixtures.dumps({"stats": [float("nan")]})
+
+
+def test_graph_fixtures_are_real_traces_of_the_fixture_models():
+    """wire_unet / wire_transformer12 are the traces the front end's tests describe."""
+    unet = json.loads((FIXTURES / "wire_unet.json").read_text())
+    model, _ = fixture_models.unet()
+    by_id = {c["id"]: c for c in unet["calls"]}
+    assert [c["id"] for c in unet["calls"] if c["parent"] == -1] == [
+        "enc1",
+        "enc2",
+        "bottleneck",
+        "up2",
+        "dec2",
+        "up1",
+        "dec1",
+        "head",
+    ]
+    for name, module in model.named_modules():
+        if name:
+            assert by_id[name]["params"] == sum(p.numel() for p in module.parameters()), name
+    assert by_id["bottleneck"]["type"] == "ResBlock" and by_id["head"]["shapes"] == [[1, 2, 64, 64]]
+    assert all(s is not None for s in unet["stats"])
+    gpt = json.loads((FIXTURES / "wire_transformer12.json").read_text())
+    assert (gpt["inputs"], gpt["outputs"]) == (["input:input_ids"], ["output:logits"])
+    attn = [i for i, c in enumerate(gpt["calls"]) if c["type"] == "MultiheadAttention"]
+    assert gpt["attention"] == attn and len(attn) == 12
+    assert all(s is not None for s in gpt["stats"])
+
+
+def test_colors_fixture_is_the_shared_table_at_the_codes():
+    """What View.to_png() gave each code (colors.json) is the shared table's entry for it,
+    and the fixture has a signed (diverging) and an unsigned (viridis) view."""
+    from neural_flow_widget.capture.views import DIVERGING, VIRIDIS
+
+    views = json.loads((FIXTURES / "colors.json").read_text())["views"]
+    assert {v["signed"] for v in views} == {True, False}
+    for v in views:
+        table = DIVERGING if v["signed"] else VIRIDIS
+        assert len(v["codes"]) == np.prod(v["shape"]) >= 24 and len(set(v["codes"])) > 20
+        assert v["rgb"] == table[v["codes"]].tolist(), v["name"]
+        if v["signed"]:
+            assert v["vmin"] == -v["vmax"] < 0
+
+
+def test_edges_golden_exercises_collapsing():
     on_disk = json.loads((FIXTURES / "edges_golden.json").read_text())
-    assert close(make_fixtures.edges_golden(), on_disk), \
-        "run `python scripts/make_fixtures.py` and check the JS tests"
     # The fixture really exercises collapsing: a residual block collapsed has no skip edge out.
     resnet = next(c for c in on_disk["cases"] if c["name"] == "resnet")
     collapsed = resnet["selections"][0]
@@ -50,8 +186,9 @@ def test_graph_message_fields_and_size():
     torch.manual_seed(0)
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    model = GPT2LMHeadModel(GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=64,
-                                       bos_token_id=0, eos_token_id=0)).eval()
+    model = GPT2LMHeadModel(
+        GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=64, bos_token_id=0, eos_token_id=0)
+    ).eval()
     flow = nfw.trace(model, torch.randint(0, 64, (1, 16)))
     graph = wire.encode_graph(flow)
     text = json.dumps(graph)
@@ -59,8 +196,21 @@ def test_graph_message_fields_and_size():
     assert "base64" not in text and len(graph["calls"]) == len(flow.calls)
     assert graph["attention"], "attention calls are announced"
     call = graph["calls"][graph["selected"][0]]
-    assert set(call) == {"id", "module", "type", "call", "parent", "depth", "leaf", "params",
-                         "shapes", "dtypes", "sig", "error", "in"}
+    assert set(call) == {
+        "id",
+        "module",
+        "type",
+        "call",
+        "parent",
+        "depth",
+        "leaf",
+        "params",
+        "shapes",
+        "dtypes",
+        "sig",
+        "error",
+        "in",
+    }
     blocks = [c for c in graph["calls"] if c["type"] == "GPT2Block"]
     assert len({c["sig"] for c in blocks}) == 1  # repeated blocks share a signature
 
@@ -85,15 +235,18 @@ def test_stage_reply_carries_summary_view_and_binary_buffers(unet_flow):
     json.dumps(msg)  # plain JSON besides the buffers
 
 
-@pytest.mark.parametrize("request_, needle", [
-    ({"stage": "nope"}, "no stage 'nope'"),
-    ({"stage": "enc1", "view": "bogus"}, "bogus"),
-    ({"stage": "enc1", "view": "channel", "channel": 99}, "99"),
-    ({"stage": "enc1", "view": "channel", "channel": "3"}, "wrong type"),
-    ({"stage": "enc1", "sample": 1}, "sample 1 was not captured"),
-    ({}, "needs a stage id"),
-    ("garbage", "needs a stage id"),
-])
+@pytest.mark.parametrize(
+    "request_, needle",
+    [
+        ({"stage": "nope"}, "no stage 'nope'"),
+        ({"stage": "enc1", "view": "bogus"}, "bogus"),
+        ({"stage": "enc1", "view": "channel", "channel": 99}, "99"),
+        ({"stage": "enc1", "view": "channel", "channel": "3"}, "wrong type"),
+        ({"stage": "enc1", "sample": 1}, "sample 1 was not captured"),
+        ({}, "needs a stage id"),
+        ("garbage", "needs a stage id"),
+    ],
+)
 def test_bad_requests_get_error_replies(unet_flow, request_, needle):
     msg, buffers = wire.encode_stage_reply(unet_flow, request_)
     assert msg["ok"] is False and needle in msg["error"] and buffers == []

@@ -1,6 +1,6 @@
 // Synthetic transformer-like graphs for the benchmark: an encoder and a decoder group, each a
 // run of identical blocks (so they fold), plus embedding, final norm and head.
-import { GraphBuilder, transformerBlock } from "../scripts/graph_builder.mjs";
+import { GraphBuilder, transformerBlock } from "./graph_builder.mjs";
 
 function decoderBlock(b, name, x, memory, dim, tokens) {
   const shape = [1, tokens, dim];

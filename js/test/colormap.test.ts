@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { formatParams, formatShape } from "../src/model/format";
 import { applyLut, colorOf, cssColor, diverging, gradientStops, lut, viridis, type RGB } from "../src/view/colormap";
 import { typeColor, typeHue } from "../src/view/palette";
+import { loadRaw } from "./fixtures";
 
 const TABLE = JSON.parse(readFileSync(fileURLToPath(new URL("../../neural_flow_widget/capture/colormaps.json", import.meta.url)), "utf8")) as Record<string, unknown>;
 const VIRIDIS = TABLE.viridis as number[][];
@@ -27,6 +28,42 @@ describe("the colormap table shared with Python", () => {
       expect(viridis(b / 255)).toEqual(VIRIDIS[b]);
       expect(diverging((b / 255) * 2 - 1)).toEqual(DIVERGING[b]);
     }
+  });
+});
+
+interface PythonView {
+  name: string;
+  kind: string;
+  shape: number[];
+  vmin: number;
+  vmax: number;
+  signed: boolean;
+  codes: number[];
+  rgb: RGB[];
+}
+
+describe("colors.json: views coloured by Python's View.to_png()", () => {
+  const { views } = loadRaw("colors.json") as { views: PythonView[] };
+
+  it("has a signed (diverging) and an unsigned (viridis) view of a few dozen codes each", () => {
+    expect(views.map((v) => v.signed)).toContain(true);
+    expect(views.map((v) => v.signed)).toContain(false);
+    for (const v of views) {
+      expect(v.codes.length, v.name).toBe(v.shape.reduce((a, b) => a * b, 1));
+      expect(v.rgb.length, v.name).toBe(v.codes.length);
+      expect(new Set(v.codes).size, v.name).toBeGreaterThan(20);
+    }
+  });
+
+  it.each(views.map((v) => [v.name, v] as const))("%s: lut + applyLut give Python's RGB for every code", (_, v) => {
+    const out = new Uint8ClampedArray(v.codes.length * 4);
+    applyLut(new Uint8Array(v.codes), lut(v.vmin, v.vmax, v.signed), out);
+    const got: number[][] = [];
+    for (let i = 0; i < v.codes.length; i++) {
+      expect(out[i * 4 + 3]).toBe(255);
+      got.push(Array.from(out.slice(i * 4, i * 4 + 3)));
+    }
+    expect(got).toEqual(v.rgb);
   });
 });
 

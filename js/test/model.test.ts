@@ -60,13 +60,15 @@ describe("folding", () => {
     const s = initialState(gpt);
     expect(s.expanded.size).toBe(0);
     const v = buildView(gpt, s);
-    expect(v.nodes.map((n) => `${n.kind}:${n.id}`)).toEqual(["input:input_ids", "stage:embed", "fold:layers.0", "stage:norm", "stage:lm_head", "output:logits"]);
+    // The trace names the model's inputs and outputs `input:<argument>` and `output:<key>`:
+    // TinyGPT is called as model(input_ids=...) and returns {"logits": ...}.
+    expect(v.nodes.map((n) => `${n.kind} ${n.id}`)).toEqual(["input input:input_ids", "stage embed", "fold layers.0", "stage norm", "stage lm_head", "output output:logits"]);
     expect(edgeText(v)).toEqual([
-      "input_ids -> embed flow",
+      "input:input_ids -> embed flow",
       "embed -> layers.0 flow",
       "layers.0 -> norm flow",
       "norm -> lm_head flow",
-      "lm_head -> logits flow",
+      "lm_head -> output:logits flow",
     ]);
     expect(v.selection.length).toBe(3 + 12);
   });

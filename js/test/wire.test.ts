@@ -18,6 +18,27 @@ describe("decodeGraph", () => {
     expect(g.stats.length).toBe(g.calls.length);
   });
 
+  it("reads real traces of tests/fixture_models.py: parameters, inputs, outputs, attention", () => {
+    const unet = loadGraph("wire_unet.json");
+    const u = (id: string) => unet.calls.find((c) => c.id === id)!;
+    // Conv2d(cin, cout, k): cout * cin * k * k + cout; ConvTranspose2d(cin, cout, 2): cin * cout * 4 + cout.
+    expect([u("enc1.conv1").params, u("enc1.conv2").params, u("up2").params, u("up1").params, u("head").params]).toEqual([160, 2320, 4128, 2064, 34]);
+    expect(u("head").shapes).toEqual([[1, 2, 64, 64]]);
+    // Blocks hold no parameters of their own: a container's count is its children's sum.
+    for (const [i, c] of unet.calls.entries()) {
+      const kids = unet.calls.filter((d) => d.parent === i);
+      if (kids.length) expect(c.params, c.id).toBe(kids.reduce((sum, d) => sum + d.params, 0));
+    }
+    const gpt = loadGraph("wire_transformer12.json");
+    expect([gpt.inputs, gpt.outputs]).toEqual([["input:input_ids"], ["output:logits"]]);
+    const g = (id: string) => gpt.calls.find((c) => c.id === id)!;
+    expect([g("embed").params, g("lm_head").params, g("layers.0.norm1").params]).toEqual([1000 * 64, 64 * 1000 + 1000, 2 * 64]);
+    expect(g("lm_head").shapes).toEqual([[1, 16, 1000]]);
+    expect(gpt.attention).toEqual(gpt.calls.flatMap((c, i) => (c.type === "MultiheadAttention" ? [i] : [])));
+    expect(gpt.attention.length).toBe(12);
+    for (const graph of [unet, gpt]) expect(graph.stats.every((s) => s !== null && s[0] > 0 && s[1] > 0)).toBe(true);
+  });
+
   it("accepts the JSON text as well as the object", () => {
     const raw = loadRaw("wire_unet.json");
     expect(decodeGraph(JSON.stringify(raw))).toEqual(decodeGraph(raw));

@@ -26,11 +26,18 @@ __all__ = ["Pending", "numpy_of", "to_host"]
 
 #: numpy's dtype for each torch dtype capture keeps (numpy has no bfloat16: its bits, which
 #: Retained.values reads)
-_NUMPY = {torch.bfloat16: np.dtype(np.uint16), torch.float16: np.dtype(np.float16),
-          torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64),
-          torch.int64: np.dtype(np.int64), torch.int32: np.dtype(np.int32),
-          torch.int16: np.dtype(np.int16), torch.int8: np.dtype(np.int8),
-          torch.uint8: np.dtype(np.uint8), torch.bool: np.dtype(np.bool_)}
+_NUMPY: dict[torch.dtype, np.dtype] = {
+    torch.bfloat16: np.dtype(np.uint16),
+    torch.float16: np.dtype(np.float16),
+    torch.float32: np.dtype(np.float32),
+    torch.float64: np.dtype(np.float64),
+    torch.int64: np.dtype(np.int64),
+    torch.int32: np.dtype(np.int32),
+    torch.int16: np.dtype(np.int16),
+    torch.int8: np.dtype(np.int8),
+    torch.uint8: np.dtype(np.uint8),
+    torch.bool: np.dtype(np.bool_),
+}
 
 
 #: device types whose results are read where they are (not packed and moved)

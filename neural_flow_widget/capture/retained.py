@@ -10,8 +10,8 @@ cost: a dozen torch ops on the tensor's own device (:mod:`.pooling` pools), whos
 stay there until the pass is over (:mod:`.host` brings them over together).  The host keeps
 at most ``budget_bytes``; maps are kept as float16 under one power-of-two scale that puts
 their largest finite |x| in [2**14, 2**15) (float16's 11 bits, whatever the values' size).
-Percentiles and colour ranges belong to render time (:mod:`.views`).  Which reduction is kept depends on the shape (the
-*layout*), for one batch element ``sample``:
+Percentiles and colour ranges belong to render time (:mod:`.views`).  Which reduction is
+kept depends on the shape (the *layout*), for one batch element ``sample``:
 
 * ``image`` - 4-D ``(N, C, H, W)``; 5-D and up ``(N, C, *extra, H, W)`` are first averaged
   over the ``extra`` axes (e.g. depth, time) so channel indices keep their meaning.  Kept:
@@ -51,9 +51,19 @@ from .pooling import Like, even, even2, fit, fit_axes, pool_flat
 from .sampling import prime_at_least
 from .summary import Dense, read_dense
 
-__all__ = ["DEFAULT_BUDGET_BYTES", "MIN_BUDGET_BYTES", "PendingRetained", "Retained",
-           "image_sizes", "rank_rows", "retain", "retain_dense", "retain_pending",
-           "sequence_sizes"]  # fmt: skip
+__all__ = [
+    "DEFAULT_BUDGET_BYTES",
+    "MIN_BUDGET_BYTES",
+    "Layout",
+    "PendingRetained",
+    "Retained",
+    "image_sizes",
+    "rank_rows",
+    "retain",
+    "retain_dense",
+    "retain_pending",
+    "sequence_sizes",
+]
 
 DEFAULT_BUDGET_BYTES = 256 * 1024
 #: the smallest budget :func:`retain` accepts
@@ -125,7 +135,8 @@ class PendingRetained:
         self._layout, self._head = layout, head
         self._plan = [(kept.parts, kept.scale is not None) for kept in plan]
         self.tensors: list[torch.Tensor] | None = [
-            t for kept in plan for t in (kept.tensor, kept.scale) if t is not None]
+            t for kept in plan for t in (kept.tensor, kept.scale) if t is not None
+        ]
 
     def arrived(self, arrays: list[np.ndarray]) -> None:
         parts: dict[str, np.ndarray] = {}
@@ -163,7 +174,9 @@ def rank_rows(c: int, h: int, w: int) -> int:
 
 
 @functools.lru_cache(maxsize=1024)
-def image_sizes(c: int, h: int, w: int, budget: int):
+def image_sizes(
+    c: int, h: int, w: int, budget: int
+) -> tuple[tuple[int, int], tuple[int, int], int, tuple[int, int] | None] | None:
     """(grid, mean, top channels, top size) of the image layout, or None when too many
     channels for the budget."""
     k_max = min(_TOP_CHANNELS, c)
@@ -224,11 +237,15 @@ def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like:
     if n_norms < length:
         norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]
     tokens = pool_flat(x, length, dim, *heat, like)
-    return [_halves(tokens, [("tokens", heat)]), Kept(norms.to(torch.float32), [("norms", (n_norms,))])]
+    return [
+        _halves(tokens, [("tokens", heat)]),
+        Kept(norms.to(torch.float32), [("norms", (n_norms,))]),
+    ]
 
 
-def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype,
-                   budget: int) -> Plan:  # fmt: skip
+def _retain_vector(
+    x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype, budget: int
+) -> Plan:
     flat = x.reshape(-1).abs() if dtype.is_complex else x.reshape(-1)
     exact_ints = not (dtype.is_floating_point or dtype.is_complex)
     store = torch.float64 if exact_ints else torch.float32
@@ -238,8 +255,10 @@ def _retain_vector(x: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype,
     magnitude = flat.abs() if dtype is not torch.bool else flat.to(torch.uint8)
     top = torch.topk(magnitude, k).indices
     values = torch.cat([flat[:n_first], flat[top]]).to(store)  # (cat copies)
-    return [Kept(values, [("first", (n_first,)), ("topk_values", (k,))]),
-            Kept(top, [("topk_indices", (k,))])]
+    return [
+        Kept(values, [("first", (n_first,)), ("topk_values", (k,))]),
+        Kept(top, [("topk_indices", (k,))]),
+    ]
 
 
 def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]]) -> Kept:
@@ -259,7 +278,7 @@ _RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], Plan 
 
 
 def _layout_of(ndim: int) -> Layout:
-    return {0: "vector", 1: "vector", 2: "vector", 3: "sequence"}.get(ndim, "image")
+    return "vector" if ndim <= 2 else "sequence" if ndim == 3 else "image"
 
 
 _DOUBLE = frozenset((torch.float64, torch.complex128))
@@ -307,8 +326,9 @@ def _select(d: Dense, sample: int):
 # public
 
 
-def retain(t: torch.Tensor, *, sample: int = 0,
-           budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Retained:  # fmt: skip
+def retain(
+    t: torch.Tensor, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
+) -> Retained:
     """Keep a reduction of ``t[sample]`` of at most ``budget_bytes`` on the host.
 
     >>> import torch
@@ -319,16 +339,18 @@ def retain(t: torch.Tensor, *, sample: int = 0,
     return retain_dense(read_dense(t, who="retain()"), sample=sample, budget_bytes=budget_bytes)
 
 
-def retain_dense(d: Dense, *, sample: int = 0,
-                 budget_bytes: int = DEFAULT_BUDGET_BYTES) -> Retained:  # fmt: skip
+def retain_dense(
+    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
+) -> Retained:
     """:func:`retain` of a tensor already read by :func:`~.summary.read_dense`."""
     pending = retain_pending(d, sample=sample, budget_bytes=budget_bytes)
     to_host([pending])
     return pending.result()
 
 
-def retain_pending(d: Dense, *, sample: int = 0,
-                   budget_bytes: int = DEFAULT_BUDGET_BYTES) -> PendingRetained:  # fmt: skip
+def retain_pending(
+    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
+) -> PendingRetained:
     """The device ops of :func:`retain_dense`, now; the parts reach the host later."""
     if budget_bytes < MIN_BUDGET_BYTES:
         raise ValueError(

@@ -60,8 +60,9 @@ def flat_view(t: torch.Tensor) -> torch.Tensor:
     return permuted.view(-1) if permuted.is_contiguous() else permuted.reshape(-1)
 
 
-def sample_of(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int,
-              want: torch.dtype) -> tuple[torch.Tensor, int | None]:  # fmt: skip
+def sample_of(
+    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int, want: torch.dtype
+) -> tuple[torch.Tensor, int | None]:
     """(the 1-D sample of ``flat`` (of ``dtype``) in ``want``, always a copy of its own;
     the sample size, or None when it holds every element)."""
     plan = sample_plan(numel, max_exact)

@@ -23,7 +23,8 @@ import torch
 from ..graph import Flow, Stage
 from ..tracing.protocols import WriteLog
 from . import accelerator
-from .attention import AttentionRecorder, AttentionTracer, PendingMap
+from .attention import AttentionRecorder, AttentionTracer
+from .attention.maps import AttentionMap, DeviceMap
 from .host import to_host
 from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
 from .summary import PendingSummary, read_dense, summarise_pending, summary_failed
@@ -85,7 +86,7 @@ class CaptureState:
             tracer.observe_with(self.recorder)
             self.recorder.writes = tracer  # (SDPA arguments are held until detach)
             return None
-        return AttentionTracer(self.recorder)
+        return AttentionTracer.of(self.recorder)
 
     def detach(self) -> None:
         self._memo.clear()
@@ -103,8 +104,11 @@ class CaptureState:
                 # to it in between. Without a tracer to see such writes nothing is shared.
                 if writes is not None:
                     entry = memo.get(id(tensor))
-                    if entry is not None and entry[0]() is tensor and \
-                            not writes.written_since(tensor, entry[1]):
+                    if (
+                        entry is not None
+                        and entry[0]() is tensor
+                        and not writes.written_since(tensor, entry[1])
+                    ):
                         kept.append((leaf, entry[2]))
                         continue
                 made = self._reduce(tensor)
@@ -137,12 +141,14 @@ class CaptureState:
         """The run's records, once its small results reached the host (one transfer per
         device)."""
         made = [m for items in self.outputs.values() for _, m in items if type(m) is tuple]
-        to_host([part for m in made for part in m[:2] if part is not None])
+        recorder = self.recorder
+        maps = dict(recorder.maps) if recorder is not None else {}
+        waiting = [part for m in made for part in m[:2] if part is not None]
+        waiting += [m for entries in maps.values() for m in entries if isinstance(m, DeviceMap)]
+        to_host(waiting)  # (one transfer per device for the whole run)
         outputs = {}
         for call, items in self.outputs.items():
             outputs[call] = [Captured(leaf, *_records(m)) for leaf, m in items]
-        recorder = self.recorder
-        maps = dict(recorder.maps) if recorder is not None else {}
         for call, errors in (recorder.errors if recorder is not None else {}).items():
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
@@ -190,12 +196,14 @@ class Capture:
     def summary(self, flow: Flow, stage_id: str) -> list[Any]:
         return [c.summary for c in self.captured(flow, stage_id)]
 
-    def view(self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None,
-             leaf: int) -> Any:
+    def view(
+        self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None, leaf: int
+    ) -> Any:
         items = self.captured(flow, stage_id)
         if not 0 <= leaf < len(items):
-            raise ValueError(f"stage {stage_id!r} has {len(items)} output tensor(s); "
-                             f"leaf={leaf} is out of range")
+            raise ValueError(
+                f"stage {stage_id!r} has {len(items)} output tensor(s); leaf={leaf} is out of range"
+            )
         item = items[leaf]
         if item.retained is None:
             raise ValueError(f"stage {stage_id!r}: no view was kept ({item.error})")
@@ -203,19 +211,17 @@ class Capture:
 
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
         items = self.captured(flow, stage_id)
-        if leaf >= len(items) or items[leaf].retained is None:
-            return ()
-        return available_views(items[leaf].retained)
+        kept = items[leaf].retained if leaf < len(items) else None
+        return available_views(kept) if kept is not None else ()
 
     def attention(self, flow: Flow, stage_id: str) -> list[Any]:
         stage = flow.stage(stage_id)
         parents = flow.graph.call_parents
-        found = []
+        found: list[AttentionMap] = []
         for call in sorted(self.maps):
             c = call
             while c >= 0 and c != stage.index:
                 c = parents[c]
             if c == stage.index:
-                found.extend(m.resolve() if isinstance(m, PendingMap) else m
-                             for m in self.maps[call])
+                found.extend(m.resolve() for m in self.maps[call])
         return found

@@ -24,8 +24,16 @@ import torch
 
 from .sampling import sample_of
 
-__all__ = ["FINISHERS", "REDUCERS", "finish_float", "finite_counts", "host_counts", "no_stats",
-           "reduce_float", "unit_counts"]  # fmt: skip
+__all__ = [
+    "FINISHERS",
+    "REDUCERS",
+    "finish_float",
+    "finite_counts",
+    "host_counts",
+    "no_stats",
+    "reduce_float",
+    "unit_counts",
+]
 
 #: how many of the most frequent values an int tensor's summary keeps
 MAX_VALUES = 32
@@ -43,8 +51,9 @@ Finish = Callable[[list[np.ndarray], int, "int | None", int], dict]
 # float
 
 
-def reduce_float(flat: torch.Tensor, dtype: torch.dtype, numel: int,
-                 max_exact: int) -> list[torch.Tensor]:  # fmt: skip
+def reduce_float(
+    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
+) -> list[torch.Tensor]:
     """``[(min, max), sum, sample]`` of a 1-D float tensor, or ``[counts, sample]`` on the CPU
     when it holds NaN or Inf (:func:`finite_counts`)."""
     acc = torch.float64 if dtype is torch.float64 else torch.float32
@@ -66,16 +75,25 @@ def finite_counts(flat: torch.Tensor) -> torch.Tensor:
     inf = math.inf
     parts = []
     for chunk in flat.split(CHUNK):
-        parts.append(torch.stack([p.to(torch.float64) for p in (
-            torch.nan_to_num(chunk, nan=inf, posinf=inf, neginf=inf).min(),
-            torch.nan_to_num(chunk, nan=-inf, posinf=-inf, neginf=-inf).max(),
-            torch.nan_to_num(chunk.double(), nan=0.0, posinf=0.0, neginf=0.0).sum(),
-            torch.count_nonzero(torch.isnan(chunk)),
-            torch.count_nonzero(chunk == inf),
-            torch.count_nonzero(chunk == -inf))]))  # fmt: skip
+        parts.append(
+            torch.stack(
+                [
+                    p.to(torch.float64)
+                    for p in (
+                        torch.nan_to_num(chunk, nan=inf, posinf=inf, neginf=inf).min(),
+                        torch.nan_to_num(chunk, nan=-inf, posinf=-inf, neginf=-inf).max(),
+                        torch.nan_to_num(chunk.double(), nan=0.0, posinf=0.0, neginf=0.0).sum(),
+                        torch.count_nonzero(torch.isnan(chunk)),
+                        torch.count_nonzero(chunk == inf),
+                        torch.count_nonzero(chunk == -inf),
+                    )
+                ]
+            )
+        )
     both = torch.stack(parts)
-    return torch.cat([both[:, 0].amin(0, keepdim=True), both[:, 1].amax(0, keepdim=True),
-                      both[:, 2:].sum(0)])  # fmt: skip
+    return torch.cat(
+        [both[:, 0].amin(0, keepdim=True), both[:, 1].amax(0, keepdim=True), both[:, 2:].sum(0)]
+    )
 
 
 def finish_float(arrays: list[np.ndarray], numel: int, sampled: int | None, bins: int) -> dict:
@@ -91,15 +109,15 @@ def finish_float(arrays: list[np.ndarray], numel: int, sampled: int | None, bins
             counts, lo, hi, total, numel = _counted_in_sample(sample, lo, hi, total)
     if counts is None:
         return _float_fields(sample, lo, hi, total / numel, sampled, bins) | dict(
-            nan=0, posinf=0, neginf=0)
+            nan=0, posinf=0, neginf=0
+        )
     finite = numel - sum(counts)
     common = dict(nan=counts[0], posinf=counts[1], neginf=counts[2])
     if finite == 0:
         return no_stats(bins) | common | dict(sampled=sampled)
     values = sample[np.isfinite(sample)]
     if values.size == 0:  # no finite value in the sample: the exact extremes stand alone
-        return no_stats(bins) | common | dict(min=lo, max=hi, mean=total / finite,
-                                              sampled=sampled)
+        return no_stats(bins) | common | dict(min=lo, max=hi, mean=total / finite, sampled=sampled)
     # around the sample's own mean: the exact one is of other values than the sample's
     fields = _float_fields(values, lo, hi, float(values.mean(dtype=np.float64)), sampled, bins)
     return fields | common | dict(mean=total / finite)
@@ -118,34 +136,45 @@ def _counted_in_sample(sample: np.ndarray, lo: float, hi: float, total: float):
     finite = sample[np.isfinite(sample)]
     if finite.size == 0:
         return (nan, posinf, neginf), math.nan, math.nan, 0.0, nan + posinf + neginf
-    return ((nan, posinf, neginf), float(finite.min()), float(finite.max()),
-            float(finite.sum(dtype=np.float64)), finite.size + nan + posinf + neginf)
+    return (
+        (nan, posinf, neginf),
+        float(finite.min()),
+        float(finite.max()),
+        float(finite.sum(dtype=np.float64)),
+        finite.size + nan + posinf + neginf,
+    )
 
 
-def _float_fields(values: np.ndarray, lo: float, hi: float, mean: float,
-                  sampled: int | None, bins: int) -> dict:  # fmt: skip
+def _float_fields(
+    values: np.ndarray, lo: float, hi: float, mean: float, sampled: int | None, bins: int
+) -> dict:
     if hi - lo > 1e38:  # (x - lo) would overflow float32
         values = values.astype(np.float64)
     real = values.dtype.type
     centred = values - real(mean)
     m = values.size
     return dict(
-        min=lo, max=hi, mean=mean,
+        min=lo,
+        max=hi,
+        mean=mean,
         # a constant has std 0 exactly (float32 rounding of the mean would say otherwise)
         std=math.sqrt(float(centred @ centred) / m) if lo != hi else 0.0,
         mean_abs=float(np.abs(values).sum(dtype=np.float64)) / m,
         zero_fraction=(m - int(np.count_nonzero(values))) / m,
-        hist_counts=host_counts(values, lo, hi, bins), hist_lo=lo, hist_hi=hi,
+        hist_counts=host_counts(values, lo, hi, bins),
+        hist_lo=lo,
+        hist_hi=hi,
         sampled=sampled,
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # int and bool
 
 
-def reduce_int(flat: torch.Tensor, dtype: torch.dtype, numel: int,
-               max_exact: int) -> list[torch.Tensor]:  # fmt: skip
+def reduce_int(
+    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
+) -> list[torch.Tensor]:
     sample, _ = sample_of(flat, dtype, numel, max_exact, torch.int64)
     return [torch.stack(torch.aminmax(flat)), flat.sum(dtype=torch.int64), sample]
 
@@ -158,16 +187,26 @@ def finish_int(arrays: list[np.ndarray], numel: int, sampled: int | None, bins: 
     uniq, counts = np.unique(sample, return_counts=True)
     order = np.lexsort((uniq, -counts))[:MAX_VALUES]  # most frequent first, ties by value
     return dict(
-        min=lo, max=hi, mean=total / numel, std=float(values.std()),
+        min=lo,
+        max=hi,
+        mean=total / numel,
+        std=float(values.std()),
         mean_abs=float(np.abs(values).sum(dtype=np.float64)) / m,
-        zero_fraction=(m - int(np.count_nonzero(sample))) / m, nan=0, posinf=0, neginf=0,
-        hist_counts=host_counts(values, lo, hi, bins), hist_lo=lo, hist_hi=hi,
-        sampled=sampled, values=tuple(zip(uniq[order].tolist(), counts[order].tolist())),
-    )  # fmt: skip
+        zero_fraction=(m - int(np.count_nonzero(sample))) / m,
+        nan=0,
+        posinf=0,
+        neginf=0,
+        hist_counts=host_counts(values, lo, hi, bins),
+        hist_lo=lo,
+        hist_hi=hi,
+        sampled=sampled,
+        values=tuple(zip(uniq[order].tolist(), counts[order].tolist())),
+    )
 
 
-def reduce_bool(flat: torch.Tensor, dtype: torch.dtype, numel: int,
-                max_exact: int) -> list[torch.Tensor]:  # fmt: skip
+def reduce_bool(
+    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
+) -> list[torch.Tensor]:
     return [torch.count_nonzero(flat)]
 
 
@@ -181,11 +220,21 @@ def finish_bool(arrays: list[np.ndarray], numel: int, sampled: int | None, bins:
     counts.setflags(write=False)
     values = sorted(((False, n_false), (True, n_true)), key=lambda vc: (-vc[1], vc[0]))
     return dict(
-        min=0.0 if n_false else 1.0, max=1.0 if n_true else 0.0, mean=p,
-        std=math.sqrt(p * (1.0 - p)), mean_abs=p, zero_fraction=n_false / numel,
-        nan=0, posinf=0, neginf=0, hist_counts=counts, hist_lo=0.0, hist_hi=1.0,
-        sampled=None, values=tuple(values),
-    )  # fmt: skip
+        min=0.0 if n_false else 1.0,
+        max=1.0 if n_true else 0.0,
+        mean=p,
+        std=math.sqrt(p * (1.0 - p)),
+        mean_abs=p,
+        zero_fraction=n_false / numel,
+        nan=0,
+        posinf=0,
+        neginf=0,
+        hist_counts=counts,
+        hist_lo=0.0,
+        hist_hi=1.0,
+        sampled=None,
+        values=tuple(values),
+    )
 
 
 #: the two halves by summary kind
@@ -222,6 +271,13 @@ def no_stats(bins: int) -> dict:
     counts = np.zeros(bins, dtype=np.int64)
     counts.setflags(write=False)
     return dict(
-        min=None, max=None, mean=None, std=None, mean_abs=None, zero_fraction=None,
-        hist_counts=counts, hist_lo=0.0, hist_hi=0.0,
-    )  # fmt: skip
+        min=None,
+        max=None,
+        mean=None,
+        std=None,
+        mean_abs=None,
+        zero_fraction=None,
+        hist_counts=counts,
+        hist_lo=0.0,
+        hist_hi=0.0,
+    )

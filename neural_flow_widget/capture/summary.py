@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -31,8 +31,19 @@ from .host import to_host
 from .sampling import flat_view, sample_plan
 from .statistics import FINISHERS, REDUCERS, no_stats
 
-__all__ = ["Dense", "Kind", "MAX_EXACT", "PendingSummary", "Summary", "check_dense",
-           "read_dense", "summarise", "summarise_pending", "summary_failed", "tensor_kind"]
+__all__ = [
+    "MAX_EXACT",
+    "Dense",
+    "Kind",
+    "PendingSummary",
+    "Summary",
+    "check_dense",
+    "read_dense",
+    "summarise",
+    "summarise_pending",
+    "summary_failed",
+    "tensor_kind",
+]
 
 Kind = Literal["float", "int", "bool"]
 
@@ -115,9 +126,10 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 _QUANTIZED = frozenset(
-    getattr(torch, name) for name in ("quint8", "qint8", "qint32", "quint4x2", "quint2x4")
+    getattr(torch, name)
+    for name in ("quint8", "qint8", "qint32", "quint4x2", "quint2x4")
     if hasattr(torch, name)
-)  # fmt: skip
+)
 
 
 class Dense(NamedTuple):
@@ -231,9 +243,16 @@ class PendingSummary:
 
     __slots__ = ("_arrays", "_finish", "_head", "_sampled", "_summary", "bins", "tensors")
 
-    def __init__(self, head: dict, finish: Callable[..., dict], tensors: list[torch.Tensor],
-                 sampled: int | None, bins: int, *,
-                 summary: Summary | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        head: dict[str, Any],
+        finish: Callable[..., dict[str, Any]],
+        tensors: list[torch.Tensor],
+        sampled: int | None,
+        bins: int,
+        *,
+        summary: Summary | None = None,
+    ) -> None:
         self._head, self._finish, self._sampled, self.bins = head, finish, sampled, bins
         self.tensors: list[torch.Tensor] | None = tensors or None  # until they reach the host
         self._arrays: list[np.ndarray] | None = None if tensors else []
@@ -245,8 +264,14 @@ class PendingSummary:
         return cls({}, dict, [], None, summary.bins, summary=summary)
 
     @classmethod
-    def on_host(cls, head: dict, finish: Callable[..., dict], arrays: list[np.ndarray],
-                sampled: int | None, bins: int) -> PendingSummary:  # fmt: skip
+    def on_host(
+        cls,
+        head: dict[str, Any],
+        finish: Callable[..., dict[str, Any]],
+        arrays: list[np.ndarray],
+        sampled: int | None,
+        bins: int,
+    ) -> PendingSummary:
         """One whose results are host arrays already (the CPU accelerator's)."""
         pending = cls(head, finish, [], sampled, bins)
         pending._arrays = arrays
@@ -271,8 +296,7 @@ class PendingSummary:
         return self._summary
 
 
-def summarise_pending(d: Dense, *, bins: int = 64,
-                      max_exact: int = MAX_EXACT) -> PendingSummary:  # fmt: skip
+def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -> PendingSummary:
     """The part of :func:`summarise_dense` that needs the tensor: its device ops, now; the
     statistics are finished later (see :class:`PendingSummary`)."""
     if not isinstance(bins, int) or bins < 1:
@@ -280,12 +304,14 @@ def summarise_pending(d: Dense, *, bins: int = 64,
     if not isinstance(max_exact, int) or max_exact < 1:
         raise ValueError(f"max_exact must be a positive int, got {max_exact!r}")
     kind = tensor_kind(d.dtype)
-    head = dict(shape=d.shape, dtype=_dtype_name(d.dtype), device=str(d.device), kind=kind,
-                numel=d.numel)  # fmt: skip
+    head: dict[str, Any] = dict(
+        shape=d.shape, dtype=_dtype_name(d.dtype), device=str(d.device), kind=kind, numel=d.numel
+    )
     if d.numel == 0:
         empty = None if kind == "float" else ()
         return PendingSummary.of(
-            Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty))
+            Summary(**head, **no_stats(bins), nan=0, posinf=0, neginf=0, values=empty)
+        )
     try:
         flat, dtype = _flat_input(d, kind)
         tensors = REDUCERS[kind](flat, dtype, d.numel, max_exact)
@@ -300,7 +326,7 @@ def summarise_pending(d: Dense, *, bins: int = 64,
     return PendingSummary(head, FINISHERS[kind], tensors, sampled, bins)
 
 
-def summary_failed(t: object, reason: str, *, bins: int = 64) -> Summary:
+def summary_failed(t: Any, reason: str, *, bins: int = 64) -> Summary:
     """A :class:`Summary` that records why a tensor could not be summarised.
 
     >>> import torch
@@ -312,16 +338,25 @@ def summary_failed(t: object, reason: str, *, bins: int = 64) -> Summary:
     it without running tensor ops is kept.
     """
     shape: tuple[int, ...] = ()
-    dtype, device, kind, numel = "unknown", "unknown", "float", 0
+    dtype, device, numel = "unknown", "unknown", 0
+    kind: Kind = "float"
     try:
-        shape = tuple(int(d) for d in t.shape)  # type: ignore[union-attr]
+        shape = tuple(int(d) for d in t.shape)
         numel = math.prod(shape)
-        dtype = _dtype_name(t.dtype)  # type: ignore[union-attr]
-        kind = tensor_kind(t.dtype)  # type: ignore[union-attr]
-        device = str(t.device)  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - a failed summary must never raise
+        dtype = _dtype_name(t.dtype)
+        kind = tensor_kind(t.dtype)
+        device = str(t.device)
+    except Exception:
         pass
     return Summary(
-        shape=shape, dtype=dtype, device=device, kind=kind, numel=numel, nan=0, posinf=0,
-        neginf=0, **no_stats(bins), error=str(reason),
-    )  # fmt: skip
+        shape=shape,
+        dtype=dtype,
+        device=device,
+        kind=kind,
+        numel=numel,
+        nan=0,
+        posinf=0,
+        neginf=0,
+        **no_stats(bins),
+        error=str(reason),
+    )

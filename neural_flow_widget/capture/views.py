@@ -19,8 +19,8 @@ import io
 import json
 import math
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -149,9 +149,14 @@ def _register(layout: str, kind: str) -> Callable[[_ViewFn], _ViewFn]:
 def _tiles(kept: Retained, kind: str, channels: np.ndarray, how: str) -> View:
     grid = kept.values("grid")[channels]
     c, (h, w) = kept.parts["grid"].shape[0], kept.shape[-2:]
-    return _view(kind, grid, ("y", "x"), labels=tuple(f"ch {i}" for i in channels),
-                 channels=tuple(int(i) for i in channels),
-                 note=f"{how} of {c} channels; {_pooled((h, w), grid.shape[1:])}")  # fmt: skip
+    return _view(
+        kind,
+        grid,
+        ("y", "x"),
+        labels=tuple(f"ch {i}" for i in channels),
+        channels=tuple(int(i) for i in channels),
+        note=f"{how} of {c} channels; {_pooled((h, w), grid.shape[1:])}",
+    )
 
 
 @_register("image", "grid")
@@ -181,23 +186,30 @@ def _channel_view(kept: Retained, channel: int | None) -> View:
     else:
         data = kept.values("grid")[channel]
         how = "grid resolution" + (
-            f" (not among the {len(top)} most active channels kept sharper)" if top else "")
-    return _view("channel", data, ("y", "x"), labels=(f"ch {channel}",), channels=(channel,),
-                 note=f"channel {channel}: {_pooled(full, data.shape)}, {how}")  # fmt: skip
+            f" (not among the {len(top)} most active channels kept sharper)" if top else ""
+        )
+    return _view(
+        "channel",
+        data,
+        ("y", "x"),
+        labels=(f"ch {channel}",),
+        channels=(channel,),
+        note=f"channel {channel}: {_pooled(full, data.shape)}, {how}",
+    )
 
 
 @_register("image", "mean")
 def _mean_view(kept: Retained, channel: int | None) -> View:
     data = kept.values("mean")
-    return _view("mean", data, ("y", "x"),
-                 note=f"mean over channels; {_pooled(kept.shape[-2:], data.shape)}")  # fmt: skip
+    return _view(
+        "mean", data, ("y", "x"), note=f"mean over channels; {_pooled(kept.shape[-2:], data.shape)}"
+    )
 
 
 @_register("sequence", "tokens")
 def _tokens_view(kept: Retained, channel: int | None) -> View:
     data = kept.values("tokens")
-    return _view("tokens", data, ("token", "feature"),
-                 note=_pooled(kept.shape[-2:], data.shape))  # fmt: skip
+    return _view("tokens", data, ("token", "feature"), note=_pooled(kept.shape[-2:], data.shape))
 
 
 @_register("sequence", "norms")
@@ -217,8 +229,13 @@ def _values_view(kept: Retained, channel: int | None) -> View:
 @_register("vector", "topk")
 def _topk_view(kept: Retained, channel: int | None) -> View:
     data, where = kept.values("topk_values"), kept.parts["topk_indices"]
-    return _view("topk", data[None], ("", "rank"), labels=tuple(f"#{i}" for i in where),
-                 note=f"{data.size} largest |x|, labelled by flat index")  # fmt: skip
+    return _view(
+        "topk",
+        data[None],
+        ("", "rank"),
+        labels=tuple(f"#{i}" for i in where),
+        note=f"{data.size} largest |x|, labelled by flat index",
+    )
 
 
 def available_views(retained: Retained) -> tuple[str, ...]:
@@ -232,9 +249,7 @@ def available_views(retained: Retained) -> tuple[str, ...]:
     return tuple(_VIEWS[retained.layout])
 
 
-def render_view(
-    retained: Retained, kind: str | None = None, *, channel: int | None = None
-) -> View:
+def render_view(retained: Retained, kind: str | None = None, *, channel: int | None = None) -> View:
     """Render one view of retained data (``kind=None``: the layout's default).
 
     >>> import torch

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+from importlib.abc import Traversable
 from types import ModuleType
 
 import torch
 from torch import nn
 
 from . import data, fusion, resnet, transformer, unet  # noqa: F401  (data: generators)
-
 
 _MODULES: dict[str, ModuleType] = {
     "unet": unet,
@@ -61,14 +61,14 @@ def _module(name: str) -> ModuleType:
         raise ValueError(f"unknown demo {name!r}; choose one of {', '.join(DEMOS)}") from None
 
 
-def weights_file(name: str) -> importlib.resources.abc.Traversable:
+def weights_file(name: str) -> Traversable:
     """Where the shipped weights of demo ``name`` live inside the package.
 
     >>> weights_file("unet").name
     'unet.pt'
     """
     _module(name)
-    return importlib.resources.files(__package__).joinpath("weights", f"{name}.pt")
+    return importlib.resources.files(__package__).joinpath("weights").joinpath(f"{name}.pt")
 
 
 def _read_state_dict(name: str) -> dict[str, torch.Tensor]:

@@ -76,7 +76,8 @@ def _uniform(gen: torch.Generator, shape: tuple[int, ...], low: float, high: flo
 def _grid(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Pixel-centre coordinates ``(y, x)``, each of shape ``(size, size)``."""
     axis = torch.arange(size, dtype=torch.float32) + 0.5
-    return torch.meshgrid(axis, axis, indexing="ij")
+    y, x = torch.meshgrid(axis, axis, indexing="ij")
+    return y, x
 
 
 def _shape_masks(
@@ -229,5 +230,5 @@ def reversal_batch(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     sep = torch.full((n, 1), SEP, dtype=torch.long)
     sequence = torch.cat([digits, sep, digits.flip(1)], dim=1)
     tokens, targets = sequence[:, :-1], sequence[:, 1:].clone()
-    targets[:, : REVERSAL_DIGITS] = -100
+    targets[:, :REVERSAL_DIGITS] = -100
     return tokens, targets

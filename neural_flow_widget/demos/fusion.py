@@ -21,10 +21,10 @@ from . import data
 
 __all__ = [
     "DESCRIPTION",
+    "MLP",
     "TASK",
     "FusionNet",
     "ImageEncoder",
-    "MLP",
     "build",
     "evaluate",
     "sample_inputs",

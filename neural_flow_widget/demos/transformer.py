@@ -21,8 +21,8 @@ from . import data
 
 __all__ = [
     "DESCRIPTION",
-    "TASK",
     "MLP",
+    "TASK",
     "SelfAttention",
     "TinyTransformer",
     "TransformerBlock",
@@ -79,7 +79,8 @@ class SelfAttention(nn.Module):
         k = self._split_heads(self.k_proj(x))
         v = self._split_heads(self.v_proj(x))
         scores = q @ k.transpose(-2, -1) * self.scale
-        scores = scores.masked_fill(self.causal_mask[:length, :length], float("-inf"))
+        mask = self.get_buffer("causal_mask")[:length, :length]
+        scores = scores.masked_fill(mask, float("-inf"))
         attn = scores.softmax(dim=-1)
         out = attn @ v
         out = self.out_proj(out.transpose(1, 2).reshape(batch, length, d_model))

@@ -11,7 +11,19 @@ from .records import EDGE_KINDS, TOPOLOGIES, Edge, EdgeKind, ModuleInfo, OpGraph
 from .selection import resolve
 
 __all__ = [
-    "EDGE_KINDS", "TOPOLOGIES", "CaptureRecord", "Edge", "EdgeKind", "Flow", "ModuleInfo",
-    "OpGraph", "Stage", "Topology", "TraceError", "edges_for", "resolve", "sequential_edges",
+    "EDGE_KINDS",
+    "TOPOLOGIES",
+    "CaptureRecord",
+    "Edge",
+    "EdgeKind",
+    "Flow",
+    "ModuleInfo",
+    "OpGraph",
+    "Stage",
+    "Topology",
+    "TraceError",
+    "edges_for",
+    "resolve",
+    "sequential_edges",
     "stage_edges",
 ]

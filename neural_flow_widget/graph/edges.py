@@ -1,6 +1,7 @@
 """Stage edges from the condensed op graph: the walk, primary / skip / merge, attachment.
 
-``js/src/model/topology.ts`` implements exactly the same algorithm so that the front end can expand and
+``js/src/model/topology.ts`` implements exactly the same algorithm so that the front end can
+expand and
 collapse groups without asking the kernel; ``tests/fixtures/edges_*.json`` checks both.
 
 The walk, for a selection S of call indices:
@@ -29,22 +30,33 @@ The walk, for a selection S of call indices:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from .records import Edge, EdgeKind, OpGraph, Stage, Topology
 
 
-def edges_for(topology: Topology, graph: OpGraph, selected: Sequence[int],
-              inputs: Sequence[str], outputs: Sequence[str],
-              calls: Sequence[Stage]) -> tuple[Edge, ...]:
+def edges_for(
+    topology: Topology,
+    graph: OpGraph,
+    selected: Sequence[int],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    calls: Sequence[Stage],
+) -> tuple[Edge, ...]:
     """The edges of a run for a selection, in its topology mode."""
     if topology == "sequential":
         return sequential_edges(selected, inputs, outputs, calls)
     return stage_edges(graph, selected, inputs, outputs, calls)
 
 
-def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
-                outputs: Sequence[str], calls: Sequence[Stage]) -> tuple[Edge, ...]:
+def stage_edges(
+    graph: OpGraph,
+    selected: Sequence[int],
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    calls: Sequence[Stage],
+) -> tuple[Edge, ...]:
     """Stage edges recovered by walking back through the op graph (see the module doc)."""
     chosen = set(selected)
     owner = _owners(graph.call_parents, chosen)
@@ -93,8 +105,9 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
         reached[(first, key)] = result = frozenset(found)
         return result
 
-    def walk(start: Sequence[int], skip: set[int], key: frozenset[int]
-             ) -> tuple[set[str], set[str]]:  # fmt: skip
+    def walk(
+        start: Sequence[int], skip: set[int], key: frozenset[int]
+    ) -> tuple[set[str], set[str]]:
         """Sources reached from ``start`` (owners in ``skip`` are walked through), and those
         of them reached only through a relay: a walked-through op that another selected
         stage also takes as input (step 5)."""
@@ -138,22 +151,27 @@ def stage_edges(graph: OpGraph, selected: Sequence[int], inputs: Sequence[str],
     for name in outputs:
         sources[name], relayed[name] = walk(outputs_of.get(name, ()), set(), frozenset())
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
-    return _classify(order, sources, relayed, set(node_ids.values()),
-                     inputs[0] if inputs else None)
+    return _classify(order, sources, relayed, set(node_ids.values()), inputs[0] if inputs else None)
 
 
-def sequential_edges(selected: Sequence[int], inputs: Sequence[str], outputs: Sequence[str],
-                     calls: Sequence[Stage]) -> tuple[Edge, ...]:
+def sequential_edges(
+    selected: Sequence[int], inputs: Sequence[str], outputs: Sequence[str], calls: Sequence[Stage]
+) -> tuple[Edge, ...]:
     """Stages chained in execution order from the first input."""
     chain = [*inputs[:1], *(calls[i].id for i in sorted(set(selected)))]
-    edges = [Edge(a, b, "flow") for a, b in zip(chain, chain[1:])]
+    edges = [Edge(a, b, "flow") for a, b in itertools.pairwise(chain)]
     if chain:
         edges += [Edge(chain[-1], out, "flow") for out in outputs]
     return tuple(edges)
 
 
-def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str, set[str]],
-              stages: set[str], previous: str | None) -> tuple[Edge, ...]:
+def _classify(
+    order: list[str],
+    sources: dict[str, set[str]],
+    relayed: dict[str, set[str]],
+    stages: set[str],
+    previous: str | None,
+) -> tuple[Edge, ...]:
     rank = {name: i for i, name in enumerate(order)}
     ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
     closed: dict[str, int] = {}  # node -> the same with the node itself
@@ -170,29 +188,31 @@ def _classify(order: list[str], sources: dict[str, set[str]], relayed: dict[str,
             if node in stages:
                 previous = node
             continue
-        found = sorted(found, key=rank.__getitem__)
+        ordered = sorted(found, key=rank.__getitem__)
         bits = 0
-        primary, most = None, -1  # the deepest source, the earliest of equals
-        for src in found:
+        primary, most = "", -1  # the deepest source, the earliest of equals
+        for src in ordered:
             bits |= closed[src]
             if depth[src] > most:
                 primary, most = src, depth[src]
         ancestors[node] = bits
         closed[node] = bits | (1 << rank[node])
         depth[node] = bits.bit_count()
-        if found:
+        if ordered:
             below = ancestors[primary]
             covered = 0  # ancestors of the other sources (a source is never its own)
-            for src in found:
+            for src in ordered:
                 if src != primary:
                     covered |= ancestors[src]
-            stale = {src for src in relayed.get(node, ()) if src != primary and
-                     covered >> rank[src] & 1}
-            for src in found:
+            stale = {
+                src for src in relayed.get(node, ()) if src != primary and covered >> rank[src] & 1
+            }
+            for src in ordered:
                 if src in stale:
                     continue
-                kind: EdgeKind = "flow" if src == primary else (
-                    "skip" if below >> rank[src] & 1 else "merge")
+                kind: EdgeKind = (
+                    "flow" if src == primary else ("skip" if below >> rank[src] & 1 else "merge")
+                )
                 edges.append(Edge(src, node, kind))
         elif node in stages and previous is not None:
             edges.append(Edge(previous, node, "flow"))

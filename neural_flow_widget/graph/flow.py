@@ -23,8 +23,9 @@ class CaptureRecord(Protocol):
     sample: int  # the batch sample that views and attention maps show
 
     def summary(self, flow: Flow, stage_id: str) -> list[Any]: ...
-    def view(self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None,
-             leaf: int) -> Any: ...
+    def view(
+        self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None, leaf: int
+    ) -> Any: ...
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]: ...
     def attention(self, flow: Flow, stage_id: str) -> list[Any]: ...
 
@@ -34,7 +35,8 @@ class Flow:
     """What ``trace()`` returns: the stages of one run and the edges between them.
 
     >>> import torch, neural_flow_widget as nfw
-    >>> flow = nfw.trace(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), torch.ones(1, 4))
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+    >>> flow = nfw.trace(model, torch.ones(1, 4))
     >>> [(e.src, e.dst, e.kind) for e in flow.edges]
     [('input:0', '0', 'flow'), ('0', '1', 'flow'), ('1', 'output:0', 'flow')]
     """
@@ -55,7 +57,8 @@ class Flow:
     #: ="fx"`` traces the model again with the new stages as leaves); None when it can, or
     #: returns None to keep the op graph's edges
     regraph: Callable[[Flow, tuple[int, ...]], Flow | None] | None = field(
-        default=None, compare=False, repr=False)
+        default=None, compare=False, repr=False
+    )
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -89,8 +92,7 @@ class Flow:
         return replace(self, selected=selected, edges=self._edges(selected), explicit=True)
 
     def _edges(self, selected: tuple[int, ...]) -> tuple[Edge, ...]:
-        return edges_for(self.topology, self.graph, selected, self.inputs, self.outputs,
-                         self.calls)
+        return edges_for(self.topology, self.graph, selected, self.inputs, self.outputs, self.calls)
 
     def to_text(self) -> str:
         """The graph as a readable table: one row per stage, then the edges."""
@@ -103,13 +105,22 @@ class Flow:
             shape = ", ".join("x".join(map(str, s)) or "scalar" for s in stage.shapes) or "-"
             if stage.error:
                 shape += "  ! " + stage.error.splitlines()[0][:60]
-            rows.append((stage.id, stage.type, shape, f"{stage.params:,}",
-                         ", ".join(sources.get(stage.id, [])) or "-"))
+            rows.append(
+                (
+                    stage.id,
+                    stage.type,
+                    shape,
+                    f"{stage.params:,}",
+                    ", ".join(sources.get(stage.id, [])) or "-",
+                )
+            )
         for out in self.outputs:
             rows.append((out, "", "", "", ", ".join(sources.get(out, [])) or "-"))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        lines = [f"{self.model} — {len(self.stages)} stages, {len(self.edges)} edges, "
-                 f"topology: {self.topology}"]
+        lines = [
+            f"{self.model} — {len(self.stages)} stages, {len(self.edges)} edges, "
+            f"topology: {self.topology}"
+        ]
         for r in rows:
             lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
         return "\n".join(line.rstrip() for line in lines)
@@ -137,7 +148,7 @@ class Flow:
                     problems.append(f"edge {edge.src}->{edge.dst}: {end!r} is not a node")
             if edge.src in order and edge.dst in order and order[edge.src] >= order[edge.dst]:
                 problems.append(f"edge {edge.src}->{edge.dst} goes backwards")
-        if len(set((e.src, e.dst) for e in self.edges)) != len(self.edges):
+        if len({(e.src, e.dst) for e in self.edges}) != len(self.edges):
             problems.append("duplicate edges")
         n = len(self.calls)
         for c in self.calls:
@@ -157,8 +168,9 @@ class Flow:
         """Summaries of a stage's output, one per tensor leaf (see ``_capture``)."""
         return self._captured().summary(self, stage_id)
 
-    def view(self, stage_id: str, kind: str | None = None, *, channel: int | None = None,
-             leaf: int = 0):
+    def view(
+        self, stage_id: str, kind: str | None = None, *, channel: int | None = None, leaf: int = 0
+    ):
         """A rendered view of a stage's output (a channel grid, a token map, values...)."""
         return self._captured().view(self, stage_id, kind, channel=channel, leaf=leaf)
 
@@ -172,7 +184,8 @@ class Flow:
 
     def _captured(self) -> CaptureRecord:
         if self.capture is None:
-            raise ValueError("this flow was traced with capture=False; trace again with "
-                             "capture=True to get summaries, views and attention maps")
+            raise ValueError(
+                "this flow was traced with capture=False; trace again with "
+                "capture=True to get summaries, views and attention maps"
+            )
         return self.capture
-

@@ -12,8 +12,9 @@ from .records import ModuleInfo, Stage
 _WILDCARDS = frozenset("*?[")
 
 
-def resolve(stages: Any, modules: Sequence[ModuleInfo], calls: Sequence[Stage],
-            model: Any = None) -> tuple[int, ...]:
+def resolve(
+    stages: Any, modules: Sequence[ModuleInfo], calls: Sequence[Stage], model: Any = None
+) -> tuple[int, ...]:
     """Call indices (sorted) of the calls that ``stages`` selects.
 
     - ``None``: every leaf module (a module with no children, or none of whose children ran,
@@ -34,8 +35,9 @@ def resolve(stages: Any, modules: Sequence[ModuleInfo], calls: Sequence[Stage],
     return tuple(sorted({c.index for c in calls if c.module in names} | picked_calls))
 
 
-def _through_containers(names: set[str], modules: Sequence[ModuleInfo],
-                        calls: Sequence[Stage]) -> set[str]:
+def _through_containers(
+    names: set[str], modules: Sequence[ModuleInfo], calls: Sequence[Stage]
+) -> set[str]:
     """A container that never ran itself (``nn.ModuleList``, ``nn.ModuleDict``) stands for
     its children at a depth selection, so ``stages=1`` on a transformer shows its blocks."""
     ran = {c.module for c in calls}
@@ -61,16 +63,21 @@ def _run_leaves(modules: Sequence[ModuleInfo], calls: Sequence[Stage]) -> Sequen
     with_children = {c.parent for c in calls if c.parent is not None}
     ran = {c.module for c in calls}
     inner = {c.module for c in calls if c.id in with_children}
-    return [m if m.leaf or m.name not in ran or m.name in inner else
-            ModuleInfo(m.name, m.type, m.depth, True) for m in modules]
+    return [
+        m
+        if m.leaf or m.name not in ran or m.name in inner
+        else ModuleInfo(m.name, m.type, m.depth, True)
+        for m in modules
+    ]
 
 
 def _module_names(stages: Any, modules: Sequence[ModuleInfo], model: Any) -> set[str]:
     if stages is None:
         return {m.name for m in modules if m.leaf}
     if isinstance(stages, bool):
-        raise TypeError("stages= takes None, an int depth, a list of names or a callable, "
-                        "not a bool")
+        raise TypeError(
+            "stages= takes None, an int depth, a list of names or a callable, not a bool"
+        )
     if isinstance(stages, int):
         if stages < 1:
             raise ValueError(f"stages={stages}: a depth starts at 1 (the model's children)")
@@ -80,8 +87,10 @@ def _module_names(stages: Any, modules: Sequence[ModuleInfo], model: Any) -> set
     if callable(stages):
         return _by_callable(stages, modules, model)
     if not isinstance(stages, (list, tuple, set, frozenset)):
-        raise TypeError(f"stages= takes None, an int depth, a list of names or a callable, "
-                        f"not {type(stages).__name__}")
+        raise TypeError(
+            f"stages= takes None, an int depth, a list of names or a callable, "
+            f"not {type(stages).__name__}"
+        )
     known = [m.name for m in modules]
     chosen: set[str] = set()
     for item in stages:
@@ -93,8 +102,10 @@ def _module_names(stages: Any, modules: Sequence[ModuleInfo], model: Any) -> set
         if _WILDCARDS & set(item):
             hits = [name for name in known if _glob(item).fullmatch(name)]
             if not hits:
-                raise ValueError(f"stage pattern {item!r} matches no module; "
-                                 f"modules look like: {', '.join(known[:8])}")
+                raise ValueError(
+                    f"stage pattern {item!r} matches no module; "
+                    f"modules look like: {', '.join(known[:8])}"
+                )
             chosen.update(hits)
         elif item in known:
             chosen.add(item)
@@ -122,7 +133,7 @@ def _glob(pattern: str) -> re.Pattern[str]:
             if end < 0:
                 out.append(re.escape(ch))
             else:
-                body = pattern[i + 1:end]
+                body = pattern[i + 1 : end]
                 out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
                 i = end
         else:
@@ -131,10 +142,13 @@ def _glob(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out))
 
 
-def _by_callable(predicate: Callable[[str, Any], bool], modules: Sequence[ModuleInfo],
-                 model: Any) -> set[str]:
+def _by_callable(
+    predicate: Callable[[str, Any], bool], modules: Sequence[ModuleInfo], model: Any
+) -> set[str]:
     if model is None:
-        raise ValueError("a callable stages= needs the model, which is no longer alive; "
-                         "pass names or a depth instead")
+        raise ValueError(
+            "a callable stages= needs the model, which is no longer alive; "
+            "pass names or a depth instead"
+        )
     by_name = dict(model.named_modules())
     return {m.name for m in modules if predicate(m.name, by_name[m.name])}

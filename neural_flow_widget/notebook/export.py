@@ -16,8 +16,9 @@ from typing import Any
 from .. import wire
 
 
-def bake_replies(flow: Any, tokens: list[str] | None, budget_bytes: int
-                 ) -> tuple[dict[str, Any], bytes]:
+def bake_replies(
+    flow: Any, tokens: list[str] | None, budget_bytes: int
+) -> tuple[dict[str, Any], bytes]:
     """Replies for the selected stages first, then the rest of the calls, until the budget is
     spent. Returns ``{stage id: {"msg": ..., "buffers": [[offset, length], ...]}}`` and the
     packed buffers."""
@@ -66,9 +67,15 @@ def _script_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
 
 
-def write_html(flow: Any, path: str | pathlib.Path, *, bundle: str,
-               tokens: list[str] | None = None, budget_bytes: int = 8_000_000,
-               title: str | None = None) -> pathlib.Path:
+def write_html(
+    flow: Any,
+    path: str | pathlib.Path,
+    *,
+    bundle: str,
+    tokens: list[str] | None = None,
+    budget_bytes: int = 8_000_000,
+    title: str | None = None,
+) -> pathlib.Path:
     """Write the page; returns its path."""
     path = pathlib.Path(path)
     replies, blob = bake_replies(flow, tokens, budget_bytes)

@@ -21,15 +21,18 @@ from ..graph import Flow
 from ..run import trace
 from . import export as _export
 
-STATIC = pathlib.Path(__file__).parent.parent / "static"
+#: the front end, bundled into the package (``js/`` -> ``static/widget.js``)
+BUNDLE = pathlib.Path(__file__).parent.parent / "static" / "widget.js"
 
 
 def _bundle() -> pathlib.Path:
-    path = STATIC / "widget.js"
-    if not path.exists():
-        raise RuntimeError(f"the front-end bundle {path} is missing: build it with "
-                           f"`cd js && npm ci && npm run build`, or reinstall the package")
-    return path
+    if not BUNDLE.is_file():
+        raise RuntimeError(
+            f"the front-end bundle {BUNDLE} is missing: build it with "
+            f"`cd js && npm install && npm run build`, or reinstall the "
+            f"package from a wheel or sdist (they carry it)"
+        )
+    return BUNDLE
 
 
 class NeuralFlowWidget(anywidget.AnyWidget):
@@ -45,18 +48,26 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     they are the token ids when the first input is an integer tensor.
     """
 
-    _esm = traitlets.Unicode("").tag(sync=True)
+    _esm = BUNDLE  # anywidget reads the file (and watches it with ANYWIDGET_HMR=1)
     graph = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     direction = traitlets.Enum(["TB", "LR"], "TB").tag(sync=True)
     height = traitlets.Int(640).tag(sync=True)
 
-    def __init__(self, model: Any = None, inputs: Any = (), *, flow: Flow | None = None,
-                 tokens: list[str] | None = None, **trace_options: Any) -> None:
+    def __init__(
+        self,
+        model: Any = None,
+        inputs: Any = (),
+        *,
+        flow: Flow | None = None,
+        tokens: list[str] | None = None,
+        **trace_options: Any,
+    ) -> None:
         if flow is None:
             if model is None:
-                raise TypeError("NeuralFlowWidget(model, inputs) or "
-                                "NeuralFlowWidget.from_flow(flow)")
+                raise TypeError(
+                    "NeuralFlowWidget(model, inputs) or NeuralFlowWidget.from_flow(flow)"
+                )
             flow = trace(model, inputs, **trace_options)
             if tokens is None:
                 tokens = _export.token_labels(inputs, flow)
@@ -64,8 +75,8 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self.tokens = tokens
         self._exports: dict[int, pathlib.Path] = {}
         self._requests = itertools.count(1)
-        super().__init__(_esm=_bundle().read_text(encoding="utf-8"),
-                         graph=wire.encode_graph(flow))
+        _bundle()  # (a clear error before anywidget would send the path as the module)
+        super().__init__(graph=wire.encode_graph(flow))
         self.on_msg(self._on_message)
 
     @classmethod
@@ -75,6 +86,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
 
     def on_select(self, callback: Callable[[str | None], Any]) -> Callable[[], None]:
         """Call ``callback(stage_id)`` whenever the selection changes; returns an unsubscribe."""
+
         def handler(change: dict) -> None:
             callback(change["new"])
 
@@ -97,15 +109,24 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         try:
             return wire.encode_stage_reply(self.flow, msg, self.tokens)
         except Exception as error:  # a reply, never a kernel traceback or a hung spinner
-            return wire.error_reply(msg.get("stage") if isinstance(msg, dict) else None,
-                                    f"{type(error).__name__}: {error}")
+            return wire.error_reply(
+                msg.get("stage") if isinstance(msg, dict) else None,
+                f"{type(error).__name__}: {error}",
+            )
 
-    def to_html(self, path: str | pathlib.Path, *, budget_bytes: int = 8_000_000,
-                title: str | None = None) -> pathlib.Path:
+    def to_html(
+        self, path: str | pathlib.Path, *, budget_bytes: int = 8_000_000, title: str | None = None
+    ) -> pathlib.Path:
         """Write a self-contained, offline HTML page of this graph, with each stage's default
         view baked in (within ``budget_bytes`` in all)."""
-        return _export.write_html(self.flow, path, bundle=_bundle().read_text(encoding="utf-8"),
-                                  tokens=self.tokens, budget_bytes=budget_bytes, title=title)
+        return _export.write_html(
+            self.flow,
+            path,
+            bundle=_bundle().read_text(encoding="utf-8"),
+            tokens=self.tokens,
+            budget_bytes=budget_bytes,
+            title=title,
+        )
 
     def save_svg(self, path: str | pathlib.Path) -> None:
         """Ask the view for an SVG of what it shows; written when the view replies (after the
@@ -124,12 +145,14 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     def _on_message(self, _widget: Any, content: Any, buffers: list) -> None:
         if not isinstance(content, dict) or content.get("type") != "export":
             return
-        path = self._exports.pop(content.get("request"), None)
+        request = content.get("request")
+        path = self._exports.pop(request, None) if isinstance(request, int) else None
         if path is None:
             return
         if content.get("ok") is False:
-            warnings.warn(f"the view could not export {path.name}: {content.get('error')}",
-                          stacklevel=2)
+            warnings.warn(
+                f"the view could not export {path.name}: {content.get('error')}", stacklevel=2
+            )
             return
         if buffers:
             path.write_bytes(bytes(buffers[0]))

@@ -13,8 +13,22 @@ from .protocols import OpObserver, OutputObserver, WriteLog
 from .pytree import among, leaves, map_tensors, output_leaves, tensors_in
 
 __all__ = [
-    "CallRecord", "CallTracker", "DataflowTracer", "FxUnavailable", "OpObserver",
-    "OutputObserver", "TagTable", "WriteLog", "among", "dtype_name", "is_opaque", "leaves",
-    "map_tensors", "output_leaves", "register", "regraph_with_fx", "tensors_in",
+    "CallRecord",
+    "CallTracker",
+    "DataflowTracer",
+    "FxUnavailable",
+    "OpObserver",
+    "OutputObserver",
+    "TagTable",
+    "WriteLog",
+    "among",
+    "dtype_name",
+    "is_opaque",
+    "leaves",
+    "map_tensors",
+    "output_leaves",
+    "register",
+    "regraph_with_fx",
+    "tensors_in",
     "with_fx_edges",
 ]

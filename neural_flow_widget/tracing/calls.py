@@ -104,7 +104,8 @@ class CallTracker:
                 # (straight into __dict__: Module.__setattr__ would cost more and do the same)
                 lift = self.tracer is not None and own is _NONE and is_opaque(module)
                 module.__dict__["forward"] = (self._wrap_opaque if lift else self._wrap)(
-                    i, module.forward)
+                    i, module.forward
+                )
         except BaseException:
             self.close()
             raise
@@ -133,7 +134,8 @@ class CallTracker:
                 raise
             end(output)
             return output
-        forward.__wrapped__ = original  # (inspect.signature(module.forward) as before)
+
+        forward.__wrapped__ = original  # type: ignore[attr-defined]  # (inspect.signature)
         return forward
 
     def _wrap_opaque(self, module: int, original: Callable) -> Callable:
@@ -143,13 +145,14 @@ class CallTracker:
         the mode stack (when :meth:`_liftable` allows) and are recorded as the one op they
         condense to. (For one or two ops, lifting costs as much as it saves.)"""
         begin, end, fail, liftable = self._begin, self._end, self._fail, self._liftable
-        kind, lifts = type(self.modules[module]), self._lifts
+        kind, lifts, traced = type(self.modules[module]), self._lifts, self.tracer
+        assert traced is not None  # (only a traced run lifts)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             begin(module, args, kwargs)
             lift = lifts.get(kind)
             tracer = liftable() if lift else None
-            before = self.tracer.dispatched if lift is None else 0
+            before = traced.dispatched if lift is None else 0
             try:
                 if tracer is None:
                     output = original(*args, **kwargs)
@@ -165,10 +168,11 @@ class CallTracker:
             if tracer is not None:
                 self._record_lifted(tracer, output)
             elif lift is None:
-                lifts[kind] = self.tracer.dispatched - before >= LIFT_FROM
+                lifts[kind] = traced.dispatched - before >= LIFT_FROM
             end(output)
             return output
-        forward.__wrapped__ = original
+
+        forward.__wrapped__ = original  # type: ignore[attr-defined]
         return forward
 
     def _liftable(self) -> Any:
@@ -177,7 +181,7 @@ class CallTracker:
         (ops inside would have to look for it), and the attention recorder follows none of the
         call's inputs (the scores of a hand-written attention)."""
         tracer = self.tracer
-        if tracer.paused or tracer.wrote_untagged:
+        if tracer is None or tracer.paused or tracer.wrote_untagged:
             return None
         depth = _mode_depth()
         if not depth or _mode_at(depth - 1) is not tracer:
@@ -189,7 +193,7 @@ class CallTracker:
 
     def _record_lifted(self, tracer: Any, output: Any) -> None:
         """Record an opaque call as the one op it condenses to (before ``_end`` pops it)."""
-        found = self.calls[-1].found
+        found = self.calls[-1].found or []
         outs = [output] if type(output) is torch.Tensor else [t for _, t in output_leaves(output)]
         if all(among(t, found) for t in outs):
             return  # returned its input (nn.Identity, eval dropout): _end makes it the producer
@@ -241,16 +245,18 @@ class CallTracker:
                 found = output_leaves(output)
                 record.outputs = tuple((t.shape, t.dtype) for _, t in found)
                 same = [t for _, t in found if among(t, passed)] if passed else None
-            if same:  # outputs that are inputs, unchanged (nn.Identity)
-                self.tracer.retag(same, index)
+            if same:  # outputs that are inputs, unchanged (nn.Identity; only when traced)
+                self.tracer.retag(same, index)  # type: ignore[union-attr]
             if self.on_output is not None:
                 self.on_output(index, found)
 
     # -- results ------------------------------------------------------------------------------
 
     def module_infos(self) -> tuple[ModuleInfo, ...]:
-        return tuple(ModuleInfo(n, type(m).__name__, n.count(".") + 1, is_leaf(m))
-                     for n, m in zip(self.names, self.modules))
+        return tuple(
+            ModuleInfo(n, type(m).__name__, n.count(".") + 1, is_leaf(m))
+            for n, m in zip(self.names, self.modules)
+        )
 
     def stages(self) -> tuple[Stage, ...]:
         """Frozen Stage records of the calls so far, with ids ``name`` or ``name#k``."""
@@ -269,14 +275,28 @@ class CallTracker:
             module = self.modules[record.module]
             error = record.error if record.done else (record.error or "did not finish")
             outputs = record.outputs
+            shapes: tuple[tuple[int, ...], ...]
+            dtypes: tuple[str, ...]
             if len(outputs) == 1:  # (most calls: no generators)
                 shapes, dtypes = (tuple(outputs[0][0]),), (dtype_name(outputs[0][1]),)
             else:
                 shapes = tuple(tuple(shape) for shape, _ in outputs)
                 dtypes = tuple(dtype_name(dtype) for _, dtype in outputs)
-            stages.append(Stage(
-                index=index, id=ids[-1], module=name, type=type(module).__name__, call=k,
-                parent=ids[record.parent] if record.parent >= 0 else None,
-                depth=name.count(".") + 1, leaf=is_leaf(module), params=params[record.module],
-                shapes=shapes, dtypes=dtypes, sig=sigs[record.module], error=error))
+            stages.append(
+                Stage(
+                    index=index,
+                    id=ids[-1],
+                    module=name,
+                    type=type(module).__name__,
+                    call=k,
+                    parent=ids[record.parent] if record.parent >= 0 else None,
+                    depth=name.count(".") + 1,
+                    leaf=is_leaf(module),
+                    params=params[record.module],
+                    shapes=shapes,
+                    dtypes=dtypes,
+                    sig=sigs[record.module],
+                    error=error,
+                )
+            )
         return tuple(stages)

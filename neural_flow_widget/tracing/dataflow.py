@@ -19,28 +19,60 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .protocols import OpObserver
-from .pytree import among
-
 import torch
 from torch.overrides import TorchFunctionMode
+
+from .protocols import OpObserver
+from .pytree import among
 
 Tensor = torch.Tensor
 Tag = tuple[int, int, tuple[int, ...]]  # (seq, call, op ids)
 
 _NORMAL, _INPLACE, _IGNORE = 0, 1, 2
-_INPLACE_DUNDERS = frozenset({"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
-                              "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__",
-                              "__ixor__", "__ilshift__", "__irshift__", "__imatmul__"})
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+        "__imatmul__",
+    }
+)
 
 
 def _op_kind(func: Any) -> int:
     name = getattr(func, "__name__", "")
     if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
         return _INPLACE
-    if name in ("__get__", "size", "dim", "numel", "is_contiguous", "data_ptr", "stride",
-                "__len__", "__bool__", "item", "tolist", "element_size", "is_floating_point",
-                "is_complex", "get_device", "untyped_storage", "__repr__", "__format__"):
+    if name in (
+        "__get__",
+        "size",
+        "dim",
+        "numel",
+        "is_contiguous",
+        "data_ptr",
+        "stride",
+        "__len__",
+        "__bool__",
+        "item",
+        "tolist",
+        "element_size",
+        "is_floating_point",
+        "is_complex",
+        "get_device",
+        "untyped_storage",
+        "__repr__",
+        "__format__",
+    ):
         return _IGNORE if name != "__get__" else _NORMAL
     return _NORMAL
 
@@ -49,6 +81,8 @@ class _Entry(weakref.ref):
     """A weak reference to a tagged tensor that carries its table key and its tag."""
 
     __slots__ = ("key", "tag")
+    key: int
+    tag: Tag
 
 
 class TagTable:
@@ -123,8 +157,9 @@ class DataflowTracer(TorchFunctionMode):
         """Call ``callback`` once before the next op that writes in place (None: no call)."""
         self.before_write = callback
 
-    def __torch_function__(self, func: Callable, types: Any, args: tuple = (),
-                           kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         self.dispatched += 1
         if kwargs is None:
             kwargs = {}
@@ -148,8 +183,8 @@ class DataflowTracer(TorchFunctionMode):
             except Exception as error:  # never break the user's forward
                 self.failure = error
                 self.paused = True
-        if func in self.observed:
-            self.observer.observe(func, args, kwargs, out)
+        if func in self.observed:  # (non-empty only with an observer)
+            self.observer.observe(func, args, kwargs, out)  # type: ignore[union-attr]
         return out
 
     def _record(self, kind: int, args: tuple, kwargs: dict, out: Any) -> None:
@@ -237,7 +272,6 @@ class DataflowTracer(TorchFunctionMode):
                         tags.append(written)
         return tags
 
-
     def new_op(self, call: int, parents: tuple[int, ...]) -> int:
         self.owners.append(call)
         self.parents.append(parents)
@@ -262,5 +296,7 @@ class DataflowTracer(TorchFunctionMode):
 
     def written_since(self, tensor: Tensor, seq: int) -> bool:
         """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
-        writes = self.writes.get(tensor.untyped_storage().data_ptr()) if self.writes else None
-        return bool(writes) and writes[-1][0] > seq
+        if not self.writes:
+            return False
+        writes = self.writes.get(tensor.untyped_storage().data_ptr())
+        return writes is not None and writes[-1][0] > seq

@@ -54,8 +54,15 @@ class _StageTracer(fx.Tracer):
         finally:
             self.within.pop()
 
-    def create_node(self, kind: str, target: Any, args: Any, kwargs: Any, name: Any = None,
-                    type_expr: Any = None) -> fx.Node:
+    def create_node(
+        self,
+        kind: str,
+        target: Any,
+        args: Any,
+        kwargs: Any,
+        name: Any = None,
+        type_expr: Any = None,
+    ) -> fx.Node:
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         self.node_call[node] = self.within[-1] if self.within else None
         if kind == "call_module" and self._pending_leaf is not None:
@@ -76,8 +83,12 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
         reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise FxUnavailable(f"{type(error).__name__}: {reason}"[:300]) from error
     index = {(c.module, c.call): c.index for c in flow.calls}
-    missing = [f"{name}#{k}" for name, n in tracer.counts.items() for k in range(n)
-               if (name, k) not in index]
+    missing = [
+        f"{name}#{k}"
+        for name, n in tracer.counts.items()
+        for k in range(n)
+        if (name, k) not in index
+    ]
     if missing:
         raise FxUnavailable(f"fx saw module calls the run did not make: {missing[:3]}")
     owners: list[int] = []
@@ -111,11 +122,17 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
             owners.append(index[call] if call is not None else -1)
             parents.append(ops_in((node.args, node.kwargs)))
             reps[node] = (len(owners) - 1,)
-    call_inputs = [()] * len(flow.calls)
+    call_inputs: list[tuple[int, ...]] = [()] * len(flow.calls)
     for key, (args, kwargs) in tracer.entered.items():
         call_inputs[index[key]] = ops_in(_nodes_of((args, kwargs)))
-    return OpGraph(tuple(owners), tuple(parents), flow.graph.call_parents, tuple(call_inputs),
-                   tuple(input_ops), tuple(output_ops))
+    return OpGraph(
+        tuple(owners),
+        tuple(parents),
+        flow.graph.call_parents,
+        tuple(call_inputs),
+        tuple(input_ops),
+        tuple(output_ops),
+    )
 
 
 def with_fx_edges(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> Flow:
@@ -131,8 +148,11 @@ def _nodes_of(value: Any) -> Any:
     if isinstance(value, fx.Proxy):
         return value.node
     if isinstance(value, (tuple, list)):
-        return type(value)(_nodes_of(v) for v in value) if type(value) in (tuple, list) \
+        return (
+            type(value)(_nodes_of(v) for v in value)
+            if type(value) in (tuple, list)
             else [_nodes_of(v) for v in value]
+        )
     if isinstance(value, dict):
         return {k: _nodes_of(v) for k, v in value.items()}
     return value
@@ -155,13 +175,16 @@ def _output_paths(value: Any, path: str = "") -> list[tuple[str, Any]]:
 
 
 def _forward_params(model: torch.nn.Module) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(model.forward).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return [
+        p
+        for p in inspect.signature(model.forward).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
 
 
 def _placeholder_names(model: torch.nn.Module, flow: Flow) -> list[str | None]:
     """For each tensor placeholder, in order, the input-node prefix it stands for."""
-    names = []
+    names: list[str | None] = []
     given = {name.split(":", 1)[1].split(".", 1)[0] for name in flow.inputs}
     for position, param in enumerate(_forward_params(model)):
         if param.name in given:

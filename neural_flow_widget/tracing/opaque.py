@@ -34,12 +34,14 @@ def register(*classes: type | str, unless: Callable[[nn.Module], bool] | None = 
     function of its tensor arguments and own parameters; ``unless(module)`` excludes
     instances (of class objects only). Registering a class twice is an error."""
     for cls in classes:
-        known = _NAMES if isinstance(cls, str) else _CLASSES
-        if cls in known:
+        if cls in _NAMES or cls in _CLASSES:
             raise ValueError(f"{cls!r} is registered already")
-        known.add(cls)
-        if unless is not None and not isinstance(cls, str):
-            _UNLESS[cls] = unless
+        if isinstance(cls, str):
+            _NAMES.add(cls)
+        else:
+            _CLASSES.add(cls)
+            if unless is not None:
+                _UNLESS[cls] = unless
     _BY_TYPE.clear()
 
 
@@ -70,23 +72,102 @@ def _torch_classes(*names: str) -> list[type]:
     return [getattr(nn, n) for n in names if hasattr(nn, n)]
 
 
-register(*_torch_classes(
-    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-    "ConvTranspose3d", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
-    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
-    "InstanceNorm3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
-    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
-    "Sigmoid", "Tanh", "Hardtanh", "Hardswish", "Hardsigmoid", "Softplus", "Softsign",
-    "Tanhshrink", "LogSigmoid", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
-    "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
-    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Flatten", "Unflatten",
-    "Upsample", "PixelShuffle", "PixelUnshuffle", "Identity", "ZeroPad1d", "ZeroPad2d",
-    "ZeroPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
-    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-    "ReplicationPad3d"))  # fmt: skip
+register(
+    *_torch_classes(
+        "Linear",
+        "Bilinear",
+        "Conv1d",
+        "Conv2d",
+        "Conv3d",
+        "ConvTranspose1d",
+        "ConvTranspose2d",
+        "ConvTranspose3d",
+        "LayerNorm",
+        "GroupNorm",
+        "RMSNorm",
+        "LocalResponseNorm",
+        "BatchNorm1d",
+        "BatchNorm2d",
+        "BatchNorm3d",
+        "InstanceNorm1d",
+        "InstanceNorm2d",
+        "InstanceNorm3d",
+        "Dropout",
+        "Dropout1d",
+        "Dropout2d",
+        "Dropout3d",
+        "AlphaDropout",
+        "ReLU",
+        "ReLU6",
+        "LeakyReLU",
+        "PReLU",
+        "ELU",
+        "SELU",
+        "CELU",
+        "GELU",
+        "SiLU",
+        "Mish",
+        "Sigmoid",
+        "Tanh",
+        "Hardtanh",
+        "Hardswish",
+        "Hardsigmoid",
+        "Softplus",
+        "Softsign",
+        "Tanhshrink",
+        "LogSigmoid",
+        "MaxPool1d",
+        "MaxPool2d",
+        "MaxPool3d",
+        "AvgPool1d",
+        "AvgPool2d",
+        "AvgPool3d",
+        "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool1d",
+        "AdaptiveMaxPool2d",
+        "AdaptiveMaxPool3d",
+        "Flatten",
+        "Unflatten",
+        "Upsample",
+        "PixelShuffle",
+        "PixelUnshuffle",
+        "Identity",
+        "ZeroPad1d",
+        "ZeroPad2d",
+        "ZeroPad3d",
+        "ConstantPad1d",
+        "ConstantPad2d",
+        "ConstantPad3d",
+        "ReflectionPad1d",
+        "ReflectionPad2d",
+        "ReflectionPad3d",
+        "ReplicationPad1d",
+        "ReplicationPad2d",
+        "ReplicationPad3d",
+    )
+)
 register(nn.Embedding, unless=lambda m: m.max_norm is not None)  # (renorms its weight in place)
-register("transformers.pytorch_utils.Conv1D", *(f"transformers.activations.{n}" for n in (
-    "GELUTanh", "PytorchGELUTanh", "NewGELUActivation", "GELUActivation", "SiLUActivation",
-    "FastGELUActivation", "QuickGELUActivation", "ClippedGELUActivation",
-    "AccurateGELUActivation", "MishActivation", "LinearActivation", "LaplaceActivation",
-    "ReLUSquaredActivation", "SqrtSoftplusActivation")))  # fmt: skip
+register(
+    "transformers.pytorch_utils.Conv1D",
+    *(
+        f"transformers.activations.{n}"
+        for n in (
+            "GELUTanh",
+            "PytorchGELUTanh",
+            "NewGELUActivation",
+            "GELUActivation",
+            "SiLUActivation",
+            "FastGELUActivation",
+            "QuickGELUActivation",
+            "ClippedGELUActivation",
+            "AccurateGELUActivation",
+            "MishActivation",
+            "LinearActivation",
+            "LaplaceActivation",
+            "ReLUSquaredActivation",
+            "SqrtSoftplusActivation",
+        )
+    ),
+)

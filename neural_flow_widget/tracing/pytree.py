@@ -57,14 +57,17 @@ def map_tensors(obj: Any, fn: Callable[[str, Tensor], Tensor], path: str = "") -
     if isinstance(obj, Tensor):
         return fn(path, obj)
     if isinstance(obj, (tuple, list)):
-        items = [map_tensors(item, fn, f"{path}.{i}" if path else str(i))
-                 for i, item in enumerate(obj)]
+        items = [
+            map_tensors(item, fn, f"{path}.{i}" if path else str(i)) for i, item in enumerate(obj)
+        ]
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
             return type(obj)(*items)
         return type(obj)(items) if type(obj) in (tuple, list) else items
     if isinstance(obj, Mapping):
-        return {key: map_tensors(item, fn, f"{path}.{key}" if path else str(key))
-                for key, item in obj.items()}
+        return {
+            key: map_tensors(item, fn, f"{path}.{key}" if path else str(key))
+            for key, item in obj.items()
+        }
     return obj
 
 
@@ -75,7 +78,7 @@ def among(tensor: Tensor, tensors: list[Tensor]) -> bool:
     >>> among(x, [torch.ones(1), x]), among(x, [torch.ones(1)])
     (True, False)
     """
-    for t in tensors:
+    for t in tensors:  # noqa: SIM110 - a loop: on the hot path, any() and a generator cost more
         if t is tensor:
             return True
     return False

@@ -64,11 +64,20 @@ def _structure(modules: list[torch.nn.Module]) -> tuple[tuple[int, ...], tuple[s
             kids = [(n, visit(c)) for n, c in _own(module._modules)]
             plain = sum(p.numel() for _, p in own if id(p) not in shared)
             held = frozenset(id(p) for _, p in own if id(p) in shared).union(
-                *(k[2] for _, k in kids))
-            text = repr((type(module).__qualname__, [(n, tuple(p.shape)) for n, p in own],
-                         [(n if not n.isdigit() else "#", k[1]) for n, k in kids]))
-            memo[key] = (plain + sum(k[0] for _, k in kids),
-                         hashlib.blake2s(text.encode(), digest_size=4).hexdigest(), held)
+                *(k[2] for _, k in kids)
+            )
+            text = repr(
+                (
+                    type(module).__qualname__,
+                    [(n, tuple(p.shape)) for n, p in own],
+                    [(n if not n.isdigit() else "#", k[1]) for n, k in kids],
+                )
+            )
+            memo[key] = (
+                plain + sum(k[0] for _, k in kids),
+                hashlib.blake2s(text.encode(), digest_size=4).hexdigest(),
+                held,
+            )
         return memo[key]
 
     found = [visit(m) for m in modules]

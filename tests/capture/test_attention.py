@@ -16,8 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from neural_flow_widget.capture.attention import recorder as _attention
-from neural_flow_widget.capture.attention import maps as _attention_math
+from neural_flow_widget.capture.attention import handlers
+from neural_flow_widget.capture.attention import probabilities
 from neural_flow_widget.capture.attention.recorder import (
     INTERESTING,
     AttentionMap,
@@ -25,7 +25,7 @@ from neural_flow_widget.capture.attention.recorder import (
     AttentionTracer,
     attention_probs,
 )
-from neural_flow_widget.capture.attention.maps import PendingMap
+from neural_flow_widget.capture.attention.probabilities import PendingMap
 
 # ------------------------------------------------------------------------------- oracles
 
@@ -40,7 +40,9 @@ def manual_probs(q, k, mask=None, causal=False, scale=None, gqa=False):
     if causal:
         bias.masked_fill_(~torch.ones(length, keys, dtype=torch.bool).tril(), -math.inf)
     if mask is not None:
-        bias = bias.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else bias + mask.double()
+        bias = (
+            bias.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else bias + mask.double()
+        )
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     return torch.softmax(q @ k.transpose(-2, -1) * scale + bias, dim=-1)
 
@@ -71,7 +73,16 @@ def only_maps(tracer) -> list[AttentionMap]:
 
 @pytest.mark.parametrize(
     "case",
-    ["plain", "bool_mask", "float_mask", "causal_square", "causal_wide", "scale", "gqa", "gqa_mask"],
+    [
+        "plain",
+        "bool_mask",
+        "float_mask",
+        "causal_square",
+        "causal_wide",
+        "scale",
+        "gqa",
+        "gqa_mask",
+    ],
 )
 @pytest.mark.parametrize("sample", [0, 1])
 def test_attention_probs_matches_sdpa_math_and_output(case, sample):
@@ -79,7 +90,10 @@ def test_attention_probs_matches_sdpa_math_and_output(case, sample):
     kv_heads = 2 if case.startswith("gqa") else 4
     length, keys = (5, 9) if case == "causal_wide" else (7, 7)
     q = torch.randn(2, 4, length, 8, generator=g)
-    k, v = torch.randn(2, kv_heads, keys, 8, generator=g), torch.randn(2, kv_heads, keys, 8, generator=g)
+    k, v = (
+        torch.randn(2, kv_heads, keys, 8, generator=g),
+        torch.randn(2, kv_heads, keys, 8, generator=g),
+    )
     kw: dict = {}
     if case in ("bool_mask", "gqa_mask"):
         kw["attn_mask"] = torch.rand(2, 1, length, keys, generator=g) > 0.3
@@ -91,7 +105,9 @@ def test_attention_probs_matches_sdpa_math_and_output(case, sample):
     kw["enable_gqa"] = case.startswith("gqa")
 
     got = attention_probs(q, k, sample=sample, **kw)
-    oracle = manual_probs(q, k, kw.get("attn_mask"), kw["is_causal"], kw["scale"], kw["enable_gqa"])[sample]
+    oracle = manual_probs(
+        q, k, kw.get("attn_mask"), kw["is_causal"], kw["scale"], kw["enable_gqa"]
+    )[sample]
     assert got.weights.dtype == np.float32 and got.weights.shape == (4, length, keys)
     described = (got.q_len, got.k_len, got.pool, got.source, got.causal)
     assert described == (length, keys, (1, 1), "sdpa", kw["is_causal"])
@@ -109,7 +125,9 @@ def test_attention_probs_broadcasts_masks_and_batch():
     oracle = manual_probs(q, k.expand(3, -1, -1, -1), mask)[2]
     np.testing.assert_allclose(got.weights, oracle.numpy(), atol=1e-6)
     unbatched = attention_probs(q[0, 0], k[0, 0])  # (L, E) inputs: one head
-    np.testing.assert_allclose(unbatched.weights[0], manual_probs(q[0, 0], k[0, 0]).numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        unbatched.weights[0], manual_probs(q[0, 0], k[0, 0]).numpy(), atol=1e-6
+    )
 
 
 def test_fully_masked_rows_are_zero_like_sdpa():
@@ -170,8 +188,8 @@ def test_long_sequence_4096_is_pooled_in_bounded_blocks():
         got = attention_probs(q, k, is_causal=True)
     assert got.weights.shape == (4, 512, 512) and got.pool == (8, 8)
     np.testing.assert_allclose(got.mass().sum(-1), 1, atol=1e-4)
-    rows = _attention_math._block_rows(None, heads, length, 8)
-    assert 0 < probe.largest <= heads * rows * length <= _attention_math._BLOCK_ELEMENTS
+    rows = probabilities._block_rows(None, heads, length, 8)
+    assert 0 < probe.largest <= heads * rows * length <= probabilities._BLOCK_ELEMENTS
     assert probe.largest * 16 <= heads * length * length  # never the full L x L of all heads
 
 
@@ -188,7 +206,9 @@ def test_tracer_records_sdpa_and_leaves_output_bitwise_unchanged():
     out, tracer = traced(call, sample=1)
     assert torch.equal(out, call())
     (m,) = only_maps(tracer)
-    np.testing.assert_allclose(m.weights, manual_probs(q, k, mask, scale=0.3, gqa=True)[1].numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        m.weights, manual_probs(q, k, mask, scale=0.3, gqa=True)[1].numpy(), atol=1e-6
+    )
 
 
 # -------------------------------------------------------------------- nn.MultiheadAttention
@@ -218,7 +238,10 @@ def test_mha_maps_equal_module_weights(batch_first, variant):
     padding[1, -2:] = True  # sample 1 ignores its last two keys
     attn_mask = torch.triu(torch.ones(5, keys, dtype=torch.bool), diagonal=1)  # True = blocked
     if variant == "float_mask":  # float masks of both kinds (MHA warns when the kinds differ)
-        attn_mask, padding = torch.randn(5, keys), torch.zeros(2, keys).masked_fill(padding, -math.inf)
+        attn_mask, padding = (
+            torch.randn(5, keys),
+            torch.zeros(2, keys).masked_fill(padding, -math.inf),
+        )
     kw = dict(key_padding_mask=padding, attn_mask=attn_mask)
     _, own = mha(x, kv, kv, need_weights=True, average_attn_weights=False, **kw)
     for sample in (0, 1):
@@ -233,7 +256,9 @@ def test_mha_causal_hint_and_unbatched_input():
     mha, x, _ = mha_case(True)
     causal = nn.Transformer.generate_square_subsequent_mask(5)
     _, own = mha(x, x, x, attn_mask=causal, need_weights=True, average_attn_weights=False)
-    _, tracer = traced(lambda: mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False), sample=1)
+    _, tracer = traced(
+        lambda: mha(x, x, x, attn_mask=causal, is_causal=True, need_weights=False), sample=1
+    )
     (m,) = only_maps(tracer)
     assert m.causal
     np.testing.assert_allclose(m.weights, own[1].detach().numpy(), atol=1e-5)
@@ -244,7 +269,9 @@ def test_mha_causal_hint_and_unbatched_input():
 
 def test_transformer_encoder_layer_goes_through_mha():
     torch.manual_seed(7)
-    layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True, norm_first=True).eval()
+    layer = nn.TransformerEncoderLayer(
+        16, 4, dim_feedforward=32, batch_first=True, norm_first=True
+    ).eval()
     x = torch.randn(2, 6, 16)
     padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
     with torch.no_grad():  # inference: the fused fast path would run if nothing were tracing
@@ -280,7 +307,9 @@ class TimmAttention(nn.Module):
             x = torch.einsum("bhqk,bhkd->bhqd", F.dropout(attn, 0.5, training=False), v)
         else:  # bmm over (batch*heads, L, S), torch.softmax, a cast in between
             q, k, v = (t.reshape(b * self.heads, n, -1) for t in (q, k, v))
-            attn = torch.softmax(torch.bmm(q, k.transpose(1, 2)).div(math.sqrt(c // self.heads)), -1)
+            attn = torch.softmax(
+                torch.bmm(q, k.transpose(1, 2)).div(math.sqrt(c // self.heads)), -1
+            )
             x = torch.bmm(attn.to(torch.float32).contiguous(), v).reshape(b, self.heads, n, -1)
         return self.proj(x.transpose(1, 2).reshape(b, n, c)), attn
 
@@ -323,8 +352,14 @@ def tiny_gpt2(impl):
 
     torch.manual_seed(4)
     config = GPT2Config(
-        n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=64,
-        bos_token_id=0, eos_token_id=0, attn_implementation=impl,
+        n_layer=2,
+        n_embd=64,
+        n_head=4,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+        attn_implementation=impl,
     )
     return GPT2LMHeadModel(config).eval()
 
@@ -334,8 +369,13 @@ def tiny_bert(impl):
 
     torch.manual_seed(5)
     config = BertConfig(
-        vocab_size=100, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=128, max_position_embeddings=64, attn_implementation=impl,
+        vocab_size=100,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+        attn_implementation=impl,
     )
     return BertModel(config).eval()
 
@@ -345,9 +385,17 @@ def tiny_llama(impl):
 
     torch.manual_seed(8)
     config = LlamaConfig(
-        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-        bos_token_id=0, eos_token_id=0, pad_token_id=0, attn_implementation=impl,
+        vocab_size=100,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+        attn_implementation=impl,
     )
     return LlamaForCausalLM(config).eval()
 
@@ -358,8 +406,10 @@ PADDED = torch.tensor([[1] * 16, [1] * 11 + [0] * 5])
 @pytest.mark.parametrize(
     "build, padded, sample",
     [
-        (tiny_gpt2, False, 0), (tiny_gpt2, True, 1),
-        (tiny_bert, False, 0), (tiny_bert, True, 1),
+        (tiny_gpt2, False, 0),
+        (tiny_gpt2, True, 1),
+        (tiny_bert, False, 0),
+        (tiny_bert, True, 1),
         (tiny_llama, False, 1),
     ],
     ids=["gpt2", "gpt2-padded", "bert", "bert-padded", "llama-gqa"],
@@ -402,14 +452,19 @@ def test_maps_are_keyed_by_the_current_call_and_errors_do_not_abort():
 
 
 def test_interesting_is_the_registry_and_double_registration_fails():
-    needed = {F.scaled_dot_product_attention, F.multi_head_attention_forward, torch.matmul, F.softmax}
+    needed = {
+        F.scaled_dot_product_attention,
+        F.multi_head_attention_forward,
+        torch.matmul,
+        F.softmax,
+    }
     assert needed <= INTERESTING
     assert AttentionRecorder.INTERESTING is INTERESTING and torch.relu not in INTERESTING
     rec = AttentionRecorder(lambda: 0)
     rec.observe(torch.relu, (torch.ones(1),), {}, torch.ones(1))
     assert rec.maps == {} and rec.errors == {}
     with pytest.raises(ValueError, match="register each op once"):
-        _attention._register(torch.matmul)(lambda *a: None)
+        handlers.register(torch.matmul)(lambda *a: None)
 
 
 def test_provenance_table_empties_when_tensors_die():
@@ -426,10 +481,10 @@ def test_provenance_table_empties_when_tensors_die():
     x = torch.randn(1, 4, 16)
     with Probe():
         out, attn = block(x)
-        assert rec._tags  # the attention tensor is still alive
+        assert rec.tags  # the attention tensor is still alive
         del out, attn
         gc.collect()
-        assert not rec._tags
+        assert not rec.tags
     assert len(rec.maps[0]) == 1
 
 
@@ -461,8 +516,9 @@ def test_lazy_maps_only_where_the_copies_are_no_bigger_than_the_map():
     rec.observe(F.scaled_dot_product_attention, (long, long, long), {"is_causal": True}, None)
     eager, lazy = rec.maps[0]
     assert isinstance(eager, AttentionMap) and isinstance(lazy, PendingMap)
-    np.testing.assert_array_equal(lazy.resolve().weights,
-                                  attention_probs(long, long, is_causal=True).weights)
+    np.testing.assert_array_equal(
+        lazy.resolve().weights, attention_probs(long, long, is_causal=True).weights
+    )
 
 
 def test_followers_are_watched_only_once_a_product_is_tagged():

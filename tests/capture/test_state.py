@@ -222,3 +222,16 @@ def test_capture_as_on_a_gpu_matches_the_cpu_capture(monkeypatch, accelerated):
             assert kept_a.parts[part].dtype == kept_b.parts[part].dtype, (name, part)
             np.testing.assert_allclose(kept_a.values(part), kept_b.values(part), rtol=2e-3,
                                        atol=1e-3, err_msg=f"{name} {part}")
+
+
+@pytest.mark.parametrize("topology", ["sequential", "fx"])
+def test_attention_maps_without_the_dataflow_tracer_equal_the_traced_ones(topology):
+    """With topology="sequential" (and "fx", which runs the model without the dataflow
+    tracer's mode too) the attention recorder rides on a mode of its own."""
+    model, x = zoo.seeded(zoo.Attention), torch.randn(2, 5, 6)
+    traced = nfw.trace(model, x)
+    other = nfw.trace(model, x, topology=topology)
+    (want,) = traced.attention("attn")
+    (got,) = other.attention("attn")
+    np.testing.assert_array_equal(got.weights, want.weights)
+    assert not [c.error for c in other.calls if c.error]

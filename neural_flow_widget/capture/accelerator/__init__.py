@@ -26,12 +26,12 @@ import os
 import threading
 import warnings
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from ..retained import Retained, broadcast_sample, image_sizes, rank_rows, sequence_sizes
+from ..retained import Layout, Retained, broadcast_sample, image_sizes, rank_rows, sequence_sizes
 from ..sampling import sample_plan
 from ..statistics import finish_float
 from ..summary import MAX_EXACT, PendingSummary
@@ -51,8 +51,12 @@ _SIGNATURES = {
 _VERSION = 2  # of reduce.c's interface (nfw_version there)
 
 _lock = threading.Lock()
-_state: dict = {"enabled": os.environ.get("NFW_ACCELERATOR", "1") != "0", "loaded": False,
-                "lib": None, "why": "not loaded yet"}  # fmt: skip
+_state: dict = {
+    "enabled": os.environ.get("NFW_ACCELERATOR", "1") != "0",
+    "loaded": False,
+    "lib": None,
+    "why": "not loaded yet",
+}
 
 
 def enable(flag: bool = True) -> None:
@@ -102,9 +106,11 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     try:
         paths = build.build()
     except (RuntimeError, OSError) as error:
-        warnings.warn(f"neural_flow_widget: the compiled capture path could not be built; "
-                      f"capture takes its torch path (slower on the CPU).\n{error}",
-                      stacklevel=3)
+        warnings.warn(
+            f"neural_flow_widget: the compiled capture path could not be built; "
+            f"capture takes its torch path (slower on the CPU).\n{error}",
+            stacklevel=3,
+        )
         return None, f"not built: {error}"
     if not paths:
         return None, "no C compiler found: capture takes its torch path"
@@ -113,8 +119,11 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         if paths[0].name.endswith("_avx2.so") and not lib.nfw_has_avx2():
             lib = open_library(build.build(("base",))[0])
     except (OSError, AttributeError, RuntimeError) as error:
-        warnings.warn(f"neural_flow_widget: the compiled capture path at {paths[0]} is "
-                      f"unreadable ({error}); capture takes its torch path", stacklevel=3)
+        warnings.warn(
+            f"neural_flow_widget: the compiled capture path at {paths[0]} is "
+            f"unreadable ({error}); capture takes its torch path",
+            stacklevel=3,
+        )
         return None, f"unreadable: {error}"
     return lib, f"in use: {paths[0]}"
 
@@ -146,15 +155,13 @@ def _work(floats: int) -> tuple[np.ndarray, int, int]:
     return got[2], got[3], got[3] + 32
 
 
-
-
 class _Plan(NamedTuple):
     """What every call for one shape and budget shares, made once (see :func:`_plan`)."""
 
     reducer: str  # the C function
     params: np.ndarray  # its int64 parameters (kept alive here: C reads them by address)
     params_at: int
-    layout: str
+    layout: Layout
     kept_bytes: int  # the buffer that every kept part is a view of
     kept_at: int  # where it starts, after the summary's sample (both in one carved buffer)
     parts: tuple[tuple[str, type, int, tuple[int, ...]], ...]  # name, dtype, byte offset, shape
@@ -164,7 +171,7 @@ class _Plan(NamedTuple):
     sampled: int | None
 
 
-def _layout(parts: list[tuple[str, type, tuple[int, ...]]], order: tuple[str, ...]):
+def _layout(parts: list[tuple[str, Any, tuple[int, ...]]], order: tuple[str, ...]):
     """Byte offsets of parts packed largest item first (each aligned), listed in ``order``."""
     offsets, at = {}, 0
     for name, dtype, shape in sorted(parts, key=lambda p: -np.dtype(p[1]).itemsize):
@@ -181,6 +188,7 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
     plan = sample_plan(math.prod(shape), MAX_EXACT)
     width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
     values = rows * width if plan is not None else math.prod(shape)
+    layout_: Layout
     if len(shape) == 4:
         n, c, h, w = shape
         sizes = image_sizes(c, h, w, budget)
@@ -191,38 +199,85 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
         th, tw = top if top is not None else (0, 0)
         if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
             return None
-        parts = [("channel_mean_abs", np.float32, (c,)), ("grid", np.float16, (c, gh, gw)),
-                 ("mean", np.float16, (mh, mw))]  # fmt: skip
+        parts: list[tuple[str, Any, tuple[int, ...]]] = [
+            ("channel_mean_abs", np.float32, (c,)),
+            ("grid", np.float16, (c, gh, gw)),
+            ("mean", np.float16, (mh, mw)),
+        ]
         if top is not None:
             parts += [("top", np.float16, (k, th, tw)), ("top_channels", np.int64, (k,))]
         # (reduce.c writes the float16 maps one after another from "grid": packed last, in
         # this order; without top maps it writes no top channels)
         spec, kept = _layout(parts, _ORDER)
         at = {name: offset for name, _, offset, _ in spec}
-        params = [n, c, h, w, width, step, first, rows, rank_rows(c, h, w), k, gh, gw, mh,
-                  mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"], at["grid"]]
+        params = [
+            n,
+            c,
+            h,
+            w,
+            width,
+            step,
+            first,
+            rows,
+            rank_rows(c, h, w),
+            k,
+            gh,
+            gw,
+            mh,
+            mw,
+            th,
+            tw,
+            at.get("top_channels", 0),
+            at["channel_mean_abs"],
+            at["grid"],
+        ]
         work = h * w + w + max(gh * gw, mh * mw, th * tw)  # sums, a row, a pooled map
         if h * w <= _SMALL_CHANNEL:
             work += c * gh * gw + c * h * gw  # small maps: the pooled block
-        reducer, layout, halves = "nfw_image_f32", "image", ("grid", "mean", "top")
+        reducer, layout_ = "nfw_image_f32", "image"
+        halves: tuple[str, ...] = ("grid", "mean", "top")
     else:
         n, length, dim = shape
         n_norms, (hl, hd) = sequence_sizes(length, dim, budget)
         if max(hl, hd) > _MAX_POOLED:
             return None
-        spec, kept = _layout([("tokens", np.float16, (hl, hd)),
-                              ("norms", np.float32, (n_norms,))], _ORDER)  # fmt: skip
+        spec, kept = _layout(
+            [("tokens", np.float16, (hl, hd)), ("norms", np.float32, (n_norms,))], _ORDER
+        )
         at = {name: offset for name, _, offset, _ in spec}
-        params = [n, length, dim, width, step, first, rows, hl, hd, n_norms, at["norms"],
-                  at["tokens"]]
+        params = [
+            n,
+            length,
+            dim,
+            width,
+            step,
+            first,
+            rows,
+            hl,
+            hd,
+            n_norms,
+            at["norms"],
+            at["tokens"],
+        ]
         work = length + dim + hd  # token norms, a row, a pooled row
-        reducer, layout, halves = "nfw_sequence_f32", "sequence", ("tokens",)
+        reducer, layout_, halves = "nfw_sequence_f32", "sequence", ("tokens",)
     array = np.array(params, np.int64)
     array.setflags(write=False)
     kept_at = -(-values * 4 // 64) * 64
     halves = tuple(name for name in halves if name in at)
-    return _Plan(reducer, array, _address(array), layout, kept, kept_at, spec, halves, work,
-                 values, rows * width if plan is not None else None)
+    return _Plan(
+        reducer,
+        array,
+        _address(array),
+        layout_,
+        kept,
+        kept_at,
+        spec,
+        halves,
+        work,
+        values,
+        rows * width if plan is not None else None,
+    )
 
 
 #: the parts in the order the torch path's plans give them
@@ -245,8 +300,12 @@ class Reducer:
         elements, too many channels for the budget, a sample out of range, NaN or Inf in the
         tensor): the torch path then runs. Reads the tensor's memory directly (no autograd
         is involved)."""
-        if type(t) is not torch.Tensor or t.dtype is not torch.float32 or not t.is_cpu \
-                or t.layout is not torch.strided:  # fmt: skip
+        if (
+            type(t) is not torch.Tensor
+            or t.dtype is not torch.float32
+            or not t.is_cpu
+            or t.layout is not torch.strided
+        ):
             return None
         shape = tuple(t.shape)
         if len(shape) not in (3, 4):
@@ -260,8 +319,15 @@ class Reducer:
         array, at, address = self._slabs.carve(plan.kept_at + plan.kept_bytes)
         stats, stats_at, work_at = _work(plan.work)
         reduce = getattr(self._lib, plan.reducer)
-        args = (plan.params_at, t.data_ptr(), sample, stats_at, address, address + plan.kept_at,
-                work_at)
+        args = (
+            plan.params_at,
+            t.data_ptr(),
+            sample,
+            stats_at,
+            address,
+            address + plan.kept_at,
+            work_at,
+        )
         # float16 parts are written divided by the scale expected (1); rarely it is another
         # (a peak |x| below 2**-10 or from 2**15): then once more with that one
         if reduce(*args, 1.0):
@@ -286,30 +352,53 @@ class Reduced:
 
     __slots__ = ("_made", "array", "at", "hi", "lo", "plan", "sample", "scale", "shape", "total")
 
-    def __init__(self, plan: _Plan, shape: tuple[int, ...], sample: int, array: np.ndarray,
-                 at: int, lo: float, hi: float, total: float, scale: float) -> None:  # fmt: skip
-        self.plan, self.shape, self.sample, self.array, self.at = plan, shape, sample, array, at
+    def __init__(
+        self,
+        plan: _Plan,
+        shape: tuple[int, ...],
+        sample: int,
+        array: np.ndarray,
+        at: int,
+        lo: float,
+        hi: float,
+        total: float,
+        scale: float,
+    ) -> None:
+        self.plan, self.shape, self.sample, self.at = plan, shape, sample, at
+        self.array: np.ndarray | None = array
         self.lo, self.hi, self.total, self.scale = lo, hi, total, scale
         self._made: tuple[PendingSummary, Retained] | None = None
 
     def result(self) -> tuple[PendingSummary, Retained]:
         """``(PendingSummary, Retained)``, read-only views of the memory written."""
         if self._made is None:
-            plan, shape, at = self.plan, self.shape, self.at
-            values = self.array[at : at + plan.values * 4].view(np.float32)
-            kept = self.array[at + plan.kept_at : at + plan.kept_at + plan.kept_bytes]
+            plan, shape, at, array = self.plan, self.shape, self.at, self.array
+            assert array is not None
+            values = array[at : at + plan.values * 4].view(np.float32)
+            kept = array[at + plan.kept_at : at + plan.kept_at + plan.kept_bytes]
             values.setflags(write=False)
             kept.setflags(write=False)  # (its views are read-only too)
-            head = dict(shape=shape, dtype="float32", device="cpu", kind="float",
-                        numel=math.prod(shape))  # fmt: skip
+            head = dict(
+                shape=shape, dtype="float32", device="cpu", kind="float", numel=math.prod(shape)
+            )
             arrays = [np.array([self.lo, self.hi]), np.array(self.total), values]
             summary = PendingSummary.on_host(head, finish_float, arrays, plan.sampled, 64)
-            parts = {name: np.ndarray(part_shape, dtype, kept, offset)
-                     for name, dtype, offset, part_shape in plan.parts}  # fmt: skip
+            parts = {
+                name: np.ndarray(part_shape, dtype, kept, offset)
+                for name, dtype, offset, part_shape in plan.parts
+            }
             scale = self.scale
-            scales = {name: scale for name in plan.halves} if scale != 1.0 else {}
-            self._made = summary, Retained(
-                plan.layout, shape=shape, dtype="float32", sample=self.sample,
-                parts=MappingProxyType(parts), scales=MappingProxyType(scales))
+            scales = dict.fromkeys(plan.halves, scale) if scale != 1.0 else {}
+            self._made = (
+                summary,
+                Retained(
+                    plan.layout,
+                    shape=shape,
+                    dtype="float32",
+                    sample=self.sample,
+                    parts=MappingProxyType(parts),
+                    scales=MappingProxyType(scales),
+                ),
+            )
             self.array = None  # (the views hold the memory now)
         return self._made

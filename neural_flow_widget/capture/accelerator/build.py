@@ -2,7 +2,7 @@
 
 Nothing is compiled when the package is installed: the wheel is pure Python. The first
 trace on a machine with a C compiler (``$CC``, else ``cc`` or ``gcc``) compiles the variant
-for this processor (AVX2 on x86-64 processors that have it, else a baseline build) into
+for this processor (AVX2 and F16C on x86-64 processors that have them, else a baseline build) into
 :func:`cache_dir`, keyed by the sources, the flags and the compiler, and later runs load it
 from there. Standard library only.
 
@@ -24,9 +24,16 @@ HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE / "reduce.c"  # one translation unit; it includes the headers beside it
 # no -ffast-math (it would set flush-to-zero for the whole process) and no FMA contraction
 # (both builds give the same numbers)
-FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
-         "-Wno-psabi"]  # fmt: skip
-VARIANTS = {"base": [], "avx2": ["-mavx2"]}
+FLAGS = [
+    "-O3",
+    "-std=gnu11",
+    "-fPIC",
+    "-shared",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-Wno-psabi",
+]
+VARIANTS = {"base": [], "avx2": ["-mavx2", "-mf16c"]}
 
 
 def compiler() -> str | None:
@@ -40,14 +47,14 @@ def compiler() -> str | None:
 
 
 def native_variant() -> str:
-    """The variant for this processor: ``avx2`` where the processor reports AVX2."""
+    """The variant for this processor: ``avx2`` where the processor reports AVX2 and F16C."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return "base"
     try:
         flags = pathlib.Path("/proc/cpuinfo").read_text(errors="replace")
     except OSError:
         return "base"
-    return "avx2" if " avx2" in flags else "base"
+    return "avx2" if " avx2" in flags and " f16c" in flags else "base"
 
 
 def cache_dir(cc: str | None = None) -> pathlib.Path:
@@ -68,8 +75,13 @@ def library_path(variant: str, folder: pathlib.Path | None = None) -> pathlib.Pa
     return (folder or cache_dir()) / f"_reduce_{variant}.so"
 
 
-def build(variants: tuple[str, ...] | None = None, *, folder: pathlib.Path | None = None,
-          force: bool = False, extra: tuple[str, ...] = ()) -> list[pathlib.Path]:  # fmt: skip
+def build(
+    variants: tuple[str, ...] | None = None,
+    *,
+    folder: pathlib.Path | None = None,
+    force: bool = False,
+    extra: tuple[str, ...] = (),
+) -> list[pathlib.Path]:
     """Compile ``variants`` (default: :func:`native_variant`) into ``folder`` (default:
     :func:`cache_dir`) unless they are there already; ``extra``: more compiler flags (e.g.
     sanitizers). Returns the libraries there are; [] without a compiler; raises
@@ -105,6 +117,7 @@ def _compile(path: pathlib.Path, command: list[str], libraries: list[str]) -> No
 
 
 if __name__ == "__main__":
-    for built in build(tuple(VARIANTS) if "--all" in sys.argv else None,
-                       force="--force" in sys.argv):
+    for built in build(
+        tuple(VARIANTS) if "--all" in sys.argv else None, force="--force" in sys.argv
+    ):
         print(built)

@@ -56,7 +56,7 @@ class Slabs:
     (0, 100)
     """
 
-    __slots__ = ("_array", "_address", "_at")
+    __slots__ = ("_address", "_array", "_at")
 
     def __init__(self) -> None:
         self._array: np.ndarray | None = None
@@ -71,9 +71,8 @@ class Slabs:
             array = np.empty(nbytes, np.uint8)
             return array, 0, array.__array_interface__["data"][0]
         at = self._at
-        if at + nbytes > SLAB_BYTES:
+        if self._array is None or at + nbytes > SLAB_BYTES:
             self._array, self._address = _slab()
             at = 0
         self._at = at + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
         return self._array, at, self._address + at
-

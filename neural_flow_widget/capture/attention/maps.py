@@ -1,32 +1,17 @@
-"""Attention probabilities from the arguments of an attention op, for one batch sample.
-
-:func:`attention_probs` reproduces ``softmax(Q Kᵀ · scale + mask)`` exactly as
-``F.scaled_dot_product_attention`` defines it, in query blocks so that long sequences never
-materialise every head's full map, and block-mean pooled beyond ``max_exact`` positions;
-``_mha_map`` does the same for ``F.multi_head_attention_forward``'s arguments.
-
-    >>> import torch
-    >>> m = attention_probs(torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), is_causal=True)
-    >>> m.weights.shape, m.pool
-    ((2, 5, 5), (1, 1))
+"""Attention maps, the records: probabilities of one batch sample, all heads, on the host
+(:class:`AttentionMap`), or still on the device where they were made (:class:`DeviceMap`)
+until the run's results go to the host together. :mod:`.probabilities` makes them.
 """
 
 from __future__ import annotations
 
-import inspect
-import math
 from dataclasses import dataclass, replace
-from typing import NamedTuple
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["AttentionMap", "PendingMap", "SdpaInputs", "attention_probs", "sdpa_inputs", "sdpa_map"]
-
-_BLOCK_ELEMENTS = 1 << 22  # scores per query block, all heads together (16 MiB of float32)
-_NEG_INF = float("-inf")
+__all__ = ["AttentionMap", "DeviceMap", "block_sizes", "make_map", "relabel"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -55,371 +40,70 @@ class AttentionMap:
 
     def mass(self) -> np.ndarray:
         """Weights times the number of keys in each key block: rows sum to 1 (0 when masked out)."""
-        return self.weights * _block_sizes(self.k_len, self.pool[1]).numpy()
-
-
-def attention_probs(
-    q: Tensor,
-    k: Tensor,
-    *,
-    attn_mask: Tensor | None = None,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-    sample: int = 0,
-    max_exact: int = 512,
-    block: int | None = None,
-) -> AttentionMap:
-    """softmax(q kᵀ · scale + mask) for batch ``sample``, as ``F.scaled_dot_product_attention`` sees it.
-
-        >>> import torch
-        >>> q, k = torch.randn(2, 4, 1024, 8), torch.randn(2, 2, 1024, 8)
-        >>> m = attention_probs(q, k, is_causal=True, enable_gqa=True, sample=1)
-        >>> m.weights.shape, m.pool
-        ((4, 512, 512), (2, 2))
-
-    Shapes follow SDPA: q (N, ..., L, E), k (N, ..., S, E) or without the batch axis; middle
-    axes are flattened into heads. Bool masks: True = attend; float masks are added; masks
-    broadcast over batch and heads. ``is_causal`` keeps key j <= query i (top-left aligned).
-    ``scale`` defaults to 1/sqrt(E); ``enable_gqa`` repeats each kv head for its query group.
-    Computed in float32, ``block`` query rows at a time (default: about 4M scores per block), so
-    at most block x S scores per head exist at once. Axes longer than ``max_exact`` are pooled
-    by ceil(len / max_exact) (see :class:`AttentionMap`). Fully masked rows give zeros.
-    """
-    return sdpa_map(sdpa_inputs(q, k, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
-                                enable_gqa=enable_gqa, sample=sample, max_exact=max_exact,
-                                block=block))
-
-
-class SdpaInputs(NamedTuple):
-    """What :func:`sdpa_map` needs of one SDPA call, for one sample: its query and key heads,
-    mask rows and settings (see :func:`sdpa_inputs`)."""
-
-    qs: Tensor  # (heads, L, E) float32
-    ks: Tensor  # (kv heads, S, E) float32
-    mask: Tensor | None  # the sample's mask, broadcastable to (*head_shape, L, S)
-    head_shape: tuple[int, ...]
-    is_causal: bool
-    enable_gqa: bool
-    factor: float
-    pool: tuple[int, int]
-    rows: int  # query rows per block
-
-    @property
-    def copy_nbytes(self) -> int:
-        """Bytes that :meth:`copied` holds."""
-        held = [self.qs, self.ks] + ([_compact(self.mask)] if self.mask is not None else [])
-        return sum(t.numel() * t.element_size() for t in held)
-
-    @property
-    def map_nbytes(self) -> int:
-        """Bytes of the float32 map they give."""
-        heads, q_len, _ = self.qs.shape
-        k_len = self.ks.shape[1]
-        return 4 * heads * -(-q_len // self.pool[0]) * -(-k_len // self.pool[1])
-
-    def copied(self) -> SdpaInputs:
-        """The same inputs in tensors of their own, none of them the model's; a mask that
-        broadcasts keeps one copy of what repeats."""
-        mask = None if self.mask is None else _compact(self.mask).clone()
-        return self._replace(qs=self.qs.clone(), ks=self.ks.clone(), mask=mask)
-
-
-def _compact(t: Tensor) -> Tensor:
-    """``t`` with every broadcast (stride 0) axis cut to length 1: the same values wherever
-    it broadcasts, without repeating them."""
-    for axis, (size, stride) in enumerate(zip(t.shape, t.stride())):
-        if stride == 0 and size > 1:
-            t = t.narrow(axis, 0, 1)
-    return t
-
-
-def sdpa_inputs(q: Tensor, k: Tensor, *, attn_mask: Tensor | None = None,
-                is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False,
-                sample: int = 0, max_exact: int = 512, block: int | None = None
-                ) -> SdpaInputs:  # fmt: skip
-    """The checked inputs of :func:`attention_probs` for one sample (views of the arguments)."""
-    if is_causal and attn_mask is not None:
-        raise ValueError(
-            "attention_probs: pass attn_mask or is_causal, not both "
-            "(F.scaled_dot_product_attention rejects the pair too)"
-        )
-    _check_sample(sample, max(q.shape[0], k.shape[0]) if q.ndim >= 3 else 1)
-    with torch.no_grad():
-        qs, ks = _sample_heads(q, sample, "q"), _sample_heads(k, sample, "k")
-        _check_kv_heads(qs.shape[0], ks.shape[0], enable_gqa)
-        heads, q_len, dim = qs.shape
-        k_len = ks.shape[1]
-        head_shape = tuple(q.shape[1:-2]) if q.ndim >= 3 else ()
-        mask = None if attn_mask is None else _sample_mask(attn_mask, q.ndim, len(head_shape), sample)
-        pq, pk = _pool_factor(q_len, max_exact), _pool_factor(k_len, max_exact)
-        rows = _block_rows(block, heads, k_len, pq)
-        factor = 1.0 / math.sqrt(dim) if scale is None else float(scale)
-        return SdpaInputs(qs, ks, mask, head_shape, bool(is_causal), bool(enable_gqa), factor,
-                          (pq, pk), rows)  # fmt: skip
-
-
-def sdpa_map(inputs: SdpaInputs) -> AttentionMap:
-    """softmax(q kᵀ · scale + mask) of :func:`sdpa_inputs`, block by block (see
-    :func:`attention_probs`)."""
-    qs, ks, mask, head_shape, is_causal, enable_gqa, factor, (pq, pk), rows = inputs
-    with torch.no_grad():
-        ks = _match_kv_heads(qs, ks, enable_gqa)
-        q_len, k_len = qs.shape[1], ks.shape[1]
-        kt = ks.transpose(1, 2)
-        blocks = []
-        for r0 in range(0, q_len, rows):
-            r1 = min(r0 + rows, q_len)
-            # one call: the product, scaled, plus the causal bias (top-left aligned: row i
-            # always sees key 0, so no row is blank) or nothing
-            bias = _causal_bias(r0, r1, k_len, kt.device) if is_causal else _zero(kt.device)
-            scores = torch.baddbmm(bias, qs[:, r0:r1], kt, alpha=factor)
-            blank = None  # rows that every key is masked out of: softmax gives NaN there
-            if mask is not None:
-                rows_mask = _mask_rows(mask, head_shape, r0, r1)
-                scores, blank = _apply_mask(scores, rows_mask)
-            probs = torch.softmax(scores, dim=-1)
-            if blank is not None and bool(blank.any()):  # rare: skip the pass otherwise
-                probs.masked_fill_(blank, 0.0)
-            blocks.append(_pool(probs, pq, pk))
-        out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
-        return _make_map(out, q_len, k_len, (pq, pk), "sdpa", is_causal, owned=True)
-
-
-class PendingMap:
-    """An SDPA call's map made on first :meth:`resolve` (and kept), from copies of its inputs
-    taken while they were live: in the traced run only the copies are made, which costs far
-    less than the scores, the softmax and a map of its own (what a capture of a deep
-    transformer spent most of its attention time on).  Gives exactly what
-    :func:`attention_probs` gives for the same call."""
-
-    __slots__ = ("_inputs", "_map")
-
-    def __init__(self, inputs: SdpaInputs) -> None:
-        self._inputs, self._map = inputs, None
+        return self.weights * block_sizes(self.k_len, self.pool[1], torch.device("cpu")).numpy()
 
     def resolve(self) -> AttentionMap:
-        if self._map is None:
-            self._map, self._inputs = sdpa_map(self._inputs), None
-        return self._map
+        """Itself (a map made on the host already; see :class:`PendingMap`, :class:`DeviceMap`)."""
+        return self
 
 
-# ---------------------------------------------------------------------------- math helpers
-
-
-def _check_sample(sample: int, batch: int) -> None:
-    if not 0 <= sample < batch:
-        raise IndexError(
-            f"sample={sample} but the batch holds {batch} samples; pass sample= a value in 0..{batch - 1}"
-        )
-
-
-def _sample_heads(t: Tensor, sample: int, name: str) -> Tensor:
-    """(N, ..., L, E) -> (heads, L, E) float32 for one sample; a batch of 1 broadcasts."""
-    if t.ndim < 2:
-        raise ValueError(f"attention_probs: {name} needs shape (..., length, features), got {tuple(t.shape)}")
-    if t.ndim == 2:
-        return t[None].float()
-    picked = t[0 if t.shape[0] == 1 else sample]
-    return picked.reshape(-1, *picked.shape[-2:]).float()
-
-
-def _match_kv_heads(qs: Tensor, ks: Tensor, enable_gqa: bool) -> Tensor:
-    hq, hk = qs.shape[0], ks.shape[0]
-    _check_kv_heads(hq, hk, enable_gqa)
-    if hk == hq:
-        return ks
-    if enable_gqa and hq % hk == 0:
-        return ks.repeat_interleave(hq // hk, dim=0)
-    return ks.expand(hq, -1, -1)  # one kv head for all
-
-
-def _check_kv_heads(hq: int, hk: int, enable_gqa: bool) -> None:
-    if hk == hq or (enable_gqa and hq % hk == 0) or hk == 1:
-        return
-    raise ValueError(
-        f"attention_probs: {hq} query heads but {hk} key heads; pass enable_gqa=True "
-        "for grouped-query attention (query heads must be a multiple of key heads)"
-    )
-
-
-def _sample_mask(mask: Tensor, q_ndim: int, n_head_axes: int, sample: int) -> Tensor:
-    """One sample's mask, with exactly n_head_axes + 2 axes (size 1 where it broadcasts)."""
-    if q_ndim >= 3 and mask.ndim == q_ndim:
-        mask = mask[0 if mask.shape[0] == 1 else sample]
-    missing = n_head_axes + 2 - mask.ndim
-    if missing < 0:
-        raise ValueError(f"attention_probs: attn_mask of shape {tuple(mask.shape)} has more axes than q")
-    return mask.reshape((1,) * missing + tuple(mask.shape))
-
-
-def _mask_rows(mask: Tensor, head_shape: tuple[int, ...], r0: int, r1: int) -> Tensor:
-    """Rows r0:r1 of the mask, shaped to broadcast against (heads, rows, S)."""
-    if mask.shape[-2] != 1:
-        mask = mask[..., r0:r1, :]
-    tail = tuple(mask.shape[-2:])
-    if all(d == 1 for d in mask.shape[:-2]):
-        return mask.reshape((1, *tail))
-    return mask.expand(*head_shape, *tail).reshape(-1, *tail)
-
-
-def _apply_mask(scores: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
-    """Scores with the mask applied, and which rows it blanks out entirely (a bool mask
-    broadcasting against the scores, from the mask alone: far smaller than the scores)."""
-    if mask.dtype == torch.bool:  # made additive first: a broadcast add beats masked_fill
-        bias = torch.zeros(mask.shape, device=mask.device).masked_fill_(~mask, _NEG_INF)
-        return scores.add_(bias), ~mask.any(-1, keepdim=True)
-    return scores.add_(mask.to(scores.dtype)), (mask == _NEG_INF).all(-1, keepdim=True)
-
-
-_CAUSAL: dict[tuple, Tensor] = {}  # small additive causal masks by rows, keys and device
-_CAUSAL_CACHED = 1 << 18  # largest mask kept (1 MiB): a short sequence's, not a long one's
-
-
-def _zero(device: torch.device) -> Tensor:
-    """A float32 0-d zero on ``device`` (cached): the bias of scores without a causal mask."""
-    zero = _ZEROS.get(device)
-    if zero is None:
-        zero = _ZEROS[device] = torch.zeros((), device=device)
-    return zero
-
-
-_ZEROS: dict[torch.device, Tensor] = {}
-
-
-def _causal_bias(r0: int, r1: int, k_len: int, device: torch.device) -> Tensor:
-    """(r1 - r0, k_len) float32: -inf where key j > query row i, else 0 (cached when small:
-    every layer of a model asks for the same one)."""
-    key = (r0, r1, k_len, device)
-    bias = _CAUSAL.get(key)
-    if bias is None:
-        rows = torch.arange(r0, r1, device=device)[:, None]
-        later = rows < torch.arange(k_len, device=device)
-        bias = torch.zeros(later.shape, device=device).masked_fill_(later, _NEG_INF)
-        if (r1 - r0) * k_len <= _CAUSAL_CACHED:
-            if len(_CAUSAL) >= 16:
-                _CAUSAL.clear()
-            _CAUSAL[key] = bias
-    return bias
-
-
-def _pool_factor(length: int, max_exact: int) -> int:
-    if max_exact < 1:
-        raise ValueError(f"max_exact={max_exact}; pass max_exact >= 1")
-    return 1 if length <= max_exact else -(-length // max_exact)
-
-
-def _block_rows(block: int | None, heads: int, k_len: int, pq: int) -> int:
-    if block is None:
-        block = max(1, _BLOCK_ELEMENTS // max(1, heads * k_len))
-    if block < 1:
-        raise ValueError(f"block={block}; pass block >= 1 (query rows per step) or None")
-    return max(pq, block // pq * pq)
-
-
-def _block_sizes(length: int, factor: int) -> Tensor:
-    sizes = torch.full((-(-length // factor),), float(factor))
+def block_sizes(length: int, factor: int, device: torch.device) -> Tensor:
+    """Members of each block of ``factor`` (the last may be shorter), made on ``device``."""
+    sizes = torch.full((-(-length // factor),), float(factor), device=device)
     sizes[-1] = length - factor * (len(sizes) - 1)
     return sizes
 
 
-def _pool(p: Tensor, pq: int, pk: int) -> Tensor:
-    """Block means of p (heads, rows, S) over pq rows x pk keys; short last blocks average themselves."""
-    heads, rows, keys = p.shape
-    if pk > 1:
-        nk = -(-keys // pk)
-        p = F.pad(p, (0, nk * pk - keys)).view(heads, rows, nk, pk).sum(-1)
-        p = p / _block_sizes(keys, pk).to(p.device)
-    if pq > 1:
-        nq = -(-rows // pq)
-        p = F.pad(p, (0, 0, 0, nq * pq - rows)).view(heads, nq, pq, -1).sum(2)
-        p = p / _block_sizes(rows, pq).to(p.device)[:, None]
-    return p
-
-
-def _make_map(
-    weights: Tensor, q_len: int, k_len: int, pool: tuple[int, int], source: str, causal: bool,
-    *, owned: bool = False,
-) -> AttentionMap:
-    """``owned``: ``weights`` is a tensor made here, which the map may keep as it is (on the
-    host, float32); otherwise it is copied, so that the model's own tensors are never kept."""
-    array = weights.detach().to(device="cpu", dtype=torch.float32, copy=not owned).numpy()
+def make_map(
+    weights: Tensor,
+    q_len: int,
+    k_len: int,
+    pool: tuple[int, int],
+    source: str,
+    causal: bool,
+    *,
+    owned: bool = False,
+) -> AttentionMap | DeviceMap:
+    """``owned``: ``weights`` is a tensor made here, which the map may keep as it is (float32);
+    otherwise it is copied, so that the model's own tensors are never kept. A map on another
+    device than the CPU stays there until the run's results go to the host together."""
+    weights = weights.detach().to(dtype=torch.float32, copy=not owned)
+    meta = (int(q_len), int(k_len), pool, source, causal)
+    if not weights.is_cpu:
+        return DeviceMap(weights, meta)
+    array = weights.numpy()
     array.setflags(write=False)
-    return AttentionMap(array, int(q_len), int(k_len), pool, source, causal)
+    return AttentionMap(array, *meta)
 
 
-def _map_from_probs(probs: Tensor, sample: int, max_exact: int) -> AttentionMap:
-    """An AttentionMap of probabilities the model already computed (the softmax path)."""
-    _check_sample(sample, probs.shape[0])
-    with torch.no_grad():
-        ps = _sample_heads(probs, sample, "softmax output")
-        heads, q_len, k_len = ps.shape
-        pq, pk = _pool_factor(q_len, max_exact), _pool_factor(k_len, max_exact)
-        if pq == pk == 1:
-            return _make_map(ps, q_len, k_len, (1, 1), "softmax", False)
-        rows = _block_rows(None, heads, k_len, pq)
-        parts = [_pool(ps[:, r0 : r0 + rows], pq, pk) for r0 in range(0, q_len, rows)]
-        return _make_map(torch.cat(parts, dim=1), q_len, k_len, (pq, pk), "softmax", False)
+class DeviceMap:
+    """An attention map made on a device (a GPU), whose weights reach the host with the run's
+    other results (:func:`~neural_flow_widget.capture.host.to_host`): making it waits for
+    nothing."""
+
+    __slots__ = ("_map", "_meta", "_weights", "tensors")
+
+    def __init__(self, weights: Tensor, meta: tuple) -> None:
+        self.tensors: list[Tensor] | None = [weights]
+        self._weights, self._meta = weights, meta
+        self._map: AttentionMap | None = None
+
+    def arrived(self, arrays: list[np.ndarray]) -> None:
+        self._map, self.tensors = AttentionMap(arrays[0], *self._meta), None
+        del self._weights
+
+    def relabelled(self, source: str, causal: bool) -> DeviceMap:
+        q_len, k_len, pool, _, _ = self._meta
+        return DeviceMap(self._weights, (q_len, k_len, pool, source, causal))
+
+    def resolve(self) -> AttentionMap:
+        if self._map is None:
+            raise RuntimeError("this attention map has not reached the host yet")
+        return self._map
 
 
-# ------------------------------------------------------------------ nn.MultiheadAttention
-
-
-_MHA_SIGNATURE = inspect.signature(F.multi_head_attention_forward)
-
-
-def _mha_float_mask(mask: Tensor | None) -> Tensor | None:
-    """MHA's convention, made additive: bool True = masked out (-inf), float = added as is."""
-    if mask is None:
-        return None
-    if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, device=mask.device).masked_fill_(mask, _NEG_INF)
-    return mask.float()
-
-
-def _mha_map(args: tuple, kwargs: dict, sample: int, max_exact: int) -> AttentionMap:
-    """The weights ``need_weights=True, average_attn_weights=False`` would return, for one sample."""
-    bound = _MHA_SIGNATURE.bind(*args, **kwargs)
-    bound.apply_defaults()
-    a = bound.arguments
-    query, key, kpm, heads = a["query"], a["key"], a["key_padding_mask"], a["num_heads"]
-    if query.dim() == 2:  # unbatched (L, E)
-        query, key, kpm = query[:, None], key[:, None], None if kpm is None else kpm[None]
-    q_len, batch, embed = query.shape
-    _check_sample(sample, batch)
-    head_dim = embed // heads
-    if a["use_separate_proj_weight"]:
-        wq, wk = a["q_proj_weight"], a["k_proj_weight"]
-    else:
-        wq, wk = a["in_proj_weight"][:embed], a["in_proj_weight"][embed : 2 * embed]
-    bias = a["in_proj_bias"]
-    bq, bk = (None, None) if bias is None else (bias[:embed], bias[embed : 2 * embed])
-    q = F.linear(query[:, sample], wq, bq).view(q_len, heads, head_dim).transpose(0, 1)
-    if a["static_k"] is not None:
-        k = a["static_k"][sample * heads : (sample + 1) * heads]
-    else:
-        k = F.linear(key[:, sample], wk, bk)
-        if a["bias_k"] is not None:
-            k = torch.cat([k, a["bias_k"].reshape(1, embed)])
-        k = k.view(-1, heads, head_dim).transpose(0, 1)
-    if a["add_zero_attn"]:
-        k = torch.cat([k, k.new_zeros(heads, 1, head_dim)], dim=1)
-    causal = bool(a["is_causal"]) and kpm is None and not a["need_weights"]
-    mask = None if causal else _mha_mask(a["attn_mask"], kpm, sample, heads, k.shape[1])
-    m = attention_probs(q[None], k[None], attn_mask=mask, is_causal=causal, sample=0, max_exact=max_exact)
-    return replace(m, source="mha", causal=bool(a["is_causal"]))
-
-
-def _mha_mask(
-    attn_mask: Tensor | None, kpm: Tensor | None, sample: int, heads: int, k_len: int
-) -> Tensor | None:
-    """One sample's additive MHA mask, (L, S) or (heads, L, S), padded with 0 for bias_k / zero-attn keys."""
-    mask, pad = _mha_float_mask(attn_mask), _mha_float_mask(kpm)
-    if mask is not None and mask.dim() == 3:
-        mask = mask[sample * heads : (sample + 1) * heads]
-    if pad is not None:
-        pad = pad[sample][None, :]
-        mask = pad if mask is None else mask + pad
-    if mask is not None and mask.shape[-1] < k_len:
-        mask = F.pad(mask, (0, k_len - mask.shape[-1]))
-    return mask
+def relabel(m: AttentionMap | DeviceMap, source: str, causal: bool) -> AttentionMap | DeviceMap:
+    """The same map, said to come from ``source`` (e.g. ``"mha"``)."""
+    if isinstance(m, DeviceMap):
+        return m.relabelled(source, causal)
+    return replace(m, source=source, causal=causal)

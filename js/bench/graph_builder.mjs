@@ -1,6 +1,7 @@
 // Builds wire-format graphs (schema 1, see neural_flow_widget/wire.py) by replaying a
 // forward pass by hand: module calls nest, every tensor op records its owner call and its
-// parent ops. Used for the JS test fixtures and the benchmark's synthetic graphs.
+// parent ops. Only the benchmark's synthetic graphs (synth.mjs) come from here: the test
+// fixtures are real traces, written by scripts/make_fixtures.py.
 
 function hash(text) {
   let h = 0x811c9dc5;
@@ -111,17 +112,6 @@ export class GraphBuilder {
       stats,
     };
   }
-}
-
-/** A conv block: conv -> relu -> conv -> relu, as leaf children. */
-export function convBlock(b, name, x, ch, size, type = "ConvBlock") {
-  const shape = [1, ch, size, size];
-  return b.module(name, type, [x], {}, (b, [h]) => {
-    h = b.module(`${name}.conv1`, "Conv2d", [h], { params: ch * ch * 9 + ch, shape });
-    h = b.module(`${name}.act1`, "ReLU", [h], { shape });
-    h = b.module(`${name}.conv2`, "Conv2d", [h], { params: ch * ch * 9 + ch, shape });
-    return b.module(`${name}.act2`, "ReLU", [h], { shape });
-  });
 }
 
 /** A pre-norm transformer block with residual adds in the block's own forward. */
