@@ -65,8 +65,10 @@ def main() -> None:
         browser.close()
     shutil.rmtree(folder, ignore_errors=True)
     times.sort()
-    print(f"click-to-view, 64x56x56 conv stage, JupyterLab, {len(times)} clicks: median "
-          f"{statistics.median(times):.0f} ms (min {times[0]:.0f}, max {times[-1]:.0f})")
+    print(
+        f"click-to-view, 64x56x56 conv stage, JupyterLab, {len(times)} clicks: median "
+        f"{statistics.median(times):.0f} ms (min {times[0]:.0f}, max {times[-1]:.0f})"
+    )
 
 
 if __name__ == "__main__":

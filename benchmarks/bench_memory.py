@@ -53,8 +53,9 @@ print(json.dumps({{"base": base, "peak": peak}}))
 def measure(mode: str, size: int, batch: int, device: str) -> dict:
     here = os.path.dirname(os.path.abspath(__file__))
     code = CHILD.format(here=here, mode=mode, size=size, batch=batch, device=device)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -63,22 +64,29 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=512)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--device", default="cpu",
-                        help="cpu (peak resident set) or cuda (peak of torch's CUDA allocator)")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (peak resident set) or cuda (peak of torch's CUDA allocator)",
+    )
     args = parser.parse_args()
     rows = {"plain": [], "trace": []}
     for _ in range(args.repeat):
         for mode in rows:
             rows[mode].append(measure(mode, args.size, args.batch, args.device))
-    print(f"U-Net {args.size}x{args.size}, batch {args.batch}, {args.device}; median of {args.repeat} fresh "
-          f"processes")
+    print(
+        f"U-Net {args.size}x{args.size}, batch {args.batch}, {args.device}; "
+        f"median of {args.repeat} fresh processes"
+    )
     peaks = {}
     for mode, runs in rows.items():
         runs.sort(key=lambda r: r["peak"])
         mid = runs[len(runs) // 2]
         peaks[mode] = mid["peak"]
-        print(f"  {mode:<6} peak {mid['peak'] / 2**20:8.0f} MiB   above baseline "
-              f"{(mid['peak'] - mid['base']) / 2**20:8.0f} MiB")
+        print(
+            f"  {mode:<6} peak {mid['peak'] / 2**20:8.0f} MiB   above baseline "
+            f"{(mid['peak'] - mid['base']) / 2**20:8.0f} MiB"
+        )
     print(f"  trace / plain peak: {peaks['trace'] / peaks['plain']:.3f}")
 
 

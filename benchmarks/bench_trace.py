@@ -24,14 +24,14 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-import models  # noqa: E402
+import models
 
-import neural_flow_widget as nfw  # noqa: E402
+import neural_flow_widget as nfw
 
 
 def cases():
     torch.manual_seed(0)
-    tokens = lambda: torch.randint(0, 30000, (1, 128))  # noqa: E731
+    tokens = lambda: torch.randint(0, 30000, (1, 128))
     yield "unet128", lambda: models.UNet().eval(), lambda: torch.randn(1, 3, 128, 128)
     yield "resnet50", lambda: models.ResNet50Like().eval(), lambda: torch.randn(1, 3, 224, 224)
     yield "gpt2", lambda: models.gpt2(), tokens
@@ -52,7 +52,7 @@ def synchronised(fn):
 
 def median_times(fns, repeat, clock=time.perf_counter):
     times = {name: [] for name in fns}
-    for name, fn in fns.items():  # warm up
+    for fn in fns.values():  # warm up
         fn()
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -96,22 +96,29 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-capture", action="store_true")
-    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                        help="wall time, or this process's CPU time (steadier on a busy "
-                             "machine)")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall time, or this process's CPU time (steadier on a busy machine)",
+    )
     parser.add_argument("--device", default="cpu", help="run the models there (e.g. cuda)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
-    parser.add_argument("--peers", action="store_true",
-                        help="also time torchview and torchlens if installed")
-    parser.add_argument("--retained", action="store_true",
-                        help="print the bytes retained per stage and in total")
+    parser.add_argument(
+        "--peers", action="store_true", help="also time torchview and torchlens if installed"
+    )
+    parser.add_argument(
+        "--retained", action="store_true", help="print the bytes retained per stage and in total"
+    )
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
     if args.threads:
         torch.set_num_threads(args.threads)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    print(f"torch {torch.__version__} on {args.device}, {torch.get_num_threads()} threads; "
-          f"median of {args.repeat} interleaved runs, {args.clock} clock")
+    print(
+        f"torch {torch.__version__} on {args.device}, {torch.get_num_threads()} threads; "
+        f"median of {args.repeat} interleaved runs, {args.clock} clock"
+    )
     print(f"{'model':<10} {'forward':>9} {'topology':>9} {'ratio':>6} {'+capture':>9} {'ratio':>6}")
     retained = []
     for name, make_model, make_input in cases():
@@ -131,8 +138,10 @@ def main() -> None:
         if args.device != "cpu":  # time what was queued too
             fns = {name: synchronised(fn) for name, fn in fns.items()}
         t = median_times(fns, args.repeat, clock)
-        row = f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms " \
-              f"{t['topology'] / t['plain']:5.2f}x"
+        row = (
+            f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms "
+            f"{t['topology'] / t['plain']:5.2f}x"
+        )
         if "capture" in t:
             row += f" {t['capture'] * 1e3:8.1f}ms {t['capture'] / t['plain']:5.2f}x"
         for peer in ("torchview", "torchlens"):
@@ -142,12 +151,21 @@ def main() -> None:
         if args.retained:
             retained.append((name, nfw.trace(model, x)))
     for name, flow in retained:
-        sizes = {c.id: sum(item.retained.nbytes for item in flow.capture.outputs.get(c.index, ())
-                           if item.retained is not None) for c in flow.calls}
+        sizes = {
+            c.id: sum(
+                item.retained.nbytes
+                for item in flow.capture.outputs.get(c.index, ())
+                if item.retained is not None
+            )
+            for c in flow.calls
+        }
         total = sum(sizes.values())
-        print(f"{name}: retained {total / 1e6:.2f} MB over {len(sizes)} calls; largest "
-              f"{max(sizes.values()) / 1e3:.0f} KB; "
-              + ", ".join(f"{k} {v / 1e3:.0f} KB" for k, v in list(sizes.items())[:6]) + " ...")
+        print(
+            f"{name}: retained {total / 1e6:.2f} MB over {len(sizes)} calls; largest "
+            f"{max(sizes.values()) / 1e3:.0f} KB; "
+            + ", ".join(f"{k} {v / 1e3:.0f} KB" for k, v in list(sizes.items())[:6])
+            + " ..."
+        )
 
 
 if __name__ == "__main__":

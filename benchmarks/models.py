@@ -17,8 +17,9 @@ class Bottleneck(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.downsample = None
         if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                            nn.BatchNorm2d(cout))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)
@@ -55,8 +56,9 @@ class ResNet50Like(nn.Module):
 def gpt2(n_layer: int = 12, n_embd: int = 768, n_head: int = 12, attn: str = "sdpa"):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(n_layer=n_layer, n_embd=n_embd, n_head=n_head, bos_token_id=0,
-                        eos_token_id=0)
+    config = GPT2Config(
+        n_layer=n_layer, n_embd=n_embd, n_head=n_head, bos_token_id=0, eos_token_id=0
+    )
     config._attn_implementation = attn
     return GPT2LMHeadModel(config).eval()
 
@@ -93,7 +95,7 @@ class UNet(nn.Module):
 
     def __init__(self, cin: int = 3, width: int = 16) -> None:
         super().__init__()
-        w = [width * 2 ** i for i in range(4)]
+        w = [width * 2**i for i in range(4)]
         self.enc1, self.enc2 = _Double(cin, w[0]), _Double(w[0], w[1])
         self.enc3, self.bottleneck = _Double(w[1], w[2]), _Double(w[2], w[3])
         self.pool = nn.MaxPool2d(2)

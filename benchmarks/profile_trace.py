@@ -17,9 +17,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-import bench_trace  # noqa: E402
+import bench_trace
 
-import neural_flow_widget as nfw  # noqa: E402
+import neural_flow_widget as nfw
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """The wire format: what travels from the kernel to the front end.
 
-This module is the only place where Python names become wire names. It is mirrored once in
-TypeScript (``js/src/wire.ts``); the golden fixtures ``tests/fixtures/wire_golden.json`` and
-``tests/fixtures/edges_golden.json`` (written by ``scripts/make_fixtures.py``) are read by both
-pytest and the JS tests. Bump ``SCHEMA`` on any change to a field.
+This module is the only place where Python names become wire names; it computes nothing
+(the records it encodes did). It is mirrored once in TypeScript (``js/src/wire.ts``); the
+golden fixtures in ``tests/fixtures/`` (all written by ``scripts/make_fixtures.py``) are read
+by both pytest and the JS tests. Bump ``SCHEMA`` on any change to a field.
 
 Two messages exist.
 
@@ -44,7 +44,7 @@ Two messages exist.
     }
 
    Stage edges for any selection (a set of call indices) follow from ``calls``, ``ops``,
-   ``input_ops`` and ``output_ops`` by the walk of ``_topology.stage_edges``; the front end
+   ``input_ops`` and ``output_ops`` by the walk of ``graph.edges.stage_edges``; the front end
    re-implements exactly that walk so that expanding or collapsing a group needs no kernel
    round trip.
 
@@ -86,7 +86,7 @@ Two messages exist.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -94,13 +94,93 @@ SCHEMA = 1
 COMMAND = "_stage_data"
 GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
 
+# -- the messages, typed (the fields are documented above) ------------------------------------
 
-def encode_graph(flow: Any) -> dict:
+WireCall = TypedDict(
+    "WireCall",
+    {"id": str, "module": str, "type": str, "call": int, "parent": int, "depth": int,
+     "leaf": bool, "params": int, "shapes": list[list[int]], "dtypes": list[str], "sig": str,
+     "error": "str | None", "in": list[int]},
+)  # fmt: skip
+
+
+class Graph(TypedDict):
+    schema: int
+    model: str
+    topology: str
+    inputs: list[str]
+    outputs: list[str]
+    calls: list[WireCall]
+    ops: list[list[Any]]  # [owner, [parent op ids]]
+    input_ops: list[list[Any]]  # [input node id, op]
+    output_ops: list[list[Any]]  # [output node id, [ops]]
+    selected: list[int]
+    initial: list[int] | None
+    attention: list[int]
+    stats: list[list[float | None] | None]
+
+
+class Buffer(TypedDict):
+    shape: list[int]
+    buffer: int  # index into the reply's buffers
+
+
+class SummaryMessage(TypedDict):
+    leaf: str | None
+    shape: list[int]
+    dtype: str
+    device: str
+    kind: str
+    numel: int
+    stats: dict[str, float | int | None]
+    sampled: int | None
+    hist: dict[str, Any] | None  # {"lo", "hi", "bins", "buffer"}: float64 counts
+    values: list[list[Any]] | None
+    error: str | None
+
+
+class ViewMessage(TypedDict):
+    kind: str
+    shape: list[int]
+    vmin: float | None
+    vmax: float | None
+    signed: bool
+    axes: list[str]
+    labels: list[str] | None
+    channels: list[int] | None
+    note: str | None
+    buffer: int  # uint8 codes
+
+
+class AttentionMessage(TypedDict):
+    heads: int
+    q_len: int
+    k_len: int
+    pool: list[int]
+    source: str
+    causal: bool
+    head: int | None
+    map: Buffer  # float32 probabilities of one head, or the mean over heads
+    grid: Buffer  # float32, every head pooled to <= GRID_SIDE x GRID_SIDE
+
+
+class Reply(TypedDict, total=False):
+    ok: bool
+    stage: str | None
+    summaries: list[SummaryMessage]
+    views: list[str]
+    view: ViewMessage | None
+    attention: list[AttentionMessage]
+    tokens: list[str] | None
+    error: str | None
+
+
+def encode_graph(flow: Any) -> Graph:
     """The graph message for a Flow (see the module docstring). No images, no buffers."""
     index_of = {c.id: c.index for c in flow.calls}
     parents = [index_of[c.parent] if c.parent is not None else -1 for c in flow.calls]
     capture = flow.capture
-    calls = []
+    calls: list[WireCall] = []
     for c in flow.calls:
         calls.append(
             {
@@ -136,14 +216,14 @@ def encode_graph(flow: Any) -> dict:
     }
 
 
-def _stats(capture: Any, index: int) -> list[float] | None:
+def _stats(capture: Any, index: int) -> list[float | None] | None:
     items = capture.outputs.get(index) if capture is not None else None
     if not items:
         return None
     summary = items[0].summary
     if summary.kind != "float" or summary.mean_abs is None:
         return None
-    return [_num(summary.mean_abs), _num(summary.std)]  # type: ignore[list-item]
+    return [_num(summary.mean_abs), _num(summary.std)]
 
 
 def _num(value: Any) -> float | None:
@@ -153,13 +233,13 @@ def _num(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def error_reply(stage: Any, message: str) -> tuple[dict, list]:
+def error_reply(stage: Any, message: str) -> tuple[Reply, list[bytes]]:
     return {"ok": False, "stage": stage if isinstance(stage, str) else None, "error": message}, []
 
 
 def encode_stage_reply(
     flow: Any, request: Any, tokens: list[str] | None = None
-) -> tuple[dict, list[bytes]]:
+) -> tuple[Reply, list[bytes]]:
     """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
     stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
     if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
@@ -203,7 +283,7 @@ def encode_stage_reply(
         attention = [_attention(m, request.get("head"), buffers) for m in flow.attention(stage_id)]
     except ValueError as error:
         return error_reply(stage_id, str(error))
-    reply = {
+    reply: Reply = {
         "ok": True,
         "stage": stage_id,
         "summaries": summaries,
@@ -221,7 +301,7 @@ def _add(buffers: list[bytes], array: np.ndarray) -> int:
     return len(buffers) - 1
 
 
-def _summary(s: Any, buffers: list[bytes]) -> dict:
+def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
     hist = None
     if s.hist_counts is not None and len(s.hist_counts):
         hist = {
@@ -259,7 +339,7 @@ def _plain(value: Any) -> Any:
     return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
 
 
-def _view(v: Any, buffers: list[bytes]) -> dict:
+def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
     data = np.asarray(v.data, dtype=np.uint8)
     return {
         "kind": v.kind,
@@ -275,7 +355,7 @@ def _view(v: Any, buffers: list[bytes]) -> dict:
     }
 
 
-def _attention(m: Any, head: int | None, buffers: list[bytes]) -> dict:
+def _attention(m: Any, head: int | None, buffers: list[bytes]) -> AttentionMessage:
     weights = np.asarray(m.weights, dtype="<f4")
     heads = weights.shape[0]
     if head is not None and not 0 <= head < heads:
@@ -283,6 +363,7 @@ def _attention(m: Any, head: int | None, buffers: list[bytes]) -> dict:
             f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
         )
     chosen = weights[head] if head is not None else weights.mean(axis=0)
+    grid = m.heads_grid(GRID_SIDE)
     return {
         "heads": heads,
         "q_len": m.q_len,
@@ -292,23 +373,5 @@ def _attention(m: Any, head: int | None, buffers: list[bytes]) -> dict:
         "causal": bool(m.causal),
         "head": head,
         "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
-        "grid": {
-            "shape": [heads, *_pooled_shape(weights.shape[1:])],
-            "buffer": _add(buffers, _pool_grid(weights)),
-        },
+        "grid": {"shape": list(grid.shape), "buffer": _add(buffers, grid)},
     }
-
-
-def _pooled_shape(shape: tuple[int, int]) -> list[int]:
-    return [min(side, GRID_SIDE) for side in shape]
-
-
-def _pool_grid(weights: np.ndarray) -> np.ndarray:
-    """Each head block-mean pooled to at most GRID_SIDE x GRID_SIDE."""
-    heads, q, k = weights.shape
-    out = np.empty((heads, *_pooled_shape((q, k))), dtype="<f4")
-    qs = np.linspace(0, q, out.shape[1] + 1).astype(int)
-    ks = np.linspace(0, k, out.shape[2] + 1).astype(int)
-    rows = np.add.reduceat(weights, qs[:-1], axis=1) / np.diff(qs)[None, :, None]
-    out[:] = np.add.reduceat(rows, ks[:-1], axis=2) / np.diff(ks)[None, None, :]
-    return out

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Set up (package, test extras, front end, Chromium), then run the whole test suite:
-# the Python tests (which include the browser and JupyterLab tests) and the front end's unit tests.
+# Set up (package, test extras, front end, Chromium), then run the whole test suite: the
+# formatters, linters and type checkers (Python and TypeScript), the front end's unit and
+# browser tests, and the Python tests (which include the JupyterLab and packaging tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh "[test]"
 if [ -f scripts/install_browser.sh ]; then bash scripts/install_browser.sh; fi
-(cd js && npm test --silent && npm run -s test:browser)
-# the compiled capture path must have been built (tests/test_native.py fails otherwise)
-NFW_REQUIRE_NATIVE=1 exec .venv/bin/python -m pytest -q "$@"
+.venv/bin/ruff format --check --quiet .
+.venv/bin/ruff check --quiet .
+.venv/bin/mypy
+(cd js && npm run -s typecheck && npm test --silent && npm run -s test:browser)
+# the optional capture accelerator must compile here (tests/capture/test_accelerator.py
+# fails otherwise; on a machine without a C compiler those tests are skipped)
+NFW_REQUIRE_ACCELERATOR=1 exec .venv/bin/python -m pytest -q "$@"

@@ -30,8 +30,8 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from neural_flow_widget import demos  # noqa: E402
-from neural_flow_widget.demos import data  # noqa: E402
+from neural_flow_widget import demos
+from neural_flow_widget.demos import data
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -24,8 +24,7 @@ def module_name(path: pathlib.Path) -> str:
 
 
 def modules() -> dict[str, ast.Module]:
-    return {module_name(p): ast.parse(p.read_text(encoding="utf-8"))
-            for p in PACKAGE.rglob("*.py")}
+    return {module_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")}
 
 
 def imports(name: str, tree: ast.Module, is_package: bool) -> list[tuple[str, list[str], int]]:
@@ -93,7 +92,7 @@ def test_the_import_graph_has_no_circles():
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return [*stack[stack.index(nxt) :], nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         stack.pop()
@@ -115,15 +114,19 @@ def test_imports_point_down_the_layers():
         if LAYERS.index(b) > LAYERS.index(a):
             wrong.append(f"{src}:{line} imports {dst} (a higher layer)")
         elif a == "capture" and b == "tracing" and dst != "neural_flow_widget.tracing.protocols":
-            wrong.append(f"{src}:{line} imports {dst} (capture sees tracing only through "
-                         f"tracing.protocols)")
+            wrong.append(
+                f"{src}:{line} imports {dst} (capture sees tracing only through tracing.protocols)"
+            )
     assert wrong == []
 
 
 def test_no_module_takes_another_modules_private_names():
     found, edges = graph_edges()
-    wrong = [f"{src}:{line} takes {taken} from {dst}" for src, dst, taken, line in edges
-             if taken and taken.startswith("_") and taken != "__version__"]
+    wrong = [
+        f"{src}:{line} takes {taken} from {dst}"
+        for src, dst, taken, line in edges
+        if taken and taken.startswith("_") and taken != "__version__"
+    ]
     # attribute access on an imported package module: module._name
     for name, tree in found.items():
         aliases = {}
@@ -164,16 +167,23 @@ def test_the_checks_see_a_circle_a_wrong_layer_and_a_private_name(monkeypatch):
     real = modules()
     planted = dict(real)
     planted["neural_flow_widget.graph.records"] = ast.parse(
-        "from ..tracing.calls import _NONE\nfrom . import flow\n")
+        "from ..tracing.calls import _NONE\nfrom . import flow\n"
+    )
     planted["neural_flow_widget.graph.flow"] = ast.parse("from . import records\n")
     monkeypatch.setitem(globals(), "modules", lambda: planted)
-    for check in (test_the_import_graph_has_no_circles, test_imports_point_down_the_layers,
-                  test_no_module_takes_another_modules_private_names):
+    for check in (
+        test_the_import_graph_has_no_circles,
+        test_imports_point_down_the_layers,
+        test_no_module_takes_another_modules_private_names,
+    ):
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             check()
 
 
 def test_no_file_of_the_package_is_much_over_400_lines():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*")
-            if p.suffix in (".py", ".c", ".h") and (n := len(p.read_text().splitlines())) > 420}
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*")
+        if p.suffix in (".py", ".c", ".h") and (n := len(p.read_text().splitlines())) > 420
+    }
     assert long == {}

@@ -10,8 +10,13 @@ from neural_flow_widget import cli
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "neural_flow_widget.cli", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "neural_flow_widget.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_demo_writes_a_self_contained_page(tmp_path):
@@ -31,29 +36,48 @@ def test_every_demo_exports(tmp_path, name):
 
 
 def test_export_a_users_factory(tmp_path):
-    (tmp_path / "mymodels.py").write_text(textwrap.dedent("""
+    (tmp_path / "mymodels.py").write_text(
+        textwrap.dedent("""
         import torch
         def tiny_lm():
             return torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Linear(8, 50))
         def not_a_model():
             return 3
-    """))
-    done = run("export", "mymodels:tiny_lm", "--input-shape", "1,12", "--dtype", "long",
-               "--vocab", "50", "--out", "lm.html", cwd=tmp_path)
+    """)
+    )
+    done = run(
+        "export",
+        "mymodels:tiny_lm",
+        "--input-shape",
+        "1,12",
+        "--dtype",
+        "long",
+        "--vocab",
+        "50",
+        "--out",
+        "lm.html",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "lm.html").exists()
     bad = run("export", "mymodels:not_a_model", "--input-shape", "1,3", cwd=tmp_path)
     assert bad.returncode == 2 and "not an nn.Module" in bad.stderr
 
 
-@pytest.mark.parametrize("args, code, needle", [
-    (["export", "nomodule_xyz:f", "--input-shape", "1,3"], 2, "cannot import"),
-    (["export", "json", "--input-shape", "1,3"], 2, "not MODULE:FACTORY"),
-    (["export", "json:dumps", "--input-shape", "1,x"], 2, "not a list of integers"),
-    (["export", "json:dumps", "--input-shape", "1,3", "--dtype", "quaternion"], 2,
-     "not supported"),
-    (["demo", "nope"], 2, "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args, code, needle",
+    [
+        (["export", "nomodule_xyz:f", "--input-shape", "1,3"], 2, "cannot import"),
+        (["export", "json", "--input-shape", "1,3"], 2, "not MODULE:FACTORY"),
+        (["export", "json:dumps", "--input-shape", "1,x"], 2, "not a list of integers"),
+        (
+            ["export", "json:dumps", "--input-shape", "1,3", "--dtype", "quaternion"],
+            2,
+            "not supported",
+        ),
+        (["demo", "nope"], 2, "invalid choice"),
+    ],
+)
 def test_errors_are_one_line_with_a_hint(tmp_path, args, code, needle):
     done = run(*args, cwd=tmp_path)
     assert done.returncode == code and needle in done.stderr
@@ -61,11 +85,13 @@ def test_errors_are_one_line_with_a_hint(tmp_path, args, code, needle):
 
 
 def test_a_model_that_fails_exits_1_with_the_stage_named(tmp_path):
-    (tmp_path / "broken.py").write_text(textwrap.dedent("""
+    (tmp_path / "broken.py").write_text(
+        textwrap.dedent("""
         import torch
         def make():
             return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(5, 2))
-    """))
+    """)
+    )
     done = run("export", "broken:make", "--input-shape", "2,4", cwd=tmp_path)
     assert done.returncode == 1
     assert "stage '1'" in done.stderr and "--traceback" in done.stderr

@@ -191,9 +191,13 @@ def test_trained_attention_reads_the_mirrored_position():
     keys = 2 * data.REVERSAL_DIGITS - 1 - queries  # the digit this position must copy
     mirrored = torch.stack([attn[:, :, queries, keys].mean(dim=(0, 2)) for attn in maps])
     assert mirrored.max() > 0.8  # some head is a clear anti-diagonal
-    assert mirrored.max() > 5 * demos.load("transformer", pretrained=False).model(
-        tokens, return_attentions=True
-    )[1][0][:, :, queries, keys].mean()
+    assert (
+        mirrored.max()
+        > 5
+        * demos.load("transformer", pretrained=False)
+        .model(tokens, return_attentions=True)[1][0][:, :, queries, keys]
+        .mean()
+    )
 
 
 def test_too_long_sequences_name_the_limit():
@@ -229,7 +233,7 @@ def test_shape_masks_mark_the_bright_pixels():
 
 
 def test_clinical_labels_follow_the_documented_rule():
-    image, clinical, diagnosis, severity = data.clinical_batch(200, seed=0)
+    _image, clinical, diagnosis, severity = data.clinical_batch(200, seed=0)
     marker = clinical[:, data.CLINICAL_FEATURES.index("marker")]
     assert torch.equal(diagnosis % 2, (marker > 0).long())
     assert set(diagnosis.tolist()) == {0, 1, 2, 3}

@@ -44,32 +44,66 @@ class Expect:
 
 EXPECT = {
     "01_quickstart.ipynb": Expect(
-        models=("UNet",), selected={"UNet": "dec1"},
-        text=("up1, enc1 (skip)", "up3, enc3 (skip)", "'skip': 3", "selected: dec1",
-              "unet.html", "external resources: 0"),
-        passed="quickstart: all checks passed"),
+        models=("UNet",),
+        selected={"UNet": "dec1"},
+        text=(
+            "up1, enc1 (skip)",
+            "up3, enc3 (skip)",
+            "'skip': 3",
+            "selected: dec1",
+            "unet.html",
+            "external resources: 0",
+        ),
+        passed="quickstart: all checks passed",
+    ),
     "02_skip_connections.ipynb": Expect(
-        models=("UNet", "ResNet"), selected={"UNet": "dec1"},
-        text=("enc3 (skip)", "stem.relu (skip)", "layer2.0.downsample.bn (merge)",
-              "dec1 skip cut", "<img src=\"data:image/png;base64,"),
-        passed="skip connections: all checks passed"),
+        models=("UNet", "ResNet"),
+        selected={"UNet": "dec1"},
+        text=(
+            "enc3 (skip)",
+            "stem.relu (skip)",
+            "layer2.0.downsample.bn (merge)",
+            "dec1 skip cut",
+            '<img src="data:image/png;base64,',
+        ),
+        passed="skip connections: all checks passed",
+    ),
     "03_attention.ipynb": Expect(
         models=("TinyTransformer", "GPT2LMHeadModel"),
         selected={"TinyTransformer": "blocks.1.attn", "GPT2LMHeadModel": "transformer.h.0.attn"},
-        text=("source 'softmax'", "source 'sdpa'", "allclose to output_attentions: True",
-              "argmax on the anti-diagonal 100%"),
-        passed="attention: all checks passed"),
+        text=(
+            "source 'softmax'",
+            "source 'sdpa'",
+            "allclose to output_attentions: True",
+            "argmax on the anti-diagonal 100%",
+        ),
+        passed="attention: all checks passed",
+    ),
     "04_multimodal.ipynb": Expect(
-        models=("FusionNet",), selected={"FusionNet": "fusion"},
-        text=("clinical_mlp (merge)", "output:diagnosis", "output:severity",
-              "['diagnosis_head', 'severity_head']", "<--"),
-        passed="multimodal: all checks passed"),
+        models=("FusionNet",),
+        selected={"FusionNet": "fusion"},
+        text=(
+            "clinical_mlp (merge)",
+            "output:diagnosis",
+            "output:severity",
+            "['diagnosis_head', 'severity_head']",
+            "<--",
+        ),
+        passed="multimodal: all checks passed",
+    ),
     "05_trace_without_widget.ipynb": Expect(
         models=(),
-        text=("stem.1 (skip)", "topology 'fx'", "could not be symbolically traced",
-              "The graph up to that point is in err.partial", "matches no module",
-              "available: grid, first, channel, mean", "forward calls during select(): 0"),
-        passed="trace without widget: all checks passed"),
+        text=(
+            "stem.1 (skip)",
+            "topology 'fx'",
+            "could not be symbolically traced",
+            "The graph up to that point is in err.partial",
+            "matches no module",
+            "available: grid, first, channel, mean",
+            "forward calls during select(): 0",
+        ),
+        passed="trace without widget: all checks passed",
+    ),
 }
 
 
@@ -81,12 +115,17 @@ def kernel_manager(spec_dir: Path) -> AsyncKernelManager:
     spec = spec_dir / KERNEL
     spec.mkdir(parents=True, exist_ok=True)
     env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": f"nfw tests ({sys.executable})",
-        "language": "python",
-        "env": env,
-    }), encoding="utf-8")
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": f"nfw tests ({sys.executable})",
+                "language": "python",
+                "env": env,
+            }
+        ),
+        encoding="utf-8",
+    )
     specs = KernelSpecManager(kernel_dirs=[str(spec_dir)], ensure_native_kernel=False)
     return AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
 
@@ -94,8 +133,13 @@ def kernel_manager(spec_dir: Path) -> AsyncKernelManager:
 def execute(nb, spec_dir: Path, cwd: Path = NOTEBOOKS):
     """Run ``nb`` in place, top to bottom; raises ``CellExecutionError`` on the first error."""
     client = nbclient.NotebookClient(
-        nb, km=kernel_manager(spec_dir), timeout=120, allow_errors=False,
-        store_widget_state=True, resources={"metadata": {"path": str(cwd)}})
+        nb,
+        km=kernel_manager(spec_dir),
+        timeout=120,
+        allow_errors=False,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(cwd)}},
+    )
     client.execute()
     return nb
 
@@ -167,8 +211,9 @@ def problems(nb, expect: Expect) -> list[str]:
             continue
         widget = state[model_id]["state"]
         if widget.get("_anywidget_id") != WIDGET_CLASS:
-            found.append(f"widget view {model_id} is a {widget.get('_anywidget_id')}, "
-                         f"not a NeuralFlowWidget")
+            found.append(
+                f"widget view {model_id} is a {widget.get('_anywidget_id')}, not a NeuralFlowWidget"
+            )
             continue
         graph = widget.get("graph") or {}
         model = graph.get("model")
@@ -178,8 +223,9 @@ def problems(nb, expect: Expect) -> list[str]:
             found.append(f"the {model} widget's graph has no stages")
         want = expect.selected.get(model)
         if want is not None and widget.get("selected") != want:
-            found.append(f"the {model} widget has selected={widget.get('selected')!r}, "
-                         f"expected {want!r}")
+            found.append(
+                f"the {model} widget has selected={widget.get('selected')!r}, expected {want!r}"
+            )
         if want is not None and want not in ids:
             found.append(f"the {model} widget's graph has no stage {want!r}")
     if tuple(models) != expect.models:
@@ -222,22 +268,31 @@ def test_notebooks_are_stored_valid_and_without_outputs():
 
 def test_checks_catch_a_broken_notebook():
     """The checks above fail on what they guard against (so a passing run means something)."""
-    expect = Expect(models=("UNet",), selected={"UNet": "dec1"}, text=("(skip)",),
-                    passed="all checks passed")
+    expect = Expect(
+        models=("UNet",), selected={"UNet": "dec1"}, text=("(skip)",), passed="all checks passed"
+    )
     graph = {"model": "UNet", "calls": [{"id": "enc1"}, {"id": "dec1"}]}
 
     def notebook(selected="dec1", model_class=WIDGET_CLASS, outputs=None, last="all checks passed"):
-        view = {"output_type": "display_data",
-                "data": {WIDGET_VIEW: {"model_id": "m1"}, "text/plain": "x"}}
+        view = {
+            "output_type": "display_data",
+            "data": {WIDGET_VIEW: {"model_id": "m1"}, "text/plain": "x"},
+        }
         cells = [
             {"cell_type": "code", "outputs": outputs if outputs is not None else [view]},
-            {"cell_type": "code", "outputs": [
-                {"output_type": "stream", "name": "stdout", "text": "enc1 (skip)\n" + last}]},
+            {
+                "cell_type": "code",
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": "enc1 (skip)\n" + last}
+                ],
+            },
         ]
-        state = {"m1": {"state": {"_anywidget_id": model_class, "graph": graph,
-                                  "selected": selected}}}
-        return nbformat.from_dict({"cells": cells, "metadata": {
-            "widgets": {WIDGET_STATE: {"state": state}}}})
+        state = {
+            "m1": {"state": {"_anywidget_id": model_class, "graph": graph, "selected": selected}}
+        }
+        return nbformat.from_dict(
+            {"cells": cells, "metadata": {"widgets": {WIDGET_STATE: {"state": state}}}}
+        )
 
     assert problems(notebook(), expect) == []
     assert problems(notebook(selected="enc1"), expect)
@@ -254,10 +309,13 @@ def test_checks_catch_a_broken_notebook():
 def test_a_failing_assertion_fails_the_run(tmp_path):
     """A notebook whose check cell fails raises, in a kernel of this interpreter."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import sys\nprint(sys.executable)"),
-                nbformat.v4.new_code_cell("assert 1 + 1 == 3, 'the check failed'")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("import sys\nprint(sys.executable)"),
+        nbformat.v4.new_code_cell("assert 1 + 1 == 3, 'the check failed'"),
+    ]
     with pytest.raises(nbclient.exceptions.CellExecutionError, match="the check failed"):
         execute(nb, tmp_path / "kernels", cwd=tmp_path)
     assert os.path.realpath(nb.cells[0].outputs[0]["text"].strip()) == os.path.realpath(
-        sys.executable)
+        sys.executable
+    )
     assert list(tmp_path.iterdir()) == [tmp_path / "kernels"]

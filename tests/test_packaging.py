@@ -45,7 +45,9 @@ def bare_path(tmp: pathlib.Path) -> str:
 
 def run(command: list[str], **options) -> subprocess.CompletedProcess:
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, **options)
-    assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(command)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -54,15 +56,29 @@ def wheel(tmp_path_factory) -> pathlib.Path:
     """sdist from the repository, then a wheel from that sdist with no Node and no compiler."""
     pytest.importorskip("build")
     tmp = tmp_path_factory.mktemp("packaging")
-    run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp)],
-        cwd=ROOT)  # (the bundle is built from js/ here, as `pip install .` does)
+    run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(tmp)], cwd=ROOT
+    )  # (the bundle is built from js/ here, as `pip install .` does)
     (sdist,) = tmp.glob("neural_flow_widget-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = {"/".join(n.split("/")[1:]) for n in archive.getnames()}
     assert set(NEEDED) <= names, set(NEEDED) - names
     env = dict(os.environ, PATH=bare_path(tmp))
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
-         str(tmp / "wheels"), str(sdist)], env=env, cwd=tmp)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp / "wheels"),
+            str(sdist),
+        ],
+        env=env,
+        cwd=tmp,
+    )
     (built,) = (tmp / "wheels").glob("*.whl")
     return built
 
@@ -98,13 +114,30 @@ print("ok", len(flow.stages))
 
 def test_the_wheel_installs_traces_and_draws_without_node_or_a_compiler(wheel, tmp_path):
     site = tmp_path / "site"
-    env = dict(os.environ, PATH=bare_path(tmp_path), NFW_ACCELERATOR_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=str(site))
-    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target",
-         str(site), str(wheel)], env=env)
+    env = dict(
+        os.environ,
+        PATH=bare_path(tmp_path),
+        NFW_ACCELERATOR_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=str(site),
+    )
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        env=env,
+    )
     page = tmp_path / "unet.html"
-    done = run([sys.executable, "-c", SMOKE.format(site=str(site), page=str(page))], env=env,
-               cwd=tmp_path)
+    done = run(
+        [sys.executable, "-c", SMOKE.format(site=str(site), page=str(page))], env=env, cwd=tmp_path
+    )
     assert done.stdout.startswith("ok")
     assert not list((tmp_path / "cache").glob("*.so")) if (tmp_path / "cache").exists() else True
     if not os.path.exists(CHROMIUM):
@@ -112,9 +145,16 @@ def test_the_wheel_installs_traces_and_draws_without_node_or_a_compiler(wheel, t
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
         page_view = browser.new_page(viewport={"width": 1280, "height": 720})
         errors: list[str] = []
         page_view.on("pageerror", lambda e: errors.append(str(e)))

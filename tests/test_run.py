@@ -4,22 +4,25 @@ import copy
 
 import pytest
 import torch
+from zoo import Broken, InPlace, Multimodal, ResNet, UNet, hooks_left, mode_stack, seeded
 
 import neural_flow_widget as nfw
 from neural_flow_widget.tracing import dataflow
-from zoo import Broken, InPlace, Multimodal, ResNet, UNet, hooks_left, mode_stack, seeded
 
 
 def state(model):
     return {k: v.clone() for k, v in model.state_dict().items()}
 
 
-@pytest.mark.parametrize("cls, inputs", [
-    (UNet, lambda: torch.randn(2, 1, 16, 16)),
-    (ResNet, lambda: torch.randn(2, 3, 8, 8)),
-    (InPlace, lambda: torch.randn(2, 4)),
-    (Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
-])
+@pytest.mark.parametrize(
+    "cls, inputs",
+    [
+        (UNet, lambda: torch.randn(2, 1, 16, 16)),
+        (ResNet, lambda: torch.randn(2, 3, 8, 8)),
+        (InPlace, lambda: torch.randn(2, 4)),
+        (Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
+    ],
+)
 def test_model_output_and_user_tensors_unchanged(cls, inputs):
     model = seeded(cls)
     x = inputs()
@@ -31,7 +34,9 @@ def test_model_output_and_user_tensors_unchanged(cls, inputs):
     assert flow.stages
     with torch.no_grad():
         again = model(*x) if isinstance(x, tuple) else model(x)
-    for a, b in zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(again)):
+    for a, b in zip(
+        torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(again)
+    ):
         assert torch.equal(a, b)
     for a, b in zip(torch.utils._pytree.tree_leaves(x), torch.utils._pytree.tree_leaves(before)):
         assert torch.equal(a, b) and getattr(a, "__dict__", {}) == {}
@@ -44,8 +49,9 @@ def test_scripted_and_patched_forwards_are_traced_and_put_back():
     # a TorchScript submodule (which refuses hooks) and a module whose forward was replaced
     # on the instance (as accelerate does) are both traced, and left exactly as they were
     scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()))
-    model = seeded(lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), scripted,
-                                               torch.nn.Linear(4, 2)))
+    model = seeded(
+        lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), scripted, torch.nn.Linear(4, 2))
+    )
     patched = model[2]
     plain_forward = patched.forward
     patched.forward = lambda x: plain_forward(x) * 2
@@ -56,7 +62,11 @@ def test_scripted_and_patched_forwards_are_traced_and_put_back():
     flow = nfw.trace(model, x)
     assert [s.id for s in flow.stages] == ["0", "1", "2"]
     assert [(e.src, e.dst) for e in flow.edges] == [
-        ("input:0", "0"), ("0", "1"), ("1", "2"), ("2", "output:0")]
+        ("input:0", "0"),
+        ("0", "1"),
+        ("1", "2"),
+        ("2", "output:0"),
+    ]
     assert flow.summary("2")[0].max == pytest.approx(float(expected.max()))
     assert {id(m): vars(m).get("forward") for m in model.modules()} == own
     assert hooks_left(model) == 0
@@ -92,7 +102,10 @@ def test_model_error_names_stage_module_and_carries_partial_graph():
     assert ids == ["ok", "norm", "bad.0"]
     assert err.partial.stage("bad.0").error.startswith("RuntimeError")
     assert [tuple(e)[:2] for e in err.partial.edges] == [
-        ("input:0", "ok"), ("ok", "norm"), ("norm", "bad.0")]
+        ("input:0", "ok"),
+        ("ok", "norm"),
+        ("norm", "bad.0"),
+    ]
     assert hooks_left(model) == 0 and not mode_stack()
     assert model.training and torch.equal(x, before)
 
@@ -119,8 +132,9 @@ class _NoStorage(torch.Tensor):
 
 
 def test_tracer_failure_falls_back_to_execution_order():
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True),
-                                torch.nn.Linear(4, 2))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, 4), torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 2)
+    )
     x = torch.randn(3, 4).as_subclass(_NoStorage)
     with pytest.warns(UserWarning, match="tracer failed.*shows no storage.*execution order"):
         flow = nfw.trace(model, x, capture=False)
@@ -172,8 +186,10 @@ def test_tensors_created_inside_forward_and_parameters_are_handled():
             return self.lin(x * self.scale + offset)
 
     flow = nfw.trace(Maker(), torch.randn(2, 4), capture=False)
-    assert [tuple(e) for e in flow.edges] == [("input:0", "lin", "flow"),
-                                             ("lin", "output:0", "flow")]
+    assert [tuple(e) for e in flow.edges] == [
+        ("input:0", "lin", "flow"),
+        ("lin", "output:0", "flow"),
+    ]
 
 
 def test_to_text_shows_stages_shapes_and_skip_marks():
@@ -190,8 +206,10 @@ def test_lint_catches_broken_graphs():
 
     flow = nfw.trace(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, capture=False)
     flow.lint()
-    bad = replace(flow, edges=flow.edges + (nfw.Edge("head", "enc1", "flow"),
-                                            nfw.Edge("ghost", "head", "merge")))
+    bad = replace(
+        flow,
+        edges=(*flow.edges, nfw.Edge("head", "enc1", "flow"), nfw.Edge("ghost", "head", "merge")),
+    )
     with pytest.raises(ValueError) as info:
         bad.lint()
     assert "goes backwards" in str(info.value) and "'ghost' is not a node" in str(info.value)
@@ -201,7 +219,9 @@ def test_parameter_counts_match_module_parameters_with_shared_weights():
     class Tied(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.pair = torch.nn.ModuleDict({"a": torch.nn.Linear(3, 3), "b": torch.nn.Linear(3, 3)})
+            self.pair = torch.nn.ModuleDict(
+                {"a": torch.nn.Linear(3, 3), "b": torch.nn.Linear(3, 3)}
+            )
             self.pair["b"].weight = self.pair["a"].weight  # shared inside one subtree
             self.head = torch.nn.Linear(3, 3)
             self.head.weight = self.pair["a"].weight  # and across subtrees

@@ -65,8 +65,9 @@ class Multimodal(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.image_cnn = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(2),
-                                       nn.Flatten())
+        self.image_cnn = nn.Sequential(
+            nn.Conv2d(1, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten()
+        )
         self.clinical_mlp = nn.Sequential(nn.Linear(6, 8), nn.ReLU())
         self.fusion = nn.Linear(16 + 8, 12)
         self.diagnosis = nn.Linear(12, 3)
@@ -81,8 +82,9 @@ class ThreeHeads(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.trunk = nn.Linear(4, 8)
-        self.heads = nn.ModuleDict({"a": nn.Linear(8, 1), "b": nn.Linear(8, 2),
-                                    "c": nn.Linear(8, 3)})
+        self.heads = nn.ModuleDict(
+            {"a": nn.Linear(8, 1), "b": nn.Linear(8, 2), "c": nn.Linear(8, 3)}
+        )
 
     def forward(self, x):
         h = torch.tanh(self.trunk(x))
@@ -243,5 +245,6 @@ def hooks_left(model):
         code = getattr(vars(module).get("forward"), "__code__", None)
         return code is not None and code.co_filename == calls.__file__
 
-    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + wrapped(m)
-               for m in model.modules())
+    return sum(
+        len(m._forward_hooks) + len(m._forward_pre_hooks) + wrapped(m) for m in model.modules()
+    )

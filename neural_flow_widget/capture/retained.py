@@ -73,6 +73,9 @@ Layout = Literal["image", "sequence", "vector", "empty"]
 _GRID_SIDE, _MAP_SIDE, _TOP_CHANNELS = 64, 256, 8
 _NORMS, _FIRST, _TOPK = 4096, 4096, 16
 RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
+_F16_MAX_EXP = 15  # float16 maps are scaled so that their peak |x| < 2**15 < 65504
+#: a tensor's largest finite |x|: on the host (a float), on its device (a 0-d tensor), unknown
+Peak = float | torch.Tensor | None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -165,6 +168,7 @@ class PendingRetained:
 # sizes (host arithmetic, cached: shapes repeat from call to call)
 
 
+@functools.lru_cache(maxsize=1024)
 def rank_rows(c: int, h: int, w: int) -> int:
     """The row step for ranking channels: 1 (every row) up to ``RANK_SAMPLE`` elements,
     else a prime (so that it does not alias with periodic rows), at most ``h``."""
@@ -209,7 +213,9 @@ def sequence_sizes(length: int, dim: int, budget: int) -> tuple[int, tuple[int, 
 # per-layout plans: device ops only
 
 
-def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+def _retain_image(
+    x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like, peak: Peak
+) -> Plan | None:
     c, h, w = shape
     sizes = image_sizes(c, h, w, budget)
     if sizes is None:
@@ -226,11 +232,13 @@ def _retain_image(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Li
         maps.append(pool_flat(x.index_select(0, chosen), h, w, *top, like))
         parts.append(("top", (k, *top)))
         plan.append(Kept(chosen, [("top_channels", (k,))]))
-    plan.insert(1, _halves(torch.cat(maps), parts))  # (in the parts' order)
+    plan.insert(1, _halves(torch.cat(maps), parts, peak))  # (in the parts' order)
     return plan
 
 
-def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like):
+def _retain_sequence(
+    x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like, peak: Peak
+) -> Plan:
     length, dim = shape
     n_norms, heat = sequence_sizes(length, dim, budget)
     norms = torch.linalg.vector_norm(x, 2, dim=1)  # fast along a contiguous last axis
@@ -238,7 +246,7 @@ def _retain_sequence(x: torch.Tensor, shape: tuple[int, ...], budget: int, like:
         norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]
     tokens = pool_flat(x, length, dim, *heat, like)
     return [
-        _halves(tokens, [("tokens", heat)]),
+        _halves(tokens, [("tokens", heat)], peak),
         Kept(norms.to(torch.float32), [("norms", (n_norms,))]),
     ]
 
@@ -261,17 +269,36 @@ def _retain_vector(
     ]
 
 
-def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]]) -> Kept:
-    """``maps`` (1-D) as float16 divided by a power of two that puts their largest finite |x|
-    in [2**14, 2**15) (float16 then holds any size of values with its full precision; 1 when
-    there is none), and that scale; device ops only, no wait for the device."""
-    peak = torch.nan_to_num(maps.abs(), nan=0.0, posinf=0.0).amax()
-    exponent = torch.frexp(peak.to(torch.float32)).exponent - 15
-    scale = torch.where(peak > 0, torch.ldexp(torch.ones_like(peak), exponent), 1.0)
-    return Kept((maps / scale).to(torch.float16), parts, scale.to(torch.float32))
+def scale_for(peak: float) -> float:
+    """The power of two that float16 maps are divided by, for a largest finite |x| of
+    ``peak`` known on the host: 1 where float16 holds it well (2**-10 <= peak < 2**15) or
+    there is nothing to scale, else the one putting it in [2**14, 2**15) (the compiled path's
+    rule too).
+
+    >>> scale_for(3.0), scale_for(1e6), scale_for(1e-6)
+    (1.0, 32.0, 5.820766091346741e-11)
+    """
+    if not math.isfinite(peak) or peak == 0.0 or 2.0**-10 <= peak < 2.0**_F16_MAX_EXP:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(peak)[1] - _F16_MAX_EXP)
 
 
-_RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like], Plan | None]] = {
+def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]], peak: Peak) -> Kept:
+    """``maps`` (1-D) as float16 divided by a power of two, and that scale. With ``peak`` on
+    the host (the CPU): :func:`scale_for`, and no op at all when it is 1. Else, on the device
+    with a few tiny ops and no wait for it: always the power of two that puts the largest
+    finite |x| (``peak``, or the maps' own when None) in [2**14, 2**15)."""
+    if isinstance(peak, float):
+        known = scale_for(peak)
+        half = (maps if known == 1.0 else maps * (1.0 / known)).to(torch.float16)
+        return Kept(half, parts, None if known == 1.0 else torch.tensor(known))
+    largest = maps.abs().amax() if peak is None else peak
+    largest = torch.nan_to_num(largest.to(torch.float32), nan=0.0, posinf=0.0)
+    scale = torch.exp2((torch.frexp(largest).exponent - _F16_MAX_EXP).to(torch.float32))
+    return Kept((maps / scale).to(torch.float16), parts, scale)
+
+
+_RETAINERS: dict[str, Callable[[torch.Tensor, tuple[int, ...], int, Like, Peak], Plan | None]] = {
     "image": _retain_image,
     "sequence": _retain_sequence,
 }
@@ -349,9 +376,12 @@ def retain_dense(
 
 
 def retain_pending(
-    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES
+    d: Dense, *, sample: int = 0, budget_bytes: int = DEFAULT_BUDGET_BYTES, peak: Peak = None
 ) -> PendingRetained:
-    """The device ops of :func:`retain_dense`, now; the parts reach the host later."""
+    """The device ops of :func:`retain_dense`, now; the parts reach the host later.
+
+    ``peak``: the tensor's largest finite |x| where it is known (its summary's), a float on
+    the host or a 0-d tensor on the device: the maps' float16 scale comes from it."""
     if budget_bytes < MIN_BUDGET_BYTES:
         raise ValueError(
             f"budget_bytes={budget_bytes} is too small; use at least {MIN_BUDGET_BYTES}"
@@ -365,7 +395,7 @@ def retain_pending(
     plan = None
     if layout != "vector":
         like = (torch.float64 if dtype in _DOUBLE else torch.float32, d.device)
-        plan = _RETAINERS[layout](_as_float(x, dtype), shape, budget_bytes, like)
+        plan = _RETAINERS[layout](_as_float(x, dtype), shape, budget_bytes, like, peak)
     if plan is None:  # a vector by shape, or too many channels for the budget
         if layout != "vector":
             note = f"{note + '; ' if note else ''}too many channels for the budget"

@@ -132,7 +132,9 @@ class CaptureState:
             reason = f"summary failed: {type(error).__name__}: {error}"
             return PendingSummary.of(summary_failed(tensor, reason)), None, reason
         try:
-            retained = retain_pending(dense, sample=self.sample, budget_bytes=budget)
+            retained = retain_pending(
+                dense, sample=self.sample, budget_bytes=budget, peak=summary.peak
+            )
         except Exception as error:
             return summary, None, f"view failed: {type(error).__name__}: {error}"
         return summary, retained, None

@@ -9,7 +9,8 @@
   statistics, the histogram, an int tensor's most frequent values.
 
 >>> import torch
->>> arrays = [t.numpy() for t in reduce_float(torch.arange(6.0), torch.float32, 6, 8192)]
+>>> results, peak = reduce_float(torch.arange(6.0), torch.float32, 6, 8192)
+>>> arrays = [t.numpy() for t in results]
 >>> finish_float(arrays, 6, None, 4)["hist_counts"].tolist()
 [2, 1, 1, 2]
 """
@@ -43,7 +44,10 @@ CHUNK = 1 << 22
 #: for the device), so that a tensor holding NaN/Inf is counted exactly
 COUNT_IN_CALL = frozenset({"cpu"})
 
-Reduce = Callable[[torch.Tensor, torch.dtype, int, int], list[torch.Tensor]]
+#: a reducer's results, and the tensor's largest finite |x| where the reducer knows it (a
+#: float read on the host, a 0-d tensor on the device, or None)
+Reduced = tuple[list[torch.Tensor], "float | torch.Tensor | None"]
+Reduce = Callable[[torch.Tensor, torch.dtype, int, int], Reduced]
 Finish = Callable[[list[np.ndarray], int, "int | None", int], dict]
 
 
@@ -51,9 +55,7 @@ Finish = Callable[[list[np.ndarray], int, "int | None", int], dict]
 # float
 
 
-def reduce_float(
-    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
-) -> list[torch.Tensor]:
+def reduce_float(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int) -> Reduced:
     """``[(min, max), sum, sample]`` of a 1-D float tensor, or ``[counts, sample]`` on the CPU
     when it holds NaN or Inf (:func:`finite_counts`)."""
     acc = torch.float64 if dtype is torch.float64 else torch.float32
@@ -65,8 +67,11 @@ def reduce_float(
     if flat.device.type in COUNT_IN_CALL:  # (elsewhere the extremes are read after the pass)
         lo, hi = ends.tolist()
         if not math.isfinite(lo + hi + total.item()):  # (or a float32 sum that overflowed)
-            return [finite_counts(flat), sample]
-    return [ends, total, sample]
+            counts = finite_counts(flat)
+            lo, hi = counts[:2].tolist()
+            return [counts, sample], max(-lo, hi, 0.0) if math.isfinite(lo) else None
+        return [ends, total, sample], max(-lo, hi)
+    return [ends, total, sample], ends.abs().amax()
 
 
 def finite_counts(flat: torch.Tensor) -> torch.Tensor:
@@ -172,11 +177,15 @@ def _float_fields(
 # int and bool
 
 
-def reduce_int(
-    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
-) -> list[torch.Tensor]:
+def reduce_int(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int) -> Reduced:
     sample, _ = sample_of(flat, dtype, numel, max_exact, torch.int64)
-    return [torch.stack(torch.aminmax(flat)), flat.sum(dtype=torch.int64), sample]
+    ends = torch.stack(torch.aminmax(flat))
+    if flat.device.type in COUNT_IN_CALL:
+        lo, hi = ends.tolist()
+        peak: float | torch.Tensor = float(max(-lo, hi))
+    else:
+        peak = ends.abs().amax()
+    return [ends, flat.sum(dtype=torch.int64), sample], peak
 
 
 def finish_int(arrays: list[np.ndarray], numel: int, sampled: int | None, bins: int) -> dict:
@@ -204,10 +213,8 @@ def finish_int(arrays: list[np.ndarray], numel: int, sampled: int | None, bins: 
     )
 
 
-def reduce_bool(
-    flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int
-) -> list[torch.Tensor]:
-    return [torch.count_nonzero(flat)]
+def reduce_bool(flat: torch.Tensor, dtype: torch.dtype, numel: int, max_exact: int) -> Reduced:
+    return [torch.count_nonzero(flat)], 1.0
 
 
 def finish_bool(arrays: list[np.ndarray], numel: int, sampled: int | None, bins: int) -> dict:

@@ -241,7 +241,7 @@ class PendingSummary:
     time the pending summary was made: the same kernels on the same (copied) values.
     """
 
-    __slots__ = ("_arrays", "_finish", "_head", "_sampled", "_summary", "bins", "tensors")
+    __slots__ = ("_arrays", "_finish", "_head", "_sampled", "_summary", "bins", "peak", "tensors")
 
     def __init__(
         self,
@@ -257,6 +257,9 @@ class PendingSummary:
         self.tensors: list[torch.Tensor] | None = tensors or None  # until they reach the host
         self._arrays: list[np.ndarray] | None = None if tensors else []
         self._summary = summary
+        #: the tensor's largest finite |x| where the call knew it (host float or 0-d device
+        #: tensor; None), which the retained maps' float16 scale comes from
+        self.peak: float | torch.Tensor | None = None
 
     @classmethod
     def of(cls, summary: Summary) -> PendingSummary:
@@ -314,7 +317,7 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -
         )
     try:
         flat, dtype = _flat_input(d, kind)
-        tensors = REDUCERS[kind](flat, dtype, d.numel, max_exact)
+        tensors, peak = REDUCERS[kind](flat, dtype, d.numel, max_exact)
     except torch.OutOfMemoryError:
         raise
     except (RuntimeError, NotImplementedError) as err:
@@ -323,7 +326,9 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -
     if kind != "bool":
         plan = sample_plan(d.numel, max_exact)
         sampled = plan[0] * plan[3] if plan is not None else None
-    return PendingSummary(head, FINISHERS[kind], tensors, sampled, bins)
+    pending = PendingSummary(head, FINISHERS[kind], tensors, sampled, bins)
+    pending.peak = peak
+    return pending
 
 
 def summary_failed(t: Any, reason: str, *, bins: int = 64) -> Summary:

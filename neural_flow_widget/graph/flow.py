@@ -165,7 +165,8 @@ class Flow:
     # -- capture (filled by trace(capture=True)) ---------------------------------------------
 
     def summary(self, stage_id: str):
-        """Summaries of a stage's output, one per tensor leaf (see ``_capture``)."""
+        """Summaries of a stage's output, one per tensor leaf (see
+        :mod:`neural_flow_widget.capture.summary`)."""
         return self._captured().summary(self, stage_id)
 
     def view(

@@ -105,7 +105,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         return value
 
     @command
-    def _stage_data(self, msg: Any, buffers: list) -> tuple[dict, list[bytes]]:
+    def _stage_data(self, msg: Any, buffers: list) -> tuple[wire.Reply, list[bytes]]:
         try:
             return wire.encode_stage_reply(self.flow, msg, self.tokens)
         except Exception as error:  # a reply, never a kernel traceback or a hung spinner

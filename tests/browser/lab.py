@@ -14,8 +14,14 @@ from collections.abc import Iterator
 
 import nbformat
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 def free_port() -> int:
@@ -27,8 +33,11 @@ def free_port() -> int:
 def write_notebook(folder: pathlib.Path, name: str, cells: list[str]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, folder / name)
 
 
@@ -46,16 +55,37 @@ def jupyterlab(folder: pathlib.Path, notebook: str, app: str = "jupyterlab") -> 
     news = settings / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True, exist_ok=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(folder / ".cfg"),
-               JUPYTER_RUNTIME_DIR=str(folder / ".rt"), JUPYTERLAB_SETTINGS_DIR=str(settings))
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(folder / ".cfg"),
+        JUPYTER_RUNTIME_DIR=str(folder / ".rt"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+    )
     server = subprocess.Popen(
-        [sys.executable, "-m", module, "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", "--allow-root",
-         f"--ServerApp.root_dir={folder}",
-         *(["--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-           if app == "jupyterlab" else [])],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-m",
+            module,
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            "--allow-root",
+            f"--ServerApp.root_dir={folder}",
+            *(
+                [
+                    "--LabApp.news_url=None",
+                    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                ]
+                if app == "jupyterlab"
+                else []
+            ),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 60

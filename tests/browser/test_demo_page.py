@@ -25,14 +25,25 @@ def test_demo_page_opens_offline_with_skips_and_channels(tmp_path):
     from playwright.sync_api import sync_playwright
 
     out = tmp_path / "unet.html"
-    done = subprocess.run([sys.executable, "-m", "neural_flow_widget.cli", "demo", "unet",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "neural_flow_widget.cli", "demo", "unet", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         outside: list[str] = []
 

@@ -11,18 +11,20 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook  # noqa: E402
+from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium "
-                                "(scripts/install_browser.sh)")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/install_browser.sh)"
+)
 
 PAINTED = """(c) => { const g = c.getContext('2d'); if (!c.width || !c.height) return false;
   const d = g.getImageData(0, 0, c.width, c.height).data;
-  let lit = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] && (d[i] || d[i + 1] || d[i + 2])) lit++;
+  let lit = 0;
+  for (let i = 0; i < d.length; i += 4) if (d[i + 3] && (d[i] || d[i + 1] || d[i + 2])) lit++;
   return lit > 50; }"""
 
 
@@ -30,14 +32,18 @@ PAINTED = """(c) => { const g = c.getContext('2d'); if (!c.width || !c.height) r
 def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
     from playwright.sync_api import sync_playwright
 
-    write_notebook(tmp_path, "flow.ipynb", [
-        "import neural_flow_widget as nfw\n"
-        "from neural_flow_widget import demos\n"
-        "demo = demos.load('unet')\n"
-        "widget = nfw.NeuralFlowWidget(demo.model, demo.inputs, stages=1)\n"
-        "widget",
-        "print('SELECTED=' + str(widget.selected))",
-    ])
+    write_notebook(
+        tmp_path,
+        "flow.ipynb",
+        [
+            "import neural_flow_widget as nfw\n"
+            "from neural_flow_widget import demos\n"
+            "demo = demos.load('unet')\n"
+            "widget = nfw.NeuralFlowWidget(demo.model, demo.inputs, stages=1)\n"
+            "widget",
+            "print('SELECTED=' + str(widget.selected))",
+        ],
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(tmp_path, "flow.ipynb", app) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

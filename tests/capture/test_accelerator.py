@@ -22,10 +22,13 @@ from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, rank_rows,
 from neural_flow_widget.capture.summary import read_dense, summarise_pending
 
 if accelerator.library() is None and os.environ.get("NFW_REQUIRE_ACCELERATOR") == "1":
-    raise RuntimeError(f"NFW_REQUIRE_ACCELERATOR=1 but the compiled capture path is not "
-                       f"available: {accelerator.status()}")
-pytestmark = pytest.mark.skipif(accelerator.library() is None,
-                                reason="the compiled path is not available (no C compiler)")
+    raise RuntimeError(
+        f"NFW_REQUIRE_ACCELERATOR=1 but the compiled capture path is not "
+        f"available: {accelerator.status()}"
+    )
+pytestmark = pytest.mark.skipif(
+    accelerator.library() is None, reason="the compiled path is not available (no C compiler)"
+)
 
 
 def _builds() -> dict:
@@ -87,8 +90,9 @@ def activation(shape, seed=0, spread=1.0):
     g = torch.Generator().manual_seed(seed)
     t = torch.randn(shape, generator=g) * spread
     if len(shape) == 4:
-        t *= torch.linspace(0.2, 3.0, shape[1])[torch.randperm(shape[1], generator=g)][:, None,
-                                                                                         None]
+        t *= torch.linspace(0.2, 3.0, shape[1])[torch.randperm(shape[1], generator=g)][
+            :, None, None
+        ]
     return torch.relu(t + 0.3 * spread) - 0.1 * spread
 
 
@@ -116,13 +120,25 @@ def test_compiled_reduction_equals_the_torch_path(fast, shape, budget):
     assert got.mean == pytest.approx(want.mean, rel=1e-6, abs=1e-7)
     assert got.std == pytest.approx(want.std, rel=1e-5)
     # the same chunk sample: the sampled fields agree exactly
-    assert (got.mean_abs, got.zero_fraction, got.sampled) == \
-        (want.mean_abs, want.zero_fraction, want.sampled)
+    assert (got.mean_abs, got.zero_fraction, got.sampled) == (
+        want.mean_abs,
+        want.zero_fraction,
+        want.sampled,
+    )
     np.testing.assert_array_equal(got.hist_counts, want.hist_counts)
-    assert (got.shape, got.dtype, got.kind, got.numel) == (want.shape, want.dtype, want.kind,
-                                                           want.numel)
-    assert (kept.layout, kept.shape, kept.dtype, kept.sample, kept.note) == \
-        (slow.layout, slow.shape, slow.dtype, slow.sample, slow.note)
+    assert (got.shape, got.dtype, got.kind, got.numel) == (
+        want.shape,
+        want.dtype,
+        want.kind,
+        want.numel,
+    )
+    assert (kept.layout, kept.shape, kept.dtype, kept.sample, kept.note) == (
+        slow.layout,
+        slow.shape,
+        slow.dtype,
+        slow.sample,
+        slow.note,
+    )
     assert list(kept.parts) == list(slow.parts)
     assert kept.nbytes == slow.nbytes <= budget
     for name, part in kept.parts.items():
@@ -132,12 +148,14 @@ def test_compiled_reduction_equals_the_torch_path(fast, shape, budget):
         if name == "top_channels":
             np.testing.assert_array_equal(part, other)
         else:  # float16 maps (under other scales): within a rounding step of float16
-            np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3,
-                                       atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(
+                kept.values(name), slow.values(name), rtol=2e-3, atol=1e-6, err_msg=name
+            )
 
 
-@pytest.mark.parametrize("shape", [(1, 6, 100, 90), (2, 40, 66, 34), (1, 2000, 8, 8),
-                                   (1, 3000, 7, 5)], ids=str)
+@pytest.mark.parametrize(
+    "shape", [(1, 6, 100, 90), (2, 40, 66, 34), (1, 2000, 8, 8), (1, 3000, 7, 5)], ids=str
+)
 def test_pooled_parts_equal_adaptive_avg_pool(fast, shape):
     x = activation(shape, seed=3)
     _, kept = reduced(fast, x, 1 if shape[0] > 1 else 0, DEFAULT_BUDGET_BYTES)
@@ -169,13 +187,17 @@ def test_sequence_parts_equal_norms_and_pooling(fast):
 @pytest.mark.parametrize("spread", [1e30, 1e6, 1e-5, 1e-30])
 def test_large_and_tiny_values_keep_their_size_under_a_float16_scale(fast, shape, spread):
     x = activation(shape, spread=spread)
-    (_, kept), (_, slow) = reduced(fast, x, 0, DEFAULT_BUDGET_BYTES), torch_path(
-        x, 0, DEFAULT_BUDGET_BYTES)
-    assert kept.scales and set(kept.scales) == {n for n, a in kept.parts.items()
-                                                if a.dtype == np.float16}
+    (_, kept), (_, slow) = (
+        reduced(fast, x, 0, DEFAULT_BUDGET_BYTES),
+        torch_path(x, 0, DEFAULT_BUDGET_BYTES),
+    )
+    assert kept.scales and set(kept.scales) == {
+        n for n, a in kept.parts.items() if a.dtype == np.float16
+    }
     for name in kept.scales:
-        np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3,
-                                   atol=1e-3 * spread)
+        np.testing.assert_allclose(
+            kept.values(name), slow.values(name), rtol=2e-3, atol=1e-3 * spread
+        )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
@@ -186,17 +208,26 @@ def test_nan_and_inf_fall_back_to_the_torch_path_that_counts_them(fast, bad):
     model = torch.nn.Sequential(torch.nn.Identity(), torch.nn.ReLU())
     (summary,) = nfw.trace(model, x).summary("0")
     assert (summary.nan, summary.posinf, summary.neginf) == (
-        int(math.isnan(bad)), int(bad == math.inf), int(bad == -math.inf))
+        int(math.isnan(bad)),
+        int(bad == math.inf),
+        int(bad == -math.inf),
+    )
     assert summary.max == x[torch.isfinite(x)].max().item()
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.randn(1, 4, 8, 8, dtype=torch.float64),
-    lambda: torch.randn(1, 4, 8, 8).half(),
-    lambda: torch.randn(1, 4, 8, 8).to(memory_format=torch.channels_last),
-    lambda: torch.randn(1, 8, 6).transpose(1, 2),
-    lambda: torch.randn(4, 8), lambda: torch.randn(1, 2, 3, 4, 5), lambda: torch.zeros(0, 3, 4),
-], ids=["float64", "float16", "channels-last", "transposed", "2-D", "5-D", "empty"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(1, 4, 8, 8, dtype=torch.float64),
+        lambda: torch.randn(1, 4, 8, 8).half(),
+        lambda: torch.randn(1, 4, 8, 8).to(memory_format=torch.channels_last),
+        lambda: torch.randn(1, 8, 6).transpose(1, 2),
+        lambda: torch.randn(4, 8),
+        lambda: torch.randn(1, 2, 3, 4, 5),
+        lambda: torch.zeros(0, 3, 4),
+    ],
+    ids=["float64", "float16", "channels-last", "transposed", "2-D", "5-D", "empty"],
+)
 def test_other_tensors_take_the_torch_path(make):
     assert accelerator.reduce(make(), 0, DEFAULT_BUDGET_BYTES) is None
 
@@ -211,8 +242,10 @@ def test_a_tensor_subclass_takes_the_torch_path():
 @pytest.mark.parametrize("shape", [(1, 8, 20, 20), (1, 30, 16)], ids=str)
 def test_a_batch_of_one_broadcasts_like_the_torch_path(shape):
     x = activation(shape)
-    (_, kept), (_, slow) = accelerator.reduce(x, 3, DEFAULT_BUDGET_BYTES), torch_path(
-        x, 3, DEFAULT_BUDGET_BYTES)
+    (_, kept), (_, slow) = (
+        accelerator.reduce(x, 3, DEFAULT_BUDGET_BYTES),
+        torch_path(x, 3, DEFAULT_BUDGET_BYTES),
+    )
     assert kept.sample == slow.sample == 0
     for name in kept.parts:
         np.testing.assert_allclose(kept.values(name), slow.values(name), rtol=2e-3, atol=1e-6)
@@ -228,10 +261,29 @@ def test_float16_conversion_rounds_like_numpy_in_both_builds():
     halves = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
     finite = np.sort(halves[np.isfinite(halves)].astype(np.float32))
     midpoints = (finite[:-1].astype(np.float64) + finite[1:]) / 2
-    values = np.concatenate([finite, midpoints.astype(np.float32),
-                             np.nextafter(midpoints.astype(np.float32), np.float32(np.inf)),
-                             np.float32([65504, 65519.99, 65520, 1e9, -1e9, np.inf, -np.inf,
-                                         np.nan, 1e-8, -1e-8, 2.0**-25, 2.0**-24 * 1.5])])
+    values = np.concatenate(
+        [
+            finite,
+            midpoints.astype(np.float32),
+            np.nextafter(midpoints.astype(np.float32), np.float32(np.inf)),
+            np.float32(
+                [
+                    65504,
+                    65519.99,
+                    65520,
+                    1e9,
+                    -1e9,
+                    np.inf,
+                    -np.inf,
+                    np.nan,
+                    1e-8,
+                    -1e-8,
+                    2.0**-25,
+                    2.0**-24 * 1.5,
+                ]
+            ),
+        ]
+    )
     values = values.astype(np.float32)
     with np.errstate(over="ignore"):
         want = values.astype(np.float16)
@@ -240,8 +292,9 @@ def test_float16_conversion_rounds_like_numpy_in_both_builds():
         lib.nfw_to_half(values.ctypes.data, len(values), 1.0, got.ctypes.data)
         nan = np.isnan(want)
         np.testing.assert_array_equal(np.isnan(got), nan, err_msg=name)
-        np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16),
-                                      err_msg=name)
+        np.testing.assert_array_equal(
+            got[~nan].view(np.uint16), want[~nan].view(np.uint16), err_msg=name
+        )
 
 
 def test_kept_arrays_do_not_see_later_in_place_writes():
@@ -267,8 +320,9 @@ def test_kept_arrays_do_not_see_later_in_place_writes():
     np.testing.assert_allclose(kept.values("mean"), mean.numpy(), rtol=2e-3, atol=1e-5)
 
 
-def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(tmp_path,
-                                                                              monkeypatch):
+def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     assert build.compiler() is None and build.build(force=True, folder=tmp_path) == []
     monkeypatch.setattr(accelerator, "_state", dict(accelerator._state, loaded=False))
@@ -287,18 +341,21 @@ def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch
     from neural_flow_widget.capture.accelerator import slabs
 
     monkeypatch.setattr(slabs, "_pool", [])
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(16, 8, 3, padding=1)).eval()
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 3, padding=1)
+    ).eval()
     x = torch.randn(2, 3, 32, 32)
     first = nfw.trace(model, x)
-    kept = {s.id: first.capture.outputs[s.index][0].retained.values("grid").copy()
-            for s in first.stages}
+    kept = {
+        s.id: first.capture.outputs[s.index][0].retained.values("grid").copy() for s in first.stages
+    }
     summary = first.summary("2")[0]
     assert not slabs._pool  # the live flow's slab is not free
     second = nfw.trace(model, -x)  # other values, into other memory
     for s in first.stages:  # the first flow's views still hold its own values
         np.testing.assert_array_equal(
-            first.capture.outputs[s.index][0].retained.values("grid"), kept[s.id])
+            first.capture.outputs[s.index][0].retained.values("grid"), kept[s.id]
+        )
     assert first.summary("2")[0] == summary
     with torch.no_grad():
         assert second.summary("0")[0].max == float(model[0](-x).max())
@@ -317,9 +374,21 @@ def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch
     assert len(slabs._pool) == 1
 
 
-@pytest.mark.parametrize("shape", [(1, 16, 128, 128), (2, 32, 64, 64), (1, 64, 112, 112),
-                                   (1, 6, 100, 90), (1, 128, 1024), (2, 64, 520),
-                                   (1, 128, 768), (1, 2048, 7, 7), (1, 1501, 7, 7)], ids=str)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (1, 16, 128, 128),
+        (2, 32, 64, 64),
+        (1, 64, 112, 112),
+        (1, 6, 100, 90),
+        (1, 128, 1024),
+        (2, 64, 520),
+        (1, 128, 768),
+        (1, 2048, 7, 7),
+        (1, 1501, 7, 7),
+    ],
+    ids=str,
+)
 def test_both_builds_give_the_same_bits(shape):
     # the AVX2 build's own loops (horizontal adds, fused pooling) add in the same order
     x = activation(shape, seed=5)
@@ -338,8 +407,8 @@ def test_requests_over_a_quarter_slab_get_memory_of_their_own():
     from neural_flow_widget.capture.accelerator import slabs as _slabs
 
     slabs = _slabs.Slabs()
-    small, at, address = slabs.carve(100)
-    big, big_at, big_address = slabs.carve(_slabs.SLAB_BYTES // 4 + 1)
+    small, _at, address = slabs.carve(100)
+    big, big_at, _big_address = slabs.carve(_slabs.SLAB_BYTES // 4 + 1)
     assert big.nbytes == _slabs.SLAB_BYTES // 4 + 1 and big_at == 0 and big is not small
     again, at2, address2 = slabs.carve(100)  # the slab goes on where it was
     assert again is small and at2 == 128 and address2 == address + 128

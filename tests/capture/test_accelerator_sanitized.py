@@ -78,8 +78,7 @@ def test_compiled_path_is_clean_under_address_and_undefined_behaviour_sanitizers
     runtimes = [_runtime("libasan.so"), _runtime("libubsan.so")]
     if None in runtimes:
         if os.environ.get("NFW_REQUIRE_ACCELERATOR") == "1":
-            pytest.fail("NFW_REQUIRE_ACCELERATOR=1 but no C compiler with the ASan/UBSan "
-                        "runtimes")
+            pytest.fail("NFW_REQUIRE_ACCELERATOR=1 but no C compiler with the ASan/UBSan runtimes")
         pytest.skip("no C compiler with the AddressSanitizer and UBSan runtimes")
     sanitize = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                 "-fno-sanitize-recover=all")  # fmt: skip
@@ -87,11 +86,17 @@ def test_compiled_path_is_clean_under_address_and_undefined_behaviour_sanitizers
     built = native_build.build(variants, force=True, folder=tmp_path, extra=sanitize)
     assert len(built) == len(variants) and all(p.parent == tmp_path for p in built)
     benchmarks = str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks")
-    env = dict(os.environ, NFW_ACCELERATOR="1", NFW_ACCELERATOR_DIR=str(tmp_path),
-               LD_PRELOAD=" ".join(runtimes),
-               ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0",
-               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1", HF_HUB_OFFLINE="1")
+    env = dict(
+        os.environ,
+        NFW_ACCELERATOR="1",
+        NFW_ACCELERATOR_DIR=str(tmp_path),
+        LD_PRELOAD=" ".join(runtimes),
+        ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=0",
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+        HF_HUB_OFFLINE="1",
+    )
     code = CHILD.format(benchmarks=benchmarks, folder=str(tmp_path), builds=len(variants))
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                            text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0 and "clean" in result.stdout, result.stderr[-4000:]

@@ -16,8 +16,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from neural_flow_widget.capture.attention import handlers
-from neural_flow_widget.capture.attention import probabilities
+from neural_flow_widget.capture.attention import handlers, probabilities
+from neural_flow_widget.capture.attention.probabilities import PendingMap
 from neural_flow_widget.capture.attention.recorder import (
     INTERESTING,
     AttentionMap,
@@ -25,7 +25,6 @@ from neural_flow_widget.capture.attention.recorder import (
     AttentionTracer,
     attention_probs,
 )
-from neural_flow_widget.capture.attention.probabilities import PendingMap
 
 # ------------------------------------------------------------------------------- oracles
 

@@ -1,9 +1,11 @@
 """Capture on a CUDA device: the same oracles as on the CPU, run where the tensors live.
 
-Skipped without a GPU (CI has none); run on one with ``pytest tests/test_cuda.py``.
+Skipped without a GPU (CI has none); run on one with ``pytest tests/capture/test_cuda.py``.
 ``NFW_TEST_DEVICE`` names another device to run them on (``cpu`` checks the tests themselves).
-Every reduction here runs through the device kernels (``float_device_read``, ``_rank_device``,
-``_store_device``), which the CPU tests reach only by forcing them onto CPU tensors.
+Capture has one implementation on every device; what differs on a GPU is that nothing in the
+pass waits for the device: the results stay there and reach the host in one transfer after
+the pass, and NaN/Inf are counted from the sample (the CPU tests force both paths onto CPU
+tensors; here they run for real, with CUDA's sync checks on).
 """
 
 import os
@@ -12,22 +14,26 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+import zoo
 
 import neural_flow_widget as nfw
-import zoo
 from neural_flow_widget.capture.retained import retain
 from neural_flow_widget.capture.summary import summarise
 
 CUDA = torch.device(os.environ.get("NFW_TEST_DEVICE", "cuda"))
-pytestmark = pytest.mark.skipif(CUDA.type == "cuda" and not torch.cuda.is_available(),
-                                reason="needs a CUDA device")
+pytestmark = pytest.mark.skipif(
+    CUDA.type == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA device"
+)
 
 
 def outputs_of(model, x):
     """Each named module's output in a plain forward (copied), and the model's output."""
     outputs = {}
-    hooks = [m.register_forward_hook(lambda m, a, out, n=n: outputs.__setitem__(n, out.clone()))
-             for n, m in model.named_modules() if n]
+    hooks = [
+        m.register_forward_hook(lambda m, a, out, n=n: outputs.__setitem__(n, out.clone()))
+        for n, m in model.named_modules()
+        if n
+    ]
     try:
         with torch.no_grad():
             y = model(x)
@@ -95,8 +101,10 @@ def test_device_summaries_equal_the_cpu_ones_on_known_tensors():
 def test_device_retention_equals_the_cpu_one(shape):
     torch.manual_seed(1)
     t = torch.randn(shape) * 3.0
-    cpu, gpu = retain(t, sample=1 if shape[0] > 1 else 0), retain(t.to(CUDA),
-                                                                  sample=1 if shape[0] > 1 else 0)
+    cpu, gpu = (
+        retain(t, sample=1 if shape[0] > 1 else 0),
+        retain(t.to(CUDA), sample=1 if shape[0] > 1 else 0),
+    )
     assert (gpu.layout, gpu.shape, gpu.sample) == (cpu.layout, cpu.shape, cpu.sample)
     assert set(gpu.parts) == set(cpu.parts)
     for name in cpu.parts:
@@ -111,8 +119,15 @@ def test_device_retention_equals_the_cpu_one(shape):
 def test_transformers_maps_on_cuda_equal_output_attentions():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100,
-                                     n_positions=64, bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2,
+        n_embd=64,
+        n_head=4,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     ids = torch.randint(0, 100, (2, 24), device=CUDA)
     config._attn_implementation = "eager"
     eager = transformers.GPT2LMHeadModel(config).to(CUDA).eval()
@@ -129,8 +144,9 @@ def test_transformers_maps_on_cuda_equal_output_attentions():
             assert torch.equal(model(ids).logits, plain), impl
         for layer in range(2):
             (got,) = flow.attention(f"transformer.h.{layer}")
-            np.testing.assert_allclose(got.weights, expected[layer][1].cpu().numpy(),
-                                       atol=1e-5, err_msg=impl)
+            np.testing.assert_allclose(
+                got.weights, expected[layer][1].cpu().numpy(), atol=1e-5, err_msg=impl
+            )
 
 
 def test_mha_without_weights_on_cuda_equals_a_manual_computation():
@@ -169,3 +185,43 @@ def test_int_and_bool_outputs_on_cuda_get_counts():
     ids, mask = flow.summary("0")
     assert ids.kind == "int" and sum(c for _, c in ids.values) == 40
     assert mask.kind == "bool" and dict(mask.values)[True] == int((x > 0).sum())
+
+
+def test_nothing_in_the_forward_pass_waits_for_the_device(monkeypatch):
+    """With CUDA's synchronisation debug mode set to raise, a traced forward of a U-Net and
+    of GPT-2 (capture and attention on) runs to its end; only what comes after the pass (one
+    transfer of every result) may synchronise."""
+    from neural_flow_widget.capture import state
+
+    finish = state.CaptureState.finish
+
+    def after_the_pass(self):
+        torch.cuda.set_sync_debug_mode(0)
+        return finish(self)
+
+    monkeypatch.setattr(state.CaptureState, "finish", after_the_pass)
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(
+        n_layer=2,
+        n_embd=64,
+        n_head=4,
+        vocab_size=100,
+        n_positions=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    gpt2 = transformers.GPT2LMHeadModel(config).to(CUDA).eval()
+    cases = [
+        (zoo.seeded(zoo.UNet).to(CUDA), torch.randn(2, 1, 32, 32, device=CUDA)),
+        (gpt2, torch.randint(0, 100, (2, 24), device=CUDA)),
+    ]
+    for model, x in cases:
+        nfw.trace(model, x)  # warm up (first-time allocations, cached pooling matrices)
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            flow = nfw.trace(model, x)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        assert not [s.error for s in flow.calls if s.error]
+        assert flow.summary(flow.stages[0].id)[0].device.startswith("cuda")

@@ -136,8 +136,10 @@ def test_pooled_sizes_prefer_windows_that_divide():
     np.testing.assert_allclose(kept.values("grid"), want, rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("shape", [(1, 4, 8, 8), (2, 4, 8, 8), (1, 3, 200, 40), (1, 6, 10),
-                                   (2, 50), (30,), (1, 2, 3, 8, 8)])
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 4, 8, 8), (2, 4, 8, 8), (1, 3, 200, 40), (1, 6, 10), (2, 50), (30,), (1, 2, 3, 8, 8)],
+)
 def test_kept_parts_are_copies_not_views_of_the_activation(shape):
     x = torch.randn(*shape, generator=_gen(15))
     kept = retain(x)

@@ -3,26 +3,38 @@
 import numpy as np
 import pytest
 import torch
+import zoo
 
 import neural_flow_widget as nfw
-import zoo
 
 transformers = pytest.importorskip("transformers")
 
 
 def tiny_gpt2(attn):
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=64,
-                                     n_positions=32, bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2,
+        n_embd=32,
+        n_head=4,
+        vocab_size=64,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     config._attn_implementation = attn
     return transformers.GPT2LMHeadModel(config).eval()
 
 
 def tiny_bert(attn):
     torch.manual_seed(0)
-    config = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                                     intermediate_size=64, vocab_size=64,
-                                     max_position_embeddings=32)
+    config = transformers.BertConfig(
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=4,
+        intermediate_size=64,
+        vocab_size=64,
+        max_position_embeddings=32,
+    )
     config._attn_implementation = attn
     return transformers.BertModel(config).eval()
 
@@ -96,8 +108,9 @@ def test_reused_module_kth_call_summary_is_the_kth_output():
 
 
 def test_tuple_and_dict_outputs_give_one_summary_per_leaf():
-    flow = nfw.trace(zoo.seeded(zoo.Nested), {"batch": {"x": torch.randn(2, 3),
-                                                        "pair": [torch.randn(2, 3)] * 2}})
+    flow = nfw.trace(
+        zoo.seeded(zoo.Nested), {"batch": {"x": torch.randn(2, 3), "pair": [torch.randn(2, 3)] * 2}}
+    )
     assert len(flow.summary("a")) == 1
     heads = nfw.trace(zoo.seeded(zoo.ThreeHeads), torch.randn(2, 4))
     assert [s.shape for s in heads.summary("heads.c")] == [(2, 3)]
@@ -119,8 +132,12 @@ def test_a_failing_summary_marks_its_stage_and_the_run_goes_on():
     flow = nfw.trace(Model(), torch.randn(2, 4))
     assert "summary failed" in flow.stage("sparse").error
     assert flow.stage("out").error is None and flow.summary("out")[0].shape == (2, 2)
-    assert [tuple(e)[:2] for e in flow.edges] == [("input:0", "lin"), ("lin", "sparse"),
-                                                  ("sparse", "out"), ("out", "output:0")]
+    assert [tuple(e)[:2] for e in flow.edges] == [
+        ("input:0", "lin"),
+        ("lin", "sparse"),
+        ("sparse", "out"),
+        ("out", "output:0"),
+    ]
 
 
 def test_capture_false_gives_topology_only():
@@ -172,15 +189,17 @@ def test_an_output_written_to_after_its_stage_keeps_the_values_the_stage_returne
         np.testing.assert_allclose(kept, expected[name][0].numpy(), rtol=1e-6)
 
 
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("layout", [torch.contiguous_format, torch.channels_last])
 def test_captured_summaries_and_views_for_every_float_dtype_and_memory_layout(dtype, layout):
     model = zoo.seeded(zoo.UNet).to(dtype=dtype, memory_format=layout)
     x = torch.randn(2, 1, 16, 16).to(dtype=dtype, memory_format=layout)
     outputs = {}
-    hooks = [m.register_forward_hook(lambda m, a, out, n=n: outputs.__setitem__(n, out.clone()))
-             for n, m in model.named_modules() if n]
+    hooks = [
+        m.register_forward_hook(lambda m, a, out, n=n: outputs.__setitem__(n, out.clone()))
+        for n, m in model.named_modules()
+        if n
+    ]
     with torch.no_grad():
         model(x)
     for hook in hooks:
@@ -220,8 +239,13 @@ def test_capture_as_on_a_gpu_matches_the_cpu_capture(monkeypatch, accelerated):
         assert list(kept_a.parts) == list(kept_b.parts), name
         for part in kept_b.parts:
             assert kept_a.parts[part].dtype == kept_b.parts[part].dtype, (name, part)
-            np.testing.assert_allclose(kept_a.values(part), kept_b.values(part), rtol=2e-3,
-                                       atol=1e-3, err_msg=f"{name} {part}")
+            np.testing.assert_allclose(
+                kept_a.values(part),
+                kept_b.values(part),
+                rtol=2e-3,
+                atol=1e-3,
+                err_msg=f"{name} {part}",
+            )
 
 
 @pytest.mark.parametrize("topology", ["sequential", "fx"])

@@ -145,8 +145,9 @@ def test_empty_tensor(dtype):
     assert s.values == (None if dtype is torch.float32 else ())
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64,
-                                   torch.float8_e4m3fn])
+@pytest.mark.parametrize(
+    "dtype", [torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn]
+)
 def test_low_and_high_precision_floats(dtype):
     x = (torch.randn(17, 9, generator=torch.Generator().manual_seed(4)) * 5).to(dtype)
     s = summarise(x)
@@ -284,7 +285,8 @@ def test_a_gpu_run_still_counts_what_its_min_max_and_sum_show(bad, monkeypatch):
     late = summarise(x, max_exact=1000)
     for kind in ("nan", "posinf", "neginf"):
         assert bool(getattr(late, kind)) == bool(getattr(exact, kind)) or (
-            kind == "nan" and late.nan == 1 and not (exact.nan or exact.posinf or exact.neginf))
+            kind == "nan" and late.nan == 1 and not (exact.nan or exact.posinf or exact.neginf)
+        )
         assert getattr(late, kind) <= max(getattr(exact, kind), 1)
     if exact.min is not None and late.min is not None:
         assert exact.min <= late.min <= late.max <= exact.max

@@ -167,7 +167,7 @@ def test_nan_and_constant_views_do_not_crash():
 def test_to_png_decodes_to_the_right_size():
     kept = retain(_two_loud_channels())
     grid = render_view(kept, "grid")
-    n, h, w = grid.data.shape
+    _n, h, w = grid.data.shape
     image = Image.open(io.BytesIO(grid.to_png()))
     assert image.format == "PNG" and image.mode == "RGBA"
     assert image.size == (4 * w + 3, 4 * h + 3)  # 16 tiles: 4 x 4 with 1-px gaps

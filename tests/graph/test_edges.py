@@ -2,10 +2,23 @@
 
 import pytest
 import torch
+from zoo import (
+    Attention,
+    Branchy,
+    Dense,
+    InPlace,
+    Keyword,
+    Multimodal,
+    Nested,
+    PreNorm,
+    ResNet,
+    Reused,
+    ThreeHeads,
+    UNet,
+    seeded,
+)
 
 import neural_flow_widget as nfw
-from zoo import (Attention, Branchy, Dense, InPlace, Keyword, Multimodal, Nested, PreNorm,
-                 ResNet, Reused, ThreeHeads, UNet, seeded)
 
 
 def edges(model, inputs, **options):
@@ -17,11 +30,20 @@ def edges(model, inputs, **options):
 def test_unet_cat_skips_are_skip_edges():
     got = edges(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1)
     assert got == [
-        ("input:0", "enc1", "flow"), ("enc1", "pool#0", "flow"), ("pool#0", "enc2", "flow"),
-        ("enc2", "pool#1", "flow"), ("pool#1", "bottleneck", "flow"),
-        ("bottleneck", "up2", "flow"), ("enc2", "dec2", "skip"), ("up2", "dec2", "flow"),
-        ("dec2", "up1", "flow"), ("enc1", "dec1", "skip"), ("up1", "dec1", "flow"),
-        ("dec1", "head", "flow"), ("head", "output:0", "flow")]
+        ("input:0", "enc1", "flow"),
+        ("enc1", "pool#0", "flow"),
+        ("pool#0", "enc2", "flow"),
+        ("enc2", "pool#1", "flow"),
+        ("pool#1", "bottleneck", "flow"),
+        ("bottleneck", "up2", "flow"),
+        ("enc2", "dec2", "skip"),
+        ("up2", "dec2", "flow"),
+        ("dec2", "up1", "flow"),
+        ("enc1", "dec1", "skip"),
+        ("up1", "dec1", "flow"),
+        ("dec1", "head", "flow"),
+        ("head", "output:0", "flow"),
+    ]
 
 
 def test_residual_add_inside_blocks():
@@ -32,34 +54,59 @@ def test_residual_add_inside_blocks():
     assert sum(kind == "skip" for *_, kind in got) == 2
     # Collapsed to blocks, the residual adds stay inside: a plain chain.
     assert edges(seeded(ResNet), torch.randn(1, 3, 8, 8), stages=1) == [
-        ("input:0", "stem", "flow"), ("stem", "layer1", "flow"), ("layer1", "layer2", "flow"),
-        ("layer2", "pool", "flow"), ("pool", "fc", "flow"), ("fc", "output:0", "flow")]
+        ("input:0", "stem", "flow"),
+        ("stem", "layer1", "flow"),
+        ("layer1", "layer2", "flow"),
+        ("layer2", "pool", "flow"),
+        ("pool", "fc", "flow"),
+        ("fc", "output:0", "flow"),
+    ]
 
 
 def test_multimodal_merge_and_two_heads():
     got = edges(seeded(Multimodal), (torch.randn(2, 1, 8, 8), torch.randn(2, 6)), stages=1)
     assert got == [
-        ("input:0", "image_cnn", "flow"), ("input:1", "clinical_mlp", "flow"),
-        ("image_cnn", "fusion", "flow"), ("clinical_mlp", "fusion", "merge"),
-        ("fusion", "diagnosis", "flow"), ("fusion", "severity", "flow"),
-        ("diagnosis", "output:0", "flow"), ("severity", "output:1", "flow")]
+        ("input:0", "image_cnn", "flow"),
+        ("input:1", "clinical_mlp", "flow"),
+        ("image_cnn", "fusion", "flow"),
+        ("clinical_mlp", "fusion", "merge"),
+        ("fusion", "diagnosis", "flow"),
+        ("fusion", "severity", "flow"),
+        ("diagnosis", "output:0", "flow"),
+        ("severity", "output:1", "flow"),
+    ]
 
 
 def test_trunk_with_three_heads_returning_a_dict():
     got = edges(seeded(ThreeHeads), torch.randn(2, 4))
-    assert got == [("input:0", "trunk", "flow"), ("trunk", "heads.a", "flow"),
-                   ("trunk", "heads.b", "flow"), ("trunk", "heads.c", "flow"),
-                   ("heads.a", "output:a", "flow"), ("heads.b", "output:b", "flow"),
-                   ("heads.c", "output:c", "flow")]
+    assert got == [
+        ("input:0", "trunk", "flow"),
+        ("trunk", "heads.a", "flow"),
+        ("trunk", "heads.b", "flow"),
+        ("trunk", "heads.c", "flow"),
+        ("heads.a", "output:a", "flow"),
+        ("heads.b", "output:b", "flow"),
+        ("heads.c", "output:c", "flow"),
+    ]
 
 
 def test_reused_module_gives_one_stage_per_call():
     flow = nfw.trace(seeded(Reused), torch.randn(2, 4), capture=False)
     assert [(s.id, s.call) for s in flow.stages] == [
-        ("inp", 0), ("block#0", 0), ("block#1", 1), ("block#2", 2), ("out", 0)]
+        ("inp", 0),
+        ("block#0", 0),
+        ("block#1", 1),
+        ("block#2", 2),
+        ("out", 0),
+    ]
     assert [tuple(e)[:2] for e in flow.edges] == [
-        ("input:0", "inp"), ("inp", "block#0"), ("block#0", "block#1"), ("block#1", "block#2"),
-        ("block#2", "out"), ("out", "output:0")]
+        ("input:0", "inp"),
+        ("inp", "block#0"),
+        ("block#0", "block#1"),
+        ("block#1", "block#2"),
+        ("block#2", "out"),
+        ("out", "output:0"),
+    ]
 
 
 @pytest.mark.parametrize("sign, taken", [(1.0, "pos"), (-1.0, "neg")])
@@ -70,30 +117,53 @@ def test_data_dependent_control_flow_follows_the_run(sign, taken):
             layer.weight.copy_(torch.eye(4))
             layer.bias.zero_()
     got = edges(model, torch.full((2, 4), sign))
-    assert got == [("input:0", "pre", "flow"), ("pre", taken, "flow"), (taken, "post", "flow"),
-                   ("post", "output:0", "flow")]
+    assert got == [
+        ("input:0", "pre", "flow"),
+        ("pre", taken, "flow"),
+        (taken, "post", "flow"),
+        ("post", "output:0", "flow"),
+    ]
 
 
 def test_multihead_attention_is_a_stage_with_a_residual_skip():
     got = edges(seeded(Attention), torch.randn(2, 5, 6))
-    assert got == [("input:0", "embed", "flow"), ("embed", "attn", "flow"),
-                   ("embed", "norm", "skip"), ("attn", "norm", "flow"), ("norm", "out", "flow"),
-                   ("out", "output:0", "flow")]
+    assert got == [
+        ("input:0", "embed", "flow"),
+        ("embed", "attn", "flow"),
+        ("embed", "norm", "skip"),
+        ("attn", "norm", "flow"),
+        ("norm", "out", "flow"),
+        ("out", "output:0", "flow"),
+    ]
 
 
 def test_in_place_ops_and_views_carry_their_sources():
     got = edges(seeded(InPlace), torch.randn(2, 4))
-    assert got == [("input:0", "a", "flow"), ("input:0", "b", "flow"), ("a", "relu", "flow"),
-                   ("b", "relu", "merge"), ("relu", "c", "flow"), ("c", "output:0", "flow")]
+    assert got == [
+        ("input:0", "a", "flow"),
+        ("input:0", "b", "flow"),
+        ("a", "relu", "flow"),
+        ("b", "relu", "merge"),
+        ("relu", "c", "flow"),
+        ("c", "output:0", "flow"),
+    ]
 
 
 def test_keyword_inputs_are_input_nodes():
-    flow = nfw.trace(seeded(Keyword), torch.randn(2, 4), capture=False,
-                     kwargs={"mask": torch.randn(2, 4), "scale": 2.0, "note": "hi"})
+    flow = nfw.trace(
+        seeded(Keyword),
+        torch.randn(2, 4),
+        capture=False,
+        kwargs={"mask": torch.randn(2, 4), "scale": 2.0, "note": "hi"},
+    )
     assert flow.inputs == ("input:0", "input:mask")
     assert [tuple(e) for e in flow.edges] == [
-        ("input:0", "enc", "flow"), ("input:mask", "gate", "flow"), ("enc", "out", "flow"),
-        ("gate", "out", "merge"), ("out", "output:0", "flow")]
+        ("input:0", "enc", "flow"),
+        ("input:mask", "gate", "flow"),
+        ("enc", "out", "flow"),
+        ("gate", "out", "merge"),
+        ("out", "output:0", "flow"),
+    ]
 
 
 def test_nested_inputs_and_outputs_are_named_by_path():
@@ -102,18 +172,31 @@ def test_nested_inputs_and_outputs_are_named_by_path():
     assert flow.inputs == ("input:batch.x", "input:batch.pair.0", "input:batch.pair.1")
     assert flow.outputs == ("output:0", "output:1.0", "output:1.1")
     assert [tuple(e) for e in flow.edges] == [
-        ("input:batch.x", "a", "flow"), ("input:batch.pair.0", "b", "flow"),
-        ("input:batch.pair.1", "b", "merge"), ("input:batch.x", "c", "flow"),
-        ("a", "output:0", "flow"), ("b", "output:1.0", "flow"), ("c", "output:1.1", "flow")]
+        ("input:batch.x", "a", "flow"),
+        ("input:batch.pair.0", "b", "flow"),
+        ("input:batch.pair.1", "b", "merge"),
+        ("input:batch.x", "c", "flow"),
+        ("a", "output:0", "flow"),
+        ("b", "output:1.0", "flow"),
+        ("c", "output:1.1", "flow"),
+    ]
 
 
 def test_nested_selection_ops_belong_to_the_nearest_selected_call():
-    got = edges(seeded(UNet), torch.randn(1, 1, 16, 16),
-                stages=["enc1", "enc1.conv", "dec1", "dec1.*", "head"])
-    assert got == [("input:0", "enc1", "flow"), ("input:0", "enc1.conv", "flow"),
-                   ("enc1", "dec1", "flow"), ("enc1", "dec1.conv", "flow"),
-                   ("dec1.conv", "dec1.act", "flow"), ("dec1.act", "head", "flow"),
-                   ("head", "output:0", "flow")]
+    got = edges(
+        seeded(UNet),
+        torch.randn(1, 1, 16, 16),
+        stages=["enc1", "enc1.conv", "dec1", "dec1.*", "head"],
+    )
+    assert got == [
+        ("input:0", "enc1", "flow"),
+        ("input:0", "enc1.conv", "flow"),
+        ("enc1", "dec1", "flow"),
+        ("enc1", "dec1.conv", "flow"),
+        ("dec1.conv", "dec1.act", "flow"),
+        ("dec1.act", "head", "flow"),
+        ("head", "output:0", "flow"),
+    ]
 
 
 def test_stage_without_dataflow_source_is_attached_to_the_previous_stage():
@@ -127,16 +210,29 @@ def test_stage_without_dataflow_source_is_attached_to_the_previous_stage():
             return self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
 
     got = edges(PositionOnly(), torch.tensor([[1, 2, 3]]))
-    assert got == [("input:0", "tok", "flow"), ("tok", "pos", "flow"),
-                   ("tok", "output:0", "flow"), ("pos", "output:0", "merge")]
+    assert got == [
+        ("input:0", "tok", "flow"),
+        ("tok", "pos", "flow"),
+        ("tok", "output:0", "flow"),
+        ("pos", "output:0", "merge"),
+    ]
 
 
 def test_sequential_topology_chains_in_execution_order():
     got = edges(seeded(UNet), torch.randn(1, 1, 16, 16), stages=1, topology="sequential")
     assert [e[:2] for e in got] == [
-        ("input:0", "enc1"), ("enc1", "pool#0"), ("pool#0", "enc2"), ("enc2", "pool#1"),
-        ("pool#1", "bottleneck"), ("bottleneck", "up2"), ("up2", "dec2"), ("dec2", "up1"),
-        ("up1", "dec1"), ("dec1", "head"), ("head", "output:0")]
+        ("input:0", "enc1"),
+        ("enc1", "pool#0"),
+        ("pool#0", "enc2"),
+        ("enc2", "pool#1"),
+        ("pool#1", "bottleneck"),
+        ("bottleneck", "up2"),
+        ("up2", "dec2"),
+        ("dec2", "up1"),
+        ("up1", "dec1"),
+        ("dec1", "head"),
+        ("head", "output:0"),
+    ]
     assert {kind for *_, kind in got} == {"flow"}
 
 
@@ -153,8 +249,11 @@ def test_in_place_write_into_a_buffer_reaches_later_readers():
 
     model = Cache()
     got = edges(model, torch.randn(2, 4))
-    assert got == [("input:0", "write", "flow"), ("write", "read", "flow"),
-                   ("read", "output:0", "flow")]
+    assert got == [
+        ("input:0", "write", "flow"),
+        ("write", "read", "flow"),
+        ("read", "output:0", "flow"),
+    ]
 
 
 def test_a_residual_stream_shows_each_sublayer_and_the_latest_residual():
@@ -167,11 +266,19 @@ def test_a_residual_stream_shows_each_sublayer_and_the_latest_residual():
         p = f"blocks.{b}."
         expected += [(residual, p + "ln1", "skip")] if residual else []
         expected += [(last, p + "ln1", "flow")] if residual else []
-        expected += [(p + "ln1", p + "f1", "flow"), (last, p + "ln2", "skip"),
-                     (p + "f1", p + "ln2", "flow"), (p + "ln2", p + "f2", "flow")]
+        expected += [
+            (p + "ln1", p + "f1", "flow"),
+            (last, p + "ln2", "skip"),
+            (p + "f1", p + "ln2", "flow"),
+            (p + "ln2", p + "f2", "flow"),
+        ]
         last, residual = p + "f2", p + "f1"
-    expected += [("blocks.2.f1", "ln_f", "skip"), ("blocks.2.f2", "ln_f", "flow"),
-                 ("ln_f", "head", "flow"), ("head", "output:0", "flow")]
+    expected += [
+        ("blocks.2.f1", "ln_f", "skip"),
+        ("blocks.2.f2", "ln_f", "flow"),
+        ("ln_f", "head", "flow"),
+        ("head", "output:0", "flow"),
+    ]
     assert got == expected
 
 

@@ -2,10 +2,9 @@
 
 import pytest
 import torch
-
-import neural_flow_widget as nfw
 import zoo
 
+import neural_flow_widget as nfw
 
 MODEL = zoo.seeded(zoo.UNet)  # alive for the module: callable selections need the model
 
@@ -25,8 +24,18 @@ def test_default_is_every_leaf_and_modules_whose_children_never_ran():
 
 
 def test_depth_selection(unet):
-    assert ids(unet.select(1)) == ["enc1", "pool#0", "enc2", "pool#1", "bottleneck", "up2",
-                                   "dec2", "up1", "dec1", "head"]
+    assert ids(unet.select(1)) == [
+        "enc1",
+        "pool#0",
+        "enc2",
+        "pool#1",
+        "bottleneck",
+        "up2",
+        "dec2",
+        "up1",
+        "dec1",
+        "head",
+    ]
     assert ids(unet.select(2))[:3] == ["enc1.conv", "enc1.act", "pool#0"]  # shallow leaves stay
 
 
@@ -61,18 +70,27 @@ def test_stage_ids_pick_single_calls_of_a_reused_module(unet):
 
 def test_callable_selection(unet):
     convs = unet.select(lambda name, module: isinstance(module, torch.nn.Conv2d))
-    assert ids(convs) == ["enc1.conv", "enc2.conv", "bottleneck.conv", "dec2.conv",
-                          "dec1.conv", "head"]
+    assert ids(convs) == [
+        "enc1.conv",
+        "enc2.conv",
+        "bottleneck.conv",
+        "dec2.conv",
+        "dec1.conv",
+        "head",
+    ]
 
 
-@pytest.mark.parametrize("stages, error, needle", [
-    (["enc3"], ValueError, "closest: enc2, enc1"),
-    (["nothing*"], ValueError, "matches no module"),
-    (0, ValueError, "depth starts at 1"),
-    (True, TypeError, "not a bool"),
-    (3.5, TypeError, "not float"),
-    ([1], TypeError, "names or patterns"),
-])
+@pytest.mark.parametrize(
+    "stages, error, needle",
+    [
+        (["enc3"], ValueError, "closest: enc2, enc1"),
+        (["nothing*"], ValueError, "matches no module"),
+        (0, ValueError, "depth starts at 1"),
+        (True, TypeError, "not a bool"),
+        (3.5, TypeError, "not float"),
+        ([1], TypeError, "names or patterns"),
+    ],
+)
 def test_bad_selections_name_the_fix(unet, stages, error, needle):
     with pytest.raises(error, match=needle):
         unet.select(stages)

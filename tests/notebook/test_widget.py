@@ -5,10 +5,10 @@ import re
 import pytest
 import torch
 import traitlets
+import zoo
 
 import neural_flow_widget as nfw
 from neural_flow_widget import wire
-import zoo
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,9 @@ def test_hostile_module_names_travel_as_text():
     class Hostile(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.blocks = torch.nn.ModuleDict({"<img src=x onerror=alert(1)>": torch.nn.Linear(2, 2)})
+            self.blocks = torch.nn.ModuleDict(
+                {"<img src=x onerror=alert(1)>": torch.nn.Linear(2, 2)}
+            )
 
         def forward(self, x):
             return self.blocks["<img src=x onerror=alert(1)>"](x)
@@ -83,15 +85,20 @@ def test_svg_and_png_exports_are_written_when_the_view_replies(widget, tmp_path)
     widget.save_png(tmp_path / "graph.png")
     assert [m["format"] for m in sent] == ["svg", "png"]
     svg, png = sent
-    widget._on_message(widget, {"type": "export", "request": png["request"], "ok": True},
-                       [b"\x89PNG..."])
-    widget._on_message(widget, {"type": "export", "request": svg["request"], "ok": True},
-                       [b"<svg/>"])
+    widget._on_message(
+        widget, {"type": "export", "request": png["request"], "ok": True}, [b"\x89PNG..."]
+    )
+    widget._on_message(
+        widget, {"type": "export", "request": svg["request"], "ok": True}, [b"<svg/>"]
+    )
     assert (tmp_path / "graph.svg").read_bytes() == b"<svg/>"
     assert (tmp_path / "graph.png").read_bytes() == b"\x89PNG..."
     widget._on_message(widget, {"type": "export", "request": 999}, [b"x"])  # unknown: ignored
     sent.clear()
     widget.save_svg(tmp_path / "again.svg")
     with pytest.warns(UserWarning, match="could not export again.svg: no view"):
-        widget._on_message(widget, {"type": "export", "request": sent[0]["request"],
-                                    "ok": False, "error": "no view"}, [])
+        widget._on_message(
+            widget,
+            {"type": "export", "request": sent[0]["request"], "ok": False, "error": "no view"},
+            [],
+        )

@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+import zoo
 
 import neural_flow_widget as nfw
-import zoo
 
 CASES = [
     (zoo.UNet, lambda: torch.randn(1, 1, 16, 16)),
@@ -37,8 +37,11 @@ def test_fx_select_retraces_for_the_new_selection():
 
 def test_data_dependent_control_flow_falls_back_with_the_documented_warning():
     model = zoo.seeded(zoo.Branchy)
-    with pytest.warns(UserWarning, match=r"model could not be symbolically traced.*Using "
-                                         r"runtime execution order instead\."):
+    with pytest.warns(
+        UserWarning,
+        match=r"model could not be symbolically traced.*Using "
+        r"runtime execution order instead\.",
+    ):
         flow = nfw.trace(model, torch.randn(2, 4), topology="fx")
     assert flow.topology == "sequential"
     assert [e.kind for e in flow.edges] == ["flow"] * 4

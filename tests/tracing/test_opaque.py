@@ -3,12 +3,21 @@
 import pytest
 import torch
 from torch import nn
+from zoo import (
+    Attention,
+    InPlace,
+    Multimodal,
+    PreNorm,
+    ResNet,
+    UNet,
+    hooks_left,
+    mode_stack,
+    seeded,
+)
 
 import neural_flow_widget as nfw
 from neural_flow_widget.tracing import calls as _calls
 from neural_flow_widget.tracing import opaque as _opaque
-from zoo import hooks_left, mode_stack
-from zoo import Attention, InPlace, Multimodal, PreNorm, ResNet, UNet, seeded
 
 
 class Gate(nn.Module):
@@ -75,15 +84,24 @@ def test_lifted_calls_give_the_edges_of_followed_ones(registry, monkeypatch):
     assert hooks_left(model) == 0 and not mode_stack()
 
 
-@pytest.mark.parametrize("cls,make", [
-    (UNet, lambda: torch.randn(1, 1, 16, 16)), (ResNet, lambda: torch.randn(1, 3, 8, 8)),
-    (Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
-    (Attention, lambda: torch.randn(2, 5, 6)), (InPlace, lambda: torch.randn(2, 4)),
-    (PreNorm, lambda: torch.randn(2, 4))], ids=lambda c: getattr(c, "__name__", ""))
+@pytest.mark.parametrize(
+    "cls,make",
+    [
+        (UNet, lambda: torch.randn(1, 1, 16, 16)),
+        (ResNet, lambda: torch.randn(1, 3, 8, 8)),
+        (Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
+        (Attention, lambda: torch.randn(2, 5, 6)),
+        (InPlace, lambda: torch.randn(2, 4)),
+        (PreNorm, lambda: torch.randn(2, 4)),
+    ],
+    ids=lambda c: getattr(c, "__name__", ""),
+)
 def test_the_zoo_has_the_same_edges_at_every_depth(monkeypatch, cls, make):
     model, x = seeded(cls), make()
-    flow, reference = nfw.trace(model, x, capture=False), followed(monkeypatch, model, x,
-                                                                 capture=False)
+    flow, reference = (
+        nfw.trace(model, x, capture=False),
+        followed(monkeypatch, model, x, capture=False),
+    )
     for stages in (None, 1, 2):
         assert flow.select(stages).edges == reference.select(stages).edges
 
@@ -91,8 +109,9 @@ def test_the_zoo_has_the_same_edges_at_every_depth(monkeypatch, cls, make):
 def test_gpt2_runs_its_conv1d_and_gelu_calls_lifted_with_the_same_edges(monkeypatch):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=3, n_embd=32, n_head=4, vocab_size=64,
-                                     n_positions=32, attn_implementation="eager")
+    config = transformers.GPT2Config(
+        n_layer=3, n_embd=32, n_head=4, vocab_size=64, n_positions=32, attn_implementation="eager"
+    )
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.randint(0, 64, (1, 10))
     counts = counting(monkeypatch)
@@ -166,8 +185,11 @@ def test_a_mode_the_model_enters_is_never_lifted_off(registry, monkeypatch):
     model, x = seeded(InDevice), torch.randn(2, 4)
     flow = nfw.trace(model, x)
     assert counts["lifted"] == 0 and not mode_stack()
-    assert [tuple(e) for e in flow.edges] == [("input:0", "g1", "flow"), ("g1", "g2", "flow"),
-                                              ("g2", "output:0", "flow")]
+    assert [tuple(e) for e in flow.edges] == [
+        ("input:0", "g1", "flow"),
+        ("g1", "g2", "flow"),
+        ("g2", "output:0", "flow"),
+    ]
 
 
 def test_a_lifted_call_takes_every_tensor_it_was_given_however_nested(monkeypatch):

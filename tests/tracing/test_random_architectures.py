@@ -9,7 +9,8 @@ The expected edges are derived from the spec alone.
 from __future__ import annotations
 
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import neural_flow_widget as nfw
@@ -33,7 +34,7 @@ def specs(draw):
             modules.append(width)
         steps.append((tuple(sources), combine, module))
     n = len(steps)
-    outputs = sorted(set(draw(st.lists(st.integers(1, n), min_size=1, max_size=2)) + [n]))
+    outputs = sorted({*draw(st.lists(st.integers(1, n), min_size=1, max_size=2)), n})
     grouped = draw(st.lists(st.booleans(), min_size=len(modules), max_size=len(modules)))
     return steps, modules, tuple(outputs), grouped
 
@@ -54,8 +55,9 @@ class Random(nn.Module):
         super().__init__()
         steps, widths, self.outs, grouped = spec
         self.steps = steps
-        self.mods = nn.ModuleList(Wrapped(nn.Linear(w, D)) if g else nn.Linear(w, D)
-                                  for w, g in zip(widths, grouped))
+        self.mods = nn.ModuleList(
+            Wrapped(nn.Linear(w, D)) if g else nn.Linear(w, D) for w, g in zip(widths, grouped)
+        )
 
     def forward(self, x):
         values = [x]
@@ -103,8 +105,10 @@ def expected_edges(spec, names):
 
 
 def leaf_names(model):
-    return [f"mods.{i}.inner" if isinstance(m, Wrapped) else f"mods.{i}"
-            for i, m in enumerate(model.mods)]
+    return [
+        f"mods.{i}.inner" if isinstance(m, Wrapped) else f"mods.{i}"
+        for i, m in enumerate(model.mods)
+    ]
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,17 +11,29 @@ transformers = pytest.importorskip("transformers")
 @pytest.fixture(scope="module")
 def gpt2():
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=3, n_embd=32, n_head=4, vocab_size=64,
-                                     n_positions=32, bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=3,
+        n_embd=32,
+        n_head=4,
+        vocab_size=64,
+        n_positions=32,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return transformers.GPT2LMHeadModel(config).eval()
 
 
 @pytest.fixture(scope="module")
 def bert():
     torch.manual_seed(0)
-    config = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                                     intermediate_size=64, vocab_size=64,
-                                     max_position_embeddings=32)
+    config = transformers.BertConfig(
+        num_hidden_layers=2,
+        hidden_size=32,
+        num_attention_heads=4,
+        intermediate_size=64,
+        vocab_size=64,
+        max_position_embeddings=32,
+    )
     return transformers.BertModel(config).eval()
 
 
@@ -29,9 +41,19 @@ def test_gpt2_blocks_form_a_chain_with_embeddings_merging(gpt2):
     ids = torch.randint(0, 64, (1, 10))
     with torch.no_grad():
         expected = gpt2(ids).logits
-    flow = nfw.trace(gpt2, ids, capture=False, stages=[
-        "transformer.wte", "transformer.wpe", "transformer.drop", "transformer.h.*",
-        "transformer.ln_f", "lm_head"])
+    flow = nfw.trace(
+        gpt2,
+        ids,
+        capture=False,
+        stages=[
+            "transformer.wte",
+            "transformer.wpe",
+            "transformer.drop",
+            "transformer.h.*",
+            "transformer.ln_f",
+            "lm_head",
+        ],
+    )
     flow.lint()
     assert [tuple(e) for e in flow.edges] == [
         ("input:0", "transformer.wte", "flow"),
@@ -43,7 +65,8 @@ def test_gpt2_blocks_form_a_chain_with_embeddings_merging(gpt2):
         ("transformer.h.1", "transformer.h.2", "flow"),
         ("transformer.h.2", "transformer.ln_f", "flow"),
         ("transformer.ln_f", "lm_head", "flow"),
-        ("lm_head", "output:logits", "flow")]
+        ("lm_head", "output:logits", "flow"),
+    ]
     with torch.no_grad():
         assert torch.equal(gpt2(ids).logits, expected)
 
@@ -67,10 +90,14 @@ def test_gpt2_leaves_get_the_latest_residual_not_every_earlier_sublayer(gpt2):
     into = {}
     for src, dst, kind in flow.edges:
         into.setdefault(dst, []).append((src, kind))
-    assert into["transformer.h.2.ln_2"] == [("transformer.h.1.mlp.dropout", "skip"),
-                                           ("transformer.h.2.attn.resid_dropout", "flow")]
-    assert into["transformer.ln_f"] == [("transformer.h.2.attn.resid_dropout", "skip"),
-                                        ("transformer.h.2.mlp.dropout", "flow")]
+    assert into["transformer.h.2.ln_2"] == [
+        ("transformer.h.1.mlp.dropout", "skip"),
+        ("transformer.h.2.attn.resid_dropout", "flow"),
+    ]
+    assert into["transformer.ln_f"] == [
+        ("transformer.h.2.attn.resid_dropout", "skip"),
+        ("transformer.h.2.mlp.dropout", "flow"),
+    ]
     assert max(len(v) for k, v in into.items() if k.startswith("transformer.h.")) == 2
 
 
@@ -78,10 +105,15 @@ def test_bert_with_batch_encoding_like_dict_and_embeddings_merging(bert):
     ids = torch.randint(0, 64, (2, 9))
     mask = torch.ones_like(ids)
     mask[1, 6:] = 0
-    inputs = transformers.BatchEncoding({"input_ids": ids, "attention_mask": mask,
-                                         "token_type_ids": torch.zeros_like(ids)})
-    flow = nfw.trace(bert, inputs, capture=False, stages=[
-        "embeddings.*_embeddings", "embeddings.LayerNorm", "encoder.layer.*", "pooler"])
+    inputs = transformers.BatchEncoding(
+        {"input_ids": ids, "attention_mask": mask, "token_type_ids": torch.zeros_like(ids)}
+    )
+    flow = nfw.trace(
+        bert,
+        inputs,
+        capture=False,
+        stages=["embeddings.*_embeddings", "embeddings.LayerNorm", "encoder.layer.*", "pooler"],
+    )
     flow.lint()
     assert flow.inputs == ("input:input_ids", "input:attention_mask", "input:token_type_ids")
     got = [tuple(e) for e in flow.edges]

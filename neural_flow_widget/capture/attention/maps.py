@@ -46,6 +46,20 @@ class AttentionMap:
         """Itself (a map made on the host already; see :class:`PendingMap`, :class:`DeviceMap`)."""
         return self
 
+    def heads_grid(self, side: int) -> np.ndarray:
+        """Every head block-mean pooled to at most ``side`` x ``side`` (float32).
+
+        >>> m = AttentionMap(np.ones((2, 100, 10), np.float32), 100, 10, (1, 1), "sdpa", False)
+        >>> m.heads_grid(64).shape
+        (2, 64, 10)
+        """
+        _, q, k = self.weights.shape
+        qs = np.linspace(0, q, min(q, side) + 1).astype(int)
+        ks = np.linspace(0, k, min(k, side) + 1).astype(int)
+        rows = np.add.reduceat(self.weights, qs[:-1], axis=1) / np.diff(qs)[None, :, None]
+        grid = np.add.reduceat(rows, ks[:-1], axis=2) / np.diff(ks)[None, None, :]
+        return grid.astype("<f4", copy=False)
+
 
 def block_sizes(length: int, factor: int, device: torch.device) -> Tensor:
     """Members of each block of ``factor`` (the last may be shorter), made on ``device``."""

@@ -61,7 +61,7 @@ class AttentionRecorder:
     the module call an op belongs to. ``maps[call]`` lists maps in the order they were made;
     ``errors[call]`` lists why a map could not be made (``observe`` never raises, so a failing
     map never aborts the forward pass). Call :meth:`forget` when the pass ends. With ``lazy``,
-    a CPU SDPA call's entry may be a :class:`~._attention_math.PendingMap` (copies of its
+    a CPU SDPA call's entry may be a :class:`~.probabilities.PendingMap` (copies of its
     inputs, no bigger than the map) that makes the map on first ``resolve()``.
     """
 
