@@ -17,6 +17,7 @@ from .graph import (
     OpGraph,
     Topology,
     TraceError,
+    condense,
     resolve,
     sequential_edges,
     stage_edges,
@@ -214,7 +215,7 @@ def _build(
     outputs = tuple(f"output:{path}" for path, _ in outs)
     if tracer is not None:
         output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
-        graph = OpGraph(
+        full = OpGraph(
             tuple(tracer.owners),
             tuple(tracer.parents),
             tuple(r.parent for r in tracker.calls),
@@ -222,6 +223,7 @@ def _build(
             tuple(run.input_ops),
             output_ops,
         )
+        graph = condense(full)  # (the same edges for every selection, fewer nodes)
     else:
         graph = OpGraph(
             (), (), tuple(r.parent for r in tracker.calls), tuple(() for _ in tracker.calls), (), ()

@@ -63,7 +63,7 @@ export interface WireGraph {
 }
 
 /** A stage edge as the topology walk produces it (node ids on both ends). */
-export type EdgeKind = "flow" | "skip" | "merge";
+export type EdgeKind = "flow" | "skip" | "merge" | "order";
 export interface WireEdge {
   src: string;
   dst: string;

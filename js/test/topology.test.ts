@@ -94,8 +94,8 @@ describe("stageEdges on the U-Net", () => {
       input_ops: [["input:0", 0]],
       output_ops: [["output:0", [1]]],
     };
-    expect(text(stageEdges(topologyIndex(lonely), [0, 1]))).toEqual(["input:0 -> a flow", "a -> const flow", "a -> output:0 flow"]);
-    expect(text(stageEdges(topologyIndex(lonely), [1]))).toEqual(["input:0 -> const flow", "input:0 -> output:0 flow"]);
+    expect(text(stageEdges(topologyIndex(lonely), [0, 1]))).toEqual(["input:0 -> a flow", "a -> const order", "a -> output:0 flow"]);
+    expect(text(stageEdges(topologyIndex(lonely), [1]))).toEqual(["input:0 -> const order", "input:0 -> output:0 flow"]);
   });
 
   it("sequential topology ignores ops", () => {

@@ -259,8 +259,11 @@ def host_counts(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarr
         counts = np.zeros(bins, dtype=np.int64)
         counts[0] = values.size
     else:
+        factor = bins / (hi - lo)
+        if values.dtype != np.float64 and (hi - lo > 1e38 or factor > 1e38):
+            values = values.astype(np.float64)  # (a span or a factor float32 cannot hold)
         real = values.dtype.type  # subtract first: exact near lo
-        counts = unit_counts((values - real(lo)) * real(bins / (hi - lo)), bins)
+        counts = unit_counts((values - real(lo)) * real(factor), bins)
     counts.setflags(write=False)
     return counts
 

@@ -4,6 +4,7 @@ edge walk that recovers stage edges from the op graph, and the stage selection.
 Nothing here imports torch or any other part of the package; everything else builds on it.
 """
 
+from .condense import condense
 from .edges import edges_for, sequential_edges, stage_edges
 from .errors import TraceError
 from .flow import CaptureRecord, Flow
@@ -22,6 +23,7 @@ __all__ = [
     "Stage",
     "Topology",
     "TraceError",
+    "condense",
     "edges_for",
     "resolve",
     "sequential_edges",

@@ -1,8 +1,8 @@
-"""Stage edges from the condensed op graph: the walk, primary / skip / merge, attachment.
+"""Stage edges from the op graph: the walk, primary / skip / merge, and order attachments.
 
 ``js/src/model/topology.ts`` implements exactly the same algorithm so that the front end can
-expand and
-collapse groups without asking the kernel; ``tests/fixtures/edges_*.json`` checks both.
+expand and collapse groups without asking the kernel; ``tests/fixtures/edges_golden.json``
+(many flows and selections) holds both to ``Flow.select``.
 
 The walk, for a selection S of call indices:
 
@@ -14,8 +14,11 @@ The walk, for a selection S of call indices:
    s's own ancestors, are walked through.
 3. Model outputs: the same walk, stopping at any selected owner.
 4. Kinds: the primary incoming edge is the one whose source has the most ancestors (the
-   deepest pathway; ties go to the earliest node); it is ``flow``. Another source that is an
-   ancestor of the primary source is a ``skip``; any other is a ``merge``.
+   deepest pathway); it is ``flow``. Ties go to the source of the first tensor the call
+   received (positional arguments first, then keywords in the order given: the order of its
+   input ops; a source reached only beyond a relay counts after all of them), then to the
+   earliest node. Another source that is an ancestor of the primary
+   source is a ``skip``; any other is a ``merge``.
 5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
    takes as input (a residual stream in a pre-norm transformer is read by every block's first
    norm).  A non-primary source reached only through a relay, and that is an ancestor of
@@ -24,8 +27,9 @@ The walk, for a selection S of call indices:
    residual stream would get an edge from every earlier sublayer; with it each gets its
    predecessor and the latest residual.  Ancestry (step 4) still counts every source, and
    sources reached directly (a DenseNet's concatenation of all earlier features) all stay.
-6. A stage with no source at all is attached to the previous stage (or the first input) by a
-   ``flow`` edge, so the figure is always connected; such edges do not count as ancestry.
+6. A stage with no source at all (a position embedding reading ``torch.arange``) is attached
+   to the previous stage (or the first input) by an ``order`` edge, "runs after, no data", so
+   the figure is always connected; such edges do not count as ancestry.
 """
 
 from __future__ import annotations
@@ -107,40 +111,46 @@ def stage_edges(
 
     def walk(
         start: Sequence[int], skip: set[int], key: frozenset[int]
-    ) -> tuple[set[str], set[str]]:
-        """Sources reached from ``start`` (owners in ``skip`` are walked through), and those
-        of them reached only through a relay: a walked-through op that another selected
-        stage also takes as input (step 5)."""
-        found: set[str] = set()
+    ) -> tuple[dict[str, int], set[str]]:
+        """Sources reached from ``start`` (owners in ``skip`` are walked through), each with
+        the position of the first start op whose walk reaches it before any relay (sources
+        found only beyond a relay come after: ``len(start)``), and those of them reached only
+        through a relay: a walked-through op that another selected stage also takes as input
+        (step 5)."""
+        found: dict[str, int] = {}
         seen: set[int] = set()
-        todo, relays = list(start), []
-        while todo:
-            op = todo.pop()
-            if op in seen:
-                continue
-            name = input_of_op.get(op)
-            if name is not None:
+        starts = set(start)
+        relays: list[int] = []
+        for position, first in enumerate(start):
+            todo = [first]
+            while todo:
+                op = todo.pop()
+                if op in seen:
+                    continue
+                name = input_of_op.get(op)
+                if name is not None:
+                    seen.add(op)
+                    found.setdefault(name, position)
+                    continue
+                who = own[op]
+                if who != -1 and who not in skip:
+                    seen.add(op)
+                    found.setdefault(node_ids[who], position)
+                    continue
+                if op not in starts and any(r not in skip for r in readers.get(op, ())):
+                    relays.append(op)
+                    continue
                 seen.add(op)
-                found.add(name)
-                continue
-            who = own[op]
-            if who != -1 and who not in skip:
-                seen.add(op)
-                found.add(node_ids[who])
-                continue
-            if op not in start and any(r not in skip for r in readers.get(op, ())):
-                relays.append(op)
-                continue
-            seen.add(op)
-            todo.extend(parents[op])
+                todo.extend(parents[op])
         if not relays:
             return found, set()
         direct = set(found)  # then on through the relays
         for op in relays:
-            found |= reach(op, skip, key)
-        return found, found - direct
+            for name in reach(op, skip, key):
+                found.setdefault(name, len(start))
+        return found, set(found) - direct
 
-    sources: dict[str, set[str]] = {}
+    sources: dict[str, dict[str, int]] = {}
     relayed: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
@@ -167,7 +177,7 @@ def sequential_edges(
 
 def _classify(
     order: list[str],
-    sources: dict[str, set[str]],
+    sources: dict[str, dict[str, int]],
     relayed: dict[str, set[str]],
     stages: set[str],
     previous: str | None,
@@ -178,7 +188,7 @@ def _classify(
     depth: dict[str, int] = {}
     edges: list[Edge] = []
     for node in order:
-        found = sources.get(node, ())
+        found = sources.get(node, {})
         if len(found) == 1:  # the common case: one source, a flow edge
             (src,) = found
             bits = ancestors[node] = closed[src]
@@ -190,11 +200,12 @@ def _classify(
             continue
         ordered = sorted(found, key=rank.__getitem__)
         bits = 0
-        primary, most = "", -1  # the deepest source, the earliest of equals
+        # the deepest source; of equals, the one of the first input, then the earliest
+        primary, most, first = "", -1, 0
         for src in ordered:
             bits |= closed[src]
-            if depth[src] > most:
-                primary, most = src, depth[src]
+            if depth[src] > most or (depth[src] == most and found[src] < first):
+                primary, most, first = src, depth[src], found[src]
         ancestors[node] = bits
         closed[node] = bits | (1 << rank[node])
         depth[node] = bits.bit_count()
@@ -215,7 +226,7 @@ def _classify(
                 )
                 edges.append(Edge(src, node, kind))
         elif node in stages and previous is not None:
-            edges.append(Edge(previous, node, "flow"))
+            edges.append(Edge(previous, node, "order"))
         if node in stages:
             previous = node
     return tuple(edges)

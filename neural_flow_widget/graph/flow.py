@@ -99,7 +99,9 @@ class Flow:
         rows = [("stage", "type", "shape", "params", "from")]
         sources: dict[str, list[str]] = {}
         for edge in sorted(self.edges, key=lambda e: EDGE_KINDS.index(e.kind)):
-            mark = {"flow": "", "skip": " (skip)", "merge": " (merge)"}[edge.kind]
+            mark = {"flow": "", "skip": " (skip)", "merge": " (merge)", "order": " (order)"}[
+                edge.kind
+            ]
             sources.setdefault(edge.dst, []).append(edge.src + mark)
         for stage in self.stages:
             shape = ", ".join("x".join(map(str, s)) or "scalar" for s in stage.shapes) or "-"

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-EdgeKind = Literal["flow", "skip", "merge"]
+EdgeKind = Literal["flow", "skip", "merge", "order"]
 Topology = Literal["dataflow", "fx", "sequential"]
-EDGE_KINDS: tuple[EdgeKind, ...] = ("flow", "skip", "merge")
+EDGE_KINDS: tuple[EdgeKind, ...] = ("flow", "skip", "merge", "order")
 TOPOLOGIES: tuple[Topology, ...] = ("dataflow", "fx", "sequential")
 
 
@@ -53,8 +53,8 @@ class Stage:
 
 @dataclass(frozen=True, slots=True)
 class OpGraph:
-    """The run's op graph, condensed: ops whose parents all belong to the same module call are
-    merged into them, which changes no stage edge. Integers only, no tensors."""
+    """The run's op graph: one node per recorded op (or, after :func:`~.condense.condense`,
+    per op the edge walk can tell apart). Integers only, no tensors."""
 
     owners: tuple[int, ...]  # per op: index of the innermost module call; -1 = model body
     parents: tuple[tuple[int, ...], ...]  # per op: parent op ids

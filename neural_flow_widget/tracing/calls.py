@@ -245,8 +245,16 @@ class CallTracker:
                 found = output_leaves(output)
                 record.outputs = tuple((t.shape, t.dtype) for _, t in found)
                 same = [t for _, t in found if among(t, passed)] if passed else None
+            tracer = self.tracer
             if same:  # outputs that are inputs, unchanged (nn.Identity; only when traced)
-                self.tracer.retag(same, index)  # type: ignore[union-attr]
+                tracer.retag(same, index)  # type: ignore[union-attr]
+            if tracer is not None and not tracer.paused:
+                # outputs that ran outside the mode (TorchScript, a C++ extension): one op of
+                # this call, made from everything it was given
+                get = tracer.table.get
+                untagged = [t for _, t in found if get(t) is None and not among(t, passed or [])]
+                if untagged:
+                    tracer.record_call(passed or [], untagged, call=index)
             if self.on_output is not None:
                 self.on_output(index, found)
 

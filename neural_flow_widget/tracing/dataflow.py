@@ -3,10 +3,11 @@
 Each tensor produced inside the traced forward gets a *tag* ``(seq, call, ops)`` in a side
 table keyed by the tensor's identity (entries die with their tensors; nothing is stored on the
 tensor): ``seq`` orders tags in time, ``call`` is the module call that was innermost when the
-op ran, and ``ops`` are the ids of the condensed op-graph nodes it stands for. An op whose
-tensor parents all come from its own call adds no node (it changes no stage edge); any other op
-adds one, with the parents' nodes as its parents. In-place writes are remembered per storage,
-so a view taken before ``x.relu_()`` still depends on the relu.
+op ran, and ``ops`` are the ids of the op-graph nodes it stands for. Every recorded op adds a
+node, with the nodes of its tensor arguments as parents: the *full* op graph, which
+:func:`neural_flow_widget.graph.condense` shrinks after the run without changing any stage
+edge. In-place writes are remembered per storage, so a view taken before ``x.relu_()`` still
+depends on the relu.
 
 A call of an opaque leaf module (:mod:`.opaque`) may be recorded as one op by the call tracker
 instead of op by op. What observes the run through the tracer (the attention recorder) and
@@ -219,13 +220,11 @@ class DataflowTracer(TorchFunctionMode):
                 ins.extend(b for b in a if isinstance(b, Tensor))
         tags = self._tags(ins)
         call = self.stack[-1]
-        if len(tags) == 1 and tags[0][1] == call:
-            ops = tags[0][2]
-        elif tags and all(t[1] == call for t in tags):
-            ops = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+        if len(tags) == 1:
+            parents = tags[0][2]
         else:
             parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
-            ops = (self.new_op(call, parents),)
+        ops = (self.new_op(call, parents),)
         self.seq += 1
         tag = (self.seq, call, ops)
         fresh = target is not None
@@ -239,13 +238,22 @@ class DataflowTracer(TorchFunctionMode):
             if target_tag is None:
                 self.wrote_untagged = True
 
-    def record_call(self, inputs: list[Tensor], outputs: list[Tensor]) -> None:
-        """Record a call that ran without the tracer (an opaque leaf's) as one op taking
-        ``inputs`` and giving ``outputs``; a failure pauses the tracer, as in the mode."""
+    def record_call(
+        self, inputs: list[Tensor], outputs: list[Tensor], call: int | None = None
+    ) -> None:
+        """Record a call whose ops ran without the tracer (an opaque leaf's, a TorchScript
+        module's) as one op of ``call`` (default: the innermost) taking ``inputs`` and giving
+        ``outputs``; a failure pauses the tracer, as in the mode."""
+        stack = self.stack
+        if call is not None:
+            stack.append(call)
         try:
             self._record(_NORMAL, tuple(inputs), {}, outputs)
         except Exception as error:  # never break the user's forward
             self.failure, self.paused = error, True
+        finally:
+            if call is not None:
+                stack.pop()
 
     def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
         """The op-graph nodes that produced these tensors (in-place writes included)."""

@@ -212,7 +212,7 @@ def test_stage_without_dataflow_source_is_attached_to_the_previous_stage():
     got = edges(PositionOnly(), torch.tensor([[1, 2, 3]]))
     assert got == [
         ("input:0", "tok", "flow"),
-        ("tok", "pos", "flow"),
+        ("tok", "pos", "order"),  # no data reaches pos: it runs after tok
         ("tok", "output:0", "flow"),
         ("pos", "output:0", "merge"),
     ]
@@ -287,3 +287,39 @@ def test_dense_connections_read_directly_all_stay():
     into_last = [src for src, dst, _ in got if dst == "layers.3"]
     assert into_last == ["stem", "layers.0", "layers.1", "layers.2"]
     assert len(got) == 2 + 2 + 3 + 4 + 1
+
+
+class _TimedBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.proj = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+    def forward(self, hidden_states, temb):
+        return self.lin(hidden_states) + self.proj(temb)
+
+
+class _Timed(torch.nn.Module):
+    """A UNet block's calling pattern: the timestep embedding is computed before the image
+    path, and both are one stage away from an input (a tie on ancestry)."""
+
+    def __init__(self, keywords: bool):
+        super().__init__()
+        self.keywords = keywords
+        self.time, self.conv_in = torch.nn.Linear(1, 4), torch.nn.Linear(3, 4)
+        self.block = _TimedBlock()
+
+    def forward(self, x, t):
+        e = self.time(t)
+        h = self.conv_in(x)
+        if self.keywords:  # keywords in the order given: temb first
+            return self.block(temb=e, hidden_states=h)
+        return self.block(h, e)
+
+
+@pytest.mark.parametrize("keywords", [False, True])
+def test_a_tie_on_ancestry_goes_to_the_first_tensor_the_call_receives(keywords):
+    model = seeded(lambda: _Timed(keywords))
+    got = edges(model, (torch.randn(2, 3), torch.randn(2, 1)), stages=1)
+    first, second = ("time", "conv_in") if keywords else ("conv_in", "time")
+    assert ("input:1", "time", "flow") in got and ("input:0", "conv_in", "flow") in got
+    assert (first, "block", "flow") in got and (second, "block", "merge") in got

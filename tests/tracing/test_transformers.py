@@ -57,7 +57,7 @@ def test_gpt2_blocks_form_a_chain_with_embeddings_merging(gpt2):
     flow.lint()
     assert [tuple(e) for e in flow.edges] == [
         ("input:0", "transformer.wte", "flow"),
-        ("transformer.wte", "transformer.wpe", "flow"),  # positions come from arange: attached
+        ("transformer.wte", "transformer.wpe", "order"),  # positions come from arange: attached
         ("transformer.wte", "transformer.drop", "flow"),
         ("transformer.wpe", "transformer.drop", "merge"),
         ("transformer.drop", "transformer.h.0", "flow"),

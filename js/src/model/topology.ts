@@ -11,15 +11,18 @@
  *   3. Each model output walks from its output ops: input op -> input, owned op -> owner.
  *   4. Canonical order: inputs, stages by call index, outputs. ancestors(n) is the union over
  *      its sources m of ancestors(m) + {m}, over these real edges only.
- *   5. primary = the source with most ancestors (ties: earliest canonical) -> "flow";
- *      another source inside ancestors(primary) -> "skip"; else -> "merge".
+ *   5. primary = the source with most ancestors -> "flow"; ties go to the source whose
+ *      position is lowest (the index of the first start op, calls[s].in in argument order,
+ *      whose walk reaches it before any relay; sources found only beyond a relay come after
+ *      every start), then to the earliest canonical; another source inside ancestors(primary)
+ *      -> "skip"; else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
  *      ancestor of s; any stage for an output) takes as input. The walk crosses relays only
  *      after its direct part; a non-primary source found only beyond a relay that is an
  *      ancestor of another non-primary source gets no edge (it was shown entering the stage
  *      that read the relay). Ancestry (4) still counts every source.
- *   6. A stage without sources is attached (flow) to the previous selected stage by call
- *      index, or to inputs[0]; attachments do not count for 4-5.
+ *   6. A stage without sources is attached ("order": runs after, no data) to the previous
+ *      selected stage by call index, or to inputs[0]; attachments do not count for 4-5.
  *   7. topology "sequential" ignores ops: inputs[0] -> stages in order -> every output.
  *   8. Edges sorted by destination, then source, in canonical order.
  */
@@ -105,39 +108,52 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const stamp = new Int32Array(ops.length);
   let walk = 0;
   const relayed: Set<number>[] = [];
+  const firstInput: Map<number, number>[] = []; // per node: source -> its position (step 5)
   const sourcesOf = (start: number[], stage: number, node: number): number[] => {
     walk++;
-    const found = new Set<number>();
+    const found = new Map<number, number>(); // source -> position
     const starts = new Set(start);
     let stack: number[] = [];
-    let held: number[] = [];
-    let direct: Set<number> | null = null;
-    for (const o of start) if (stamp[o] !== walk) (stamp[o] = walk), stack.push(o);
-    for (;;) {
-      if (!stack.length) {
-        if (!held.length) break;
-        (stack = held), (held = []), (direct = new Set(found));
+    const held: number[] = [];
+    const note = (m: number, position: number) => {
+      if (!found.has(m)) found.set(m, position);
+    };
+    // one start after the other (their walks share the stamps), then beyond the relays
+    const visit = (position: number, crossRelays: boolean) => {
+      while (stack.length) {
+        const o = stack.pop()!;
+        const input = inputOfOp.get(o);
+        if (input !== undefined) {
+          const pos = inputPos.get(input);
+          if (pos !== undefined) note(pos, position);
+          continue;
+        }
+        const w = own(o);
+        if (w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)))) {
+          note(stagePos.get(w)!, position);
+          continue;
+        }
+        if (!crossRelays && !starts.has(o) && isRelay(o, stage)) {
+          held.push(o);
+          continue;
+        }
+        for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
       }
-      const o = stack.pop()!;
-      const input = inputOfOp.get(o);
-      if (input !== undefined) {
-        const pos = inputPos.get(input);
-        if (pos !== undefined) found.add(pos);
-        continue;
-      }
-      const w = own(o);
-      if (w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)))) {
-        found.add(stagePos.get(w)!);
-        continue;
-      }
-      if (direct === null && !starts.has(o) && isRelay(o, stage)) {
-        held.push(o);
-        continue;
-      }
-      for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
+    };
+    start.forEach((o, position) => {
+      if (stamp[o] === walk) return;
+      stamp[o] = walk;
+      stack = [o];
+      visit(position, false);
+    });
+    const direct = new Set(found.keys());
+    if (held.length) {
+      stack = held;
+      visit(start.length, true);
     }
-    relayed[node] = direct === null ? new Set() : new Set([...found].filter((m) => !direct!.has(m)));
-    return [...found].sort((a, b) => a - b);
+    relayed[node] = new Set([...found.keys()].filter((m) => !direct.has(m)));
+    firstInput[node] = found;
+    return [...found.keys()].sort((a, b) => a - b);
   };
 
   const nNodes = nodeIds.length;
@@ -170,11 +186,16 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     if (!src || src.length === 0) {
       if (isStage) {
         const from = prevStage >= 0 ? prevStage : nIn > 0 ? 0 : -1;
-        if (from >= 0) edge(from, n, "flow");
+        if (from >= 0) edge(from, n, "order");
       }
     } else {
+      // the deepest; of equals, the lowest position; then the earliest (src is in canonical order)
+      const position = firstInput[n];
       let primary = src[0];
-      for (const m of src) if (ancCount[m] > ancCount[primary]) primary = m;
+      for (const m of src) {
+        const deeper = ancCount[m] > ancCount[primary];
+        if (deeper || (ancCount[m] === ancCount[primary] && position.get(m)! < position.get(primary)!)) primary = m;
+      }
       const prow = primary * words;
       // 5b. ancestors of the other sources (a source is never its own ancestor)
       const covered = new Uint32Array(words);

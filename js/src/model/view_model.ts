@@ -83,7 +83,7 @@ export function viewItems(tree: CallTree, state: ViewState): Item[] {
   return containerItems(tree, state, tree.roots);
 }
 
-const KIND_RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2 };
+const KIND_RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
 
 /** Visible nodes, the selection S and the view edges for an expansion state. */
 export function buildView(tree: CallTree, state: ViewState): ViewGraph {

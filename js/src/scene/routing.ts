@@ -80,7 +80,7 @@ export function detour(pts: number[], groupKey: string, group: Box | undefined, 
 const PORT_GAP = 16; // preferred distance between neighbouring ports
 export const LANE_GAP = 8; // between edges that share one laid-out route
 const MARGIN_LANE = 4; // a detour's distance from its group's border
-export const KIND_ORDER: Record<EdgeKind, number> = { flow: 0, merge: 1, skip: 2 }; // lane order on ties
+export const KIND_ORDER: Record<EdgeKind, number> = { flow: 0, merge: 1, skip: 2, order: 3 }; // lane order on ties
 const PORT_MARGIN = 22; // ports keep this far from the ends of a side (rounded corners, badges)
 const STUB = 10; // an edge leaves and enters its side square to it for this long
 

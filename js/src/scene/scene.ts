@@ -17,7 +17,7 @@ export const NODE_W = 196;
 export const NODE_H = 50;
 export const PORT_W = 116;
 export const PORT_H = 32;
-const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1 };
+const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1, order: 1 };
 
 function itemPathOf(node: VisibleNode): string[] {
   // node.path holds container keys with "" for the model; the layout calls the model ROOT.

@@ -1,0 +1,214 @@
+"""Condensing the op graph changes no stage edge: the edges of the condensed graph equal those
+of the full graph (one node per recorded op) for every selection, on the zoo, the demos and
+random architectures that mix module and functional activations, views and in-place ops
+between stages. And the pre-activation residual stack (HiFi-GAN's) keeps every edge its
+code makes, derived by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+import zoo
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+import neural_flow_widget as nfw
+from neural_flow_widget import run
+from neural_flow_widget.graph import condense, stage_edges
+
+
+def full_and_condensed(model, x, **options):
+    """The same run traced twice: once keeping the full op graph, once condensed."""
+    saved = run.condense
+    run.condense = lambda graph: graph
+    try:
+        full = nfw.trace(model, x, capture=False, **options)
+    finally:
+        run.condense = saved
+    return full, nfw.trace(model, x, capture=False, **options)
+
+
+def selections(flow, rng: random.Random, count: int = 12):
+    """The default selection, every depth, and random sets of calls (as the front end's
+    expansion states give)."""
+    yield flow.selected
+    for depth in range(1, 5):
+        yield flow.select(depth).selected
+    indices = [c.index for c in flow.calls]
+    for _ in range(count):
+        yield tuple(sorted(rng.sample(indices, rng.randint(1, len(indices)))))
+
+
+def assert_same_edges(full, condensed, seed=0):
+    assert len(condensed.graph.owners) <= len(full.graph.owners)
+    rng = random.Random(seed)
+    for chosen in selections(full, rng):
+        a = stage_edges(full.graph, chosen, full.inputs, full.outputs, full.calls)
+        b = stage_edges(condensed.graph, chosen, condensed.inputs, condensed.outputs,
+                        condensed.calls)  # fmt: skip
+        assert a == b, chosen
+
+
+ZOO = [
+    (zoo.UNet, lambda: torch.randn(1, 1, 16, 16)),
+    (zoo.ResNet, lambda: torch.randn(1, 3, 8, 8)),
+    (zoo.Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
+    (zoo.Reused, lambda: torch.randn(2, 4)),
+    (zoo.Attention, lambda: torch.randn(2, 5, 6)),
+    (zoo.ThreeHeads, lambda: torch.randn(2, 4)),
+    (zoo.PreNorm, lambda: torch.randn(2, 4)),
+    (zoo.Dense, lambda: torch.randn(2, 4)),
+    (zoo.InPlace, lambda: torch.randn(2, 4)),
+]
+
+
+@pytest.mark.parametrize("make, x", ZOO, ids=lambda v: getattr(v, "__name__", ""))
+def test_condensing_keeps_every_edge_of_the_zoo(make, x):
+    full, condensed = full_and_condensed(zoo.seeded(make), x())
+    assert_same_edges(full, condensed)
+
+
+def test_condensing_keeps_every_edge_of_gpt2():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=3, n_embd=32, n_head=4, vocab_size=64,
+                                     n_positions=32, bos_token_id=0, eos_token_id=0)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    full, condensed = full_and_condensed(model, torch.randint(0, 64, (2, 9)))
+    assert_same_edges(full, condensed)
+    assert len(condensed.graph.owners) < len(full.graph.owners)  # (it does condense)
+
+
+class PreActivationStack(nn.Module):
+    """HiFi-GAN's residual stack: functional activations between the convolutions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Conv1d(1, 4, 3, padding=1)
+        self.res1 = nn.Conv1d(4, 4, 3, padding=1)
+        self.res2 = nn.Conv1d(4, 4, 3, padding=1)
+        self.post = nn.Conv1d(4, 1, 3, padding=1)
+
+    def forward(self, x):
+        pre = self.pre(x)
+        h1 = pre + self.res1(F.leaky_relu(pre, 0.1))
+        h2 = h1 + self.res2(F.leaky_relu(h1, 0.1))
+        return self.post(F.leaky_relu(h2, 0.1))
+
+
+def test_a_pre_activation_residual_stack_keeps_its_skips():
+    # by hand: res2 reads h1 = pre + res1(..): res1 (deepest) and pre, an ancestor of res1;
+    # post reads h2 = h1 + res2(..): res2, and res1 and pre through h1 (both ancestors of res2)
+    want = {("input:0", "pre", "flow"), ("pre", "res1", "flow"), ("res1", "res2", "flow"),
+            ("pre", "res2", "skip"), ("res2", "post", "flow"), ("res1", "post", "skip"),
+            ("pre", "post", "skip"), ("post", "output:0", "flow")}  # fmt: skip
+    flow = nfw.trace(zoo.seeded(PreActivationStack), torch.randn(1, 1, 16), capture=False)
+    assert {tuple(e) for e in flow.edges} == want
+    full, condensed = full_and_condensed(zoo.seeded(PreActivationStack), torch.randn(1, 1, 16))
+    assert_same_edges(full, condensed)
+
+
+# -- random architectures with glue between the stages ----------------------------------------
+
+D = 4
+GLUE = ["none", "relu", "leaky", "tanh", "view", "transpose", "relu_", "add_", "module_act"]
+
+
+@st.composite
+def glued(draw):
+    """Steps of (sources, combine, glue before the stage, glue after it, grouped)."""
+    steps = []
+    for i in range(draw(st.integers(2, 8))):
+        sources = sorted(set(draw(st.lists(st.integers(0, i), min_size=1, max_size=2))))
+        combine = draw(st.sampled_from(["add", "cat", "mul"])) if len(sources) == 2 else "one"
+        steps.append((tuple(sources), combine, draw(st.sampled_from(GLUE)),
+                      draw(st.sampled_from(GLUE)), draw(st.booleans())))  # fmt: skip
+    return steps
+
+
+def _glue(kind: str, h: torch.Tensor, act: nn.Module) -> torch.Tensor:
+    if kind == "relu":
+        return F.relu(h)
+    if kind == "leaky":
+        return F.leaky_relu(h, 0.1)
+    if kind == "tanh":
+        return torch.tanh(h)
+    if kind == "view":
+        return h.reshape(h.shape[0], 2, -1).reshape(h.shape)
+    if kind == "transpose":
+        return h.t().contiguous().t()
+    if kind == "relu_":
+        return h.clone().relu_()
+    if kind == "add_":
+        return h.add_(1.0)  # in place, on a value a later step may read too
+    if kind == "module_act":
+        return act(h)
+    return h
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear, self.act = nn.Linear(width, D), nn.GELU()
+
+    def forward(self, h, after):
+        return _glue(after, self.linear(h), self.act)
+
+
+class Glued(nn.Module):
+    def __init__(self, steps) -> None:
+        super().__init__()
+        self.steps = steps
+        self.blocks = nn.ModuleList(
+            Block(2 * D if combine == "cat" else D) for _, combine, *_ in steps)  # fmt: skip
+        self.acts = nn.ModuleList(nn.ReLU() for _ in steps)
+        self.flat = [not grouped for *_, grouped in steps]
+
+    def forward(self, x):
+        values = [x]
+        for i, (sources, combine, before, after, _) in enumerate(self.steps):
+            a = values[sources[0]]
+            if combine == "add":
+                h = a + values[sources[1]]
+            elif combine == "cat":
+                h = torch.cat([a, values[sources[1]]], dim=-1)
+            elif combine == "mul":
+                h = a * values[sources[1]]
+            else:
+                h = a
+            h = _glue(before, h, self.acts[i])
+            block = self.blocks[i]
+            values.append(block.linear(h) if self.flat[i] else block(h, after))
+        return values[-1] + values[len(values) // 2]
+
+
+@settings(max_examples=60, deadline=None)
+@given(glued(), st.integers(0, 10_000))
+def test_condensing_keeps_every_edge_of_random_glued_architectures(steps, seed):
+    torch.manual_seed(seed)
+    model = Glued(steps).eval()
+    full, condensed = full_and_condensed(model, torch.randn(2, D))
+    condensed.lint()
+    assert_same_edges(full, condensed, seed)
+
+
+def test_the_check_can_fail():
+    """Merging a call's input into its parent (what the tracer used to do) changes edges."""
+    full, _ = full_and_condensed(zoo.seeded(PreActivationStack), torch.randn(1, 1, 16))
+    g = full.graph
+    res2 = next(c.index for c in full.calls if c.id == "res2")
+    (start,) = g.call_inputs[res2]  # the leaky_relu of h1
+    (h1,) = g.parents[start]
+    merged = dataclasses.replace(g, call_inputs=tuple(
+        (h1,) if i == res2 else ops for i, ops in enumerate(g.call_inputs)))  # fmt: skip
+    before = stage_edges(g, full.selected, full.inputs, full.outputs, full.calls)
+    after = stage_edges(merged, full.selected, full.inputs, full.outputs, full.calls)
+    assert ("pre", "post", "skip") in {tuple(e) for e in before}
+    assert ("pre", "post", "skip") not in {tuple(e) for e in after}
+    assert stage_edges(condense(g), full.selected, full.inputs, full.outputs,
+                       full.calls) == before  # fmt: skip
