@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import types
 import warnings
 import weakref
 from collections.abc import Mapping
@@ -12,6 +15,7 @@ from typing import Any
 import torch
 
 from .graph import (
+    Failure,
     Flow,
     ModuleInfo,
     OpGraph,
@@ -23,6 +27,7 @@ from .graph import (
     stage_edges,
 )
 from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
+from .tracing.calls import uncompiled
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 
 _MODES = ("auto", "dataflow", "fx", "sequential")
@@ -81,6 +86,7 @@ def trace(
         raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
+    model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
     args, kw = _split_inputs(inputs, kwargs)
     probe = CallTracker(model)
     modules = probe.module_infos()
@@ -99,7 +105,7 @@ def trace(
         gc.disable()
         if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
             model.eval()
-        with torch.no_grad():
+        with torch.no_grad(), _eager():
             run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
             mode: Topology = "dataflow" if use_tracer else "sequential"
             failure = run.tracer.failure if run.tracer is not None else None
@@ -234,10 +240,13 @@ def _build(
         edges = sequential_edges(selected, inputs, outputs, calls)
     else:
         edges = stage_edges(graph, selected, inputs, outputs, calls)
-    capture = None
+    capture, notes, nonfinite = None, (), ()
     if run.capture is not None:
         capture = run.capture.finish()
         calls = capture.mark(calls)
+        notes = capture.notes
+        returned = sorted((r.ended, i) for i, r in enumerate(tracker.calls) if r.ended >= 0)
+        nonfinite = tuple(calls[i].id for i in capture.nonfinite([i for _, i in returned]))
     return Flow(
         model=type(model).__name__,
         calls=calls,
@@ -251,6 +260,8 @@ def _build(
         capture=capture,
         model_ref=model_weakref(model),
         explicit=stages is not None,
+        notes=notes,
+        nonfinite=nonfinite,
     )
 
 
@@ -276,11 +287,32 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
             f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}" if got else ""
         )
     text = f"{type(error).__name__}: {error}".rstrip(". ")
-    message = (
-        f"{where} raised {text}{shapes}. Check that the inputs match what this module "
-        f"expects. The graph up to that point is in err.partial."
+    what = f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
+    partial = replace(flow, failure=Failure(what, stage_id, module))
+    if error is not None:  # its traceback without the tracer's frames: it ends in the model
+        error.with_traceback(_without_our_frames(error.__traceback__))
+    return TraceError(
+        f"{what} The graph up to that point is in err.partial.",
+        partial=partial,
+        stage=stage_id,
+        module=module,
     )
-    return TraceError(message, partial=flow, stage=stage_id, module=module)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _without_our_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the frames of this package (the forward wrappers, the tracer's mode)."""
+    frames = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(_PACKAGE + os.sep):
+            frames.append(tb)
+        tb = tb.tb_next
+    rebuilt = None
+    for frame in reversed(frames):
+        rebuilt = types.TracebackType(rebuilt, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return rebuilt
 
 
 def _is_within(flow: Flow, call: int, ancestor: int) -> bool:
@@ -297,3 +329,10 @@ def model_weakref(model: Any) -> Any:
         return weakref.ref(model)
     except TypeError:  # pragma: no cover - every nn.Module is weak-referenceable
         return None
+
+
+def _eager() -> Any:
+    """Compiled code (``torch.compile``d submodules) runs eagerly during the trace: dynamo
+    would otherwise compile the tracer's own wrappers (graph breaks, seconds of compiling)."""
+    set_stance = getattr(torch.compiler, "set_stance", None)  # (torch >= 2.6)
+    return set_stance("force_eager") if set_stance is not None else contextlib.nullcontext()

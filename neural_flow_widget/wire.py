@@ -40,7 +40,14 @@ Two messages exist.
       "initial": [0, 1, 2] | null,     # stages the first view shows (the user chose them with
                                        #   stages=); null: the view picks a readable depth
       "attention": [3],                # call indices that recorded attention maps
-      "stats": [[0.1, 0.5]]            # per call: [mean |x|, std] of its first output, or null
+      "stats": [[0.1, 0.5]],           # per call: [mean |x|, std] of its first output, or null
+      "nonfinite": [5, 6, 2],          # call indices whose output held NaN or +/-Inf, in the
+                                       #   order the calls returned (the first: where it began)
+      "failure": {                     # the forward raised: the graph is what ran before, or
+        "message": "stage 'dec1' ...", #   null. What raised where, with the inputs' shapes
+        "stage": 7 | null,             # call index of the selected stage that was running
+        "module": "dec1.conv" | null}, # qualified name of the innermost module that raised
+      "notes": ["the model ran on the meta device ..."]  # what the run could not show
     }
 
    Stage edges for any selection (a set of call indices) follow from ``calls``, ``ops``,
@@ -69,7 +76,9 @@ Two messages exist.
                         "vmin": -1.2, "vmax": 1.2, "signed": true,
                         "axes": ["y", "x"], "labels": ["ch 3", ...] | null,
                         "channels": [3, 7, ...] | null,
-                        "note": "pooled 512x512 -> 64x64" | null, "buffer": 1} | null,
+                        "note": "pooled 512x512 -> 64x64" | null, "buffer": 1,
+                        "nonfinite": 2 | null} | null,  # uint8 buffer like "buffer": 1 NaN,
+                                                        #   2 +Inf, 3 -Inf, 0 finite; null: none
                "attention": [{                    # one per attention call inside the stage
                    "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
                    "pool": [1, 1],                # query / key block size; [1, 1] = exact
@@ -90,7 +99,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-SCHEMA = 1
+SCHEMA = 2
 COMMAND = "_stage_data"
 GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
 
@@ -118,6 +127,9 @@ class Graph(TypedDict):
     initial: list[int] | None
     attention: list[int]
     stats: list[list[float | None] | None]
+    nonfinite: list[int]
+    failure: dict[str, Any] | None  # {"message", "stage", "module"}
+    notes: list[str]
 
 
 class Buffer(TypedDict):
@@ -150,6 +162,7 @@ class ViewMessage(TypedDict):
     channels: list[int] | None
     note: str | None
     buffer: int  # uint8 codes
+    nonfinite: int | None  # uint8 marks: 1 NaN, 2 +Inf, 3 -Inf
 
 
 class AttentionMessage(TypedDict):
@@ -213,7 +226,18 @@ def encode_graph(flow: Any) -> Graph:
         "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
         "stats": [_stats(capture, c.index) for c in flow.calls],
+        "nonfinite": [index_of[name] for name in flow.nonfinite],
+        "failure": _failure(flow, index_of),
+        "notes": list(flow.notes),
     }
+
+
+def _failure(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
+    failure = flow.failure
+    if failure is None:
+        return None
+    stage = index_of.get(failure.stage) if failure.stage is not None else None
+    return {"message": failure.message, "stage": stage, "module": failure.module}
 
 
 def _stats(capture: Any, index: int) -> list[float | None] | None:
@@ -352,6 +376,7 @@ def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
         "channels": [int(c) for c in v.channels] if v.channels else None,
         "note": v.note,
         "buffer": _add(buffers, data),
+        "nonfinite": _add(buffers, v.nonfinite) if v.nonfinite is not None else None,
     }
 
 

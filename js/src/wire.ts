@@ -20,7 +20,7 @@ export {
   type WireBuffer,
 } from "./wire_reply";
 
-export const SCHEMA = 1;
+export const SCHEMA = 2;
 
 export type Topology = "dataflow" | "fx" | "sequential";
 const TOPOLOGIES: readonly Topology[] = ["dataflow", "fx", "sequential"];
@@ -60,6 +60,16 @@ export interface WireGraph {
   initial: number[] | null; // the stages the first view shows (chosen with stages=); null: a readable depth
   attention: number[]; // call indices that recorded attention maps
   stats: ([number, number] | null)[]; // per call: [mean |x|, std] of its first output
+  nonfinite: number[]; // calls whose output held NaN or +/-Inf, in return order (first: where it began)
+  failure: WireFailure | null; // the forward raised: the graph is what ran before it
+  notes: string[]; // what the run could not show (e.g. the meta device: no data)
+}
+
+/** Why the traced forward raised; the graph holds what ran before. */
+export interface WireFailure {
+  message: string; // what raised where, with the input shapes (text, never HTML)
+  stage: number | null; // call index of the selected stage that was running
+  module: string | null; // qualified name of the innermost module that raised
 }
 
 /** A stage edge as the topology walk produces it (node ids on both ends). */
@@ -150,6 +160,16 @@ export function decodeGraph(raw: unknown): WireGraph {
     const bad = initial.find((c) => c < 0 || c >= nCalls);
     if (bad !== undefined) fail("graph.initial", `call index ${bad} is out of range (0..${nCalls - 1})`);
   }
+  const nonfinite = Array.isArray(g.nonfinite) ? intList(g.nonfinite, "graph.nonfinite") : [];
+  if (nonfinite.some((c) => c < 0 || c >= nCalls)) fail("graph.nonfinite", "call index out of range");
+  let failure: WireFailure | null = null;
+  if (g.failure !== null && g.failure !== undefined) {
+    const f = g.failure;
+    if (!isObj(f) || typeof f.message !== "string") fail("graph.failure", "expected {message, stage, module}");
+    const stage = f.stage === null || f.stage === undefined ? null : f.stage;
+    if (stage !== null && (!isInt(stage) || stage < 0 || stage >= nCalls)) fail("graph.failure.stage", "call index out of range");
+    failure = { message: f.message, stage, module: typeof f.module === "string" ? f.module : null };
+  }
   return {
     schema: SCHEMA,
     model: typeof g.model === "string" ? g.model : "model",
@@ -167,5 +187,8 @@ export function decodeGraph(raw: unknown): WireGraph {
       const s = stats[i];
       return Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "number" ? [s[0], s[1]] : null;
     }),
+    nonfinite,
+    failure,
+    notes: Array.isArray(g.notes) ? strList(g.notes, "graph.notes") : [],
   };
 }

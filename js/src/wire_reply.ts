@@ -58,6 +58,7 @@ export interface ViewData {
   channels: number[] | null; // channel index of each tile
   note: string | null; // how the view was made (e.g. "top 16 channels by mean |x|")
   pixels: Uint8Array;
+  nonfinite: Uint8Array | null; // per pixel: 0 finite, 1 NaN, 2 +Inf, 3 -Inf; null: all finite
 }
 
 export interface AttentionData {
@@ -169,6 +170,13 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
   if (pixels.byteLength !== expected) {
     fail("reply.view", `shape ${JSON.stringify(shape)} needs ${expected} bytes, buffer has ${pixels.byteLength}`, "check encode_stage_reply");
   }
+  let nonfinite: Uint8Array | null = null;
+  if (v.nonfinite !== null && v.nonfinite !== undefined) {
+    nonfinite = bufferAt(buffers, v.nonfinite, "reply.view.nonfinite");
+    if (nonfinite.byteLength !== expected) {
+      fail("reply.view.nonfinite", `needs ${expected} bytes, buffer has ${nonfinite.byteLength}`, "check encode_stage_reply");
+    }
+  }
   return {
     kind: v.kind,
     shape,
@@ -180,6 +188,7 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
     channels: Array.isArray(v.channels) ? intList(v.channels, "reply.view.channels") : null,
     note: typeof v.note === "string" ? v.note : null,
     pixels,
+    nonfinite,
   };
 }
 

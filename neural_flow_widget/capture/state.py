@@ -27,7 +27,13 @@ from .attention import AttentionRecorder, AttentionTracer
 from .attention.maps import AttentionMap, DeviceMap
 from .host import to_host
 from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
-from .summary import PendingSummary, read_dense, summarise_pending, summary_failed
+from .summary import (
+    PendingSummary,
+    read_dense,
+    summarise_pending,
+    summary_failed,
+    summary_without_data,
+)
 from .views import available_views, render_view
 
 
@@ -51,6 +57,11 @@ class Captured:
         return self.pending.resolve()
 
 
+META = (
+    "the model ran on the meta device, which holds shapes but no values: the graph shows its "
+    "topology, shapes and parameter counts; there is no data to summarise or view"
+)
+
 #: what one leaf's reduction gives in the call: the accelerator's record, or the pending
 #: summary, the pending retained parts (None if they failed) and why something failed
 Made = Any
@@ -68,6 +79,7 @@ class CaptureState:
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     writes: WriteLog | None = None  # the dataflow tracer, when there is one
     _memo: dict[int, tuple[weakref.ref, int, Made]] = field(default_factory=dict)
+    _notes: dict[str, None] = field(default_factory=dict)  # (in order, each once)
     _fast: Any = field(default_factory=accelerator.reducer)  # None: torch ops only
 
     def fresh(self) -> CaptureState:
@@ -121,6 +133,9 @@ class CaptureState:
 
     def _reduce(self, tensor: torch.Tensor) -> Made:
         budget = self.budget_bytes or DEFAULT_BUDGET_BYTES
+        if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
+            self._notes.setdefault(META, None)
+            return PendingSummary.of(summary_without_data(tensor)), None, None
         try:
             if self._fast is not None:  # float32 images and sequences on the CPU
                 fast = self._fast.reduce(tensor, self.sample, budget)
@@ -154,7 +169,7 @@ class CaptureState:
         for call, errors in (recorder.errors if recorder is not None else {}).items():
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
-        return Capture(outputs, maps, dict(self.failures), self.sample)
+        return Capture(outputs, maps, dict(self.failures), self.sample, tuple(self._notes))
 
 
 def _records(made: Made) -> tuple[PendingSummary, Retained | None, str | None]:
@@ -175,6 +190,11 @@ class Capture:
     maps: dict[int, list[Any]]  # call index (-1 = model body) -> AttentionMap / PendingMap list
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     sample: int = 0  # which batch sample the views and attention maps show
+    notes: tuple[str, ...] = ()  # what the whole run's capture could not do, once each
+
+    def nonfinite(self, calls: list[int]) -> list[int]:
+        """Of ``calls``, in their order, those whose output held a NaN or an Inf."""
+        return [c for c in calls if any(i.pending.nonfinite() for i in self.outputs.get(c, ()))]
 
     def mark(self, calls: tuple[Stage, ...]) -> tuple[Stage, ...]:
         """Calls whose reduction failed carry the reason in ``error``."""
@@ -207,6 +227,8 @@ class Capture:
                 f"stage {stage_id!r} has {len(items)} output tensor(s); leaf={leaf} is out of range"
             )
         item = items[leaf]
+        if item.retained is None and item.summary.device == "meta":
+            raise ValueError(f"stage {stage_id!r} ran on the meta device: {META}")
         if item.retained is None:
             raise ValueError(f"stage {stage_id!r}: no view was kept ({item.error})")
         return render_view(item.retained, kind, channel=channel)

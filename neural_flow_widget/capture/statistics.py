@@ -110,8 +110,10 @@ def finish_float(arrays: list[np.ndarray], numel: int, sampled: int | None, bins
     else:
         lo, hi, total = float(arrays[0][0]), float(arrays[0][1]), float(arrays[1])
         sample, counts = arrays[2], None
-        if not math.isfinite(lo + hi + total):
-            counts, lo, hi, total, numel = _counted_in_sample(sample, lo, hi, total)
+        if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN/Inf, seen after the pass
+            counts, lo, hi, total, numel = _counted_in_sample(sample, lo, hi)
+        elif not math.isfinite(total):  # only the float32 sum overflowed: the sample's mean
+            total = float(sample.sum(dtype=np.float64)) / sample.size * numel
     if counts is None:
         return _float_fields(sample, lo, hi, total / numel, sampled, bins) | dict(
             nan=0, posinf=0, neginf=0
@@ -128,16 +130,14 @@ def finish_float(arrays: list[np.ndarray], numel: int, sampled: int | None, bins
     return fields | common | dict(mean=total / finite)
 
 
-def _counted_in_sample(sample: np.ndarray, lo: float, hi: float, total: float):
+def _counted_in_sample(sample: np.ndarray, lo: float, hi: float):
     """Counts and finite statistics of a tensor that held NaN/Inf but was reduced where the
     pass could not look (a GPU): from the sample, with at least one of each kind that the
-    whole-tensor min, max and sum show.  Returns ``(counts, lo, hi, total, numel)`` for the
-    sample."""
+    whole-tensor min and max show (a NaN makes both NaN).  Returns ``(counts, lo, hi, total,
+    numel)`` for the sample."""
     nan = int(np.isnan(sample).sum()) or int(math.isnan(lo) or math.isnan(hi))
     posinf = int(np.isposinf(sample).sum()) or int(hi == math.inf)
     neginf = int(np.isneginf(sample).sum()) or int(lo == -math.inf)
-    if not (nan or posinf or neginf):
-        nan = 1  # only the sum overflowed to Inf or NaN: say that something did
     finite = sample[np.isfinite(sample)]
     if finite.size == 0:
         return (nan, posinf, neginf), math.nan, math.nan, 0.0, nan + posinf + neginf
@@ -244,9 +244,17 @@ def finish_bool(arrays: list[np.ndarray], numel: int, sampled: int | None, bins:
     )
 
 
-#: the two halves by summary kind
+def nonfinite_float(arrays: list[np.ndarray]) -> bool:
+    """Whether :func:`reduce_float`'s results show a NaN or an Inf (without finishing)."""
+    if len(arrays) == 2:
+        return bool(arrays[0][3:].sum() > 0)
+    return not (math.isfinite(float(arrays[0][0])) and math.isfinite(float(arrays[0][1])))
+
+
+#: the two halves by summary kind, and what tells a NaN/Inf from the results
 REDUCERS: dict[str, Reduce] = {"float": reduce_float, "int": reduce_int, "bool": reduce_bool}
 FINISHERS: dict[str, Finish] = {"float": finish_float, "int": finish_int, "bool": finish_bool}
+NONFINITE: dict[str, Callable[[list[np.ndarray]], bool]] = {"float": nonfinite_float}
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -29,7 +29,7 @@ import torch
 
 from .host import to_host
 from .sampling import flat_view, sample_plan
-from .statistics import FINISHERS, REDUCERS, no_stats
+from .statistics import FINISHERS, NONFINITE, REDUCERS, no_stats
 
 __all__ = [
     "MAX_EXACT",
@@ -152,6 +152,8 @@ def read_dense(t: object, *, who: str = "summarise()") -> Dense:
     """
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{who} needs a torch.Tensor, got {type(t).__name__}")
+    if type(t) is not torch.Tensor:
+        t = plain_values(t, who)
     try:
         layout, dtype, device = t.layout, t.dtype, t.device
         if layout is not torch.strided:
@@ -169,6 +171,32 @@ def read_dense(t: object, *, who: str = "summarise()") -> Dense:
         return Dense(t.detach(), shape, math.prod(shape), dtype, device)
     except (RuntimeError, NotImplementedError) as err:
         raise _unreadable(t, err, who) from err
+
+
+def plain_values(t: torch.Tensor, who: str = "summarise()") -> torch.Tensor:
+    """The plain tensor that holds a tensor subclass's values: the subclass's own storage seen
+    as a ``torch.Tensor``, or, for a wrapper subclass (``__tensor_flatten__``) around one
+    tensor of its shape, that tensor. ``TypeError`` naming the fix for a wrapper around other
+    tensors (a quantised weight's data and scales, say), whose values no one tensor holds.
+
+    >>> class Tagged(torch.Tensor):
+    ...     pass
+    >>> type(plain_values(torch.ones(2).as_subclass(Tagged))).__name__
+    'Tensor'
+    """
+    flatten = getattr(t, "__tensor_flatten__", None)
+    if flatten is None:
+        return t.as_subclass(torch.Tensor)
+    names, _ = flatten()
+    inner = [getattr(t, name) for name in names]
+    if len(inner) == 1 and isinstance(inner[0], torch.Tensor) and inner[0].shape == t.shape:
+        found = inner[0]
+        return found if type(found) is torch.Tensor else plain_values(found, who)
+    raise TypeError(
+        f"{who} cannot read this {type(t).__name__}: a tensor subclass that holds "
+        f"{len(inner)} tensors ({', '.join(names)}) rather than its values; return a plain "
+        f"tensor from the stage (e.g. t.dequantize() or t.to_dense()) to see them"
+    )
 
 
 def _unreadable(t: object, err: BaseException, who: str = "summarise()") -> TypeError:
@@ -280,6 +308,13 @@ class PendingSummary:
         pending._arrays = arrays
         return pending
 
+    def nonfinite(self) -> bool:
+        """Whether the tensor held a NaN or an Inf (known without finishing the summary)."""
+        if self._summary is not None:
+            return self._summary.nan + self._summary.posinf + self._summary.neginf > 0
+        check = NONFINITE.get(self._head["kind"])
+        return check is not None and self._arrays is not None and check(self._arrays)
+
     def arrived(self, arrays: list[np.ndarray]) -> None:
         """The host copies of :attr:`tensors`, in order."""
         self._arrays, self.tensors = arrays, None
@@ -329,6 +364,17 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -
     pending = PendingSummary(head, FINISHERS[kind], tensors, sampled, bins)
     pending.peak = peak
     return pending
+
+
+def summary_without_data(t: Any, *, bins: int = 64) -> Summary:
+    """The :class:`Summary` of a tensor that holds no values (on the meta device): its shape,
+    dtype and device, no statistics, and no error (nothing failed).
+
+    >>> s = summary_without_data(torch.empty(2, 3, device="meta"))
+    >>> (s.shape, s.device, s.mean, s.error)
+    ((2, 3), 'meta', None, None)
+    """
+    return replace(summary_failed(t, "", bins=bins), error=None)
 
 
 def summary_failed(t: Any, reason: str, *, bins: int = 64) -> Summary:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .retained import Retained
 
-__all__ = ["DIVERGING", "VIRIDIS", "View", "available_views", "render_view"]
+__all__ = ["DIVERGING", "NONFINITE", "VIRIDIS", "View", "available_views", "render_view"]
 
 
 def _pooled(before: tuple[int, ...], after: tuple[int, ...]) -> str:
@@ -53,6 +53,11 @@ _COLORMAPS = json.loads((pathlib.Path(__file__).parent / "colormaps.json").read_
 VIRIDIS = _table("viridis")
 #: blue -> white -> red, centred between codes 127 and 128, for data straddling 0
 DIVERGING = _table("diverging")
+#: by :attr:`View.nonfinite` mark: (unused), NaN, +Inf, -Inf
+NONFINITE = np.array(
+    [[0, 0, 0], *(_COLORMAPS["nonfinite"][k] for k in ("nan", "posinf", "neginf"))], np.uint8
+)
+NONFINITE.setflags(write=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -78,9 +83,13 @@ class View:
     labels: tuple[str, ...] | None = None  # per-tile (grid) or per-column (topk) labels
     channels: tuple[int, ...] | None = None  # the channel shown in each tile / the view
     note: str | None = None  # how the data were reduced, e.g. "pooled 512x512 -> 32x32"
+    #: uint8 like ``data``, where a value is not a number: 1 NaN, 2 +Inf, 3 -Inf (0: finite);
+    #: None when every value is finite. Drawn in the colours of :data:`NONFINITE`.
+    nonfinite: np.ndarray | None = None
 
     def to_png(self, colormap: bool = True) -> bytes:
-        """PNG bytes; grids are tiled in rows with a transparent 1-px gap between tiles."""
+        """PNG bytes; grids are tiled in rows with a transparent 1-px gap between tiles;
+        NaN and +/-Inf in their own colours (:data:`NONFINITE`)."""
         from PIL import Image
 
         tiles = self.data if self.data.ndim == 3 else self.data[None]
@@ -91,6 +100,9 @@ class View:
         depth = 4 if colormap else 2  # RGBA or grey + alpha
         canvas = np.zeros((rows * (h + 1) - 1, cols * (w + 1) - 1, depth), np.uint8)
         pixels = table[tiles] if table is not None else tiles[..., None]
+        if self.nonfinite is not None and table is not None:
+            marks = self.nonfinite if self.nonfinite.ndim == 3 else self.nonfinite[None]
+            pixels = np.where(marks[..., None] > 0, NONFINITE[marks], pixels)
         for i in range(n):  # at most a few dozen tiles
             r, c = divmod(i, cols)
             y, x = r * (h + 1), c * (w + 1)
@@ -105,8 +117,21 @@ class View:
 _LOW_PCT, _HIGH_PCT, _PCT_SAMPLE = 0.5, 99.5, 1 << 16
 
 
+def _nonfinite(values: np.ndarray) -> np.ndarray | None:
+    """:attr:`View.nonfinite` of ``values`` (None when all are finite)."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return None
+    marks = np.zeros(values.shape, np.uint8)
+    marks[np.isnan(values)] = 1
+    marks[np.isposinf(values)] = 2
+    marks[np.isneginf(values)] = 3
+    return marks
+
+
 def _quantise(values: np.ndarray) -> tuple[np.ndarray, float, float, bool]:
-    """uint8 codes and (vmin, vmax, signed) from robust percentiles; NaN -> code 0."""
+    """uint8 codes and (vmin, vmax, signed) from robust percentiles of the finite values;
+    NaN and Inf get code 0 (their marks say what they are)."""
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return np.zeros(values.shape, np.uint8), 0.0, 0.0, False
@@ -124,8 +149,9 @@ def _quantise(values: np.ndarray) -> tuple[np.ndarray, float, float, bool]:
 
 
 def _view(kind: str, values: np.ndarray, axes: tuple[str, str], **extra) -> View:
-    codes, vmin, vmax, signed = _quantise(np.asarray(values, np.float64))
-    return View(kind, codes, vmin, vmax, signed, axes, **extra)
+    values = np.asarray(values, np.float64)
+    codes, vmin, vmax, signed = _quantise(values)
+    return View(kind, codes, vmin, vmax, signed, axes, **extra, nonfinite=_nonfinite(values))
 
 
 _ViewFn = Callable[[Retained, "int | None"], View]

@@ -8,7 +8,17 @@ from .condense import condense
 from .edges import edges_for, sequential_edges, stage_edges
 from .errors import TraceError
 from .flow import CaptureRecord, Flow
-from .records import EDGE_KINDS, TOPOLOGIES, Edge, EdgeKind, ModuleInfo, OpGraph, Stage, Topology
+from .records import (
+    EDGE_KINDS,
+    TOPOLOGIES,
+    Edge,
+    EdgeKind,
+    Failure,
+    ModuleInfo,
+    OpGraph,
+    Stage,
+    Topology,
+)
 from .selection import resolve
 
 __all__ = [
@@ -17,6 +27,7 @@ __all__ = [
     "CaptureRecord",
     "Edge",
     "EdgeKind",
+    "Failure",
     "Flow",
     "ModuleInfo",
     "OpGraph",

@@ -13,12 +13,16 @@ The walk, for a selection S of call indices:
    ancestor of s (source: that stage). Ops of the model body and of unselected calls, and ops of
    s's own ancestors, are walked through.
 3. Model outputs: the same walk, stopping at any selected owner.
-4. Kinds: the primary incoming edge is the one whose source has the most ancestors (the
-   deepest pathway); it is ``flow``. Ties go to the source of the first tensor the call
-   received (positional arguments first, then keywords in the order given: the order of its
-   input ops; a source reached only beyond a relay counts after all of them), then to the
-   earliest node. Another source that is an ancestor of the primary
-   source is a ``skip``; any other is a ``merge``.
+4. Kinds: the primary incoming edge, ``flow``, is the trunk the stage continues. It comes
+   from the first tensor the call receives (positional arguments first, then keywords in the
+   order given: the order of its input ops) whose sources, walking on through relays, include
+   a stage; if none does, from the first that has a source at all. Of that argument's sources
+   the one with the most ancestors (the deepest pathway) is primary, then the earliest node.
+   So a UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
+   merges into it; a decoder layer's own stream is its trunk and the encoder's output merges;
+   an RNN cell called as ``cell(x[t], h)`` continues the state, and the input merges; a stage
+   reading one tensor (``x + f(x)``, a concatenation) takes its deepest source. Another
+   source that is an ancestor of the primary source is a ``skip``; any other is a ``merge``.
 5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
    takes as input (a residual stream in a pre-norm transformer is read by every block's first
    norm).  A non-primary source reached only through a relay, and that is an ancestor of
@@ -111,17 +115,16 @@ def stage_edges(
 
     def walk(
         start: Sequence[int], skip: set[int], key: frozenset[int]
-    ) -> tuple[dict[str, int], set[str]]:
-        """Sources reached from ``start`` (owners in ``skip`` are walked through), each with
-        the position of the first start op whose walk reaches it before any relay (sources
-        found only beyond a relay come after: ``len(start)``), and those of them reached only
-        through a relay: a walked-through op that another selected stage also takes as input
-        (step 5)."""
-        found: dict[str, int] = {}
+    ) -> tuple[set[str], list[frozenset[str]], set[str]]:
+        """Sources reached from ``start`` (owners in ``skip`` are walked through); what each
+        start op reaches, when there are several and more than one source (step 4); and the
+        sources reached only through a relay: a walked-through op that another selected stage
+        also takes as input (step 5)."""
+        found: set[str] = set()
         seen: set[int] = set()
         starts = set(start)
         relays: list[int] = []
-        for position, first in enumerate(start):
+        for first in start:
             todo = [first]
             while todo:
                 op = todo.pop()
@@ -130,38 +133,41 @@ def stage_edges(
                 name = input_of_op.get(op)
                 if name is not None:
                     seen.add(op)
-                    found.setdefault(name, position)
+                    found.add(name)
                     continue
                 who = own[op]
                 if who != -1 and who not in skip:
                     seen.add(op)
-                    found.setdefault(node_ids[who], position)
+                    found.add(node_ids[who])
                     continue
                 if op not in starts and any(r not in skip for r in readers.get(op, ())):
                     relays.append(op)
                     continue
                 seen.add(op)
                 todo.extend(parents[op])
-        if not relays:
-            return found, set()
         direct = set(found)  # then on through the relays
         for op in relays:
-            for name in reach(op, skip, key):
-                found.setdefault(name, len(start))
-        return found, set(found) - direct
+            found |= reach(op, skip, key)
+        by_argument = [reach(op, skip, key) for op in start] if len(start) > 1 < len(found) else []
+        return found, by_argument, found - direct
 
-    sources: dict[str, dict[str, int]] = {}
+    sources: dict[str, set[str]] = {}
+    arguments: dict[str, list[frozenset[str]]] = {}
     relayed: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
         key = frozenset(skip & chosen)  # (the selected ancestors)
         skip.add(s)
-        sources[node_ids[s]], relayed[node_ids[s]] = walk(graph.call_inputs[s], skip, key)
+        node = node_ids[s]
+        sources[node], arguments[node], relayed[node] = walk(graph.call_inputs[s], skip, key)
     outputs_of = dict(graph.output_ops)
     for name in outputs:
-        sources[name], relayed[name] = walk(outputs_of.get(name, ()), set(), frozenset())
+        sources[name], arguments[name], relayed[name] = walk(
+            outputs_of.get(name, ()), set(), frozenset()
+        )
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
-    return _classify(order, sources, relayed, set(node_ids.values()), inputs[0] if inputs else None)
+    stages = set(node_ids.values())
+    return _classify(order, sources, arguments, relayed, stages, inputs[0] if inputs else None)
 
 
 def sequential_edges(
@@ -177,7 +183,8 @@ def sequential_edges(
 
 def _classify(
     order: list[str],
-    sources: dict[str, dict[str, int]],
+    sources: dict[str, set[str]],
+    arguments: dict[str, list[frozenset[str]]],
     relayed: dict[str, set[str]],
     stages: set[str],
     previous: str | None,
@@ -200,12 +207,16 @@ def _classify(
             continue
         ordered = sorted(found, key=rank.__getitem__)
         bits = 0
-        # the deepest source; of equals, the one of the first input, then the earliest
-        primary, most, first = "", -1, 0
         for src in ordered:
             bits |= closed[src]
-            if depth[src] > most or (depth[src] == most and found[src] < first):
-                primary, most, first = src, depth[src], found[src]
+        # the trunk: the deepest source of the first argument that comes from a stage
+        by_argument = arguments.get(node, ())
+        trunk = next((g for g in by_argument if any(src in stages for src in g)), None)
+        if trunk is None:
+            trunk = next((g for g in by_argument if g), found)
+        primary = min(
+            (src for src in ordered if src in trunk), key=lambda src: -depth[src], default=""
+        )
         ancestors[node] = bits
         closed[node] = bits | (1 << rank[node])
         depth[node] = bits.bit_count()

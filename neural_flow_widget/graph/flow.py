@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from .edges import edges_for
-from .records import EDGE_KINDS, TOPOLOGIES, Edge, ModuleInfo, OpGraph, Stage, Topology
+from .records import EDGE_KINDS, TOPOLOGIES, Edge, Failure, ModuleInfo, OpGraph, Stage, Topology
 from .selection import resolve
 
 
@@ -53,6 +53,11 @@ class Flow:
     capture: CaptureRecord | None = None  # the run's summaries, views and attention maps
     model_ref: Any = field(default=None, compare=False, repr=False)  # weakref to the model
     explicit: bool = field(default=False, compare=False)  # stages were chosen, not defaulted
+    notes: tuple[str, ...] = ()  # what the run could not show, in words (e.g. no data on meta)
+    #: the call ids whose output held NaN or +/-Inf, in the order the calls returned (the first
+    #: is where a NaN or an Inf appeared; the calls around it return it later)
+    nonfinite: tuple[str, ...] = ()
+    failure: Failure | None = None  # set on the partial Flow of a run whose forward raised
     #: how another selection gets its edges when the op graph cannot give them (``topology
     #: ="fx"`` traces the model again with the new stages as leaves); None when it can, or
     #: returns None to keep the op graph's edges
@@ -103,8 +108,11 @@ class Flow:
                 edge.kind
             ]
             sources.setdefault(edge.dst, []).append(edge.src + mark)
+        nonfinite = set(self.nonfinite)
         for stage in self.stages:
             shape = ", ".join("x".join(map(str, s)) or "scalar" for s in stage.shapes) or "-"
+            if stage.id in nonfinite:
+                shape += "  ! NaN/Inf"
             if stage.error:
                 shape += "  ! " + stage.error.splitlines()[0][:60]
             rows.append(
@@ -123,8 +131,13 @@ class Flow:
             f"{self.model} — {len(self.stages)} stages, {len(self.edges)} edges, "
             f"topology: {self.topology}"
         ]
+        lines += [f"note: {note}" for note in self.notes]
+        if self.nonfinite:
+            lines.append(f"first NaN/Inf at {self.nonfinite[0]}")
         for r in rows:
             lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])
+        if self.failure is not None:
+            lines.append(f"failed: {self.failure.message}")
         return "\n".join(line.rstrip() for line in lines)
 
     def lint(self) -> None:

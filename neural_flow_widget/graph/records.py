@@ -65,6 +65,15 @@ class OpGraph:
 
 
 @dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a run stopped: the model's forward raised (the graph is of what ran before)."""
+
+    message: str  # what raised where, with the inputs it received, in words
+    stage: str | None  # the selected stage that was running, if any
+    module: str | None  # the innermost module that raised, if any
+
+
+@dataclass(frozen=True, slots=True)
 class ModuleInfo:
     """A module of the model, as the stage selection sees it."""
 

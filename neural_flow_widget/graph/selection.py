@@ -150,5 +150,9 @@ def _by_callable(
             "a callable stages= needs the model, which is no longer alive; "
             "pass names or a depth instead"
         )
-    by_name = dict(model.named_modules())
-    return {m.name for m in modules if predicate(m.name, by_name[m.name])}
+    # (the names of torch.compile'd submodules are read without their wrapper's "_orig_mod")
+    by_name = {
+        ".".join(p for p in name.split(".") if p != "_orig_mod"): module
+        for name, module in model.named_modules()
+    }
+    return {m.name for m in modules if m.name in by_name and predicate(m.name, by_name[m.name])}

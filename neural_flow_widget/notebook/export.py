@@ -56,6 +56,8 @@ def token_labels(inputs: Any, flow: Any) -> list[str] | None:
     tensor = first[1]
     if tensor.dtype.is_floating_point or tensor.dtype == torch.bool or tensor.dim() != 2:
         return None
+    if tensor.is_meta:  # (shapes only: there are no ids to show)
+        return None
     sample = flow.capture.sample if flow.capture is not None else 0
     if sample >= tensor.shape[0] or tensor.shape[1] > 4096:
         return None

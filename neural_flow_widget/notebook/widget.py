@@ -17,7 +17,7 @@ import traitlets
 from anywidget.experimental import command
 
 from .. import wire
-from ..graph import Flow
+from ..graph import Flow, TraceError
 from ..run import trace
 from . import export as _export
 
@@ -63,12 +63,20 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         tokens: list[str] | None = None,
         **trace_options: Any,
     ) -> None:
+        #: the TraceError of a forward that raised (the widget then shows what ran before)
+        self.error: TraceError | None = None
         if flow is None:
             if model is None:
                 raise TypeError(
                     "NeuralFlowWidget(model, inputs) or NeuralFlowWidget.from_flow(flow)"
                 )
-            flow = trace(model, inputs, **trace_options)
+            try:
+                flow = trace(model, inputs, **trace_options)
+            except TraceError as error:  # shown, not raised: the partial graph says where
+                self.error, flow = error, error.partial
+                warnings.warn(
+                    f"{error} The widget shows it; the error is in widget.error.", stacklevel=2
+                )
             if tokens is None:
                 tokens = _export.token_labels(inputs, flow)
         self.flow = flow

@@ -33,6 +33,7 @@ class CallRecord:
     outputs: tuple[tuple[torch.Size, torch.dtype], ...] = ()  # per tensor leaf (as read)
     error: str | None = None
     done: bool = False
+    ended: int = -1  # when the call returned (or raised), in the run's order of returns
     found: list | None = None  # the input tensors while the call runs (dropped on return)
 
 
@@ -44,6 +45,34 @@ _unobserved = torch._C.DisableTorchFunction
 _mode_depth, _mode_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
 _pop_mode, _push_mode = torch._C._pop_torch_function_stack, torch._C._push_on_torch_function_stack
 LIFT_FROM = 3  # torch calls in an opaque leaf's call from which lifting the tracer pays
+
+
+def uncompiled(model: torch.nn.Module) -> torch.nn.Module:
+    """The module that ``torch.compile`` wrapped, or ``model`` itself: a trace watches the
+    model's own Python code run (eagerly), so that the ids are the ones the user named."""
+    inner = getattr(model, "_orig_mod", None)
+    return inner if _is_compiled(model) and isinstance(inner, torch.nn.Module) else model
+
+
+def _is_compiled(module: torch.nn.Module) -> bool:
+    return type(module).__name__ == "OptimizedModule" and "_orig_mod" in module._modules
+
+
+def named_modules(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """``model.named_modules()`` less the model itself and the wrappers that ``torch.compile``
+    put around submodules (their ``_orig_mod`` drops out of the names)."""
+    return [
+        (compiled_names(name), module)
+        for name, module in model.named_modules()
+        if name and not _is_compiled(module)
+    ]
+
+
+def compiled_names(name: str) -> str:
+    """A module name without the ``_orig_mod`` parts of ``torch.compile``'s wrappers."""
+    if "_orig_mod" not in name:
+        return name
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -86,11 +115,12 @@ class CallTracker:
 
     def __post_init__(self) -> None:
         if self.named is None:
-            self.named = [(n, m) for n, m in self.model.named_modules() if n]
+            self.named = named_modules(self.model)
         self.names = [n for n, _ in self.named]
         self.modules = [m for _, m in self.named]
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
         self._lifts: dict[type, bool] = {}  # opaque class -> whether its calls are lifted
+        self._ended = 0
 
     def fresh(self) -> CallTracker:
         """A new tracker for another run of the same model (its module list is reused)."""
@@ -221,7 +251,8 @@ class CallTracker:
         """The innermost call raised ``error``."""
         index = self.stack.pop()
         record = self.calls[index]
-        record.done = True
+        record.done, record.ended = True, self._ended
+        self._ended += 1
         passed, record.found = record.found, None
         record.error = f"{type(error).__name__}: {error}"
         if passed:  # (for the error message: what the failing call received)
@@ -234,7 +265,8 @@ class CallTracker:
         """The innermost call returned ``output``."""
         index = self.stack.pop()
         record = self.calls[index]
-        record.done = True
+        record.done, record.ended = True, self._ended
+        self._ended += 1
         passed, record.found = record.found, None
         with _unobserved():
             if type(output) is torch.Tensor:  # (most calls: no generators)

@@ -1,7 +1,9 @@
-"""Nested containers of tensors: tuples, lists, dicts, HF ``BatchEncoding`` / ``ModelOutput``."""
+"""Nested containers of tensors: tuples, lists, dicts, HF ``BatchEncoding`` / ``ModelOutput``,
+dataclasses and NamedTuples (by field name)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -19,11 +21,16 @@ def leaves(obj: Any, path: str = "") -> Iterator[tuple[str, Tensor]]:
     if isinstance(obj, Tensor):
         yield path, obj
     elif isinstance(obj, (tuple, list)):
+        names = obj._fields if isinstance(obj, tuple) and hasattr(obj, "_fields") else None
         for i, item in enumerate(obj):
-            yield from leaves(item, f"{path}.{i}" if path else str(i))
+            key = names[i] if names is not None else i
+            yield from leaves(item, f"{path}.{key}" if path else str(key))
     elif isinstance(obj, Mapping):
         for key, item in obj.items():
             yield from leaves(item, f"{path}.{key}" if path else str(key))
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from leaves(getattr(obj, f.name), f"{path}.{f.name}" if path else f.name)
 
 
 def output_leaves(output: Any) -> list[tuple[str, Tensor]]:
@@ -41,11 +48,14 @@ def tensors_in(obj: Any, found: list[Tensor]) -> list[Tensor]:
         for item in obj:
             if isinstance(item, Tensor):
                 found.append(item)
-            elif isinstance(item, (tuple, list, Mapping)):
+            elif item is not None and not isinstance(item, (int, float, str)):
                 tensors_in(item, found)
     elif isinstance(obj, Mapping):
         for item in obj.values():
             tensors_in(item, found)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            tensors_in(getattr(obj, f.name), found)
     return found
 
 

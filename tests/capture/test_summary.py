@@ -315,9 +315,34 @@ class _Refusing(torch.Tensor):
         raise RuntimeError(f"{func} is not supported")
 
 
-def test_subclass_that_refuses_ops_raises_type_error():
-    t = torch.ones(2, 2).as_subclass(_Refusing)
-    with pytest.raises(TypeError, match="as_subclass"):
+def test_a_subclass_that_refuses_ops_is_read_through_its_plain_values():
+    values = torch.arange(6.0).reshape(2, 3)
+    s = summarise(values.clone().as_subclass(_Refusing))
+    assert (s.min, s.max, s.mean, s.error) == (0.0, 5.0, 2.5, None)
+
+
+class _Pair(torch.Tensor):
+    """A wrapper subclass around two tensors (as a quantised weight holds data and scales):
+    no one tensor holds its values."""
+
+    @staticmethod
+    def __new__(cls, data, scale):
+        return torch.Tensor._make_wrapper_subclass(cls, data.shape, dtype=torch.float32)
+
+    def __init__(self, data, scale):
+        self.data_, self.scale = data, scale
+
+    def __tensor_flatten__(self):
+        return ["data_", "scale"], None
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise NotImplementedError(f"{func} on a _Pair")
+
+
+def test_a_wrapper_of_several_tensors_names_them_and_the_fix():
+    t = _Pair(torch.ones(2, 2, dtype=torch.int8), torch.ones(1))
+    with pytest.raises(TypeError, match=r"holds 2 tensors \(data_, scale\).*dequantize"):
         summarise(t)
 
 

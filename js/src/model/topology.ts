@@ -11,11 +11,11 @@
  *   3. Each model output walks from its output ops: input op -> input, owned op -> owner.
  *   4. Canonical order: inputs, stages by call index, outputs. ancestors(n) is the union over
  *      its sources m of ancestors(m) + {m}, over these real edges only.
- *   5. primary = the source with most ancestors -> "flow"; ties go to the source whose
- *      position is lowest (the index of the first start op, calls[s].in in argument order,
- *      whose walk reaches it before any relay; sources found only beyond a relay come after
- *      every start), then to the earliest canonical; another source inside ancestors(primary)
- *      -> "skip"; else -> "merge".
+ *   5. primary ("flow"): the trunk is the first start op (calls[s].in, in argument order)
+ *      whose sources, walking on through relays, include a stage (else the first that has a
+ *      source; a single start: all sources); of the trunk's sources the one with most
+ *      ancestors, then the earliest canonical. Another source inside ancestors(primary) ->
+ *      "skip"; else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
  *      ancestor of s; any stage for an output) takes as input. The walk crosses relays only
  *      after its direct part; a non-primary source found only beyond a relay that is an
@@ -108,29 +108,23 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const stamp = new Int32Array(ops.length);
   let walk = 0;
   const relayed: Set<number>[] = [];
-  const firstInput: Map<number, number>[] = []; // per node: source -> its position (step 5)
+  const byArgument: Set<number>[][] = []; // per node: what each start op reaches (step 5)
   const sourcesOf = (start: number[], stage: number, node: number): number[] => {
-    walk++;
-    const found = new Map<number, number>(); // source -> position
-    const starts = new Set(start);
     let stack: number[] = [];
     const held: number[] = [];
-    const note = (m: number, position: number) => {
-      if (!found.has(m)) found.set(m, position);
-    };
-    // one start after the other (their walks share the stamps), then beyond the relays
-    const visit = (position: number, crossRelays: boolean) => {
+    // from the ops on the stack, into `found`; relays held back unless `crossRelays`
+    const visit = (found: Set<number>, crossRelays: boolean, starts: Set<number>) => {
       while (stack.length) {
         const o = stack.pop()!;
         const input = inputOfOp.get(o);
         if (input !== undefined) {
           const pos = inputPos.get(input);
-          if (pos !== undefined) note(pos, position);
+          if (pos !== undefined) found.add(pos);
           continue;
         }
         const w = own(o);
         if (w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)))) {
-          note(stagePos.get(w)!, position);
+          found.add(stagePos.get(w)!);
           continue;
         }
         if (!crossRelays && !starts.has(o) && isRelay(o, stage)) {
@@ -140,20 +134,34 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
       }
     };
-    start.forEach((o, position) => {
-      if (stamp[o] === walk) return;
+    // one start after the other (their walks share the stamps), then beyond the relays
+    walk++;
+    const found = new Set<number>();
+    const starts = new Set(start);
+    for (const o of start) {
+      if (stamp[o] === walk) continue;
       stamp[o] = walk;
       stack = [o];
-      visit(position, false);
-    });
-    const direct = new Set(found.keys());
+      visit(found, false, starts);
+    }
+    const direct = new Set(found);
     if (held.length) {
       stack = held;
-      visit(start.length, true);
+      visit(found, true, starts);
     }
-    relayed[node] = new Set([...found.keys()].filter((m) => !direct.has(m)));
-    firstInput[node] = found;
-    return [...found.keys()].sort((a, b) => a - b);
+    relayed[node] = new Set([...found].filter((m) => !direct.has(m)));
+    byArgument[node] = [];
+    if (start.length > 1 && found.size > 1) {
+      for (const o of start) {
+        walk++;
+        stamp[o] = walk;
+        stack = [o];
+        const reached = new Set<number>();
+        visit(reached, true, starts);
+        byArgument[node].push(reached);
+      }
+    }
+    return [...found].sort((a, b) => a - b);
   };
 
   const nNodes = nodeIds.length;
@@ -189,13 +197,13 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         if (from >= 0) edge(from, n, "order");
       }
     } else {
-      // the deepest; of equals, the lowest position; then the earliest (src is in canonical order)
-      const position = firstInput[n];
-      let primary = src[0];
-      for (const m of src) {
-        const deeper = ancCount[m] > ancCount[primary];
-        if (deeper || (ancCount[m] === ancCount[primary] && position.get(m)! < position.get(primary)!)) primary = m;
-      }
+      // the trunk: the first argument that comes from a stage (else the first with a source,
+      // else all); of its sources the deepest, then the earliest (src is in canonical order)
+      const args = byArgument[n];
+      const fromStage = (g: Set<number>) => [...g].some((m) => m >= nIn && m < outBase);
+      const trunk = args.find(fromStage) ?? args.find((g) => g.size > 0) ?? new Set(src);
+      let primary = -1;
+      for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m] > ancCount[primary])) primary = m;
       const prow = primary * words;
       // 5b. ancestors of the other sources (a source is never its own ancestor)
       const covered = new Uint32Array(words);

@@ -158,6 +158,7 @@ def _on_sdpa(rec: Recorder, args: tuple, kwargs: dict, result: Any) -> None:
         bool(_arg(args, kwargs, 5, "is_causal", False)),
         _arg(args, kwargs, 6, "scale"),
         bool(_arg(args, kwargs, 7, "enable_gqa", False)),
+        _packed_queries(q, k),
     )
     if rec.writes is not None and _held_fits(q, k, mask, rec.max_exact):
         # the arguments themselves, until the pass ends or something writes in place (see
@@ -171,7 +172,7 @@ def _on_sdpa(rec: Recorder, args: tuple, kwargs: dict, result: Any) -> None:
 def sdpa_entry(
     rec: Recorder, q: Tensor, k: Tensor, mask: Tensor | None, settings: tuple
 ) -> AttentionMap | DeviceMap | PendingMap:
-    is_causal, scale, enable_gqa = settings
+    is_causal, scale, enable_gqa, packed = settings
     inputs = sdpa_inputs(
         q,
         k,
@@ -181,12 +182,28 @@ def sdpa_entry(
         enable_gqa=enable_gqa,
         sample=rec.sample,
         max_exact=rec.max_exact,
+        packed=packed,
     )
     # lazily on the CPU, where the copies are no bigger than the map (on a GPU the copies
     # would hold device memory until read: the map is made and moved to the host now)
     if rec.lazy and inputs.qs.is_cpu and inputs.copy_nbytes <= inputs.map_nbytes:
         return PendingMap(inputs.copied())
     return sdpa_map(inputs)
+
+
+def _packed_queries(q: Any, k: Any) -> int:
+    """How many query heads one query row of this SDPA call stands for: transformers packs a
+    one-token decode step with grouped key/value heads, (N, H, 1, E) queries seen as
+    (N, H_kv, H / H_kv, E), so that SDPA runs on the key/value heads; the model's own map is
+    then (H, 1, S). 1 when the queries are not packed (a view of a one-query tensor with
+    H_kv x rows heads)."""
+    base = getattr(q, "_base", None)  # (the tensor that q is a view of, if it is one)
+    if not isinstance(base, Tensor) or q.ndim != 4 or base.ndim != 4 or k.ndim != 4:
+        return 1
+    n, heads, rows, dim = q.shape
+    if rows > 1 and k.shape[1] == heads and tuple(base.shape) == (n, heads * rows, 1, dim):
+        return rows
+    return 1
 
 
 class Held:

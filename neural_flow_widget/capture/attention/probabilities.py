@@ -97,6 +97,7 @@ class SdpaInputs(NamedTuple):
     factor: float
     pool: tuple[int, int]
     rows: int  # query rows per block
+    packed: int = 1  # query heads per query row (packed grouped-query heads; 1: none)
 
     @property
     def copy_nbytes(self) -> int:
@@ -138,8 +139,10 @@ def sdpa_inputs(
     sample: int = 0,
     max_exact: int = 512,
     block: int | None = None,
+    packed: int = 1,
 ) -> SdpaInputs:
-    """The checked inputs of :func:`attention_probs` for one sample (views of the arguments)."""
+    """The checked inputs of :func:`attention_probs` for one sample (views of the arguments);
+    ``packed``: query heads per query row (see :class:`SdpaInputs`)."""
     if is_causal and attn_mask is not None:
         raise ValueError(
             "attention_probs: pass attn_mask or is_causal, not both "
@@ -159,14 +162,23 @@ def sdpa_inputs(
         rows = _block_rows(block, heads, k_len, pq)
         factor = 1.0 / math.sqrt(dim) if scale is None else float(scale)
         return SdpaInputs(
-            qs, ks, mask, head_shape, bool(is_causal), bool(enable_gqa), factor, (pq, pk), rows
+            qs,
+            ks,
+            mask,
+            head_shape,
+            bool(is_causal),
+            bool(enable_gqa),
+            factor,
+            (pq, pk),
+            rows,
+            packed if packed > 1 and q_len == packed else 1,
         )
 
 
 def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
     """softmax(q kᵀ · scale + mask) of :func:`sdpa_inputs`, block by block (see
     :func:`attention_probs`)."""
-    qs, ks, mask, head_shape, is_causal, enable_gqa, factor, (pq, pk), rows = inputs
+    qs, ks, mask, head_shape, is_causal, enable_gqa, factor, (pq, pk), rows, packed = inputs
     with torch.no_grad():
         ks = _match_kv_heads(qs, ks, enable_gqa)
         q_len, k_len = qs.shape[1], ks.shape[1]
@@ -187,6 +199,8 @@ def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
                 probs.masked_fill_(blank, 0.0)
             blocks.append(_pool(probs, pq, pk))
         out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
+        if packed > 1:  # back to the model's own heads: (H_kv, rows, S) -> (H, 1, S)
+            out, q_len = out.reshape(-1, 1, out.shape[-1]), 1
         return make_map(out, q_len, k_len, (pq, pk), "sdpa", is_causal, owned=True)
 
 

@@ -107,8 +107,8 @@ class AttentionRecorder:
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None:
         """Act on one finished op; a no-op unless ``func`` is in ``INTERESTING``."""
         handler = HANDLERS.get(func)
-        if handler is None:
-            return
+        if handler is None or _on_meta(args, kwargs):
+            return  # (a tensor on the meta device has no values to make a map of)
         try:
             handler(self, args, kwargs or {}, result)
         except Exception as err:  # one failing map marks its call; the forward pass goes on
@@ -176,6 +176,14 @@ class AttentionRecorder:
             self.store(pending.call, pending.map)
         if pending.error is not None:
             self.errors.setdefault(pending.call, []).append(pending.error)
+
+
+def _on_meta(args: tuple, kwargs: dict | None) -> bool:
+    """Whether the first tensor argument of an op lives on the meta device."""
+    for value in (*args, *(kwargs or {}).values()):
+        if isinstance(value, Tensor):
+            return value.is_meta
+    return False
 
 
 def _no_call() -> int:
