@@ -39,7 +39,7 @@ The walk, for a selection S of call indices:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from .records import Edge, EdgeKind, OpGraph, Stage, Topology
 
@@ -195,7 +195,7 @@ def _classify(
     depth: dict[str, int] = {}
     edges: list[Edge] = []
     for node in order:
-        found = sources.get(node, {})
+        found: set[str] = sources.get(node, set())
         if len(found) == 1:  # the common case: one source, a flow edge
             (src,) = found
             bits = ancestors[node] = closed[src]
@@ -211,7 +211,9 @@ def _classify(
             bits |= closed[src]
         # the trunk: the deepest source of the first argument that comes from a stage
         by_argument = arguments.get(node, ())
-        trunk = next((g for g in by_argument if any(src in stages for src in g)), None)
+        trunk: Collection[str] | None = next(
+            (g for g in by_argument if any(src in stages for src in g)), None
+        )
         if trunk is None:
             trunk = next((g for g in by_argument if g), found)
         primary = min(
