@@ -9,7 +9,7 @@ import types
 import warnings
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -44,6 +44,14 @@ class _Run:
     capture: Any = None  # the CaptureState that watched this run
     output: Any = None
     error: BaseException | None = None
+    notes: list[str] = field(default_factory=list)  # what this run could not show
+
+
+SCRIPTED = (
+    "the model is a TorchScript module: the modules inside it run in TorchScript, out of the "
+    "tracer's sight, so the graph shows the model as one step from its inputs to its outputs; "
+    "trace the nn.Module you scripted to see its stages"
+)
 
 
 def trace(
@@ -205,6 +213,13 @@ def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool, capture_
     finally:
         if capture_state is not None:
             capture_state.detach()
+    if tracer is not None and run.error is None and isinstance(model, torch.jit.ScriptModule):
+        # its forward ran in TorchScript, out of the mode: its output, one op of the model's
+        # body made from every input (as for a TorchScript submodule's call)
+        views = [t for a in (*call_args, *call_kw.values()) for _, t in output_leaves(a)]
+        outputs = [t for _, t in output_leaves(run.output) if not tracer.ops_of([t])]
+        tracer.record_call(views, outputs, call=-1)
+        run.notes.append(SCRIPTED)
     return run
 
 
@@ -240,11 +255,11 @@ def _build(
         edges = sequential_edges(selected, inputs, outputs, calls)
     else:
         edges = stage_edges(graph, selected, inputs, outputs, calls)
-    capture, notes, nonfinite = None, (), ()
+    capture, notes, nonfinite = None, tuple(run.notes), ()
     if run.capture is not None:
         capture = run.capture.finish()
         calls = capture.mark(calls)
-        notes = capture.notes
+        notes += capture.notes
         returned = sorted((r.ended, i) for i, r in enumerate(tracker.calls) if r.ended >= 0)
         nonfinite = tuple(calls[i].id for i in capture.nonfinite([i for _, i in returned]))
     return Flow(

@@ -171,6 +171,34 @@ def test_a_torchscript_submodule_is_one_op_of_its_call():
         assert torch.equal(model(x), before)
 
 
+@pytest.mark.parametrize("how", ["script", "trace"])
+def test_a_whole_torchscript_model_is_one_step_from_its_inputs_with_a_note(how):
+    """A model that is itself TorchScript runs every op out of the mode and no Python module
+    call: no stages, and its outputs come from all its inputs (two here) -> both flow-joined
+    into the output, the first argument as the trunk; a note says why and what to do."""
+    eager = seeded(ScriptedResidual)
+
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = eager
+
+        def forward(self, x, y):
+            return self.body(x) + self.body(y)
+
+    two = Two().eval()
+    x, y = torch.randn(2, 4), torch.randn(2, 4)
+    model = torch.jit.script(two) if how == "script" else torch.jit.trace(two, (x, y))
+    with torch.no_grad():
+        before = model(x, y)
+    flow = nfw.trace(model, (x, y))
+    assert flow.stages == ()
+    assert edge_list(flow) == [("input:0", "output:0", "flow"), ("input:1", "output:0", "merge")]
+    assert any("TorchScript" in note and "trace the nn.Module" in note for note in flow.notes)
+    with torch.no_grad():
+        assert torch.equal(model(x, y), before)
+
+
 # -- a pre-activation residual stack (HiFi-GAN's ResBlock pattern) -----------------------------
 
 
