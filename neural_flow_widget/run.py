@@ -190,6 +190,8 @@ def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool, capture_
         def tag(path: str, tensor: torch.Tensor) -> torch.Tensor:
             name = f"input:{prefix}{'.' if prefix and path else ''}{path}"
             names.append(name)
+            if capture_state is not None:
+                capture_state.on_end(name, tensor, output=False)
             if tracer is None:
                 return tensor.detach()
             view, op = tracer.tag_input(tensor)
@@ -257,6 +259,8 @@ def _build(
         edges = stage_edges(graph, selected, inputs, outputs, calls)
     capture, notes, nonfinite = None, tuple(run.notes), ()
     if run.capture is not None:
+        for path, tensor in outs:
+            run.capture.on_end(f"output:{path}", tensor, output=True)
         capture = run.capture.finish()
         calls = capture.mark(calls)
         notes += capture.notes

@@ -26,6 +26,7 @@ from . import accelerator
 from .attention import AttentionRecorder, AttentionTracer
 from .attention.maps import AttentionMap, DeviceMap
 from .host import to_host
+from .meaning import Meaning, PendingMeaning, read_input, read_output
 from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
 from .summary import (
     PendingSummary,
@@ -34,7 +35,7 @@ from .summary import (
     summary_failed,
     summary_without_data,
 )
-from .views import available_views, render_view
+from .views import available_views, meaning_view, render_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,9 @@ class CaptureState:
     recorder: AttentionRecorder | None = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     writes: WriteLog | None = None  # the dataflow tracer, when there is one
+    io: dict[str, Made] = field(default_factory=dict)  # model input / output node -> reduced
+    meanings: dict[str, PendingMeaning] = field(default_factory=dict)  # node -> its reading
+    io_failures: dict[str, str] = field(default_factory=dict)
     _memo: dict[int, tuple[weakref.ref, int, Made]] = field(default_factory=dict)
     _notes: dict[str, None] = field(default_factory=dict)  # (in order, each once)
     _fast: Any = field(default_factory=accelerator.reducer)  # None: torch ops only
@@ -131,6 +135,18 @@ class CaptureState:
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
 
+    def on_end(self, node: str, tensor: torch.Tensor, output: bool) -> None:
+        """A model input (before the forward) or output (after it): reduce it like a stage's
+        output, and read what it means (:mod:`.meaning`)."""
+        try:
+            self.io[node] = self._reduce(tensor)
+            read = read_output if output else read_input
+            meaning = read(tensor, node, self.sample)
+            if meaning is not None:
+                self.meanings[node] = meaning
+        except Exception as error:  # never abort the run: mark the node instead
+            self.io_failures[node] = f"capture failed: {type(error).__name__}: {error}"
+
     def _reduce(self, tensor: torch.Tensor) -> Made:
         budget = self.budget_bytes or DEFAULT_BUDGET_BYTES
         if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
@@ -158,6 +174,7 @@ class CaptureState:
         """The run's records, once its small results reached the host (one transfer per
         device)."""
         made = [m for items in self.outputs.values() for _, m in items if type(m) is tuple]
+        made += [m for m in self.io.values() if type(m) is tuple]
         recorder = self.recorder
         maps = dict(recorder.maps) if recorder is not None else {}
         waiting = [part for m in made for part in m[:2] if part is not None]
@@ -169,7 +186,27 @@ class CaptureState:
         for call, errors in (recorder.errors if recorder is not None else {}).items():
             if errors and call >= 0:
                 self.failures.setdefault(call, f"attention map failed: {errors[0]}")
-        return Capture(outputs, maps, dict(self.failures), self.sample, tuple(self._notes))
+        ends = {
+            node: [Captured(node.partition(":")[2], *_records(m))] for node, m in self.io.items()
+        }
+        meanings = {}
+        for node, pending in self.meanings.items():
+            try:
+                meanings[node] = pending.result()
+            except Exception as error:
+                self.io_failures.setdefault(
+                    node, f"reading failed: {type(error).__name__}: {error}"
+                )
+        return Capture(
+            outputs,
+            maps,
+            dict(self.failures),
+            self.sample,
+            tuple(self._notes),
+            ends,
+            meanings,
+            dict(self.io_failures),
+        )
 
 
 def _records(made: Made) -> tuple[PendingSummary, Retained | None, str | None]:
@@ -191,6 +228,9 @@ class Capture:
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
     sample: int = 0  # which batch sample the views and attention maps show
     notes: tuple[str, ...] = ()  # what the whole run's capture could not do, once each
+    ends: dict[str, list[Captured]] = field(default_factory=dict)  # model input / output nodes
+    meanings: dict[str, Meaning] = field(default_factory=dict)  # their readings, where known
+    end_failures: dict[str, str] = field(default_factory=dict)  # node -> why capture failed
 
     def nonfinite(self, calls: list[int]) -> list[int]:
         """Of ``calls``, in their order, those whose output held a NaN or an Inf."""
@@ -209,6 +249,11 @@ class Capture:
         return tuple(marked)
 
     def captured(self, flow: Flow, stage_id: str) -> list[Captured]:
+        if stage_id in flow.inputs or stage_id in flow.outputs:
+            if stage_id not in self.ends:
+                why = self.end_failures.get(stage_id, "it is not a tensor")
+                raise ValueError(f"{stage_id!r} has no captured data: {why}")
+            return self.ends[stage_id]
         stage = flow.stage(stage_id)
         if stage.index not in self.outputs:
             why = stage.error or "it returned no tensor"
@@ -227,6 +272,9 @@ class Capture:
                 f"stage {stage_id!r} has {len(items)} output tensor(s); leaf={leaf} is out of range"
             )
         item = items[leaf]
+        meaning = self.meanings.get(stage_id)
+        if meaning is not None and kind in (None, meaning.kind):
+            return meaning_view(meaning)
         if item.retained is None and item.summary.device == "meta":
             raise ValueError(f"stage {stage_id!r} ran on the meta device: {META}")
         if item.retained is None:
@@ -236,9 +284,13 @@ class Capture:
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
         items = self.captured(flow, stage_id)
         kept = items[leaf].retained if leaf < len(items) else None
-        return available_views(kept) if kept is not None else ()
+        meaning = self.meanings.get(stage_id)
+        first = (meaning.kind,) if meaning is not None and leaf == 0 else ()
+        return first + (available_views(kept) if kept is not None else ())
 
     def attention(self, flow: Flow, stage_id: str) -> list[Any]:
+        if stage_id in flow.inputs or stage_id in flow.outputs:
+            return []
         stage = flow.stage(stage_id)
         parents = flow.graph.call_parents
         found: list[AttentionMap] = []

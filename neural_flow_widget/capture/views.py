@@ -20,13 +20,23 @@ import json
 import math
 import pathlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .meaning import Meaning
 from .retained import Retained
 
-__all__ = ["DIVERGING", "NONFINITE", "VIRIDIS", "View", "available_views", "render_view"]
+__all__ = [
+    "CATEGORICAL",
+    "DIVERGING",
+    "NONFINITE",
+    "VIRIDIS",
+    "View",
+    "available_views",
+    "meaning_view",
+    "render_view",
+]
 
 
 def _pooled(before: tuple[int, ...], after: tuple[int, ...]) -> str:
@@ -58,6 +68,9 @@ NONFINITE = np.array(
     [[0, 0, 0], *(_COLORMAPS["nonfinite"][k] for k in ("nan", "posinf", "neginf"))], np.uint8
 )
 NONFINITE.setflags(write=False)
+#: colours of class indices (:attr:`View.palette` ``"categorical"``), cycled beyond 20
+CATEGORICAL = np.array(_COLORMAPS["categorical"]["colors"], np.uint8)
+CATEGORICAL.setflags(write=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -86,17 +99,27 @@ class View:
     #: uint8 like ``data``, where a value is not a number: 1 NaN, 2 +Inf, 3 -Inf (0: finite);
     #: None when every value is finite. Drawn in the colours of :data:`NONFINITE`.
     nonfinite: np.ndarray | None = None
+    #: None: codes on a ramp (:data:`DIVERGING` when ``signed``, else :data:`VIRIDIS`);
+    #: ``"rgb"``: ``data`` is (h, w, 3) colours as they are (an input image);
+    #: ``"categorical"``: codes are class indices, coloured by :data:`CATEGORICAL`
+    palette: str | None = None
 
     def to_png(self, colormap: bool = True) -> bytes:
         """PNG bytes; grids are tiled in rows with a transparent 1-px gap between tiles;
         NaN and +/-Inf in their own colours (:data:`NONFINITE`)."""
         from PIL import Image
 
+        if self.palette == "rgb":
+            buffer = io.BytesIO()
+            Image.fromarray(np.ascontiguousarray(self.data), "RGB").save(buffer, format="PNG")
+            return buffer.getvalue()
         tiles = self.data if self.data.ndim == 3 else self.data[None]
         n, h, w = tiles.shape
         cols = max(1, math.ceil(math.sqrt(n)))
         rows = max(1, math.ceil(n / cols))
         table = (DIVERGING if self.signed else VIRIDIS) if colormap else None
+        if colormap and self.palette == "categorical":
+            table = CATEGORICAL[np.arange(256) % len(CATEGORICAL)]
         depth = 4 if colormap else 2  # RGBA or grey + alpha
         canvas = np.zeros((rows * (h + 1) - 1, cols * (w + 1) - 1, depth), np.uint8)
         pixels = table[tiles] if table is not None else tiles[..., None]
@@ -262,6 +285,44 @@ def _topk_view(kept: Retained, channel: int | None) -> View:
         labels=tuple(f"#{i}" for i in where),
         note=f"{data.size} largest |x|, labelled by flat index",
     )
+
+
+def meaning_view(meaning: Meaning) -> View:
+    """The view of a model input's or output's reading (:mod:`.meaning`).
+
+    >>> import torch
+    >>> from neural_flow_widget.capture.meaning import read_output
+    >>> v = meaning_view(read_output(torch.full((1, 1, 4, 4), 2.0), "output:0", 0).result())
+    >>> (v.kind, v.vmin, v.vmax, int(v.data[0, 0]))  # sigmoid(2) = 0.881
+    ('mask', 0.0, 1.0, 225)
+    """
+    kind, data, note = meaning.kind, meaning.data, meaning.note
+    if kind == "image":
+        return View(kind, data, 0.0, 255.0, False, ("y", "x"), note=note, palette="rgb")
+    if kind == "ids":
+        view = _view(kind, data[None].astype(np.float64), ("", "position"), note=note)
+        return replace(view, labels=tuple(str(int(i)) for i in data))
+    if kind == "mask":
+        codes = np.clip(np.rint(data * 255.0), 0, 255).astype(np.uint8)
+        return View(kind, codes, 0.0, 1.0, False, ("y", "x"), note=note)
+    if kind == "segmentation":
+        present = np.unique(data)
+        share = meaning.confidence.mean() if meaning.confidence is not None else float("nan")
+        labels = tuple(f"class {c}" for c in range(meaning.classes))
+        note += f"; {len(present)} classes present, mean winning probability {share:.0%}"
+        return View(
+            kind, data, 0.0, float(meaning.classes - 1), False, ("y", "x"),
+            labels=labels, note=note, palette="categorical",
+        )  # fmt: skip
+    # probabilities, next token: a strip of the most likely, largest first
+    codes = np.clip(np.rint(data[None] * 255.0), 0, 255).astype(np.uint8)
+    what = "class" if kind == "probabilities" else "id"
+    indices = meaning.indices if meaning.indices is not None else np.arange(data.size)
+    labels = tuple(f"{what} {int(i)}: {float(p):.1%}" for i, p in zip(indices, data))
+    return View(
+        kind, codes, 0.0, 1.0, False, ("", "rank"), labels=labels,
+        channels=tuple(int(i) for i in indices), note=note,
+    )  # fmt: skip
 
 
 def available_views(retained: Retained) -> tuple[str, ...]:

@@ -19,28 +19,39 @@ from .. import wire
 def bake_replies(
     flow: Any, tokens: list[str] | None, budget_bytes: int
 ) -> tuple[dict[str, Any], bytes]:
-    """Replies for the selected stages first, then the rest of the calls, until the budget is
-    spent. Returns ``{stage id: {"msg": ..., "buffers": [[offset, length], ...]}}`` and the
-    packed buffers."""
-    order = [flow.calls[i] for i in flow.selected]
+    """Replies for the model's inputs and outputs and the selected stages first, then the
+    rest of the calls, while their JSON and their buffers (as base64) fit in
+    ``budget_bytes``. Each carries its default view, and offers only that one (the page has
+    no kernel to make another). Returns ``{node id: {"msg": ..., "buffers": [[offset,
+    length], ...]}}`` and the packed buffers."""
     chosen = set(flow.selected)
-    order += [c for c in flow.calls if c.index not in chosen]
+    order = [*flow.inputs, *flow.outputs, *(flow.calls[i].id for i in flow.selected)]
+    order += [c.id for c in flow.calls if c.index not in chosen]
     replies: dict[str, Any] = {}
     blob = bytearray()
-    for stage in order:
-        msg, buffers = wire.encode_stage_reply(flow, {"stage": stage.id}, tokens)
+    spent = 0
+    for node in order:
+        msg, buffers = wire.encode_stage_reply(flow, {"stage": node}, tokens)
         if not msg.get("ok"):
             continue
-        size = sum(len(b) for b in buffers)
-        if len(blob) + size > budget_bytes:
+        view = msg.get("view")
+        msg["views"] = [view["kind"]] if view else []
+        aligned = sum(len(b) + (-len(b) % 8) for b in buffers)
+        cost = len(_script_json(msg)) + 40 + _base64_size(aligned)  # (as the page holds it)
+        if spent + cost > budget_bytes:
             continue
+        spent += cost
         spans = []
         for buffer in buffers:
             spans.append([len(blob), len(buffer)])
             blob += buffer
             blob += b"\0" * (-len(blob) % 8)  # keep every buffer 8-byte aligned
-        replies[stage.id] = {"msg": msg, "buffers": spans}
+        replies[node] = {"msg": msg, "buffers": spans}
     return replies, bytes(blob)
+
+
+def _base64_size(n: int) -> int:
+    return 4 * -(-n // 3)
 
 
 def token_labels(inputs: Any, flow: Any) -> list[str] | None:
@@ -78,16 +89,20 @@ def write_html(
     budget_bytes: int = 8_000_000,
     title: str | None = None,
 ) -> pathlib.Path:
-    """Write the page; returns its path."""
+    """Write the page, at most ``budget_bytes`` of it where the graph and the front end
+    leave room for stage data (stages beyond it open without data); returns its path."""
     path = pathlib.Path(path)
-    replies, blob = bake_replies(flow, tokens, budget_bytes)
     title = title or f"{flow.model} — neural_flow_widget"
+    graph = _script_json(wire.encode_graph(flow))
+    bundle = bundle.replace("</script", "<\\/script")
+    fixed = len(_PAGE) + len(html.escape(title)) + len(graph) + len(bundle.encode("utf-8"))
+    replies, blob = bake_replies(flow, tokens, max(0, budget_bytes - fixed))
     page = _PAGE.format(
         title=html.escape(title),
-        graph=_script_json(wire.encode_graph(flow)),
+        graph=graph,
         replies=_script_json(replies),
         blob=base64.b64encode(blob).decode("ascii"),
-        bundle=bundle.replace("</script", "<\\/script"),
+        bundle=bundle,
     )
     path.write_text(page, encoding="utf-8")
     return path

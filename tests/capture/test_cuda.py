@@ -225,3 +225,7 @@ def test_nothing_in_the_forward_pass_waits_for_the_device(monkeypatch):
             torch.cuda.set_sync_debug_mode(0)
         assert not [s.error for s in flow.calls if s.error]
         assert flow.summary(flow.stages[0].id)[0].device.startswith("cuda")
+        # the model's input and output were read too (a sync there marks them, not raises)
+        assert not flow.capture.end_failures
+        assert flow.view(flow.outputs[0]).kind in ("mask", "next token")
+        assert flow.summary(flow.inputs[0])[0].device.startswith("cuda")

@@ -63,6 +63,31 @@ def test_html_export_is_self_contained(widget, tmp_path):
     assert "<script" not in page.split('id="nfw-bundle">', 1)[1].split("</script>", 1)[0]
 
 
+def _baked(page: str) -> dict:
+    import json
+
+    return json.loads(page.split('id="nfw-replies">', 1)[1].split("</script>", 1)[0])
+
+
+def test_html_export_stays_within_its_budget_and_offers_what_it_baked(tmp_path):
+    """The whole page (front end, graph, replies, base64 data) stays within ``budget_bytes``;
+    the model's input and output come first; each baked stage offers only the view it carries
+    (the page has no kernel to make another)."""
+    torch.manual_seed(0)
+    model = zoo.seeded(zoo.UNet)
+    w = nfw.NeuralFlowWidget(model, torch.randn(1, 1, 64, 64))
+    full = w.to_html(tmp_path / "full.html", budget_bytes=50_000_000)
+    everything = _baked(full.read_text())
+    assert {"input:0", "output:0"} <= set(everything)
+    assert all(r["msg"]["views"] == [r["msg"]["view"]["kind"]] for r in everything.values())
+    size = full.stat().st_size
+    budget = size - 20_000  # room for all but a few stages
+    small = w.to_html(tmp_path / "small.html", budget_bytes=budget)
+    assert small.stat().st_size <= budget
+    baked = _baked(small.read_text())
+    assert {"input:0", "output:0"} <= set(baked) and len(baked) < len(everything)
+
+
 def test_hostile_module_names_travel_as_text():
     class Hostile(torch.nn.Module):
         def __init__(self):

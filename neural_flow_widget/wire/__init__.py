@@ -10,7 +10,7 @@ Two messages exist.
 1. The **graph** (traitlet ``graph``, plain JSON, no images), from :func:`encode_graph`::
 
     {
-      "schema": 1,
+      "schema": 2,
       "model": "UNet",                 # class name of the traced model
       "topology": "dataflow",          # "dataflow" | "fx" | "sequential": what made the edges
       "inputs": ["input:0"],           # model input node ids, in argument order
@@ -47,7 +47,11 @@ Two messages exist.
         "message": "stage 'dec1' ...", #   null. What raised where, with the inputs' shapes
         "stage": 7 | null,             # call index of the selected stage that was running
         "module": "dec1.conv" | null}, # qualified name of the innermost module that raised
-      "notes": ["the model ran on the meta device ..."]  # what the run could not show
+      "notes": ["the model ran on the meta device ..."],  # what the run could not show
+      "ends": {"input:0": {"shape": [1, 3, 64, 64], "dtype": "float32", "reading": "image"}}
+                                       # model inputs / outputs whose data was captured: a
+                                       #   click asks for them like a stage; "reading": what
+                                       #   they mean (capture/meaning.py's kinds) or null
     }
 
    Stage edges for any selection (a set of call indices) follow from ``calls``, ``ops``,
@@ -77,8 +81,12 @@ Two messages exist.
                         "axes": ["y", "x"], "labels": ["ch 3", ...] | null,
                         "channels": [3, 7, ...] | null,
                         "note": "pooled 512x512 -> 64x64" | null, "buffer": 1,
-                        "nonfinite": 2 | null} | null,  # uint8 buffer like "buffer": 1 NaN,
-                                                        #   2 +Inf, 3 -Inf, 0 finite; null: none
+                        "nonfinite": 2 | null,   # uint8 buffer like "buffer": 1 NaN,
+                                                 #   2 +Inf, 3 -Inf, 0 finite; null: none
+                        "palette": null} | null, # null: codes on viridis (diverging when
+                                                 #   signed); "rgb": shape [h, w, 3], the
+                                                 #   colours themselves (an input image);
+                                                 #   "categorical": codes are class indices
                "attention": [{                    # one per attention call inside the stage
                    "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
                    "pool": [1, 1],                # query / key block size; [1, 1] = exact
@@ -94,14 +102,37 @@ Two messages exist.
 
 from __future__ import annotations
 
-import math
 from typing import Any, TypedDict
 
-import numpy as np
+from .reply import (
+    GRID_SIDE,
+    AttentionMessage,
+    Buffer,
+    Reply,
+    SummaryMessage,
+    ViewMessage,
+    encode_stage_reply,
+    error_reply,
+    finite_or_none,
+)
+
+__all__ = [
+    "COMMAND",
+    "GRID_SIDE",
+    "SCHEMA",
+    "AttentionMessage",
+    "Buffer",
+    "Graph",
+    "Reply",
+    "SummaryMessage",
+    "ViewMessage",
+    "encode_graph",
+    "encode_stage_reply",
+    "error_reply",
+]
 
 SCHEMA = 2
 COMMAND = "_stage_data"
-GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
 
 # -- the messages, typed (the fields are documented above) ------------------------------------
 
@@ -130,62 +161,7 @@ class Graph(TypedDict):
     nonfinite: list[int]
     failure: dict[str, Any] | None  # {"message", "stage", "module"}
     notes: list[str]
-
-
-class Buffer(TypedDict):
-    shape: list[int]
-    buffer: int  # index into the reply's buffers
-
-
-class SummaryMessage(TypedDict):
-    leaf: str | None
-    shape: list[int]
-    dtype: str
-    device: str
-    kind: str
-    numel: int
-    stats: dict[str, float | int | None]
-    sampled: int | None
-    hist: dict[str, Any] | None  # {"lo", "hi", "bins", "buffer"}: float64 counts
-    values: list[list[Any]] | None
-    error: str | None
-
-
-class ViewMessage(TypedDict):
-    kind: str
-    shape: list[int]
-    vmin: float | None
-    vmax: float | None
-    signed: bool
-    axes: list[str]
-    labels: list[str] | None
-    channels: list[int] | None
-    note: str | None
-    buffer: int  # uint8 codes
-    nonfinite: int | None  # uint8 marks: 1 NaN, 2 +Inf, 3 -Inf
-
-
-class AttentionMessage(TypedDict):
-    heads: int
-    q_len: int
-    k_len: int
-    pool: list[int]
-    source: str
-    causal: bool
-    head: int | None
-    map: Buffer  # float32 probabilities of one head, or the mean over heads
-    grid: Buffer  # float32, every head pooled to <= GRID_SIDE x GRID_SIDE
-
-
-class Reply(TypedDict, total=False):
-    ok: bool
-    stage: str | None
-    summaries: list[SummaryMessage]
-    views: list[str]
-    view: ViewMessage | None
-    attention: list[AttentionMessage]
-    tokens: list[str] | None
-    error: str | None
+    ends: dict[str, dict[str, Any]]  # node -> {"shape", "dtype", "reading"}
 
 
 def encode_graph(flow: Any) -> Graph:
@@ -229,7 +205,22 @@ def encode_graph(flow: Any) -> Graph:
         "nonfinite": [index_of[name] for name in flow.nonfinite],
         "failure": _failure(flow, index_of),
         "notes": list(flow.notes),
+        "ends": _ends(flow),
     }
+
+
+def _ends(flow: Any) -> dict[str, dict[str, Any]]:
+    capture = flow.capture
+    ends: dict[str, dict[str, Any]] = {}
+    for node, items in (getattr(capture, "ends", None) or {}).items():
+        summary = items[0].summary
+        meaning = capture.meanings.get(node)
+        ends[node] = {
+            "shape": [int(n) for n in summary.shape],
+            "dtype": summary.dtype,
+            "reading": meaning.kind if meaning is not None else None,
+        }
+    return ends
 
 
 def _failure(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
@@ -247,156 +238,4 @@ def _stats(capture: Any, index: int) -> list[float | None] | None:
     summary = items[0].summary
     if summary.kind != "float" or summary.mean_abs is None:
         return None
-    return [_num(summary.mean_abs), _num(summary.std)]
-
-
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def error_reply(stage: Any, message: str) -> tuple[Reply, list[bytes]]:
-    return {"ok": False, "stage": stage if isinstance(stage, str) else None, "error": message}, []
-
-
-def encode_stage_reply(
-    flow: Any, request: Any, tokens: list[str] | None = None
-) -> tuple[Reply, list[bytes]]:
-    """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
-    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
-    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
-        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
-    stage_id = request["stage"]
-    try:
-        stage = flow.stage(stage_id)
-    except KeyError as error:
-        return error_reply(stage_id, str(error.args[0]))
-    if flow.capture is None:
-        return error_reply(stage_id, "this flow was traced with capture=False: no data")
-    buffers: list[bytes] = []
-    sample = request.get("sample", 0)
-    captured_sample = getattr(flow.capture, "sample", 0)
-    if sample not in (None, captured_sample):
-        return error_reply(
-            stage_id,
-            f"sample {sample} was not captured; trace with "
-            f"sample={sample} to see it (captured: {captured_sample})",
-        )
-    try:
-        summaries = [_summary(s, buffers) for s in flow.summary(stage_id)]
-    except ValueError as error:
-        summaries = []
-        if stage.error is None:
-            return error_reply(stage_id, str(error))
-    views = list(flow.capture.views(flow, stage_id)) if summaries else []
-    view = None
-    kind, channel = request.get("view"), request.get("channel")
-    for name, value in (("view", kind), ("channel", channel), ("head", request.get("head"))):
-        if value is not None and not isinstance(value, (str if name == "view" else int)):
-            return error_reply(stage_id, f"{name}={value!r} has the wrong type")
-    if views:
-        try:
-            view = _view(flow.view(stage_id, kind, channel=channel), buffers)
-        except ValueError as error:
-            return error_reply(stage_id, str(error))
-    elif kind is not None:
-        return error_reply(stage_id, f"stage {stage_id!r} has no views")
-    try:
-        attention = [_attention(m, request.get("head"), buffers) for m in flow.attention(stage_id)]
-    except ValueError as error:
-        return error_reply(stage_id, str(error))
-    reply: Reply = {
-        "ok": True,
-        "stage": stage_id,
-        "summaries": summaries,
-        "views": views,
-        "view": view,
-        "attention": attention,
-        "tokens": tokens,
-        "error": stage.error,
-    }
-    return reply, buffers
-
-
-def _add(buffers: list[bytes], array: np.ndarray) -> int:
-    buffers.append(np.ascontiguousarray(array).tobytes())
-    return len(buffers) - 1
-
-
-def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
-    hist = None
-    if s.hist_counts is not None and len(s.hist_counts):
-        hist = {
-            "lo": _num(s.hist_lo),
-            "hi": _num(s.hist_hi),
-            "bins": len(s.hist_counts),
-            "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8")),
-        }
-    return {
-        "leaf": getattr(s, "leaf", None),
-        "shape": list(s.shape),
-        "dtype": s.dtype,
-        "device": s.device,
-        "kind": s.kind,
-        "numel": int(s.numel),
-        "stats": {
-            "min": _num(s.min),
-            "max": _num(s.max),
-            "mean": _num(s.mean),
-            "std": _num(s.std),
-            "mean_abs": _num(s.mean_abs),
-            "zero_fraction": _num(s.zero_fraction),
-            "nan": int(s.nan),
-            "posinf": int(s.posinf),
-            "neginf": int(s.neginf),
-        },
-        "sampled": s.sampled,
-        "hist": hist,
-        "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
-        "error": s.error,
-    }
-
-
-def _plain(value: Any) -> Any:
-    return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
-
-
-def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
-    data = np.asarray(v.data, dtype=np.uint8)
-    return {
-        "kind": v.kind,
-        "shape": list(data.shape),
-        "vmin": _num(v.vmin),
-        "vmax": _num(v.vmax),
-        "signed": bool(v.signed),
-        "axes": list(v.axes),
-        "labels": list(v.labels) if v.labels else None,
-        "channels": [int(c) for c in v.channels] if v.channels else None,
-        "note": v.note,
-        "buffer": _add(buffers, data),
-        "nonfinite": _add(buffers, v.nonfinite) if v.nonfinite is not None else None,
-    }
-
-
-def _attention(m: Any, head: int | None, buffers: list[bytes]) -> AttentionMessage:
-    weights = np.asarray(m.weights, dtype="<f4")
-    heads = weights.shape[0]
-    if head is not None and not 0 <= head < heads:
-        raise ValueError(
-            f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
-        )
-    chosen = weights[head] if head is not None else weights.mean(axis=0)
-    grid = m.heads_grid(GRID_SIDE)
-    return {
-        "heads": heads,
-        "q_len": m.q_len,
-        "k_len": m.k_len,
-        "pool": list(m.pool),
-        "source": m.source,
-        "causal": bool(m.causal),
-        "head": head,
-        "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
-        "grid": {"shape": list(grid.shape), "buffer": _add(buffers, grid)},
-    }
+    return [finite_or_none(summary.mean_abs), finite_or_none(summary.std)]

@@ -1,0 +1,224 @@
+"""The stage replies of the wire format (message 2 of :mod:`neural_flow_widget.wire`, whose
+docstring is the reference): what a click on a stage, or on a model input or output, gets
+back. ``js/src/wire_reply.ts`` reads them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypedDict
+
+import numpy as np
+
+GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
+
+
+class Buffer(TypedDict):
+    shape: list[int]
+    buffer: int  # index into the reply's buffers
+
+
+class SummaryMessage(TypedDict):
+    leaf: str | None
+    shape: list[int]
+    dtype: str
+    device: str
+    kind: str
+    numel: int
+    stats: dict[str, float | int | None]
+    sampled: int | None
+    hist: dict[str, Any] | None  # {"lo", "hi", "bins", "buffer"}: float64 counts
+    values: list[list[Any]] | None
+    error: str | None
+
+
+class ViewMessage(TypedDict):
+    kind: str
+    shape: list[int]
+    vmin: float | None
+    vmax: float | None
+    signed: bool
+    axes: list[str]
+    labels: list[str] | None
+    channels: list[int] | None
+    note: str | None
+    buffer: int  # uint8 codes
+    nonfinite: int | None  # uint8 marks: 1 NaN, 2 +Inf, 3 -Inf
+    palette: str | None  # None: a ramp; "rgb"; "categorical"
+
+
+class AttentionMessage(TypedDict):
+    heads: int
+    q_len: int
+    k_len: int
+    pool: list[int]
+    source: str
+    causal: bool
+    head: int | None
+    map: Buffer  # float32 probabilities of one head, or the mean over heads
+    grid: Buffer  # float32, every head pooled to <= GRID_SIDE x GRID_SIDE
+
+
+class Reply(TypedDict, total=False):
+    ok: bool
+    stage: str | None
+    summaries: list[SummaryMessage]
+    views: list[str]
+    view: ViewMessage | None
+    attention: list[AttentionMessage]
+    tokens: list[str] | None
+    error: str | None
+
+
+def finite_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def error_reply(stage: Any, message: str) -> tuple[Reply, list[bytes]]:
+    return {"ok": False, "stage": stage if isinstance(stage, str) else None, "error": message}, []
+
+
+def encode_stage_reply(
+    flow: Any, request: Any, tokens: list[str] | None = None
+) -> tuple[Reply, list[bytes]]:
+    """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
+    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
+    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
+        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
+    stage_id = request["stage"]
+    end = stage_id in flow.inputs or stage_id in flow.outputs  # a model input or output
+    try:
+        error_of = None if end else flow.stage(stage_id).error
+    except KeyError as error:
+        return error_reply(stage_id, str(error.args[0]))
+    if flow.capture is None:
+        return error_reply(stage_id, "this flow was traced with capture=False: no data")
+    buffers: list[bytes] = []
+    sample = request.get("sample", 0)
+    captured_sample = getattr(flow.capture, "sample", 0)
+    if sample not in (None, captured_sample):
+        return error_reply(
+            stage_id,
+            f"sample {sample} was not captured; trace with "
+            f"sample={sample} to see it (captured: {captured_sample})",
+        )
+    try:
+        summaries = [_summary(s, buffers) for s in flow.summary(stage_id)]
+    except ValueError as error:
+        summaries = []
+        if error_of is None:
+            return error_reply(stage_id, str(error))
+    views = list(flow.capture.views(flow, stage_id)) if summaries else []
+    view = None
+    kind, channel = request.get("view"), request.get("channel")
+    for name, value in (("view", kind), ("channel", channel), ("head", request.get("head"))):
+        if value is not None and not isinstance(value, (str if name == "view" else int)):
+            return error_reply(stage_id, f"{name}={value!r} has the wrong type")
+    if views:
+        try:
+            view = _view(flow.view(stage_id, kind, channel=channel), buffers)
+        except ValueError as error:
+            return error_reply(stage_id, str(error))
+    elif kind is not None:
+        return error_reply(stage_id, f"stage {stage_id!r} has no views")
+    try:
+        attention = [_attention(m, request.get("head"), buffers) for m in flow.attention(stage_id)]
+    except ValueError as error:
+        return error_reply(stage_id, str(error))
+    reply: Reply = {
+        "ok": True,
+        "stage": stage_id,
+        "summaries": summaries,
+        "views": views,
+        "view": view,
+        "attention": attention,
+        "tokens": tokens,
+        "error": error_of,
+    }
+    return reply, buffers
+
+
+def _add(buffers: list[bytes], array: np.ndarray) -> int:
+    buffers.append(np.ascontiguousarray(array).tobytes())
+    return len(buffers) - 1
+
+
+def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
+    hist = None
+    if s.hist_counts is not None and len(s.hist_counts):
+        hist = {
+            "lo": finite_or_none(s.hist_lo),
+            "hi": finite_or_none(s.hist_hi),
+            "bins": len(s.hist_counts),
+            "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8")),
+        }
+    return {
+        "leaf": getattr(s, "leaf", None),
+        "shape": list(s.shape),
+        "dtype": s.dtype,
+        "device": s.device,
+        "kind": s.kind,
+        "numel": int(s.numel),
+        "stats": {
+            "min": finite_or_none(s.min),
+            "max": finite_or_none(s.max),
+            "mean": finite_or_none(s.mean),
+            "std": finite_or_none(s.std),
+            "mean_abs": finite_or_none(s.mean_abs),
+            "zero_fraction": finite_or_none(s.zero_fraction),
+            "nan": int(s.nan),
+            "posinf": int(s.posinf),
+            "neginf": int(s.neginf),
+        },
+        "sampled": s.sampled,
+        "hist": hist,
+        "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
+        "error": s.error,
+    }
+
+
+def _plain(value: Any) -> Any:
+    return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
+
+
+def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
+    data = np.asarray(v.data, dtype=np.uint8)
+    return {
+        "kind": v.kind,
+        "shape": list(data.shape),
+        "vmin": finite_or_none(v.vmin),
+        "vmax": finite_or_none(v.vmax),
+        "signed": bool(v.signed),
+        "axes": list(v.axes),
+        "labels": list(v.labels) if v.labels else None,
+        "channels": [int(c) for c in v.channels] if v.channels else None,
+        "note": v.note,
+        "buffer": _add(buffers, data),
+        "nonfinite": _add(buffers, v.nonfinite) if v.nonfinite is not None else None,
+        "palette": v.palette,
+    }
+
+
+def _attention(m: Any, head: int | None, buffers: list[bytes]) -> AttentionMessage:
+    weights = np.asarray(m.weights, dtype="<f4")
+    heads = weights.shape[0]
+    if head is not None and not 0 <= head < heads:
+        raise ValueError(
+            f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
+        )
+    chosen = weights[head] if head is not None else weights.mean(axis=0)
+    grid = m.heads_grid(GRID_SIDE)
+    return {
+        "heads": heads,
+        "q_len": m.q_len,
+        "k_len": m.k_len,
+        "pool": list(m.pool),
+        "source": m.source,
+        "causal": bool(m.causal),
+        "head": head,
+        "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
+        "grid": {"shape": list(grid.shape), "buffer": _add(buffers, grid)},
+    }
