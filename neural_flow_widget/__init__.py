@@ -6,10 +6,21 @@
 Sequential — 1 stages, 2 edges, topology: dataflow
 """
 
+from .compare import Comparison, StageDifference, compare
 from .graph import Edge, Flow, Stage, TraceError
 from .run import trace
 
-__all__ = ["Edge", "Flow", "NeuralFlowWidget", "Stage", "TraceError", "trace"]
+__all__ = [
+    "Comparison",
+    "Edge",
+    "Flow",
+    "NeuralFlowWidget",
+    "Stage",
+    "StageDifference",
+    "TraceError",
+    "compare",
+    "trace",
+]
 __version__ = "0.1.0"
 
 

@@ -1,9 +1,9 @@
 """The package's import graph: layers that point one way, no circles, no reaching into another
 module's private names, Jupyter only in the notebook shell, no torch in the graph record.
 
-The layers, lowest first: ``graph`` <- ``tracing`` <- ``capture`` <- ``run`` <- ``wire`` <-
-``notebook`` <- ``demos`` <- ``cli``. A module imports only from its own layer and the layers
-below; ``capture`` sees ``tracing`` only through ``tracing.protocols``.
+The layers, lowest first: ``graph`` <- ``tracing`` <- ``capture`` <- ``run`` <- ``compare`` <-
+``wire`` <- ``notebook`` <- ``demos`` <- ``cli``. A module imports only from its own layer and
+the layers below; ``capture`` sees ``tracing`` only through ``tracing.protocols``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "neural_flow_widget"
-LAYERS = ["graph", "tracing", "capture", "run", "wire", "notebook", "demos", "cli"]
+LAYERS = ["graph", "tracing", "capture", "run", "compare", "wire", "notebook", "demos", "cli"]
 JUPYTER = {"anywidget", "ipywidgets", "traitlets", "IPython", "ipykernel"}
 
 

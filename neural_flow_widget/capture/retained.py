@@ -46,10 +46,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .dense import Dense, read_dense
 from .host import to_host
 from .pooling import Like, even, even2, fit, fit_axes, pool_flat
 from .sampling import prime_at_least
-from .summary import Dense, read_dense
 
 __all__ = [
     "DEFAULT_BUDGET_BYTES",

@@ -25,12 +25,12 @@ from ..tracing.protocols import WriteLog
 from . import accelerator
 from .attention import AttentionRecorder, AttentionTracer
 from .attention.maps import AttentionMap, DeviceMap
+from .dense import read_dense
 from .host import to_host
 from .meaning import Meaning, PendingMeaning, read_input, read_output
 from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
 from .summary import (
     PendingSummary,
-    read_dense,
     summarise_pending,
     summary_failed,
     summary_without_data,

@@ -22,11 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
+from .dense import Dense, check_dense, plain_values, read_dense, unreadable
 from .host import to_host
 from .sampling import flat_view, sample_plan
 from .statistics import FINISHERS, NONFINITE, REDUCERS, no_stats
@@ -38,6 +39,7 @@ __all__ = [
     "PendingSummary",
     "Summary",
     "check_dense",
+    "plain_values",
     "read_dense",
     "summarise",
     "summarise_pending",
@@ -125,99 +127,6 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-_QUANTIZED = frozenset(
-    getattr(torch, name)
-    for name in ("quint8", "qint8", "qint32", "quint4x2", "quint2x4")
-    if hasattr(torch, name)
-)
-
-
-class Dense(NamedTuple):
-    """A checked, detached dense tensor and what was read from it (each attribute read
-    is a torch call under a TorchFunctionMode, so summary and retention share one read)."""
-
-    t: torch.Tensor  # detached
-    shape: tuple[int, ...]
-    numel: int
-    dtype: torch.dtype
-    device: torch.device
-
-
-def read_dense(t: object, *, who: str = "summarise()") -> Dense:
-    """Check ``t`` (see :func:`check_dense`) and read it once.
-
-    >>> import torch
-    >>> read_dense(torch.ones(2, 3)).numel
-    6
-    """
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{who} needs a torch.Tensor, got {type(t).__name__}")
-    if type(t) is not torch.Tensor:
-        t = plain_values(t, who)
-    try:
-        layout, dtype, device = t.layout, t.dtype, t.device
-        if layout is not torch.strided:
-            raise TypeError(
-                f"{who} needs a dense tensor, got layout {layout}; "
-                "convert it with t.to_dense() before it leaves the stage"
-            )
-        if dtype in _QUANTIZED:
-            raise TypeError(
-                f"{who} cannot read a quantized tensor ({dtype}); use t.dequantize() first"
-            )
-        if device.type == "meta":
-            raise TypeError(f"{who} got a meta tensor, which has no data to summarise")
-        shape = tuple(t.shape)
-        return Dense(t.detach(), shape, math.prod(shape), dtype, device)
-    except (RuntimeError, NotImplementedError) as err:
-        raise _unreadable(t, err, who) from err
-
-
-def plain_values(t: torch.Tensor, who: str = "summarise()") -> torch.Tensor:
-    """The plain tensor that holds a tensor subclass's values: the subclass's own storage seen
-    as a ``torch.Tensor``, or, for a wrapper subclass (``__tensor_flatten__``) around one
-    tensor of its shape, that tensor. ``TypeError`` naming the fix for a wrapper around other
-    tensors (a quantised weight's data and scales, say), whose values no one tensor holds.
-
-    >>> class Tagged(torch.Tensor):
-    ...     pass
-    >>> type(plain_values(torch.ones(2).as_subclass(Tagged))).__name__
-    'Tensor'
-    """
-    flatten = getattr(t, "__tensor_flatten__", None)
-    if flatten is None:
-        return t.as_subclass(torch.Tensor)
-    names, _ = flatten()
-    inner = [getattr(t, name) for name in names]
-    if len(inner) == 1 and isinstance(inner[0], torch.Tensor) and inner[0].shape == t.shape:
-        found = inner[0]
-        return found if type(found) is torch.Tensor else plain_values(found, who)
-    raise TypeError(
-        f"{who} cannot read this {type(t).__name__}: a tensor subclass that holds "
-        f"{len(inner)} tensors ({', '.join(names)}) rather than its values; return a plain "
-        f"tensor from the stage (e.g. t.dequantize() or t.to_dense()) to see them"
-    )
-
-
-def _unreadable(t: object, err: BaseException, who: str = "summarise()") -> TypeError:
-    return TypeError(
-        f"{who} cannot read this {type(t).__name__} ({type(err).__name__}: {err}); "
-        "return a plain dense tensor from the stage (e.g. t.as_subclass(torch.Tensor), "
-        "t.float()) or leave the stage unsummarised"
-    )
-
-
-def check_dense(t: object, *, who: str = "summarise()") -> torch.Tensor:
-    """Raise a ``TypeError`` naming the fix unless ``t`` is a dense tensor with data.
-
-    >>> import torch
-    >>> check_dense(torch.ones(2)).shape
-    torch.Size([2])
-    """
-    read_dense(t, who=who)
-    return t  # type: ignore[return-value]
-
-
 _KERNEL_FLOATS = frozenset((torch.float16, torch.bfloat16, torch.float32, torch.float64))
 
 
@@ -269,7 +178,17 @@ class PendingSummary:
     time the pending summary was made: the same kernels on the same (copied) values.
     """
 
-    __slots__ = ("_arrays", "_finish", "_head", "_sampled", "_summary", "bins", "peak", "tensors")
+    __slots__ = (
+        "_arrays",
+        "_finish",
+        "_head",
+        "_sample",
+        "_sampled",
+        "_summary",
+        "bins",
+        "peak",
+        "tensors",
+    )
 
     def __init__(
         self,
@@ -285,6 +204,7 @@ class PendingSummary:
         self.tensors: list[torch.Tensor] | None = tensors or None  # until they reach the host
         self._arrays: list[np.ndarray] | None = None if tensors else []
         self._summary = summary
+        self._sample: np.ndarray | None = None  # a float tensor's fixed sample, once finished
         #: the tensor's largest finite |x| where the call knew it (host float or 0-d device
         #: tensor; None), which the retained maps' float16 scale comes from
         self.peak: float | torch.Tensor | None = None
@@ -330,8 +250,18 @@ class PendingSummary:
             numel = self._head["numel"]
             fields = self._finish(self._arrays, numel, self._sampled, self.bins)
             self._summary = Summary(**self._head, **fields)
-            self._arrays = None  # the sample copy is no longer needed
+            if self._head["kind"] == "float":  # kept for comparisons (at most MAX_EXACT values)
+                self._sample = self._arrays[-1]
+            self._arrays = None
         return self._summary
+
+    def sample(self) -> tuple[np.ndarray, bool] | None:
+        """A float tensor's fixed sample (:mod:`.sampling`: the same elements for every tensor
+        of its size) and whether it is every element; None for other kinds."""
+        self.resolve()
+        if self._sample is None:
+            return None
+        return self._sample, self._sampled is None
 
 
 def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -> PendingSummary:
@@ -356,7 +286,7 @@ def summarise_pending(d: Dense, *, bins: int = 64, max_exact: int = MAX_EXACT) -
     except torch.OutOfMemoryError:
         raise
     except (RuntimeError, NotImplementedError) as err:
-        raise _unreadable(d.t, err) from err
+        raise unreadable(d.t, err) from err
     sampled = None
     if kind != "bool":
         plan = sample_plan(d.numel, max_exact)

@@ -65,7 +65,7 @@ def test_class_logits_read_as_probabilities_top_k():
     assert view.labels[0] == f"class 1: {float(p[1]):.1%}"
     assert view.channels == tuple(order.tolist())
     given = read_output(torch.softmax(logits, 1), "output:0", sample=1).result()
-    assert "as given" in given.note and list(given.indices)[0] == 0
+    assert "as given" in given.note and int(given.indices[0]) == 0
 
 
 def test_a_segmentation_output_reads_the_winning_class_per_pixel():

@@ -1,0 +1,202 @@
+"""Where two runs part: ``nfw.compare(flow_a, flow_b)``, stage by stage.
+
+>>> import torch, neural_flow_widget as nfw
+>>> model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+>>> x = torch.ones(1, 4)
+>>> c = nfw.compare(nfw.trace(model, x), nfw.trace(model, x + 1))
+>>> c.first_divergent().id
+'0'
+>>> [round(d.rel_l2, 6) for d in nfw.compare(nfw.trace(model, x), nfw.trace(model, x)).stages]
+[0.0, 0.0, 0.0]
+
+Two runs of the same model on two inputs (a clean and a corrupted image), of two models of
+the same structure (base and fine-tuned), in two dtypes (float32 and bfloat16): stages are
+matched by id, and each pair of outputs is compared on what capture keeps of both, the fixed
+sample of every float output (:mod:`.capture.sampling`: the same elements of every tensor of
+a size, up to 8,192 of them). The figures are exact for outputs of at most that many
+elements (``exact``) and estimates from those elements beyond (``elements`` of ``numel``
+compared). Stages are in the order they returned (the innermost first), so the first
+divergent stage is where the runs began to part.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .graph import Flow
+
+__all__ = ["Comparison", "StageDifference", "compare"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageDifference:
+    """How one stage's output differs between run A and run B (over every float leaf)."""
+
+    id: str
+    rel_l2: float  # ||a - b|| / ||a||: 0 when equal; inf when a is 0 and b is not; nan: NaN
+    cosine: float  # a . b / (||a|| ||b||); 1 when both are 0; nan when either holds NaN
+    max_abs: float  # max |a - b| over the elements compared
+    exact: bool  # every element compared (else the fixed sample)
+    elements: int  # elements compared
+    numel: int  # elements of the outputs
+    note: str | None = None  # why the figures are what they are (shapes differ, no data ...)
+
+    def diverges(self, rtol: float = 1e-3) -> bool:
+        """Whether the outputs differ by more than ``rtol`` (relative L2); a NaN in them counts,
+        a stage without data to compare does not."""
+        return (self.elements > 0 and not self.rel_l2 <= rtol) or math.isinf(self.rel_l2)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two runs compared stage by stage (see :func:`compare`)."""
+
+    stages: tuple[StageDifference, ...]  # the stages of both runs, in the order they returned
+    only_a: tuple[str, ...]  # stage ids that ran in run A only (control flow, another model)
+    only_b: tuple[str, ...]
+    ends: tuple[StageDifference, ...] = ()  # the model inputs and outputs of both runs
+
+    def first_divergent(self, rtol: float = 1e-3) -> StageDifference | None:
+        """The first stage to return whose output differs by more than ``rtol`` (relative
+        L2 difference); None when no stage does."""
+        return next((d for d in self.stages if d.diverges(rtol)), None)
+
+    def stage(self, stage_id: str) -> StageDifference:
+        for d in (*self.stages, *self.ends):
+            if d.id == stage_id:
+                return d
+        raise KeyError(f"no stage {stage_id!r} ran in both runs")
+
+    def to_text(self, rtol: float = 1e-3) -> str:
+        """A table: one row per stage, the first divergent one marked."""
+        first = self.first_divergent(rtol)
+        rows = [("stage", "rel L2", "cosine", "max |a-b|", "compared")]
+        for d in (*self.ends[:1], *self.stages, *self.ends[1:]):
+            mark = "  <- first divergent" if d is first else ""
+            seen = "all" if d.exact else f"{d.elements:,} of {d.numel:,}"
+            rows.append(
+                (d.id, _fmt(d.rel_l2), _fmt(d.cosine), _fmt(d.max_abs), seen + mark)
+            )  # fmt: skip
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
+        lines += [f"only in run A: {', '.join(self.only_a)}"] if self.only_a else []
+        lines += [f"only in run B: {', '.join(self.only_b)}"] if self.only_b else []
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if math.isfinite(x) else str(x)
+
+
+def compare(a: Flow, b: Flow) -> Comparison:
+    """Compare two runs traced with ``capture=True`` stage by stage (see the module doc).
+
+    Stages are matched by id (``block#1`` is the second call of ``block`` in both runs), the
+    model's inputs and outputs by node id.
+    """
+    for name, flow in (("a", a), ("b", b)):
+        if flow.capture is None:
+            raise ValueError(
+                f"flow {name} was traced with capture=False: there is nothing to compare; "
+                f"trace both runs with capture=True"
+            )
+    ids_b = {c.id for c in b.calls}
+    order = _return_order(a)
+    stages = tuple(_difference(a, b, a.calls[i].id) for i in order if a.calls[i].id in ids_b)
+    ids_a = {c.id for c in a.calls}
+    only_a = tuple(a.calls[i].id for i in order if a.calls[i].id not in ids_b)
+    only_b = tuple(b.calls[i].id for i in _return_order(b) if b.calls[i].id not in ids_a)
+    both = [n for n in (*a.inputs, *a.outputs) if n in (*b.inputs, *b.outputs)]
+    ends = tuple(_difference(a, b, n) for n in both)
+    return Comparison(stages, only_a, only_b, ends)
+
+
+def _return_order(flow: Flow) -> list[int]:
+    """Call indices in the order the calls returned: children before their parent, siblings
+    in start order (a post-order of the call tree)."""
+    children: dict[int, list[int]] = {}
+    for c, parent in enumerate(flow.graph.call_parents):
+        children.setdefault(parent, []).append(c)
+    order: list[int] = []
+    stack: list[tuple[int, bool]] = [(c, False) for c in reversed(children.get(-1, []))]
+    while stack:
+        c, done = stack.pop()
+        if done:
+            order.append(c)
+            continue
+        stack.append((c, True))
+        stack.extend((k, False) for k in reversed(children.get(c, [])))
+    return order
+
+
+def _samples(flow: Flow, node: str) -> tuple[list[tuple[str, Any, Any]], str | None]:
+    capture: Any = flow.capture
+    try:
+        items = capture.captured(flow, node)
+    except (ValueError, KeyError) as error:
+        return [], str(error)
+    found = []
+    for item in items:
+        kept = item.pending.sample() if item.error is None else None
+        found.append((item.leaf, kept, item.summary))
+    return found, None
+
+
+def _difference(a: Flow, b: Flow, node: str) -> StageDifference:
+    leaves_a, why_a = _samples(a, node)
+    leaves_b, why_b = _samples(b, node)
+    if why_a or why_b:
+        return _missing(node, f"no data: {why_a or why_b}")
+    by_leaf = {leaf: (kept, summary) for leaf, kept, summary in leaves_b}
+    diff = norm_a = norm_b = dot = 0.0
+    peak, exact, elements, numel, notes = 0.0, True, 0, 0, []
+    for leaf, kept_a, summary_a in leaves_a:
+        kept_b, summary_b = by_leaf.get(leaf, (None, None))
+        where = f"output {leaf}" if leaf else "the output"
+        if summary_b is None:
+            notes.append(f"{where} is missing in run B")
+            diff = math.inf
+            continue
+        if tuple(summary_a.shape) != tuple(summary_b.shape):
+            notes.append(f"{where}: shapes differ ({summary_a.shape} vs {summary_b.shape})")
+            diff = math.inf
+            continue
+        if kept_a is None or kept_b is None:
+            notes.append(f"{where} is not compared ({summary_a.dtype} / {summary_b.dtype})")
+            continue
+        x = np.asarray(kept_a[0], np.float64)
+        y = np.asarray(kept_b[0], np.float64)
+        d = x - y
+        diff += float(d @ d)
+        norm_a, norm_b, dot = norm_a + float(x @ x), norm_b + float(y @ y), dot + float(x @ y)
+        peak = max(peak, float(np.max(np.abs(d))) if d.size else 0.0)
+        exact &= kept_a[1] and kept_b[1]
+        elements += x.size
+        numel += int(summary_a.numel)
+    if not elements and not notes:
+        return _missing(node, "no float output to compare")
+    rel = _ratio(math.sqrt(diff), math.sqrt(norm_a))
+    if norm_a == 0.0 and norm_b == 0.0:
+        cosine = 1.0
+    elif norm_a == 0.0 or norm_b == 0.0:
+        cosine = 0.0
+    else:
+        cosine = dot / math.sqrt(norm_a * norm_b)
+    note = "; ".join(notes) or None
+    return StageDifference(node, rel, cosine, peak, exact, elements, numel, note)
+
+
+def _ratio(num: float, den: float) -> float:
+    if math.isnan(num) or math.isnan(den):
+        return math.nan
+    if den == 0.0:
+        return 0.0 if num == 0.0 else math.inf
+    return num / den
+
+
+def _missing(node: str, note: str) -> StageDifference:
+    return StageDifference(node, math.nan, math.nan, math.nan, False, 0, 0, note)
