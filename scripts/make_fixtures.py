@@ -3,8 +3,16 @@
     .venv/bin/python scripts/make_fixtures.py
 
 - ``wire_golden.json``: the graph message of ``tests/zoo.py``'s U-Net (capture on).
-- ``edges_golden.json``: for several flows and expansion states, the edges of
-  ``flow.select(<visible stages>)``; the front end must compute the same from the graph alone.
+- ``edges_golden.json``: the differential test of the two stage-edge walks (``graph/edges.py``
+  and its JS twin ``js/src/model/topology.ts``, held to it by ``js/test/golden.test.ts``). Per
+  case (the zoo, the demos, the graph fixtures' models, transformers' GPT-2, a padded BERT and
+  T5, diffusers' UNet2DConditionModel, seeded random architectures from
+  ``tests/random_models.py``; a few in the sequential topology): the graph, the runs of
+  repeated blocks the front end folds, and one record per distinct selection with the edges of
+  ``flow.select(selection)`` (stages named by call index). The selections are those of view
+  states (expansions level by level and at random, runs folded or not; the states are kept,
+  and the JS test checks its view model draws the same selection for each) and arbitrary ones
+  (any subset of calls, calls together with their ancestors, none, all).
 - ``wire_unet.json``, ``wire_transformer12.json``: graph messages of real traces of the
   models in ``tests/fixture_models.py`` (a U-Net with a residual bottleneck, a 12-block
   TinyGPT), which the JS unit tests and the browser tests draw.
@@ -25,6 +33,7 @@ import io
 import json
 import pathlib
 import random
+import re
 import sys
 from collections.abc import Callable, Iterable
 
@@ -35,6 +44,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import fixture_models  # noqa: E402
+import random_models  # noqa: E402
 import zoo  # noqa: E402
 
 import neural_flow_widget as nfw  # noqa: E402
@@ -84,42 +94,64 @@ def _dumps(value, lines: frozenset, level: int) -> str:
 # ------------------------------------------------------------------------ edges golden
 
 
+#: Random architectures (tests/random_models.py) in the edges golden file, and their most steps.
+RANDOM_CASES = 48
+RANDOM_STEPS = 10
+
+
+def _trace(model, inputs=(), topology: str = "auto", **kwargs):
+    return nfw.trace(model, inputs, capture=False, topology=topology, kwargs=kwargs or None)
+
+
 def flows():
-    torch.manual_seed(0)
-    yield "unet", nfw.trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), capture=False)
-    yield "resnet", nfw.trace(zoo.seeded(zoo.ResNet), torch.randn(1, 3, 8, 8), capture=False)
-    yield (
-        "multimodal",
-        nfw.trace(
-            zoo.seeded(zoo.Multimodal), (torch.randn(2, 1, 8, 8), torch.randn(2, 6)), capture=False
-        ),
-    )
-    yield "reused", nfw.trace(zoo.seeded(zoo.Reused), torch.randn(2, 4), capture=False)
-    yield "attention", nfw.trace(zoo.seeded(zoo.Attention), torch.randn(2, 5, 6), capture=False)
-    yield "heads", nfw.trace(zoo.seeded(zoo.ThreeHeads), torch.randn(2, 4), capture=False)
-    yield "prenorm", nfw.trace(zoo.seeded(zoo.PreNorm), torch.randn(2, 4), capture=False)
-    yield "dense", nfw.trace(zoo.seeded(zoo.Dense), torch.randn(2, 4), capture=False)
-    yield (
-        "unet_sequential",
-        nfw.trace(
-            zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), capture=False, topology="sequential"
-        ),
-    )
-    from transformers import GPT2Config, GPT2LMHeadModel
+    """(name, flow) of every edges-golden case: the zoo, the demos, the front end's graph
+    fixtures, transformers' GPT-2, BERT (padded) and T5, diffusers' UNet2DConditionModel, and
+    seeded random architectures; a few in the sequential topology."""
+    from neural_flow_widget import demos
 
     torch.manual_seed(0)
-    gpt2 = GPT2LMHeadModel(
-        GPT2Config(
-            n_layer=4,
-            n_embd=32,
-            n_head=4,
-            vocab_size=64,
-            n_positions=32,
-            bos_token_id=0,
-            eos_token_id=0,
-        )
-    ).eval()
-    yield "gpt2", nfw.trace(gpt2, torch.randint(0, 64, (1, 8)), capture=False)
+    yield "unet", _trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16))
+    yield "resnet", _trace(zoo.seeded(zoo.ResNet), torch.randn(1, 3, 8, 8))
+    multimodal = (torch.randn(2, 1, 8, 8), torch.randn(2, 6))
+    yield "multimodal", _trace(zoo.seeded(zoo.Multimodal), multimodal)
+    yield "reused", _trace(zoo.seeded(zoo.Reused), torch.randn(2, 4))
+    yield "attention", _trace(zoo.seeded(zoo.Attention), torch.randn(2, 5, 6))
+    yield "heads", _trace(zoo.seeded(zoo.ThreeHeads), torch.randn(2, 4))
+    yield "prenorm", _trace(zoo.seeded(zoo.PreNorm), torch.randn(2, 4))
+    yield "dense", _trace(zoo.seeded(zoo.Dense), torch.randn(2, 4))
+    for sign, taken in ((1.0, "pos"), (-1.0, "neg")):
+        branchy = zoo.seeded(zoo.Branchy)
+        with torch.no_grad():
+            branchy.pre.weight.copy_(torch.eye(4))
+            branchy.pre.bias.zero_()
+        yield f"branchy_{taken}", _trace(branchy, torch.full((2, 4), sign))
+    yield "inplace", _trace(zoo.seeded(zoo.InPlace), torch.randn(2, 4))
+    keyword = {"mask": torch.randn(2, 4), "scale": 2.0, "note": "hi"}
+    yield "keyword", _trace(zoo.seeded(zoo.Keyword), torch.randn(2, 4), **keyword)
+    batch = {"x": torch.randn(2, 3), "pair": [torch.randn(2, 3), torch.randn(2, 3)]}
+    yield "nested", _trace(zoo.seeded(zoo.Nested), {"batch": batch, "k": 3})
+    try:
+        _trace(zoo.seeded(zoo.Broken), torch.randn(2, 4))
+    except nfw.TraceError as err:  # the graph up to the failing stage
+        yield "broken", err.partial
+    yield "cell_loop", _trace(zoo.seeded(zoo.CellLoop), torch.randn(4, 2, 3))
+    yield "unet_sequential", _trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), "sequential")
+    for name in demos.DEMOS:
+        demo = demos.load(name, pretrained=False)
+        yield f"demo_{name}", _trace(demo.model, demo.inputs)
+    yield "fixture_unet", _trace(*fixture_models.unet())
+    yield "fixture_transformer12", _trace(*fixture_models.transformer12())
+    model, ids = fixture_models.gpt2()
+    yield "gpt2", _trace(model, ids)
+    yield "gpt2_sequential", _trace(model, ids, "sequential")
+    yield "bert_padded", _trace(*fixture_models.bert())
+    yield "t5", _trace(*fixture_models.t5())
+    yield "unet2d_condition", _trace(*fixture_models.unet2d())
+    rng = random.Random(0)
+    for k in range(RANDOM_CASES):
+        arch = random_models.sample(rng, RANDOM_STEPS)
+        model, args, kwargs = random_models.model_and_inputs(arch, seed=k)
+        yield f"random_{k}", _trace(model, args, **kwargs)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:
@@ -137,33 +169,165 @@ def visible(flow, expanded: set[int]) -> list[int]:
     return shown
 
 
-def expansion_states(flow, rng: random.Random) -> list[set[int]]:
-    groups = [c.index for c in flow.calls if any(p == c.index for p in flow.graph.call_parents)]
-    states = [set(), set(groups)]
-    states += [{g} for g in groups[:6]]
-    for _ in range(4):
-        states.append({g for g in groups if rng.random() < 0.5})
+class Folds:
+    """The front end's call tree and the runs of repeated blocks it folds (``js/src/model/
+    tree.ts``: sibling calls ``prefix.N``, N consecutive, of equal type and signature, at
+    least 3), and the calls a view state draws (``view_model.ts``: a folded run stands for
+    all its members). The JS test checks that it finds the same runs and selections."""
+
+    MIN_RUN = 3
+    INDEXED = re.compile(r"^(.*)\.(\d+)$")
+
+    def __init__(self, flow) -> None:
+        calls = flow.calls
+        self.children: list[list[int]] = [[] for _ in calls]
+        self.roots: list[int] = []
+        for c, parent in enumerate(flow.graph.call_parents):
+            (self.children[parent] if parent >= 0 else self.roots).append(c)
+        self.runs: list[list[int]] = []
+        for siblings in [self.roots, *self.children]:
+            i = 0
+            while i < len(siblings):
+                first = calls[siblings[i]]
+                m = self.INDEXED.match(first.module)
+                j = i + 1
+                if m:
+                    n = int(m[2])
+                    while j < len(siblings):
+                        c = calls[siblings[j]]
+                        mj = self.INDEXED.match(c.module)
+                        if not mj or mj[1] != m[1] or int(mj[2]) != n + 1:
+                            break
+                        if c.type != first.type or c.sig != first.sig:
+                            break
+                        n, j = n + 1, j + 1
+                if m and j - i >= self.MIN_RUN:
+                    self.runs.append(siblings[i:j])
+                    i = j
+                else:
+                    i += 1
+        self.run_of = {c: r for r, run in enumerate(self.runs) for c in run}
+
+    def selection(self, expanded: set[int], folded: set[int]) -> list[int]:
+        """The calls drawn (as stages or inside folds) with ``expanded`` calls open and the
+        runs whose first member is in ``folded`` folded."""
+        out: list[int] = []
+
+        def items(siblings: list[int], in_run: bool) -> None:
+            i = 0
+            while i < len(siblings):
+                c = siblings[i]
+                r = -1 if in_run else self.run_of.get(c, -1)
+                if r >= 0 and self.runs[r][0] == c:
+                    if c in folded:
+                        out.extend(self.runs[r])
+                    else:
+                        items(self.runs[r], True)
+                    i += len(self.runs[r])
+                    continue
+                if c in expanded and self.children[c]:
+                    items(self.children[c], False)
+                else:
+                    out.append(c)
+                i += 1
+
+        items(self.roots, False)
+        return sorted(out)
+
+    def expandable(self, expanded: set[int], folded: set[int]) -> list[int]:
+        """Drawn stages that have children (what the next level of the front end opens)."""
+        return [c for c in self.selection(expanded, folded) if self.children[c] and not (
+            self.run_of.get(c, -1) >= 0 and self.runs[self.run_of[c]][0] in folded)]  # fmt: skip
+
+
+def view_states(flow, folds: Folds, rng: random.Random) -> list[tuple[set[int], set[int]]]:
+    """(expanded, folded) states: level by level with every run folded (the front end opens a
+    graph at one of these) and unfolded; nothing / everything open; each of the first groups
+    alone; random expansions with random runs folded."""
+    groups = [c for c, kids in enumerate(folds.children) if kids]
+    firsts = [run[0] for run in folds.runs]
+    states: list[tuple[set[int], set[int]]] = []
+    for folded in (set(firsts), set()):
+        expanded: set[int] = set()
+        while True:
+            states.append((set(expanded), folded))
+            more = set(folds.expandable(expanded, folded)) - expanded
+            if not more:
+                break
+            expanded |= more
+    states += [(set(groups), set()), (set(groups), set(firsts))]
+    states += [({g}, set()) for g in groups[:8]]
+    for _ in range(24):
+        p = rng.random()
+        expanded = {g for g in groups if rng.random() < p}
+        states.append((expanded, {f for f in firsts if rng.random() < 0.5}))
     return states
+
+
+def arbitrary_selections(flow, rng: random.Random) -> list[list[int]]:
+    """Selections no view state gives: none, every call, random subsets of every size, and
+    drawn stages together with some of their ancestors."""
+    n = len(flow.calls)
+    parents = flow.graph.call_parents
+    picks: list[list[int]] = [[], list(range(n))]
+    for _ in range(12):
+        picks.append(sorted(rng.sample(range(n), rng.randint(1, n))) if n else [])
+    for _ in range(4):
+        chosen = set(rng.sample(range(n), min(n, rng.randint(1, 4))))
+        picks.append(sorted(chosen))
+    for _ in range(6):
+        shown = set(visible(flow, {c for c in range(n) if rng.random() < 0.5}))
+        for c in sorted(shown):
+            p = parents[c]
+            if p >= 0 and rng.random() < 0.3:
+                shown.add(p)  # a call and its ancestor, both selected
+        picks.append(sorted(shown))
+    return picks
+
+
+#: At most this many states are kept per distinct selection (the rest repeat it).
+STATES_PER_SELECTION = 3
+
+
+def _edges(name: str, flow, selected: list[int]) -> list[list]:
+    """``flow.select(selected).edges``, a stage named by its call index (inputs and outputs
+    by name) to keep the file small."""
+    ids = [flow.calls[i].id for i in selected]
+    again = flow.select(ids)
+    if again.selected != tuple(selected):
+        raise ValueError(f"{name}: select({ids}) picked {again.selected}")
+    index = {c.id: c.index for c in flow.calls}
+    return [[index.get(e.src, e.src), index.get(e.dst, e.dst), e.kind] for e in again.edges]
+
+
+def edges_case(name: str, flow, rng: random.Random) -> dict:
+    """A case of the edges golden file: the graph, the runs that fold, and one record per
+    distinct selection (the view states that draw it, at most STATES_PER_SELECTION; none for
+    an arbitrary selection) with its edges."""
+    folds = Folds(flow)
+    records: dict[tuple[int, ...], dict] = {}
+
+    def record(selected: list[int]) -> dict:
+        key = tuple(selected)
+        if key not in records:
+            edges = _edges(name, flow, selected)
+            records[key] = {"selected": selected, "states": [], "edges": edges}
+        return records[key]
+
+    for expanded, folded in view_states(flow, folds, rng):
+        states = record(folds.selection(expanded, folded))["states"]
+        state = {"expanded": sorted(expanded), "folded": sorted(folded)}
+        if len(states) < STATES_PER_SELECTION and state not in states:
+            states.append(state)
+    for selected in arbitrary_selections(flow, rng):
+        record(selected)
+    graph = wire.encode_graph(flow)
+    return {"name": name, "graph": graph, "runs": folds.runs, "selections": [*records.values()]}
 
 
 def edges_golden() -> dict:
     rng = random.Random(0)
-    cases = []
-    for name, flow in flows():
-        selections = []
-        for expanded in expansion_states(flow, rng):
-            shown = visible(flow, expanded)
-            ids = [flow.calls[i].id for i in shown]
-            edges = flow.select(ids).edges
-            selections.append(
-                {
-                    "expanded": sorted(expanded),
-                    "selected": shown,
-                    "edges": [[e.src, e.dst, e.kind] for e in edges],
-                }
-            )
-        cases.append({"name": name, "graph": wire.encode_graph(flow), "selections": selections})
-    return {"schema": wire.SCHEMA, "cases": cases}
+    return {"schema": wire.SCHEMA, "cases": [edges_case(n, f, rng) for n, f in flows()]}
 
 
 # ---------------------------------------------------------------------- graph messages

@@ -1,8 +1,10 @@
 """The models behind the front end's graph fixtures (``tests/fixtures/wire_unet.json``,
-``wire_transformer12.json``, written by ``scripts/make_fixtures.py``).
+``wire_transformer12.json``, written by ``scripts/make_fixtures.py``), and the tiny seeded
+models of real libraries (transformers, diffusers) in ``edges_golden.json``.
 
-Their module names, types and nesting are what the JS unit tests and the browser tests
-expect (``js/test/*.test.ts``, ``tests/browser/*.test.mjs``); change them together.
+The graph fixtures' module names, types and nesting are what the JS unit tests and the
+browser tests expect (``js/test/*.test.ts``, ``tests/browser/*.test.mjs``); change them
+together.
 """
 
 from __future__ import annotations
@@ -151,3 +153,78 @@ def transformer12():
     torch.manual_seed(0)
     model = TinyGPT(vocab=VOCAB).eval()
     return model, {"input_ids": torch.randint(0, VOCAB, (1, TOKENS))}
+
+
+# ------------------------------------------- real libraries, tiny seeded configs (edges golden)
+# Topology only (traced with capture=False): the weights are random.
+
+
+def gpt2():
+    """transformers' GPT-2: 4 layers of width 32, and 8 token ids."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=4, n_embd=32, n_head=4, vocab_size=64, n_positions=32,
+                        bos_token_id=0, eos_token_id=0)  # fmt: skip
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(config).eval()
+    return model, torch.randint(0, 64, (1, 8))
+
+
+def bert():
+    """transformers' BERT (eager attention): 3 layers of width 32, a batch of two whose second
+    sentence is right-padded (``attention_mask`` zero on its last three tokens)."""
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(num_hidden_layers=3, hidden_size=32, num_attention_heads=4,
+                        intermediate_size=64, vocab_size=64, max_position_embeddings=32,
+                        attn_implementation="eager")  # fmt: skip
+    torch.manual_seed(0)
+    model = BertModel(config).eval()
+    ids = torch.randint(1, 64, (2, 8))
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    return model, {"input_ids": ids, "attention_mask": mask}
+
+
+def t5():
+    """transformers' T5 encoder-decoder: 2 + 2 layers of width 32, a padded source batch."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    config = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                      num_decoder_layers=2, num_heads=4, relative_attention_num_buckets=8,
+                      relative_attention_max_distance=16, decoder_start_token_id=0,
+                      pad_token_id=0, use_cache=False)  # fmt: skip
+    torch.manual_seed(0)
+    model = T5ForConditionalGeneration(config).eval()
+    ids = torch.randint(1, 64, (2, 6))
+    mask = torch.ones_like(ids)
+    mask[1, 4:] = 0
+    decoder = torch.randint(1, 64, (2, 5))
+    return model, {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": decoder}
+
+
+def unet2d():
+    """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
+    cross-attention on 5 tokens of width 32, a 16 x 16 latent. Its blocks are called
+    ``(hidden_states, temb, encoder_hidden_states)``."""
+    from diffusers import UNet2DConditionModel
+
+    torch.manual_seed(0)
+    model = UNet2DConditionModel(
+        sample_size=16,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=32,
+        attention_head_dim=8,
+        norm_num_groups=8,
+    ).eval()
+    inputs = {
+        "sample": torch.randn(1, 4, 16, 16),
+        "timestep": torch.tensor([10]),
+        "encoder_hidden_states": torch.randn(1, 5, 32),
+    }
+    return model, inputs

@@ -227,6 +227,21 @@ class Dense(nn.Module):
         return features[-1]
 
 
+class CellLoop(nn.Module):
+    """A recurrent cell called once per time step, ``cell(x[t], h)``, from a zero state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = nn.GRUCell(3, 6)
+        self.head = nn.Linear(6, 2)
+
+    def forward(self, x):  # x: (time, batch, features)
+        h = torch.zeros(x.shape[1], 6)
+        for t in range(x.shape[0]):
+            h = self.cell(x[t], h)
+        return self.head(h)
+
+
 def seeded(cls, seed: int = 0):
     torch.manual_seed(seed)
     return cls().eval()

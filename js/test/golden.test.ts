@@ -7,10 +7,19 @@ import { stageEdges, topologyIndex } from "../src/model/topology";
 import { decodeGraph, SCHEMA } from "../src/wire";
 import { loadRaw } from "./fixtures";
 
+// A node of an edge: a call index (a stage), or an input / output name.
+type Node = number | string;
+
+interface State {
+  expanded: number[];
+  folded: number[]; // first members of the runs drawn folded
+}
+
 interface Case {
   name: string;
   graph: unknown;
-  selections: { expanded: number[]; selected: number[]; edges: [string, string, string][] }[];
+  runs: number[][]; // the runs of repeated blocks Python found (tree.ts's rule)
+  selections: { selected: number[]; states: State[]; edges: [Node, Node, string][] }[];
 }
 
 const golden = loadRaw("edges_golden.json") as { schema: number; cases: Case[] };
@@ -21,24 +30,54 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
     expect(golden.cases.length).toBeGreaterThan(0);
   });
   for (const c of golden.cases) {
-    it(`${c.name}: ${c.selections.length} expansion states give Python's edges`, () => {
-      const index = topologyIndex(decodeGraph(c.graph));
-      for (const sel of c.selections) {
-        const got = stageEdges(index, sel.selected).map((e) => [e.src, e.dst, e.kind]);
-        expect(got, `${c.name} expanded=${JSON.stringify(sel.expanded)}`).toEqual(sel.edges);
+    const states = c.selections.reduce((n, s) => n + s.states.length, 0);
+    it(`${c.name}: ${c.selections.length} selections (${states} view states) give Python's edges`, () => {
+      const graph = decodeGraph(c.graph);
+      const index = topologyIndex(graph);
+      const name = (n: Node) => (typeof n === "number" ? graph.calls[n].id : n);
+      const ids = (cs: number[]) => cs.map((i) => graph.calls[i].id);
+      for (const [k, sel] of c.selections.entries()) {
+        const want = sel.edges.map(([src, dst, kind]) => `${name(src)} -> ${name(dst)} ${kind}`);
+        const got = stageEdges(index, sel.selected).map((e) => `${e.src} -> ${e.dst} ${e.kind}`);
+        if (got.join("\n") !== want.join("\n")) {
+          const where = `${c.name} selection #${k} ${JSON.stringify(ids(sel.selected))} (states ${JSON.stringify(sel.states)})`;
+          expect(got, where).toEqual(want); // fails, with the difference
+        }
       }
     });
   }
 
-  it("the view model's visible stages match Python's for each expansion state (no folds)", () => {
+  it("the view model draws exactly Python's selection for each state, folds included", () => {
     for (const c of golden.cases) {
       const tree = buildTree(decodeGraph(c.graph));
+      expect(tree.runList.map((r) => r.members), `${c.name}: the runs that fold`).toEqual(c.runs);
       for (const sel of c.selections) {
-        const unfolded = new Set(tree.runList.map((r) => r.key));
-        const view = buildView(tree, { expanded: new Set(sel.expanded), unfolded });
-        expect([...view.selection].sort((a, b) => a - b), c.name).toEqual(sel.selected);
+        for (const state of sel.states) {
+          const folded = new Set(state.folded);
+          const unfolded = new Set(tree.runList.filter((r) => !folded.has(r.members[0])).map((r) => r.key));
+          const view = buildView(tree, { expanded: new Set(state.expanded), unfolded });
+          const drawn = [...view.selection].sort((a, b) => a - b);
+          if (drawn.join() !== sel.selected.join()) expect(drawn, `${c.name} ${JSON.stringify(state)}`).toEqual(sel.selected);
+        }
       }
     }
+  });
+
+  it("the state a graph opens in is one of them (its edges are checked above)", () => {
+    for (const c of golden.cases) {
+      const tree = buildTree(decodeGraph(c.graph));
+      const drawn = buildView(tree, initialState(tree)).selection.sort((a, b) => a - b).join();
+      expect(c.selections.some((s) => s.selected.join() === drawn), c.name).toBe(true);
+    }
+  });
+
+  it("covers folds, arbitrary selections and the sequential topology", () => {
+    const all = golden.cases.flatMap((c) => c.selections);
+    expect(all.length).toBeGreaterThan(2000);
+    expect(golden.cases.filter((c) => c.runs.length > 0).length).toBeGreaterThan(10);
+    expect(all.filter((s) => s.states.some((st) => st.folded.length > 0)).length).toBeGreaterThan(100);
+    expect(all.filter((s) => s.states.length === 0).length).toBeGreaterThan(500);
+    expect(golden.cases.filter((c) => (c.graph as { topology: string }).topology === "sequential").length).toBeGreaterThan(1);
   });
 });
 

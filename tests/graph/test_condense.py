@@ -10,6 +10,7 @@ import dataclasses
 import random
 
 import pytest
+import random_models
 import torch
 import torch.nn.functional as F
 import zoo
@@ -113,86 +114,14 @@ def test_a_pre_activation_residual_stack_keeps_its_skips():
     assert_same_edges(full, condensed)
 
 
-# -- random architectures with glue between the stages ----------------------------------------
-
-D = 4
-GLUE = ["none", "relu", "leaky", "tanh", "view", "transpose", "relu_", "add_", "module_act"]
-
-
-@st.composite
-def glued(draw):
-    """Steps of (sources, combine, glue before the stage, glue after it, grouped)."""
-    steps = []
-    for i in range(draw(st.integers(2, 8))):
-        sources = sorted(set(draw(st.lists(st.integers(0, i), min_size=1, max_size=2))))
-        combine = draw(st.sampled_from(["add", "cat", "mul"])) if len(sources) == 2 else "one"
-        steps.append((tuple(sources), combine, draw(st.sampled_from(GLUE)),
-                      draw(st.sampled_from(GLUE)), draw(st.booleans())))  # fmt: skip
-    return steps
-
-
-def _glue(kind: str, h: torch.Tensor, act: nn.Module) -> torch.Tensor:
-    if kind == "relu":
-        return F.relu(h)
-    if kind == "leaky":
-        return F.leaky_relu(h, 0.1)
-    if kind == "tanh":
-        return torch.tanh(h)
-    if kind == "view":
-        return h.reshape(h.shape[0], 2, -1).reshape(h.shape)
-    if kind == "transpose":
-        return h.t().contiguous().t()
-    if kind == "relu_":
-        return h.clone().relu_()
-    if kind == "add_":
-        return h.add_(1.0)  # in place, on a value a later step may read too
-    if kind == "module_act":
-        return act(h)
-    return h
-
-
-class Block(nn.Module):
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.linear, self.act = nn.Linear(width, D), nn.GELU()
-
-    def forward(self, h, after):
-        return _glue(after, self.linear(h), self.act)
-
-
-class Glued(nn.Module):
-    def __init__(self, steps) -> None:
-        super().__init__()
-        self.steps = steps
-        self.blocks = nn.ModuleList(
-            Block(2 * D if combine == "cat" else D) for _, combine, *_ in steps)  # fmt: skip
-        self.acts = nn.ModuleList(nn.ReLU() for _ in steps)
-        self.flat = [not grouped for *_, grouped in steps]
-
-    def forward(self, x):
-        values = [x]
-        for i, (sources, combine, before, after, _) in enumerate(self.steps):
-            a = values[sources[0]]
-            if combine == "add":
-                h = a + values[sources[1]]
-            elif combine == "cat":
-                h = torch.cat([a, values[sources[1]]], dim=-1)
-            elif combine == "mul":
-                h = a * values[sources[1]]
-            else:
-                h = a
-            h = _glue(before, h, self.acts[i])
-            block = self.blocks[i]
-            values.append(block.linear(h) if self.flat[i] else block(h, after))
-        return values[-1] + values[len(values) // 2]
+# -- random architectures with glue between the stages (tests/random_models.py) --------------
 
 
 @settings(max_examples=60, deadline=None)
-@given(glued(), st.integers(0, 10_000))
-def test_condensing_keeps_every_edge_of_random_glued_architectures(steps, seed):
-    torch.manual_seed(seed)
-    model = Glued(steps).eval()
-    full, condensed = full_and_condensed(model, torch.randn(2, D))
+@given(random_models.architectures(), st.integers(0, 10_000))
+def test_condensing_keeps_every_edge_of_random_glued_architectures(arch, seed):
+    model, args, kwargs = random_models.model_and_inputs(arch, seed)
+    full, condensed = full_and_condensed(model, args, kwargs=kwargs)
     condensed.lint()
     assert_same_edges(full, condensed, seed)
 
