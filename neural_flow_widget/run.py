@@ -28,6 +28,7 @@ from .graph import (
 )
 from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
 from .tracing.calls import uncompiled
+from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 
 _MODES = ("auto", "dataflow", "fx", "sequential")
@@ -245,6 +246,7 @@ def _build(
             tuple(r.inputs for r in tracker.calls),
             tuple(run.input_ops),
             output_ops,
+            tuple((op, join_kind(func)) for op, func in tracer.joins.items()),
         )
         graph = condense(full)  # (the same edges for every selection, fewer nodes)
     else:

@@ -56,4 +56,5 @@ def condense(graph: OpGraph) -> OpGraph:
         call_inputs=tuple(tuple(new_id[op] for op in ops) for ops in graph.call_inputs),
         input_ops=tuple((name, new_id[op]) for name, op in graph.input_ops),
         output_ops=tuple((name, tuple(new_id[op] for op in ops)) for name, ops in graph.output_ops),
+        joins=tuple((new_id[op], kind) for op, kind in graph.joins if new_id[op] >= 0),
     )

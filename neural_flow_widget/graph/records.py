@@ -62,6 +62,9 @@ class OpGraph:
     call_inputs: tuple[tuple[int, ...], ...]  # per call: ops that produced its input tensors
     input_ops: tuple[tuple[str, int], ...]  # model input node id -> its op
     output_ops: tuple[tuple[str, tuple[int, ...]], ...]  # model output node id -> its ops
+    #: ops that read tensors of two or more ops, and what they do ("add", "cat", "mul", ...:
+    #: where data meets, drawn as a junction)
+    joins: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,24 @@ _INPLACE_DUNDERS = frozenset(
 )
 
 
+#: what a join (an op reading tensors of two or more ops) does, by the torch function's name
+JOINS = {
+    **dict.fromkeys(("add", "add_", "__add__", "__radd__", "__iadd__", "sum"), "add"),
+    **dict.fromkeys(("sub", "sub_", "__sub__", "__rsub__", "__isub__"), "sub"),
+    **dict.fromkeys(("mul", "mul_", "__mul__", "__rmul__", "__imul__"), "mul"),
+    **dict.fromkeys(("div", "div_", "__truediv__", "__rtruediv__", "__itruediv__"), "div"),
+    **dict.fromkeys(("cat", "concat", "concatenate", "hstack", "vstack", "dstack"), "cat"),
+    "stack": "stack",
+    **dict.fromkeys(("matmul", "__matmul__", "bmm", "mm", "einsum", "baddbmm"), "matmul"),
+}
+
+
+def join_kind(func: Any) -> str:
+    """What a join does: a :data:`JOINS` kind, or the function's own name ("where")."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    return JOINS.get(name, name.strip("_"))
+
+
 def _op_kind(func: Any) -> int:
     name = getattr(func, "__name__", "")
     if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
@@ -149,6 +167,7 @@ class DataflowTracer(TorchFunctionMode):
         self.observed: Any = frozenset()  # the funcs the observer watches (it may grow)
         self.before_write: Callable[[], None] | None = None
         self._kinds: dict[Any, int] = {}
+        self.joins: dict[int, Any] = {}  # op -> the torch function of an op with 2+ parents
 
     def observe_with(self, observer: OpObserver) -> None:
         """Show ``observer`` the ops in its ``watched`` set (a set it may grow in place)."""
@@ -180,7 +199,7 @@ class DataflowTracer(TorchFunctionMode):
             kind = _IGNORE  # x.shape
         if kind != _IGNORE:
             try:
-                self._record(kind, args, kwargs, out)
+                self._record(kind, args, kwargs, out, func)
             except Exception as error:  # never break the user's forward
                 self.failure = error
                 self.paused = True
@@ -188,7 +207,7 @@ class DataflowTracer(TorchFunctionMode):
             self.observer.observe(func, args, kwargs, out)  # type: ignore[union-attr]
         return out
 
-    def _record(self, kind: int, args: tuple, kwargs: dict, out: Any) -> None:
+    def _record(self, kind: int, args: tuple, kwargs: dict, out: Any, func: Any = None) -> None:
         if isinstance(out, Tensor):
             outs: tuple | list = (out,)
         elif isinstance(out, (tuple, list)):
@@ -225,6 +244,8 @@ class DataflowTracer(TorchFunctionMode):
         else:
             parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
         ops = (self.new_op(call, parents),)
+        if len(parents) > 1 and func is not None:  # where data meets (a residual's add)
+            self.joins[ops[0]] = func
         self.seq += 1
         tag = (self.seq, call, ops)
         fresh = target is not None

@@ -36,6 +36,9 @@ Two messages exist.
                                        #   owner -1 = the model's own forward body
       "input_ops": [["input:0", 0]],   # which op is each model input
       "output_ops": [["output:0", [9]]],  # which ops produced each model output
+      "joins": [[7, "add"], [8, "cat"]],  # ops where data of two or more ops meets, and what
+                                       #   they do: add, sub, mul, div, cat, stack, matmul,
+                                       #   or the torch function's name ("where")
       "selected": [0, 1, 2],           # call indices of the stages trace() selected
       "initial": [0, 1, 2] | null,     # stages the first view shows (the user chose them with
                                        #   stages=); null: the view picks a readable depth
@@ -154,6 +157,7 @@ class Graph(TypedDict):
     ops: list[list[Any]]  # [owner, [parent op ids]]
     input_ops: list[list[Any]]  # [input node id, op]
     output_ops: list[list[Any]]  # [output node id, [ops]]
+    joins: list[list[Any]]  # [op, what it does]
     selected: list[int]
     initial: list[int] | None
     attention: list[int]
@@ -198,6 +202,7 @@ def encode_graph(flow: Any) -> Graph:
         "ops": [[owner, list(p)] for owner, p in zip(flow.graph.owners, flow.graph.parents)],
         "input_ops": [[name, op] for name, op in flow.graph.input_ops],
         "output_ops": [[name, list(ops)] for name, ops in flow.graph.output_ops],
+        "joins": [[op, kind] for op, kind in flow.graph.joins],
         "selected": list(flow.selected),
         "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),

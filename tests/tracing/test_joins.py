@@ -1,0 +1,75 @@
+"""Where data meets: the op graph names the ops that read tensors of two or more ops (a
+residual's add, a U-Net's concatenation, a gate's multiply), which the front end draws as
+junctions. Expected joins are read off each model's code."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import neural_flow_widget as nfw
+from neural_flow_widget import wire
+
+
+class Joins(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c, self.d = (nn.Linear(4, 4) for _ in range(4))
+        self.e = nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.a(x)
+        r = h + self.b(h)  # add: a residual
+        g = r * torch.sigmoid(self.c(r))  # mul: a gate
+        cat = torch.cat([g, self.d(g)], dim=-1)  # cat: a skip by concatenation
+        return self.e(cat) - x  # sub, with the input
+
+
+def joined(flow: nfw.Flow) -> list[tuple[str, tuple[str, ...]]]:
+    """(what the join does, the stages / inputs that own its parents), in op order."""
+    owners, names = flow.graph.owners, {c.index: c.id for c in flow.calls}
+    input_of = {op: name for name, op in flow.graph.input_ops}
+    found = []
+    for op, kind in flow.graph.joins:
+        parents = flow.graph.parents[op]
+        who = tuple(input_of.get(p) or names.get(owners[p], "body") for p in parents)
+        found.append((kind, who))
+    return found
+
+
+def test_the_joins_of_a_model_name_what_meets_where():
+    torch.manual_seed(0)
+    flow = nfw.trace(Joins().eval(), torch.randn(2, 4))
+    assert joined(flow) == [
+        ("add", ("a", "b")),
+        ("mul", ("body", "body")),  # r and sigmoid(c(r)): both ops of the model's body
+        ("cat", ("body", "d")),
+        ("sub", ("e", "input:0")),
+    ]
+
+
+def test_joins_travel_on_the_wire_as_kept_ops():
+    torch.manual_seed(0)
+    flow = nfw.trace(Joins().eval(), torch.randn(2, 4))
+    message = wire.encode_graph(flow)
+    kinds = [kind for _, kind in message["joins"]]
+    assert kinds == ["add", "mul", "cat", "sub"]
+    assert all(
+        0 <= op < len(message["ops"]) and len(message["ops"][op][1]) >= 2
+        for op, _ in message["joins"]
+    )
+
+
+def test_an_op_of_one_input_and_a_parameter_is_no_join():
+    flow = nfw.trace(nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval(), torch.randn(1, 4))
+    assert flow.graph.joins == ()
+
+
+def test_a_function_without_a_kind_is_named():
+    class Where(nn.Module):
+        def forward(self, x):
+            return torch.where(x > 0, F.relu(x), x * 0.1)
+
+    flow = nfw.trace(nn.Sequential(nn.Linear(3, 3), Where()).eval(), torch.randn(1, 3))
+    assert [kind for _, kind in flow.graph.joins] == ["where"]
