@@ -11,13 +11,17 @@ import base64
 import html
 import json
 import pathlib
+from collections.abc import Callable
 from typing import Any
 
 from .. import wire
 
 
 def bake_replies(
-    flow: Any, tokens: list[str] | None, budget_bytes: int
+    flow: Any,
+    tokens: list[str] | None,
+    budget_bytes: int,
+    vocab: Callable[[list[int]], list[str]] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """Replies for the model's inputs and outputs and the selected stages first, then the
     rest of the calls, while their JSON and their buffers (as base64) fit in
@@ -31,7 +35,7 @@ def bake_replies(
     blob = bytearray()
     spent = 0
     for node in order:
-        msg, buffers = wire.encode_stage_reply(flow, {"stage": node}, tokens)
+        msg, buffers = wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
         if not msg.get("ok"):
             continue
         view = msg.get("view")
@@ -86,6 +90,7 @@ def write_html(
     *,
     bundle: str,
     tokens: list[str] | None = None,
+    vocab: Callable[[list[int]], list[str]] | None = None,
     budget_bytes: int = 8_000_000,
     title: str | None = None,
 ) -> pathlib.Path:
@@ -96,7 +101,7 @@ def write_html(
     graph = _script_json(wire.encode_graph(flow))
     bundle = bundle.replace("</script", "<\\/script")
     fixed = len(_PAGE) + len(html.escape(title)) + len(graph) + len(bundle.encode("utf-8"))
-    replies, blob = bake_replies(flow, tokens, max(0, budget_bytes - fixed))
+    replies, blob = bake_replies(flow, tokens, max(0, budget_bytes - fixed), vocab)
     page = _PAGE.format(
         title=html.escape(title),
         graph=graph,

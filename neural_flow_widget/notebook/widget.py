@@ -17,6 +17,8 @@ import traitlets
 from anywidget.experimental import command
 
 from .. import wire
+from ..compare import Comparison
+from ..compare import compare as compare_runs
 from ..graph import Flow, TraceError
 from ..run import trace
 from . import export as _export
@@ -45,7 +47,10 @@ class NeuralFlowWidget(anywidget.AnyWidget):
 
     ``trace_options`` go to :func:`neural_flow_widget.trace` (``stages``, ``topology``,
     ``kwargs``, ``sample``, ...). ``tokens`` labels the positions of attention maps; by default
-    they are the token ids when the first input is an integer tensor.
+    they are the token ids when the first input is an integer tensor, decoded by ``tokenizer``
+    (any object with ``convert_ids_to_tokens``, e.g. a Hugging Face tokenizer) when given.
+    ``compare=inputs_b`` compares this run with one on other inputs (see :meth:`compare`);
+    :meth:`update` shows a run on new inputs in place.
     """
 
     _esm = BUNDLE  # anywidget reads the file (and watches it with ANYWIDGET_HMR=1)
@@ -53,6 +58,8 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     direction = traitlets.Enum(["TB", "LR"], "TB").tag(sync=True)
     height = traitlets.Int(640).tag(sync=True)
+    #: run A against run B, stage by stage (:func:`wire.encode_comparison`); None: no comparison
+    comparison = traitlets.Dict(None, allow_none=True).tag(sync=True)
 
     def __init__(
         self,
@@ -61,31 +68,87 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         *,
         flow: Flow | None = None,
         tokens: list[str] | None = None,
+        tokenizer: Any = None,
+        compare: Any = None,
         **trace_options: Any,
     ) -> None:
         #: the TraceError of a forward that raised (the widget then shows what ran before)
         self.error: TraceError | None = None
+        #: the run compared with (see :meth:`compare`), and the comparison
+        self.flow_b: Flow | None = None
+        self.comparison_result: Comparison | None = None
+        self._model, self._options, self._tokenizer = model, trace_options, tokenizer
+        self._given_tokens = tokens
+        self._compare_with: tuple[Any, Any, float] | None = None  # (inputs_b, model_b, rtol)
         if flow is None:
             if model is None:
                 raise TypeError(
                     "NeuralFlowWidget(model, inputs) or NeuralFlowWidget.from_flow(flow)"
                 )
-            try:
-                flow = trace(model, inputs, **trace_options)
-            except TraceError as error:  # shown, not raised: the partial graph says where
-                self.error, flow = error, error.partial
-                warnings.warn(
-                    f"{error} The widget shows it; the error is in widget.error.", stacklevel=2
-                )
-            if tokens is None:
-                tokens = _export.token_labels(inputs, flow)
+            flow, self.error = self._trace(model, inputs)
         self.flow = flow
-        self.tokens = tokens
+        self.tokens = self._labels(inputs) if tokens is None and model is not None else tokens
         self._exports: dict[int, pathlib.Path] = {}
         self._requests = itertools.count(1)
         _bundle()  # (a clear error before anywidget would send the path as the module)
         super().__init__(graph=wire.encode_graph(flow))
         self.on_msg(self._on_message)
+        if compare is not None:
+            self.compare(compare)
+
+    def _trace(self, model: Any, inputs: Any) -> tuple[Flow, TraceError | None]:
+        try:
+            return trace(model, inputs, **self._options), None
+        except TraceError as error:  # shown, not raised: the partial graph says where
+            warnings.warn(
+                f"{error} The widget shows it; the error is in widget.error.", stacklevel=3
+            )
+            return error.partial, error
+
+    def _labels(self, inputs: Any) -> list[str] | None:
+        """Position labels: the given tokens, else the token ids of the first input (named by
+        the tokenizer when there is one)."""
+        if self._given_tokens is not None:
+            return self._given_tokens
+        ids = _export.token_labels(inputs, self.flow)
+        if ids is None or self._tokenizer is None:
+            return ids
+        return [str(t) for t in self._vocab([int(i) for i in ids])]
+
+    def _vocab(self, ids: list[int]) -> list[str]:
+        return [str(t) for t in self._tokenizer.convert_ids_to_tokens(ids)]
+
+    def update(self, inputs: Any, *, model: Any = None) -> None:
+        """Trace again with new ``inputs`` (and ``model``, if given) and show the new run in
+        place: the view keeps its open groups, its selection and its zoom. A comparison is made
+        again against the same run B."""
+        model = model if model is not None else self._model
+        if model is None:
+            raise TypeError("this widget was made from a Flow: pass model= to update it")
+        self._model = model
+        flow, self.error = self._trace(model, inputs)
+        self.flow = flow
+        self.tokens = self._labels(inputs)
+        if self.selected is not None and self.selected not in {c.id for c in flow.calls}:
+            self.selected = None
+        self.graph = dict(wire.encode_graph(flow))
+        if self._compare_with is not None:
+            inputs_b, model_b, rtol = self._compare_with
+            self.compare(inputs_b, model=model_b, rtol=rtol)
+
+    def compare(self, inputs_b: Any, *, model: Any = None, rtol: float = 1e-3) -> Comparison:
+        """Trace run B (``inputs_b``, and ``model`` if another model of the same structure is
+        given) and compare this run with it stage by stage (:func:`neural_flow_widget.compare`):
+        the view colours the graph by divergence and flags the first divergent stage; a
+        stage's inspector shows A, B and A - B. Returns the :class:`Comparison`."""
+        model_b = model if model is not None else self._model
+        if model_b is None:
+            raise TypeError("this widget was made from a Flow: pass model= to compare")
+        flow_b, _ = self._trace(model_b, inputs_b)
+        self.flow_b, self._compare_with = flow_b, (inputs_b, model, rtol)
+        self.comparison_result = compare_runs(self.flow, flow_b)
+        self.comparison = wire.encode_comparison(self.comparison_result, self.flow, rtol)
+        return self.comparison_result
 
     @classmethod
     def from_flow(cls, flow: Flow, *, tokens: list[str] | None = None) -> NeuralFlowWidget:
@@ -114,8 +177,13 @@ class NeuralFlowWidget(anywidget.AnyWidget):
 
     @command
     def _stage_data(self, msg: Any, buffers: list) -> tuple[wire.Reply, list[bytes]]:
+        vocab = self._vocab if self._tokenizer is not None else None
         try:
-            return wire.encode_stage_reply(self.flow, msg, self.tokens)
+            if isinstance(msg, dict) and msg.get("run") == "b":  # the compared run
+                if self.flow_b is None:
+                    return wire.error_reply(msg.get("stage"), "there is no run B: compare first")
+                return wire.encode_stage_reply(self.flow_b, msg, self.tokens, vocab)
+            return wire.encode_stage_reply(self.flow, msg, self.tokens, vocab)
         except Exception as error:  # a reply, never a kernel traceback or a hung spinner
             return wire.error_reply(
                 msg.get("stage") if isinstance(msg, dict) else None,
@@ -132,6 +200,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             path,
             bundle=_bundle().read_text(encoding="utf-8"),
             tokens=self.tokens,
+            vocab=self._vocab if self._tokenizer is not None else None,
             budget_bytes=budget_bytes,
             title=title,
         )

@@ -129,6 +129,7 @@ __all__ = [
     "Reply",
     "SummaryMessage",
     "ViewMessage",
+    "encode_comparison",
     "encode_graph",
     "encode_stage_reply",
     "error_reply",
@@ -244,3 +245,34 @@ def _stats(capture: Any, index: int) -> list[float | None] | None:
     if summary.kind != "float" or summary.mean_abs is None:
         return None
     return [finite_or_none(summary.mean_abs), finite_or_none(summary.std)]
+
+
+def encode_comparison(comparison: Any, flow: Any, rtol: float) -> dict[str, Any]:
+    """The ``comparison`` traitlet: run A (``flow``) against run B, stage by stage.
+
+    ``{"rtol": 1e-3, "first": 5 | null,  # call index (in A) of the first divergent stage
+       "stages": [[5, 0.02, 0.999, 0.1, true, true], ...],  # [call index, relative L2,
+                  #   cosine, max |a - b| (null where not finite), exact, diverges]
+       "ends": {"input:0": [0.5, 0.8, 1.0, true, true]},  # the same for inputs and outputs
+       "only_a": [7], "only_b": ["head#1"]}``  # calls of one run only (A: indices; B: ids)
+    """
+    index_of = {c.id: c.index for c in flow.calls}
+    first = comparison.first_divergent(rtol)
+
+    def row(d: Any) -> list[Any]:
+        return [
+            finite_or_none(d.rel_l2),
+            finite_or_none(d.cosine),
+            finite_or_none(d.max_abs),
+            bool(d.exact),
+            bool(d.diverges(rtol)),
+        ]
+
+    return {
+        "rtol": rtol,
+        "first": index_of.get(first.id) if first is not None else None,
+        "stages": [[index_of[d.id], *row(d)] for d in comparison.stages if d.id in index_of],
+        "ends": {d.id: row(d) for d in comparison.ends},
+        "only_a": [index_of[i] for i in comparison.only_a if i in index_of],
+        "only_b": list(comparison.only_b),
+    }

@@ -6,6 +6,8 @@ back. ``js/src/wire_reply.ts`` reads them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypedDict
 
 import numpy as np
@@ -82,10 +84,15 @@ def error_reply(stage: Any, message: str) -> tuple[Reply, list[bytes]]:
 
 
 def encode_stage_reply(
-    flow: Any, request: Any, tokens: list[str] | None = None
+    flow: Any,
+    request: Any,
+    tokens: list[str] | None = None,
+    vocab: Callable[[list[int]], list[str]] | None = None,
 ) -> tuple[Reply, list[bytes]]:
     """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
-    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise."""
+    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise.
+    ``vocab`` names token ids (a tokenizer's ``convert_ids_to_tokens``) in the views of ids
+    and of a predicted next token."""
     if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
         return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
     stage_id = request["stage"]
@@ -119,7 +126,7 @@ def encode_stage_reply(
             return error_reply(stage_id, f"{name}={value!r} has the wrong type")
     if views:
         try:
-            view = _view(flow.view(stage_id, kind, channel=channel), buffers)
+            view = _view(_named(flow.view(stage_id, kind, channel=channel), vocab), buffers)
         except ValueError as error:
             return error_reply(stage_id, str(error))
     elif kind is not None:
@@ -182,6 +189,17 @@ def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
 
 def _plain(value: Any) -> Any:
     return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
+
+
+def _named(v: Any, vocab: Callable[[list[int]], list[str]] | None) -> Any:
+    """A view of token ids or of a next token with the ids named by ``vocab``."""
+    if vocab is None or not v.labels or v.kind not in ("ids", "next token"):
+        return v
+    if v.kind == "ids":
+        return replace(v, labels=tuple(vocab([int(label) for label in v.labels])))
+    names = vocab([int(i) for i in v.channels])
+    odds = [label.rpartition(": ")[2] for label in v.labels]
+    return replace(v, labels=tuple(f"{name}: {p}" for name, p in zip(names, odds)))
 
 
 def _view(v: Any, buffers: list[bytes]) -> ViewMessage:

@@ -127,3 +127,64 @@ def test_svg_and_png_exports_are_written_when_the_view_replies(widget, tmp_path)
             {"type": "export", "request": sent[0]["request"], "ok": False, "error": "no view"},
             [],
         )
+
+
+class _WordTokenizer:
+    """A tokenizer made here (no download): ids are positions in a word list."""
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+
+    def convert_ids_to_tokens(self, ids: list[int]) -> list[str]:
+        return [self.words[i] for i in ids]
+
+
+def test_a_tokenizer_names_the_token_ids_and_the_next_token():
+    torch.manual_seed(0)
+    words = [f"w{i}" for i in range(120)]  # (an unnamed output reads as logits from 100 ids)
+    lm = torch.nn.Sequential(torch.nn.Embedding(120, 8), torch.nn.Linear(8, 120)).eval()
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    w = nfw.NeuralFlowWidget(lm, ids, tokenizer=_WordTokenizer(words))
+    assert w.tokens == ["w3", "w1", "w4", "w1", "w5"]
+    reply, _ = w._stage_data({"stage": "input:0"}, [])
+    assert reply["view"]["kind"] == "ids" and reply["view"]["labels"] == w.tokens
+    with torch.no_grad():
+        p = torch.softmax(lm(ids)[0, -1], 0)
+    reply, _ = w._stage_data({"stage": "output:0"}, [])
+    best = int(p.argmax())
+    assert reply["view"]["kind"] == "next token"
+    assert reply["view"]["labels"][0] == f"w{best}: {float(p[best]):.1%}"
+
+
+def test_update_shows_a_new_run_in_place_and_keeps_the_selection():
+    torch.manual_seed(0)
+    model = zoo.seeded(zoo.UNet)
+    w = nfw.NeuralFlowWidget(model, torch.randn(1, 1, 16, 16), stages=1)
+    w.selected = "dec1"
+    before = w.flow.summary("enc1")[0].mean
+    w.update(torch.randn(1, 1, 16, 16) * 3)
+    assert w.selected == "dec1"
+    assert w.graph == wire.encode_graph(w.flow)
+    assert w.flow.summary("enc1")[0].mean != before
+
+
+def test_compare_in_the_widget_flags_the_first_divergent_stage_and_serves_run_b():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(8, 8) for _ in range(4))).eval()
+    x = torch.randn(2, 8)
+    other = torch.nn.Sequential(*(torch.nn.Linear(8, 8) for _ in range(4))).eval()
+    other.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        other[2].bias.add_(1.0)
+    w = nfw.NeuralFlowWidget(model, x, compare=x)  # the same inputs: nothing diverges
+    assert w.comparison["first"] is None
+    assert all(row[1] == 0.0 and not row[-1] for row in w.comparison["stages"])
+    result = w.compare(x, model=other)
+    assert result.first_divergent().id == "2"
+    assert w.comparison["first"] == w.flow.stage("2").index
+    a, _ = w._stage_data({"stage": "2"}, [])
+    b, _ = w._stage_data({"stage": "2", "run": "b"}, [])
+    assert a["ok"] and b["ok"]
+    assert b["summaries"][0]["stats"]["mean"] != a["summaries"][0]["stats"]["mean"]
+    w.update(x + 1)  # the comparison is made again, against the same run B
+    assert w.comparison["first"] is not None
