@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { formatParams, formatShape } from "../src/model/format";
-import { applyLut, colorOf, cssColor, diverging, gradientStops, lut, viridis, type RGB } from "../src/view/colormap";
+import { applyLut, applyNonfinite, colorOf, cssColor, diverging, gradientStops, lut, markCounts, NONFINITE_NAMES, nonfiniteColor, viridis, type RGB } from "../src/view/colormap";
 import { typeColor, typeHue } from "../src/view/palette";
 import { loadRaw } from "./fixtures";
 
@@ -135,5 +135,45 @@ describe("colormaps", () => {
     expect(formatParams(124_439_808)).toBe("124M");
     expect(formatShape([1, 16, 64, 64])).toBe("1×16×64×64");
     expect(formatShape([])).toBe("scalar");
+  });
+});
+
+describe("NaN and ±Inf: their own colours from the shared table", () => {
+  const NF = TABLE.nonfinite as Record<"nan" | "posinf" | "neginf", number[]>;
+
+  it("mark 1 is NaN, 2 +Inf, 3 −Inf, in the colours Python's View.to_png uses", () => {
+    expect(nonfiniteColor(1)).toEqual(NF.nan);
+    expect(nonfiniteColor(2)).toEqual(NF.posinf);
+    expect(nonfiniteColor(3)).toEqual(NF.neginf);
+    expect(NONFINITE_NAMES.slice(1)).toEqual(["NaN", "+Inf", "−Inf"]);
+    // Outside both ramps: no view colour is mistaken for one of them.
+    for (const c of [NF.nan, NF.posinf, NF.neginf]) {
+      expect(VIRIDIS.some((v) => v.every((x, i) => Math.abs(x - c[i]) < 24))).toBe(false);
+      expect(DIVERGING.some((v) => v.every((x, i) => Math.abs(x - c[i]) < 24))).toBe(false);
+    }
+  });
+
+  it("applyNonfinite paints exactly the marked pixels over the ramp", () => {
+    const codes = new Uint8Array([0, 128, 255, 10, 20]);
+    const marks = new Uint8Array([0, 1, 0, 2, 3]);
+    const out = new Uint8ClampedArray(codes.length * 4);
+    const table = lut(0, 1, false);
+    applyLut(codes, table, out);
+    applyNonfinite(marks, out);
+    const px = (i: number) => Array.from(out.slice(i * 4, i * 4 + 4));
+    expect(px(0)).toEqual([...VIRIDIS[0], 255]);
+    expect(px(1)).toEqual([...NF.nan, 255]);
+    expect(px(2)).toEqual([...VIRIDIS[255], 255]);
+    expect(px(3)).toEqual([...NF.posinf, 255]);
+    expect(px(4)).toEqual([...NF.neginf, 255]);
+    // A tile of a strip: offset into the marks, from the start of dst.
+    const tile = new Uint8ClampedArray(8);
+    applyNonfinite(marks, tile, 3, 2);
+    expect(Array.from(tile)).toEqual([...NF.posinf, 255, ...NF.neginf, 255]);
+  });
+
+  it("markCounts: finite, NaN, +Inf, −Inf pixels", () => {
+    expect(markCounts(null, 6)).toEqual([6, 0, 0, 0]);
+    expect(markCounts(new Uint8Array([0, 1, 1, 3, 0, 0]), 6)).toEqual([3, 2, 0, 1]);
   });
 });

@@ -133,6 +133,16 @@ export function stageReply(graph, req) {
     buffers.push(map.buffer, maps.buffer);
     tokens = Array.from({ length: q }, (_, i) => (i === 3 ? "<img src=x onerror=alert(1)>" : `tok${i}`));
   }
+  if ((graph.nonfinite ?? []).includes(graph.calls.indexOf(call))) {
+    // Its output held NaN / Inf: a band of NaN rows, a few +Inf and -Inf pixels in the view.
+    const n = view.shape.reduce((a, b) => a * b, 1);
+    const marks = new Uint8Array(n);
+    const w = view.shape[view.shape.length - 1];
+    for (let i = 0; i < n; i++) marks[i] = Math.floor(i / w) % 4 === 0 ? 1 : i % 37 === 5 ? 2 : i % 41 === 7 ? 3 : 0;
+    view.nonfinite = buffers.length;
+    buffers.push(marks);
+    Object.assign(summary.stats, { nan: 96, posinf: 2, neginf: 1 });
+  }
   // Buffers arrive as DataViews from a real comm.
   return [{ ok: true, stage: req.stage, summaries: [summary], views, view, attention, tokens, error: null }, buffers.map((b) => new DataView(b.buffer ?? b))];
 }

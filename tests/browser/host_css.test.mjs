@@ -70,3 +70,33 @@ describe("host page CSS", () => {
     assert.deepEqual(errors, []);
   });
 });
+
+describe("host page CSS, with the banners of a run that went wrong", () => {
+  let page, errors;
+  before(async () => {
+    ({ page, errors } = await newPage(browser, { width: 1024, height: 768 }));
+    const at = (id) => `graph.calls.findIndex((c) => c.id === ${JSON.stringify(id)})`;
+    await openWidget(page, "wire_unet.json", {
+      height: 620,
+      mutate: `graph.failure = { message: "stage 'dec1' (module ConvBlock) raised RuntimeError: a long message that wraps over the lines of the inspector, shapes [1, 8, 64, 64] and [1, 16, 64, 64]", stage: ${at("dec1")}, module: "dec1" };
+        graph.nonfinite = [${at("enc2.conv2")}, ${at("enc2")}];
+        graph.notes = ["the model ran on the meta device"];`,
+    });
+    await page.click('[data-banner="failure"] button');
+    await page.waitForSelector(".nfw-trace");
+    await page.mouse.move(5, 5);
+    await page.waitForTimeout(300);
+  });
+
+  it("keeps the banners, the badges and the failure's message where they are", async () => {
+    await hostile(page, false);
+    const plain = await layoutBoxes(page);
+    await hostile(page, true);
+    const styled = await layoutBoxes(page);
+    await hostile(page, false);
+    assert.ok(plain.some((line) => line.includes("nfw-banners")), "no banners");
+    const moved = plain.flatMap((line, i) => (styled[i] === line ? [] : [`${line}  ->  ${styled[i]}`]));
+    assert.deepEqual(moved, [], `${moved.length} boxes moved under host CSS:\n${moved.slice(0, 12).join("\n")}`);
+    assert.deepEqual(errors, []);
+  });
+});

@@ -80,3 +80,49 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
         page.wait_for_selector("text=SELECTED=None", timeout=30_000)
         browser.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
+
+
+def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
+    """``NeuralFlowWidget(model, x)`` on a model that raises: the cell shows the partial graph
+    with the failing stage marked and the failure banner (no traceback), the inspector shows
+    the message, and the kernel keeps the TraceError in ``widget.error``."""
+    from playwright.sync_api import sync_playwright
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    write_notebook(
+        tmp_path,
+        "raises.ipynb",
+        [
+            f"import sys; sys.path.insert(0, {here!r})\n"
+            "import neural_flow_widget as nfw, problem_models\n"
+            "w = nfw.NeuralFlowWidget(*problem_models.shape_bug())\n"
+            "w",
+            "print('ERROR=' + type(w.error).__name__, isinstance(w.error, nfw.TraceError))",
+        ],
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path, "raises.ipynb") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_and_run_first_cell(page, url, ARTIFACTS)
+        banner = page.locator('[data-banner="failure"]')
+        banner.wait_for(timeout=90_000)
+        assert "The forward raised at classifier.0" in banner.text_content()
+        failed = page.locator(".nfw-node[data-failed]")
+        assert failed.count() == 1 and failed.get_attribute("data-stage-id") == "classifier.0"
+        assert page.locator('[data-stage-id="features.0"]').count() == 1  # what ran before
+        assert page.locator(".jp-OutputArea-output[data-mime-type*='error']").count() == 0
+        page.get_by_role("button", name="Show the failing stage classifier.0").click()
+        trace = page.locator(".nfw-trace")
+        trace.wait_for(timeout=30_000)
+        assert "mat1 and mat2 shapes cannot be multiplied" in trace.text_content()
+        page.mouse.move(5, 5)
+        page.wait_for_timeout(400)
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab_failure.png"))
+        page.locator(".jp-Cell").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_selector("text=ERROR=TraceError True", timeout=30_000)
+        browser.close()
+    assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors

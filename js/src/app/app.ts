@@ -1,11 +1,12 @@
 /**
  * The flow view: runs the pipeline wire -> view model -> layout -> scene -> drawing for each
- * expansion state, and keeps the selection, the inspector and the marks in step. The user's
- * controls are in controls.ts, where the view looks in view/camera.ts. Used by the live
- * widget (widget.ts) and by the static export (renderStatic).
+ * expansion state, and keeps the selection, the inspector, the banners and the marks in step.
+ * The user's controls are in controls.ts, where the view looks in view/camera.ts. Used by the
+ * live widget (widget.ts) and by the static export (renderStatic).
  */
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction, LayoutResult } from "../layout/layout";
+import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
   buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
@@ -14,6 +15,7 @@ import {
 import { buildScene, layoutRequest } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
+import { fillBanners } from "../view/banners";
 import { buildChrome, fillLegend, type Chrome, type ColorMode } from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
 import { GraphView, type NodeFill } from "../view/graph_view";
@@ -79,7 +81,7 @@ export class FlowApp implements ControlsHost {
     );
     this.ui.canvas.prepend(this.graphView.svg);
     this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => this.showHint());
-    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0));
+    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend);
     this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed());
     this.ui.main.append(this.inspector.el);
@@ -105,6 +107,9 @@ export class FlowApp implements ControlsHost {
     const tree = (this.tree = buildTree(graph));
     this.ui.title.textContent = graph.model;
     this.inspector.close();
+    const problems = problemsOf(graph);
+    this.inspector.setRun(graph, problems);
+    fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id));
     this.camera.needsFit = true;
     let state = initialState(tree, this.opts.maxInitialNodes);
     // A selection that came before the graph (set from Python) is revealed in the first view.
@@ -152,7 +157,7 @@ export class FlowApp implements ControlsHost {
     const stages = tree.graph.calls.length;
     const shown = scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length;
     this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${shown} shown`;
-    fillLegend(this.ui.legend, this.colorMode, this.statRange());
+    this.legend();
     const after = anchor && (this.graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
     if (this.camera.needsFit) this.camera.firstView(scene, this.dir);
     else if (anchor && after) this.camera.keepAnchor(anchor.box, after);
@@ -216,11 +221,12 @@ export class FlowApp implements ControlsHost {
     this.ui.color.value = mode;
     this.graphView.setFills(this.fills());
     this.syncMarks();
-    fillLegend(this.ui.legend, mode, this.statRange());
+    this.legend();
   }
 
-  private statRange(): [number, number] | null {
-    return this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
+  private legend() {
+    const scale = this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
+    fillLegend(this.ui.legend, scale, new Set(this.scene?.edges.map((e) => e.kind)));
   }
 
   private fills(): Map<string, NodeFill> | null {
@@ -293,6 +299,24 @@ export class FlowApp implements ControlsHost {
     this.syncMarks();
     // Shown in the state, but maybe not painted yet (a layout in flight): focus after it.
     if (!fromUser && this.view?.byKey.has(key)) this.setFocus(key);
+  }
+
+  /** Select a stage, drawn and centred, with its inspector open (the banners' buttons). */
+  showStage(id: string) {
+    const call = this.tree?.byId.get(id);
+    if (!this.tree || call === undefined) return;
+    const centre = () => {
+      this.selectStage(id, true);
+      // After the inspector has taken its width (the resize moves the view once).
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        const n = this.graphView.node(stageKey(id));
+        if (!n || this.selectedId !== id) return;
+        this.setFocus(n.key, false);
+        this.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(this.camera.t.k, 0.8));
+      }));
+    };
+    if (isShown(this.tree, this.state, call)) centre();
+    else void this.reveal(call).then(centre);
   }
 
   closeInspector(): boolean {

@@ -6,6 +6,7 @@
  */
 import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "../layout/layout";
 import { formatParams, formatShape } from "../model/format";
+import { problemsOf, viewMarks } from "../model/problems";
 import type { CallTree } from "../model/tree";
 import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
 import type { EdgeKind } from "../wire";
@@ -95,11 +96,13 @@ function anchor(box: Box, dir: Direction, out: boolean): [number, number] {
 export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, dir: Direction): Scene {
   const { calls } = tree.graph;
   const nodes: SceneNode[] = [];
+  const marks = viewMarks(tree, view, problemsOf(tree.graph));
+  const mark = (key: string) => marks.get(key) ?? null;
   for (const n of view.nodes) {
     const box = lay.boxes[n.key];
     if (!box) continue;
     if (n.kind === "input" || n.kind === "output") {
-      nodes.push({ key: n.key, id: n.id, kind: n.kind, call: -1, box, title: n.id, path: n.id, type: n.kind, shape: "", params: "", expandable: false, foldCount: 0, error: null });
+      nodes.push({ key: n.key, id: n.id, kind: n.kind, call: -1, box, title: n.id, path: n.id, type: n.kind, shape: "", params: "", expandable: false, foldCount: 0, error: null, mark: null });
       continue;
     }
     const c = calls[n.call];
@@ -113,7 +116,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         title: `${n.run.type} × ${members.length}`,
         path: `${c.module} … ${last.module.slice(last.module.lastIndexOf(".") + 1)}`,
         type: n.run.type, shape: formatShape(last.shapes[0]), params: formatParams(params),
-        expandable: true, foldCount: members.length, error: err,
+        expandable: true, foldCount: members.length, error: err, mark: mark(n.key),
       });
     } else {
       nodes.push({
@@ -121,7 +124,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         title: lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : ""),
         path: c.module,
         type: c.type, shape: formatShape(c.shapes[0]), params: formatParams(c.params),
-        expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error,
+        expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error, mark: mark(n.key),
       });
     }
   }
@@ -130,13 +133,13 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     for (const it of items) {
       if (it.kind === "cluster") {
         const c = calls[it.call];
-        clusters.push({ key: it.key, id: c.id, kind: "cluster", call: it.call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth });
+        clusters.push({ key: it.key, id: c.id, kind: "cluster", call: it.call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth, mark: mark(it.key) });
         walk(it.items);
       } else if (it.kind === "run") {
         const c = calls[it.run.members[0]];
         clusters.push({
           key: it.key, id: it.run.key, kind: "run", call: it.run.members[0], box: lay.boxes[it.key],
-          label: `${it.run.prefix}.* (${it.run.members.length})`, type: `${it.run.type} × ${it.run.members.length}`, depth: c.depth,
+          label: `${it.run.prefix}.* (${it.run.members.length})`, type: `${it.run.type} × ${it.run.members.length}`, depth: c.depth, mark: null,
         });
         walk(it.items);
       }

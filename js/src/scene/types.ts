@@ -4,6 +4,7 @@
  * moves edge ends on it, view/ draws it. Types only.
  */
 import type { Box, Direction } from "../layout/layout";
+import type { Mark } from "../model/problems";
 import type { VisibleNode } from "../model/view_model";
 import type { EdgeKind } from "../wire";
 
@@ -21,6 +22,7 @@ export interface SceneNode {
   expandable: boolean;
   foldCount: number;
   error: string | null;
+  mark: Mark | null; // NaN / Inf in what it shows, or the call that raised
 }
 
 export interface SceneCluster {
@@ -32,6 +34,7 @@ export interface SceneCluster {
   label: string;
   type: string;
   depth: number;
+  mark: Mark | null; // an open group whose own output held NaN / Inf, or that raised itself
 }
 
 export interface SceneEdge {

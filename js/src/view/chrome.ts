@@ -1,8 +1,11 @@
-/** The widget's frame: toolbar, legend, hint; plain DOM built once per render. */
-import { gradientStops } from "./colormap";
+/** The widget's frame: toolbar, banners, legend, hint; plain DOM built once per render. */
+import type { EdgeKind } from "../wire";
+import { cssColor, gradientStops, NAN_MARK, nonfiniteColor } from "./colormap";
 import { h, s } from "./dom";
+import type { ColorMode, StatScale } from "./stat_colors";
 
-export type ColorMode = "type" | "mean_abs" | "std";
+export type { ColorMode };
+
 
 export interface Chrome {
   root: HTMLElement;
@@ -17,6 +20,7 @@ export interface Chrome {
   reset: HTMLButtonElement;
   svg: HTMLButtonElement;
   png: HTMLButtonElement;
+  banners: HTMLElement; // what went wrong in the run, above the graph (never over it)
   main: HTMLElement;
   canvas: HTMLElement;
   legend: HTMLElement;
@@ -56,31 +60,53 @@ export function buildChrome(css: string): Chrome {
   const busy = h("div", { class: "nfw-busy", hidden: true }, "laying out …");
   const canvas = h("div", { class: "nfw-canvas", tabindex: "0", "aria-label": "graph: arrows move along edges, Enter opens, Esc closes" }, legend, hint, busy);
   const main = h("div", { class: "nfw-main" }, canvas);
+  const banners = h("div", { class: "nfw-banners", hidden: true });
   const style = h("style", {});
   style.textContent = css;
-  const root = h("div", { class: "nfw-root" }, style, toolbar, main);
-  return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, main, canvas, legend, hint, busy };
+  const root = h("div", { class: "nfw-root" }, style, toolbar, banners, main);
+  return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, banners, main, canvas, legend, hint, busy };
 }
 
-function swatch(kind: "flow" | "skip" | "merge"): SVGSVGElement {
+/** The legend's names of the edge kinds. */
+export const EDGE_NAMES: Record<EdgeKind, string> = { flow: "flow", skip: "skip", merge: "merge", order: "runs after (no data)" };
+
+function swatch(kind: EdgeKind): SVGSVGElement {
   // Styled inline: data-edge-kind is reserved for the graph's edges (tests count them).
   const line = s("line", {
-    x1: 1, y1: 5, x2: 25, y2: 5, "stroke-width": 2,
-    stroke: `var(--nfw-${kind})`, "stroke-dasharray": kind === "skip" ? "5 3" : null,
+    x1: 2, y1: 5, x2: 24, y2: 5, "stroke-width": 2,
+    stroke: `var(--nfw-${kind})`, "stroke-dasharray": kind === "skip" ? "5 3" : kind === "order" ? "0.5 4" : null,
+    "stroke-linecap": kind === "order" ? "round" : null,
   });
   return s("svg", { width: 26, height: 10 }, line);
 }
 
-export function fillLegend(legend: HTMLElement, mode: ColorMode, range: [number, number] | null) {
-  const items: (HTMLElement | string)[] = [
-    h("span", {}, swatch("flow"), "flow"),
-    h("span", {}, swatch("skip"), "skip"),
-    h("span", {}, swatch("merge"), "merge"),
-  ];
-  if (mode !== "type" && range) {
-    const grad = h("i", { class: "nfw-grad" });
-    grad.style.background = `linear-gradient(to right, ${gradientStops(false, 0, 1)})`;
-    items.push(h("span", {}, mode === "std" ? "std " : "mean |x| ", range[0].toPrecision(2), grad, range[1].toPrecision(2)));
+function label(x: number): string {
+  return x === 0 ? "0" : Math.abs(x) >= 1e4 || Math.abs(x) < 1e-3 ? x.toExponential(1) : String(Number(x.toPrecision(2)));
+}
+
+/** Edge kinds (flow, skip, merge always; "runs after" when drawn), then the colour scale, if any. */
+export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: ReadonlySet<EdgeKind>) {
+  const items: (HTMLElement | string)[] = (["flow", "skip", "merge", "order"] as const)
+    .filter((k) => k !== "order" || kinds.has(k))
+    .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
+  if (scale) {
+    const parts: (HTMLElement | string)[] = [scale.mode === "std" ? "std" : "mean |x|"];
+    if (scale.hi > scale.lo) {
+      const grad = h("i", { class: "nfw-grad" });
+      grad.style.background = `linear-gradient(to right, ${gradientStops(false, 0, 1)})`;
+      parts.push(
+        h("span", { class: "nfw-scale" }, scale.log ? "log scale" : "linear"),
+        `${scale.clippedLo ? "≤" : ""}${label(scale.lo)}`, grad, `${scale.clippedHi ? "≥" : ""}${label(scale.hi)}`,
+      );
+    } else if (scale.hi === scale.lo && !scale.nonfinite) {
+      parts.push(` ${label(scale.lo)} everywhere`);
+    }
+    if (scale.nonfinite) {
+      const box = h("i", { class: "nfw-chip" });
+      box.style.background = cssColor(nonfiniteColor(NAN_MARK));
+      parts.push(box, "NaN/Inf");
+    }
+    items.push(h("span", { class: "nfw-legend-stat", "data-legend": "stat" }, ...parts));
   }
   legend.replaceChildren(...items);
 }

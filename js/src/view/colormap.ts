@@ -8,6 +8,19 @@ export type RGB = [number, number, number];
 const VIRIDIS: readonly (readonly number[])[] = table.viridis;
 // Blue - white - red: code 0 is the bluest (-1), 255 the reddest (+1), the middle is white.
 const DIVERGING: readonly (readonly number[])[] = table.diverging;
+// Outside both ramps: the colours of values that are not numbers, by a view's nonfinite mark.
+const NF = table.nonfinite;
+const NONFINITE: readonly (readonly number[])[] = [[0, 0, 0], NF.nan, NF.posinf, NF.neginf];
+
+/** A view's nonfinite marks: 1 NaN, 2 +Inf, 3 −Inf (0: finite); their names, by mark. */
+export const NONFINITE_NAMES = ["", "NaN", "+Inf", "−Inf"] as const;
+export const NAN_MARK = 1;
+
+/** The colour of a nonfinite mark (1 NaN, 2 +Inf, 3 −Inf). */
+export function nonfiniteColor(mark: number): RGB {
+  const c = NONFINITE[mark >= 1 && mark <= 3 ? mark : NAN_MARK];
+  return [c[0], c[1], c[2]];
+}
 
 /** The entry of a 256-entry map for u in [0, 1] (clamped; not finite -> code 0). */
 function pick(map: readonly (readonly number[])[], u: number): RGB {
@@ -58,6 +71,33 @@ export function applyLut(pixels: Uint8Array, table: Uint8ClampedArray, dst: Uint
     dst[o + 2] = table[p + 2];
     dst[o + 3] = 255;
   }
+}
+
+/** Paint the pixels whose mark is set in their nonfinite colour (RGBA `dst`, as applyLut wrote it). */
+export function applyNonfinite(marks: Uint8Array, dst: Uint8ClampedArray, offset = 0, count = marks.length - offset): void {
+  for (let i = 0; i < count; i++) {
+    const m = marks[offset + i];
+    if (m < 1 || m > 3) continue;
+    const c = NONFINITE[m];
+    dst[i * 4] = c[0];
+    dst[i * 4 + 1] = c[1];
+    dst[i * 4 + 2] = c[2];
+    dst[i * 4 + 3] = 255;
+  }
+}
+
+/** How many pixels carry each mark: [finite, NaN, +Inf, −Inf]. */
+export function markCounts(marks: Uint8Array | null, total: number): [number, number, number, number] {
+  const n: [number, number, number, number] = [total, 0, 0, 0];
+  if (!marks) return n;
+  for (let i = 0; i < marks.length; i++) {
+    const m = marks[i];
+    if (m >= 1 && m <= 3) {
+      n[m]++;
+      n[0]--;
+    }
+  }
+  return n;
 }
 
 export function cssColor([r, g, b]: RGB): string {

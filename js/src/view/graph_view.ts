@@ -2,6 +2,7 @@
 import { edgePath } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
 import { fitText, Listeners, s, SVG_NS, svgText, textWidth } from "./dom";
+import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { GRAPH_CSS } from "./styles";
 import { typeColor } from "./palette";
 import type { Transform } from "./zoom";
@@ -42,15 +43,15 @@ export class GraphView {
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
   private listeners = new Listeners();
   private cullFrame = 0;
-  private fonts: Record<"t1" | "t2" | "num" | "ct" | "port", string> | null = null;
+  private fonts: Record<"t1" | "t2" | "num" | "ct" | "port" | "flag", string> | null = null;
 
   /** Canvas fonts matching the CSS, for measuring labels (read once the SVG is in the page). */
-  private font(kind: "t1" | "t2" | "num" | "ct" | "port"): string {
+  private font(kind: "t1" | "t2" | "num" | "ct" | "port" | "flag"): string {
     if (!this.fonts) {
       const style = getComputedStyle(this.svg);
       const fam = style.fontFamily || "sans-serif";
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = { t1: `600 12.5px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 11.5px ${fam}` };
+      this.fonts = { t1: `600 12.5px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 11.5px ${fam}`, flag: `700 11px ${fam}` };
     }
     return this.fonts[kind];
   }
@@ -58,7 +59,7 @@ export class GraphView {
   constructor(private readonly events: GraphViewEvents, private readonly isDragging: () => boolean) {
     this.svg = s("svg", { class: "nfw-svg nfw-graph", role: "img", "aria-label": "network flow graph" });
     const defs = (this.defs = s("defs"));
-    for (const kind of ["flow", "skip", "merge"]) {
+    for (const kind of ["flow", "skip", "merge", "order"]) {
       const m = s("marker", {
         id: `${this.uid}-arrow-${kind}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
         markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", markerUnits: "userSpaceOnUse",
@@ -204,11 +205,16 @@ export class GraphView {
   private clusterEl(c: SceneCluster): SVGGElement {
     const [x, y, w, h] = c.box;
     const g = s("g", { class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`, "data-cluster-id": c.id, "data-key": c.key, transform: `translate(${x},${y})` });
+    markData(g, c.mark);
     g.append(s("rect", { class: "nfw-box", width: w, height: h, rx: 10 }));
-    const label = fitText(c.label, w - 48, this.font("ct"));
+    // The header: label, type, then the flags (if any) left of the collapse badge.
+    const flags = flagsOf(c.mark);
+    const fw = flags.length ? flagsWidth(flags, this.font("flag")) + 8 : 0;
+    const label = fitText(c.label, w - 48 - fw, this.font("ct"));
     g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
     const used = 12 + textWidth(label, this.font("ct")) + 8;
-    if (w - 36 - used > 40) g.append(svgText(fitText(c.type, w - 36 - used, this.font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+    if (w - 36 - fw - used > 40) g.append(svgText(fitText(c.type, w - 36 - fw - used, this.font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+    if (flags.length) g.append(drawFlags(flags, w - 30 - fw + 8, 4, this.font("flag")));
     g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
     const title = s("title");
     title.textContent = `${c.label} (${c.type})`;
@@ -222,6 +228,8 @@ export class GraphView {
     const cls = ["nfw-node"];
     if (port) cls.push("nfw-port");
     if (n.error) cls.push("nfw-error");
+    if (n.mark?.failed) cls.push("nfw-failed");
+    if (n.mark?.nonfinite) cls.push("nfw-nonfinite");
     if (n.key === this.selected) cls.push("nfw-selected");
     if (n.key === this.focused) cls.push("nfw-focus");
     if (this.matches.has(n.key)) cls.push("nfw-match");
@@ -229,6 +237,7 @@ export class GraphView {
     if (fill) cls.push("nfw-stat-fill");
     const g = s("g", { class: cls.join(" "), "data-stage-id": n.id, "data-key": n.key, "data-kind": n.kind, transform: `translate(${x},${y})` });
     if (n.kind === "fold") g.dataset.fold = n.id;
+    markData(g, n.mark);
     if (fill) g.style.setProperty("--nfw-ink", fill.ink);
     if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
     const title = s("title");
@@ -269,6 +278,9 @@ export class GraphView {
     if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
     if (n.expandable) g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
     g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
+    // What went wrong here: pills across the top edge (over the focus ring), clear of the expand badge.
+    const flags = flagsOf(n.mark);
+    if (flags.length) g.append(drawFlags(flags, -4, -FLAG_H / 2, this.font("flag")));
     return g;
   }
 
@@ -330,6 +342,15 @@ export class GraphView {
     cancelAnimationFrame(this.cullFrame);
     this.listeners.dispose();
     this.svg.remove();
+  }
+}
+
+/** Test hooks of a mark: data-failed, data-nonfinite (how many calls it shows; "first" where it began). */
+function markData(g: SVGGElement, mark: SceneNode["mark"]) {
+  if (mark?.failed) g.dataset.failed = "";
+  if (mark?.nonfinite) {
+    g.dataset.nonfinite = String(mark.nonfinite);
+    if (mark.first) g.dataset.nonfiniteFirst = "";
   }
 }
 

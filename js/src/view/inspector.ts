@@ -1,8 +1,10 @@
-/** The side panel for one stage: metadata, the kernel's views, attention, statistics. */
-import { formatNumber, formatParams, formatShape } from "../model/format";
-import type { AttentionData, StageReply, StageRequest, Summary, WireCall } from "../wire";
-import { gradientStops } from "./colormap";
+/** The side panel for one stage: what went wrong there (the failure's message, NaN / Inf), metadata, the kernel's views, attention, statistics. */
+import { formatParams, formatShape } from "../model/format";
+import type { Problems } from "../model/problems";
+import type { AttentionData, StageReply, StageRequest, Summary, WireCall, WireGraph } from "../wire";
+import { gradientStops, markCounts } from "./colormap";
 import { h, Listeners } from "./dom";
+import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
 import { colorBar, drawAttention, drawHeads, drawHistogram, drawView } from "./plots";
 
 /** Where stage data comes from: the kernel (live) or baked replies (static export). */
@@ -21,11 +23,24 @@ export class Inspector {
   private tab: string | null = null; // a view kind or "attention"
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
+  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null } = { failure: null, failed: new Set(), nonfinite: new Set(), first: null };
 
   constructor(private readonly fetchStage: FetchStage, private readonly onClose: () => void) {
     this.head = h("div", { class: "nfw-ins-head" });
     this.body = h("div", { class: "nfw-ins-body" });
     this.el = h("aside", { class: "nfw-inspector", "aria-label": "stage inspector", hidden: true }, this.head, this.body);
+  }
+
+  /** What went wrong in the run the next stages come from (the failure's message, NaN / Inf). */
+  setRun(graph: WireGraph, p: Problems) {
+    const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
+    this.cache.clear();
+    this.run = {
+      failure: p.failure?.message ?? null,
+      failed: new Set([id(p.failedStage), id(p.failedCall)].filter((x): x is string => x !== null)),
+      nonfinite: new Set(p.nonfinite.map((c) => graph.calls[c].id)),
+      first: id(p.first),
+    };
   }
 
   get stage(): string | null {
@@ -83,17 +98,31 @@ export class Inspector {
   }
 
   private showState(state: "loading" | "error", message = "") {
-    const meta = this.metaSection();
+    const meta = this.leadSections();
     if (state === "loading") {
-      this.body.replaceChildren(meta, h("div", { class: "nfw-state", role: "status" }, h("div", { class: "nfw-spinner" }), `Loading ${this.call?.id ?? ""} …`));
+      this.body.replaceChildren(...meta, h("div", { class: "nfw-state", role: "status" }, h("div", { class: "nfw-spinner" }), `Loading ${this.call?.id ?? ""} …`));
       return;
     }
     const retry = h("button", { class: "nfw-btn" }, "Retry");
     retry.addEventListener("click", () => this.request && void this.load({ ...this.request }));
-    this.body.replaceChildren(meta, h("div", { class: "nfw-errorbox", role: "alert" }, h("div", {}, message), retry));
+    this.body.replaceChildren(...meta, h("div", { class: "nfw-errorbox", role: "alert" }, h("div", {}, message), retry));
   }
 
-  private metaSection(): HTMLElement {
+  /** The failure's full message when the forward raised here (selectable text), then the facts. */
+  private leadSections(): HTMLElement[] {
+    const c = this.call!;
+    const out: HTMLElement[] = [];
+    const failed = this.run.failure !== null && this.run.failed.has(c.id);
+    if (failed) {
+      out.push(h("section", { class: "nfw-section nfw-raised", "data-failure": "" },
+        heading("The forward raised here"),
+        h("pre", { class: "nfw-trace" }, this.run.failure)));
+    }
+    out.push(this.metaSection(failed));
+    return out;
+  }
+
+  private metaSection(failed: boolean): HTMLElement {
     const c = this.call!;
     // A two-column grid of divs: hosts restyle dl / dt / dd (JupyterLab floats them).
     const meta = h("div", { class: "nfw-meta", role: "list", "aria-label": "stage facts" });
@@ -102,7 +131,11 @@ export class Inspector {
     row("output", c.shapes.map((sh) => formatShape(sh)).join(", "));
     row("dtype", [...new Set(c.dtypes)].join(", "));
     row("params", c.params ? `${formatParams(c.params)} (${c.params.toLocaleString("en-US")})` : "0");
-    if (c.error) row("error", c.error);
+    if (this.run.nonfinite.has(c.id)) {
+      row("NaN/Inf", this.run.first === c.id ? "in its output; the first of the run" : `in its output (first at ${this.run.first})`);
+      for (const el of [meta.lastElementChild, meta.lastElementChild?.previousElementSibling]) el?.classList.add("nfw-meta-bad");
+    }
+    if (c.error && !failed) row("error", c.error);
     return h("section", { class: "nfw-section" }, meta);
   }
 
@@ -112,8 +145,11 @@ export class Inspector {
     const tabs = [...reply.views];
     if (reply.attention.length) tabs.push(ATTENTION);
     if (!this.tab || !tabs.includes(this.tab)) this.tab = reply.view?.kind ?? tabs[0] ?? null;
-    const parts: HTMLElement[] = [this.metaSection()];
-    if (reply.error) parts.push(h("div", { class: "nfw-errorbox", role: "alert" }, reply.error));
+    const parts: HTMLElement[] = this.leadSections();
+    // The stage that raised has its message above already; the reply's error repeats it.
+    const raised = this.run.failure !== null && this.run.failed.has(reply.stage);
+    if (reply.error && !(raised && this.run.failure!.includes(reply.error))) parts.push(h("div", { class: "nfw-errorbox", role: "alert" }, reply.error));
+    if (raised && !tabs.length && !reply.summaries.length) parts.push(h("div", { class: "nfw-note" }, "No output: the forward raised before this stage returned."));
     if (tabs.length) parts.push(this.outputSection(reply, tabs));
     reply.summaries.forEach((s, i) => parts.push(this.summarySection(s, reply.summaries.length > 1 ? i : -1)));
     this.body.replaceChildren(...parts);
@@ -153,7 +189,8 @@ export class Inspector {
       controls.append(this.numberPicker("channel", current, Math.max(0, channels - 1), (v) => this.reload({ view: "channel", channel: v })));
     }
     const canvas = h("canvas", { class: "nfw-plot", "data-view-kind": view.kind, "aria-label": `${view.kind} view` });
-    sec.append(canvas, colorBar(gradientStops(view.signed, view.vmin, view.vmax), view.vmin, view.vmax));
+    const marks = markCounts(view.nonfinite, view.pixels.length);
+    sec.append(canvas, colorBar(marks[0] ? gradientStops(view.signed, view.vmin, view.vmax) : null, view.vmin, view.vmax, marks));
     const note = [view.note, `${view.shape.join(" × ")}${view.axes.length ? ` · axes ${view.axes.join(", ")}` : ""}`, view.signed ? "diverging around 0" : ""].filter(Boolean).join(" · ");
     sec.append(h("div", { class: "nfw-note" }, note));
     this.drawPending.push(() => drawView(canvas, view, this.width()));
@@ -195,20 +232,18 @@ export class Inspector {
     const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
     const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
     row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
-    if (s.stats) {
-      const t = s.stats;
-      row("min / max", `${formatNumber(t.min)} / ${formatNumber(t.max)}`);
-      row("mean ± std", `${formatNumber(t.mean)} ± ${formatNumber(t.std)}`);
-      row("mean |x|", formatNumber(t.mean_abs));
-      row("zeros", `${(t.zero_fraction * 100).toFixed(1)}%`);
-      if (t.nan || t.posinf || t.neginf) row("nan / +inf / −inf", `${t.nan} / ${t.posinf} / ${t.neginf}`);
-    }
+    for (const [k, v] of statRows(s)) row(k, v);
     if (s.numel !== null) row("elements", s.numel.toLocaleString("en-US"));
     if (s.sampled !== null) row("sampled", `${s.sampled.toLocaleString("en-US")} elements`);
     if (s.values) row("values", s.values.slice(0, 8).map(([v, n]) => `${String(v)}: ${n}`).join(", ") + (s.values.length > 8 ? ", …" : ""));
+    const bad = nonfiniteNote(s);
+    if (bad) sec.append(h("div", { class: "nfw-errorbox nfw-nonfinite-note", "data-nonfinite-note": "" }, bad));
     sec.append(table);
     if (s.error) sec.append(h("div", { class: "nfw-errorbox" }, s.error));
-    if (s.hist) {
+    const empty = emptyNote(s);
+    if (empty) {
+      sec.append(h("div", { class: "nfw-note" }, empty));
+    } else if (s.hist) {
       const canvas = h("canvas", { class: "nfw-hist", "aria-label": "histogram" });
       sec.append(canvas);
       const hist = s.hist;

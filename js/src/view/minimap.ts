@@ -1,7 +1,8 @@
 /**
  * A small overview of the whole graph with the visible part outlined; click or drag in it to
  * pan. Faint until hovered, collapsible to a button, hidden while the whole graph is in view,
- * and parked in the corner of the canvas that covers the fewest nodes.
+ * and parked in the corner of the canvas that covers the fewest nodes. The legend, which keeps
+ * its corner, fades while it covers a node.
  */
 import { GROUP_HEADER, type Box } from "../layout/layout";
 import type { Scene } from "../scene/types";
@@ -63,7 +64,7 @@ export class Minimap {
   private collapsed = false;
   private corner: Corner = "top-right";
 
-  constructor(private readonly centerOn: (x: number, y: number) => void) {
+  constructor(private readonly centerOn: (x: number, y: number) => void, private readonly legend: HTMLElement | null = null) {
     this.canvas = h("canvas", { class: "nfw-minimap-map", "aria-label": "minimap", title: "Overview: click or drag to move" });
     this.toggleBtn = h("button", { class: "nfw-minimap-toggle", type: "button" });
     this.el = h("div", { class: "nfw-minimap", hidden: true, "data-corner": this.corner }, this.canvas, this.toggleBtn);
@@ -114,7 +115,23 @@ export class Minimap {
     this.transform = t;
     if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.update()));
     clearTimeout(this.settle);
-    this.settle = window.setTimeout(() => this.place(), 250);
+    this.settle = window.setTimeout(() => {
+      this.place();
+      this.fadeLegend();
+    }, 250);
+  }
+
+  /** Fade the legend while a node lies under it (a label it would hide). */
+  private fadeLegend() {
+    const scene = this.scene;
+    const host = this.el.parentElement;
+    const legend = this.legend;
+    if (!scene || !host || !legend) return;
+    const { x, y, k } = this.transform;
+    const h0 = host.getBoundingClientRect();
+    const r = legend.getBoundingClientRect();
+    const boxes = scene.nodes.map((n): Box => [x + n.box[0] * k, y + n.box[1] * k, n.box[2] * k, n.box[3] * k]);
+    legend.classList.toggle("nfw-legend-faint", covered(boxes, r.left - h0.left, r.top - h0.top, r.width, r.height) > 0);
   }
 
   private update() {
@@ -170,9 +187,11 @@ export class Minimap {
       const [x, y, w, hh] = c.box;
       ctx.strokeRect(this.ox + x * k, this.oy + y * k, w * k, hh * k);
     }
+    const bad = style.getPropertyValue("--nfw-error").trim() || "#dc2626";
     for (const n of scene.nodes) {
       const [x, y, w, hh] = n.box;
-      ctx.fillStyle = n.kind === "input" || n.kind === "output" ? "#9ca3af" : typeColor(n.type);
+      // Where the run went wrong stands out on the overview: NaN / Inf, or the stage that raised.
+      ctx.fillStyle = n.mark ? bad : n.kind === "input" || n.kind === "output" ? "#9ca3af" : typeColor(n.type);
       ctx.fillRect(this.ox + x * k, this.oy + y * k, Math.max(1.5, w * k), Math.max(1.5, hh * k));
     }
     const [vx, vy, vw, vh] = this.viewport;

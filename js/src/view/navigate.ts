@@ -7,7 +7,7 @@ interface Graphish {
   edgesAt(key: string): readonly SceneEdge[];
 }
 
-const RANK: Record<string, number> = { flow: 0, merge: 1, skip: 2 };
+const RANK: Record<string, number> = { flow: 0, merge: 1, skip: 2, order: 3 };
 
 function center(n: SceneNode): [number, number] {
   return [n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2];

@@ -1,6 +1,6 @@
 /** Canvas drawings for the inspector: activation views, attention maps, histograms. */
 import type { AttentionData, Histogram, ViewData } from "../wire";
-import { applyLut, lut, viridis } from "./colormap";
+import { applyLut, applyNonfinite, cssColor, lut, NONFINITE_NAMES, nonfiniteColor, viridis } from "./colormap";
 import { h } from "./dom";
 
 function sized(canvas: HTMLCanvasElement, cssW: number, cssH: number): CanvasRenderingContext2D {
@@ -61,11 +61,15 @@ function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number,
   }
 }
 
-/** Draw a kernel view ([tiles, h, w], [h, w] or [n] uint8) with its colormap. */
+/** Draw a kernel view ([tiles, h, w], [h, w] or [n] uint8) with its colormap; NaN / ±Inf in their own colours. */
 export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: number) {
   const table = lut(view.vmin, view.vmax, view.signed);
   let [count, th, tw] = view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
-  const src = strip(count, th, tw, (img, i) => applyLut(view.pixels, table, img, i * th * tw, th * tw));
+  const marks = view.nonfinite;
+  const src = strip(count, th, tw, (img, i) => {
+    applyLut(view.pixels, table, img, i * th * tw, th * tw);
+    if (marks) applyNonfinite(marks, img, i * th * tw, th * tw);
+  });
   if (view.shape.length === 1) {
     // A vector: one row, stretched to a readable band.
     const ctx = sized(canvas, width, 28);
@@ -176,9 +180,25 @@ function fmt(x: number): string {
   return Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-2 && x !== 0) ? x.toExponential(1) : Number(x.toPrecision(3)).toString();
 }
 
-/** A colour bar: the gradient between vmin and vmax labels. */
-export function colorBar(gradient: string, vmin: number, vmax: number): HTMLElement {
-  const bar = h("i");
-  bar.style.background = `linear-gradient(to right, ${gradient})`;
-  return h("div", { class: "nfw-colorbar" }, fmt(vmin), bar, fmt(vmax));
+/**
+ * A colour bar: the gradient between vmin and vmax labels (none when no value is finite),
+ * then a swatch for each of NaN, +Inf, −Inf that the view holds (`marks`: pixel counts
+ * [finite, NaN, +Inf, −Inf]).
+ */
+export function colorBar(gradient: string | null, vmin: number, vmax: number, marks: readonly number[] = [1, 0, 0, 0]): HTMLElement {
+  const out = h("div", { class: "nfw-colorbar" });
+  if (gradient !== null) {
+    const bar = h("i");
+    bar.style.background = `linear-gradient(to right, ${gradient})`;
+    out.append(fmt(vmin), bar, fmt(vmax));
+  } else {
+    out.append(h("span", { class: "nfw-colorbar-none" }, "no finite values"));
+  }
+  for (let m = 1; m <= 3; m++) {
+    if (!marks[m]) continue;
+    const chip = h("b", { class: "nfw-swatch-chip" });
+    chip.style.background = cssColor(nonfiniteColor(m));
+    out.append(h("span", { class: "nfw-swatch", "data-swatch": NONFINITE_NAMES[m], title: `${marks[m]} pixels are ${NONFINITE_NAMES[m]}` }, chip, NONFINITE_NAMES[m]));
+  }
+  return out;
 }

@@ -1,44 +1,127 @@
-/** Node fills by an activation statistic of the graph (`stats`: mean |x| or std), viridis. */
+/**
+ * Node fills by an activation statistic of the graph (`stats`: mean |x| or std), viridis on a
+ * robust scale: log10 of the values (they span decades through a network), clipped where
+ * the bulk of the stages ends (no further than 1.5 IQR beyond the quartiles, and, from 20
+ * stages on, the 5th–95th percentiles), so that one outlier does not wash out every other
+ * stage. A stage whose
+ * output held NaN or ±Inf gets the NaN colour, never a ramp colour. DOM-free.
+ */
 import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
 import type { Scene, SceneNode } from "../scene/types";
-import type { ColorMode } from "./chrome";
-import { viridis } from "./colormap";
+import { NAN_MARK, nonfiniteColor, viridis, type RGB } from "./colormap";
 import type { NodeFill } from "./graph_view";
+
+/** What the nodes are coloured by: their module type, or a statistic of their output. */
+export type ColorMode = "type" | "mean_abs" | "std";
+
+/** The scale of a colouring: ramp ends (values), whether values fell outside them, NaN/Inf seen. */
+export interface StatScale {
+  mode: Exclude<ColorMode, "type">;
+  lo: number; // the value at the low end of the ramp (smaller ones are clipped to it)
+  hi: number; // the value at the high end
+  log: boolean; // log10 between lo and hi (false: fewer than two distinct positive values)
+  clippedLo: boolean; // some values are below lo
+  clippedHi: boolean; // some values are above hi
+  nonfinite: boolean; // some drawn stages held NaN / Inf (drawn in the NaN colour)
+}
+
+/** A node's calls: a fold's members, else the node's own call. */
+function callsOf(view: ViewGraph, n: SceneNode): number[] {
+  return n.kind === "fold" ? (view.byKey.get(n.key)?.run?.members ?? [n.call]) : [n.call];
+}
 
 /** A node's statistic; a fold averages its members. */
 export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: ColorMode): number | null {
   if (mode === "type" || n.call < 0) return null;
   const col = mode === "std" ? 1 : 0;
-  const members = n.kind === "fold" ? (view.byKey.get(n.key)?.run?.members ?? [n.call]) : [n.call];
-  const vals = members.map((m) => tree.graph.stats[m]?.[col]).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
+  const vals = callsOf(view, n).map((m) => tree.graph.stats[m]?.[col]).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
 }
 
-export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): [number, number] | null {
+/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest). */
+function isNonfinite(tree: CallTree, view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>): boolean {
+  return n.call >= 0 && callsOf(view, n).some((c) => nonfinite.has(c));
+}
+
+/** The q-quantile (0..1) of sorted values, linear between neighbours. */
+function quantile(sorted: number[], q: number): number {
+  const at = (sorted.length - 1) * q;
+  const i = Math.floor(at);
+  const f = at - i;
+  return i + 1 < sorted.length ? sorted[i] * (1 - f) + sorted[i + 1] * f : sorted[i];
+}
+
+/** Robust ramp ends [lo, hi] of some values (on the scale they are given in). */
+export function robustRange(values: number[]): [number, number] {
+  const v = [...values].sort((a, b) => a - b);
+  const q1 = quantile(v, 0.25);
+  const q3 = quantile(v, 0.75);
+  const fence = 1.5 * (q3 - q1);
+  // Percentiles of a handful of stages would clip the ordinary smallest and largest ones.
+  const many = v.length >= 20;
+  const lo = Math.max(many ? quantile(v, 0.05) : -Infinity, q1 - fence, v[0]);
+  const hi = Math.min(many ? quantile(v, 0.95) : Infinity, q3 + fence, v[v.length - 1]);
+  return hi > lo ? [lo, hi] : [v[0], v[v.length - 1]];
+}
+
+/** The scale for some statistic values (finite; NaN/Inf stages are not among them). */
+export function statScale(mode: StatScale["mode"], values: number[], nonfinite = false): StatScale | null {
+  if (!values.length) return nonfinite ? { mode, lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite } : null;
+  const positive = values.filter((x) => x > 0);
+  // mean |x| and std are >= 0: a zero (a stage that outputs zeros) sits at the low end.
+  const log = positive.length >= 2 && values.every((x) => x >= 0) && Math.min(...positive) < Math.max(...positive);
+  const [a, b] = robustRange(log ? positive.map(Math.log10) : values);
+  const lo = log ? 10 ** a : a;
+  const hi = log ? 10 ** b : b;
+  const eps = (hi - lo) * 1e-9;
+  return { mode, lo, hi, log, clippedLo: values.some((x) => x < lo - eps), clippedHi: values.some((x) => x > hi + eps), nonfinite };
+}
+
+/** Where a value sits on the ramp, 0..1 (clipped at the ends). */
+export function rampPosition(scale: StatScale, v: number): number {
+  if (!(scale.hi > scale.lo)) return 0.5;
+  const t = scale.log ? (Math.log10(Math.max(v, scale.lo)) - Math.log10(scale.lo)) / (Math.log10(scale.hi) - Math.log10(scale.lo)) : (v - scale.lo) / (scale.hi - scale.lo);
+  return Math.min(1, Math.max(0, t));
+}
+
+function fillOf([r, g, b]: RGB): NodeFill {
+  const light = 0.299 * r + 0.587 * g + 0.114 * b > 150;
+  return { fill: `rgb(${r}, ${g}, ${b})`, ink: light ? "#111827" : "#f9fafb" };
+}
+
+/** The NaN / Inf fill of a node coloured by a statistic. */
+export const NONFINITE_FILL = fillOf(nonfiniteColor(NAN_MARK));
+
+/** The scale of the drawn nodes' statistic, or null (colour by type, or no statistics). */
+export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): StatScale | null {
   if (mode === "type") return null;
-  let lo = Infinity;
-  let hi = -Infinity;
+  const nonfinite = new Set(tree.graph.nonfinite);
+  const values: number[] = [];
+  let bad = false;
   for (const n of scene.nodes) {
+    if (isNonfinite(tree, view, n, nonfinite)) {
+      bad = true;
+      continue;
+    }
     const v = statOf(tree, view, n, mode);
-    if (v === null) continue;
-    lo = Math.min(lo, v);
-    hi = Math.max(hi, v);
+    if (v !== null) values.push(v);
   }
-  return lo <= hi ? [lo, hi] : null;
+  return statScale(mode, values, bad);
 }
 
 export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): Map<string, NodeFill> | null {
-  const range = statRange(tree, view, scene, mode);
-  if (!range) return null;
+  const scale = statRange(tree, view, scene, mode);
+  if (!scale) return null;
+  const nonfinite = new Set(tree.graph.nonfinite);
   const out = new Map<string, NodeFill>();
-  const span = range[1] - range[0] || 1;
   for (const n of scene.nodes) {
+    if (isNonfinite(tree, view, n, nonfinite)) {
+      out.set(n.key, NONFINITE_FILL);
+      continue;
+    }
     const v = statOf(tree, view, n, mode);
-    if (v === null) continue;
-    const [r, g, b] = viridis((v - range[0]) / span);
-    const light = 0.299 * r + 0.587 * g + 0.114 * b > 150;
-    out.set(n.key, { fill: `rgb(${r}, ${g}, ${b})`, ink: light ? "#111827" : "#f9fafb" });
+    if (v !== null) out.set(n.key, fillOf(viridis(rampPosition(scale, v))));
   }
   return out;
 }

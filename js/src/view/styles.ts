@@ -13,7 +13,7 @@
 /** Names of the theme variables; the SVG export resolves them to colours. */
 export const THEME_VARS = [
   "--nfw-bg", "--nfw-bg1", "--nfw-bg2", "--nfw-bg3", "--nfw-fg0", "--nfw-fg1", "--nfw-fg2", "--nfw-fg3",
-  "--nfw-border", "--nfw-border2", "--nfw-accent", "--nfw-error", "--nfw-flow", "--nfw-skip", "--nfw-merge",
+  "--nfw-border", "--nfw-border2", "--nfw-accent", "--nfw-error", "--nfw-flow", "--nfw-skip", "--nfw-merge", "--nfw-order", "--nfw-raised",
   "--nfw-font", "--nfw-mono",
 ];
 
@@ -31,6 +31,7 @@ export const GRAPH_CSS = `
 .nfw-node.nfw-port .nfw-card { fill: var(--nfw-bg2); }
 .nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 11.5px; fill: var(--nfw-fg1); }
 .nfw-node.nfw-error .nfw-card { stroke: var(--nfw-error); stroke-width: 2; }
+.nfw-node.nfw-failed .nfw-card { stroke: var(--nfw-error); stroke-width: 2.5; }
 .nfw-node.nfw-selected .nfw-card { stroke: var(--nfw-accent); stroke-width: 2.5; }
 .nfw-node.nfw-focus .nfw-ring { display: block; }
 .nfw-ring { display: none; fill: none; stroke: var(--nfw-accent); stroke-width: 1.5; stroke-dasharray: 4 3; }
@@ -45,10 +46,16 @@ export const GRAPH_CSS = `
 .nfw-cluster .nfw-ct2 { font-size: 11px; fill: var(--nfw-fg2); }
 .nfw-cluster .nfw-ct, .nfw-cluster .nfw-ct2 { paint-order: stroke; stroke: var(--nfw-bg); stroke-width: 4px; stroke-linejoin: round; }
 .nfw-cluster [data-action] { cursor: pointer; }
+.nfw-cluster[data-failed] rect.nfw-box { stroke: var(--nfw-error); stroke-width: 2; }
+.nfw-flag rect { stroke: var(--nfw-bg); stroke-width: 1.5; }
+.nfw-flag text { font-size: 11px; font-weight: 700; fill: #ffffff; pointer-events: none; }
+.nfw-flag-nonfinite rect { fill: var(--nfw-error); }
+.nfw-flag-failed rect { fill: var(--nfw-raised); }
 
 .nfw-edge { fill: none; stroke: var(--nfw-flow); stroke-width: 1.4; }
 .nfw-edge[data-edge-kind="skip"] { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-edge[data-edge-kind="merge"] { stroke: var(--nfw-merge); stroke-width: 1.6; }
+.nfw-edge[data-edge-kind="order"] { stroke: var(--nfw-order); stroke-dasharray: 0.5 4; stroke-linecap: round; stroke-width: 2; }
 .nfw-hovering .nfw-edge { opacity: 0.18; }
 .nfw-hovering .nfw-edge.nfw-hl { opacity: 1; stroke-width: 2.4; }
 .nfw-hovering .nfw-node { opacity: 0.45; }
@@ -56,6 +63,7 @@ export const GRAPH_CSS = `
 .nfw-arrow-flow { fill: var(--nfw-flow); }
 .nfw-arrow-skip { fill: var(--nfw-skip); }
 .nfw-arrow-merge { fill: var(--nfw-merge); }
+.nfw-arrow-order { fill: var(--nfw-order); }
 
 .nfw-edge, .nfw-card, .nfw-stack, .nfw-cluster rect.nfw-box { vector-effect: non-scaling-stroke; }
 .nfw-lod-mid .nfw-t2, .nfw-lod-mid .nfw-num, .nfw-lod-mid .nfw-ct2 { display: none; }
@@ -128,6 +136,8 @@ const ROOT_CSS = `
   --nfw-flow: var(--jp-ui-font-color2, #6b7280);
   --nfw-skip: #e07b24;
   --nfw-merge: #8b5cf6;
+  --nfw-order: var(--jp-ui-font-color3, #9ca3af);
+  --nfw-raised: #7f1d1d;
   --nfw-font: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif);
   --nfw-mono: var(--jp-code-font-family, ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace);
   position: relative; display: flex; flex-direction: column; float: none;
@@ -146,15 +156,16 @@ const ROOT_CSS = `
  * beats `.host-class element` rules, and the widget's own rules, later and as specific, beat it.
  */
 const RESET_CSS = `
-.nfw-root :where(div, span, b, i, label, section, aside, button, input, select, option, canvas, a):not(.nfw-none) {
+.nfw-root :where(div, span, b, i, label, section, aside, button, input, select, option, canvas, a, pre):not(.nfw-none) {
   float: none; clear: none; position: static; box-sizing: border-box;
   width: auto; height: auto; min-width: 0; max-width: none; min-height: 0; max-height: none;
   margin: 0; padding: 0; border: 0 solid transparent; border-radius: 0; outline: none; box-shadow: none;
   background: none; color: inherit; opacity: 1; transform: none;
   font: inherit; line-height: inherit; letter-spacing: inherit; text-align: inherit; text-indent: 0;
   text-transform: none; text-decoration: none; text-shadow: none; vertical-align: baseline; white-space: inherit;
+  word-break: normal;
 }
-.nfw-root :where(div, section, aside):not(.nfw-none) { display: block; }
+.nfw-root :where(div, section, aside, pre):not(.nfw-none) { display: block; }
 .nfw-root :where(span, b, i, label, a):not(.nfw-none) { display: inline; }
 .nfw-root :where(button, input, select):not(.nfw-none) { display: inline-block; }
 .nfw-root :where(canvas):not(.nfw-none) { display: inline-block; }
@@ -188,6 +199,35 @@ const WIDGET_CSS = `
 .nfw-search-count { display: inline-block; color: var(--nfw-fg2); min-width: 4.5em; font-size: 11px; }
 .nfw-sep { display: inline-block; width: 1px; height: 18px; background: var(--nfw-border2); margin: 0 2px; }
 
+.nfw-banners { flex: none; display: flex; flex-direction: column; border-bottom: 1px solid var(--nfw-border2); }
+.nfw-banner {
+  display: flex; align-items: center; gap: 10px; width: 100%; min-height: 34px; padding: 6px 10px;
+  font-size: 12.5px; line-height: 1.4; text-align: left; color: var(--nfw-fg0); border-left: 4px solid transparent;
+}
+.nfw-banner + .nfw-banner { border-top: 1px solid var(--nfw-border2); }
+.nfw-banner-failure { border-left-color: var(--nfw-error); background: color-mix(in srgb, var(--nfw-error) 9%, var(--nfw-bg1)); }
+.nfw-banner-failure b { color: var(--nfw-error); font-weight: 700; }
+.nfw-banner-nonfinite { border-left-color: var(--nfw-error); background: color-mix(in srgb, var(--nfw-error) 5%, var(--nfw-bg1)); cursor: pointer; font: inherit; font-size: 12.5px; }
+.nfw-banner-nonfinite:hover { background: color-mix(in srgb, var(--nfw-error) 11%, var(--nfw-bg1)); }
+.nfw-banner-nonfinite:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: -2px; }
+.nfw-banner-nonfinite b { font-family: var(--nfw-mono); font-weight: 700; }
+.nfw-banner-notes { border-left-color: var(--nfw-fg3); background: var(--nfw-bg2); color: var(--nfw-fg1); }
+.nfw-banner-text { display: block; flex: 1; min-width: 0; overflow-wrap: anywhere; }
+.nfw-banner-failure .nfw-banner-text { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; overflow: hidden; }
+.nfw-note-line { display: block; }
+.nfw-banner-go { display: inline-block; flex: none; color: var(--nfw-accent); font-weight: 600; white-space: nowrap; }
+.nfw-banner-btn { flex: none; }
+.nfw-banner-icon {
+  display: inline-flex; flex: none; align-items: center; justify-content: center; width: 18px; height: 18px; border-radius: 50%;
+  background: var(--nfw-fg2); color: var(--nfw-bg); font-family: Georgia, serif; font-style: italic; font-weight: 700; font-size: 12px;
+}
+.nfw-pill {
+  display: inline-block; flex: none; padding: 0 8px; height: 20px; line-height: 20px; border-radius: 10px;
+  font-size: 11.5px; font-weight: 700; color: #ffffff; white-space: nowrap;
+}
+.nfw-pill-nonfinite { background: var(--nfw-error); }
+.nfw-pill-failed { background: var(--nfw-raised); }
+
 .nfw-main { position: relative; flex: 1; min-height: 0; display: flex; }
 .nfw-canvas { position: relative; flex: 1; min-width: 0; overflow: hidden; outline: none; cursor: grab; background:
   radial-gradient(circle, var(--nfw-border2) 1px, transparent 1.2px) 0 0 / 22px 22px, var(--nfw-bg); }
@@ -197,10 +237,14 @@ const WIDGET_CSS = `
 .nfw-legend {
   position: absolute; left: 10px; bottom: 10px; display: flex; gap: 12px; align-items: center;
   padding: 5px 10px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;
-  color: var(--nfw-fg2); font-size: 11px; pointer-events: none; opacity: 0.95;
+  color: var(--nfw-fg2); font-size: 11px; pointer-events: none; opacity: 0.95; transition: opacity .2s;
 }
+.nfw-legend.nfw-legend-faint { opacity: 0.35; }
 .nfw-legend span { display: inline-flex; align-items: center; }
 .nfw-legend svg { display: inline-block; width: 26px; height: 10px; max-width: none; margin: 0 4px 0 0; vertical-align: middle; }
+.nfw-legend .nfw-legend-stat { gap: 4px; }
+.nfw-legend .nfw-scale { font-style: italic; }
+.nfw-legend .nfw-chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 0 0 6px; vertical-align: middle; }
 .nfw-legend .nfw-grad { display: inline-block; width: 70px; height: 8px; border-radius: 2px; margin: 0 4px; vertical-align: middle; }
 
 .nfw-minimap {
@@ -262,6 +306,18 @@ const WIDGET_CSS = `
 .nfw-hist { display: block; width: 100%; max-width: 100%; height: 90px; margin: 6px 0 0; }
 .nfw-colorbar { display: flex; align-items: center; gap: 6px; margin: 4px 0 0; font-family: var(--nfw-mono); font-size: 10.5px; color: var(--nfw-fg2); }
 .nfw-colorbar i { display: block; flex: 1; height: 9px; border-radius: 2px; }
+.nfw-colorbar-none { display: inline-block; flex: 1; font-family: var(--nfw-font); font-style: italic; }
+.nfw-swatch { display: inline-flex; align-items: center; gap: 3px; flex: none; color: var(--nfw-fg1); font-weight: 600; }
+.nfw-swatch-chip { display: inline-block; width: 11px; height: 11px; border-radius: 2px; box-shadow: inset 0 0 0 1px rgba(0,0,0,.15); }
+.nfw-raised .nfw-h { color: var(--nfw-error); }
+.nfw-trace {
+  display: block; margin: 0; padding: 8px 10px; max-height: 220px; overflow: auto; white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere;
+  font-family: var(--nfw-mono); font-size: 11.5px; line-height: 1.45; color: var(--nfw-fg0);
+  background: color-mix(in srgb, var(--nfw-error) 7%, var(--nfw-bg1)); border: 1px solid var(--nfw-error); border-radius: 6px;
+  user-select: text; -webkit-user-select: text; cursor: text;
+}
+.nfw-meta-bad { color: var(--nfw-error); font-weight: 600; }
+.nfw-nonfinite-note { margin: 0 0 6px; font-size: 11.5px; }
 .nfw-state { display: flex; align-items: center; gap: 8px; color: var(--nfw-fg2); padding: 16px 0; }
 .nfw-spinner { display: block; width: 14px; height: 14px; border: 2px solid var(--nfw-border); border-top-color: var(--nfw-accent); border-radius: 50%; animation: nfw-spin .8s linear infinite; }
 @keyframes nfw-spin { to { transform: rotate(360deg); } }

@@ -1,0 +1,120 @@
+/**
+ * Where a run went wrong, for the view: the stages whose output held NaN or ±Inf (the first is
+ * where it appeared), the stage that raised, the notes; which visible node shows each (a
+ * collapsed group or a fold carries the marks of what it hides); the banners' words.
+ * Pure and DOM-free; every text here is shown as text, never as HTML.
+ */
+import type { WireFailure, WireGraph } from "../wire";
+import type { CallTree } from "./tree";
+import { clusterKey, nodeKeyForCall, type Item, type ViewGraph } from "./view_model";
+
+export interface Problems {
+  nonfinite: number[]; // call indices whose output held NaN / ±Inf, in the order they returned
+  first: number | null; // where NaN / Inf appeared (the first of them)
+  failure: WireFailure | null;
+  failedStage: number | null; // the stage the failure names (what its banner selects)
+  failedCall: number | null; // the innermost call that raised (what carries the mark)
+  notes: string[];
+}
+
+/** The innermost call of the failing module, within the failing stage when there is one. */
+function innermostFailed(graph: WireGraph, failure: WireFailure): number | null {
+  const within = (c: number) => {
+    if (failure.stage === null) return true;
+    for (let p = c; p >= 0; p = graph.calls[p].parent) if (p === failure.stage) return true;
+    return false;
+  };
+  let found: number | null = null;
+  graph.calls.forEach((c, i) => {
+    if (failure.module !== null && c.module === failure.module && within(i) && (found === null || c.error !== null)) found = i;
+  });
+  return found ?? failure.stage;
+}
+
+export function problemsOf(graph: WireGraph): Problems {
+  const failure = graph.failure;
+  const failedCall = failure ? innermostFailed(graph, failure) : null;
+  return {
+    nonfinite: graph.nonfinite,
+    first: graph.nonfinite.length ? graph.nonfinite[0] : null,
+    failure,
+    failedStage: failure ? (failure.stage ?? failedCall) : null,
+    failedCall,
+    notes: graph.notes,
+  };
+}
+
+/** What a drawn node or group shows of the problems. */
+export interface Mark {
+  nonfinite: number; // how many of the calls it shows held NaN / Inf (0: none)
+  first: boolean; // it shows the call where NaN / Inf appeared
+  failed: boolean; // it shows the call that raised
+}
+
+/**
+ * Marks by view key: a call's mark goes to the node that shows it now (itself, its fold, or
+ * the collapsed group around it); a call drawn as an open group marks that group (c: key).
+ */
+export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<string, Mark> {
+  const marks = new Map<string, Mark>();
+  const open = new Set<string>(); // the groups drawn open (clusters)
+  const walk = (items: Item[]) => {
+    for (const it of items) {
+      if (it.kind === "cluster") open.add(it.key);
+      if (it.kind === "cluster" || it.kind === "run") walk(it.items);
+    }
+  };
+  walk(view.items);
+  const keyOf = (call: number): string | null => {
+    const key = nodeKeyForCall(tree, view, call);
+    if (key) return key;
+    const group = clusterKey(tree.graph.calls[call].id);
+    return open.has(group) ? group : null;
+  };
+  const at = (key: string) => {
+    let m = marks.get(key);
+    if (!m) marks.set(key, (m = { nonfinite: 0, first: false, failed: false }));
+    return m;
+  };
+  for (const c of p.nonfinite) {
+    const key = keyOf(c);
+    if (!key) continue;
+    const m = at(key);
+    m.nonfinite++;
+    if (c === p.first) m.first = true;
+  }
+  if (p.failedCall !== null) {
+    const key = keyOf(p.failedCall);
+    if (key) at(key).failed = true;
+  }
+  return marks;
+}
+
+/** The first line of a text. */
+function firstLine(text: string): string {
+  const line = text.split("\n").find((l) => l.trim()) ?? "";
+  return line.trim();
+}
+
+/** The failure banner's words: where, then what (the message without its own "stage '…' raised"). */
+export function failureHeadline(graph: WireGraph, p: Problems): { where: string; what: string } | null {
+  const f = p.failure;
+  if (!f) return null;
+  const stage = f.stage !== null ? graph.calls[f.stage].id : null;
+  let what = firstLine(f.message);
+  if (stage !== null && what.startsWith(`stage '${stage}'`)) {
+    const cut = what.indexOf(" raised ", stage.length + 8);
+    if (cut >= 0) what = what.slice(cut + 8);
+  }
+  const inner = f.module !== null && f.module !== stage ? f.module : null;
+  const where = stage !== null ? (inner ? `${stage} (${inner})` : stage) : inner ?? "";
+  return { where, what };
+}
+
+/** The NaN / Inf banner's words: "First NaN/Inf at <id>", and how many stages hold any. */
+export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: string; text: string; count: string } | null {
+  if (p.first === null) return null;
+  const stage = graph.calls[p.first].id;
+  const n = p.nonfinite.length;
+  return { stage, text: `First NaN/Inf at ${stage}`, count: n > 1 ? `${n} stages hold NaN/Inf` : "the only stage with NaN/Inf" };
+}

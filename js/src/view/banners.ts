@@ -1,0 +1,53 @@
+/**
+ * The banners above the graph, part of the widget's frame (the graph is laid out below them,
+ * never under them): the forward raised (where, what; a button selects the failing stage),
+ * the first NaN / Inf (the banner is a button that goes to that stage), and the run's notes
+ * (e.g. the meta device: no data). Names and messages come from the user's model: text only.
+ */
+import { failureHeadline, nonfiniteHeadline, type Problems } from "../model/problems";
+import type { WireGraph } from "../wire";
+import { h } from "./dom";
+
+/** The pill a marked node carries, also the banners' lead: "NaN/Inf" or "raised". */
+export function pill(text: string, kind: "nonfinite" | "failed"): HTMLElement {
+  return h("span", { class: `nfw-pill nfw-pill-${kind}`, "aria-hidden": "true" }, text);
+}
+
+/** Fill the banners for a graph; `show` selects, reveals and inspects a stage by id. */
+export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show: (id: string) => void) {
+  const banners: HTMLElement[] = [];
+  const failure = failureHeadline(graph, p);
+  if (failure && p.failure) {
+    const text = h("span", { class: "nfw-banner-text", title: p.failure.message },
+      h("b", {}, failure.where ? `The forward raised at ${failure.where}` : "The forward raised"),
+      failure.what ? `: ${failure.what}` : "");
+    const banner = h("div", { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure" }, pill("raised", "failed"), text);
+    const stage = p.failedStage !== null ? graph.calls[p.failedStage].id : null;
+    if (stage !== null) {
+      const go = h("button", { class: "nfw-btn nfw-banner-btn", type: "button", "aria-label": `Show the failing stage ${stage}`, title: `Select ${stage} and show its error` }, "Show stage");
+      go.addEventListener("click", () => show(stage));
+      banner.append(go);
+    }
+    banners.push(banner);
+  }
+  const nonfinite = nonfiniteHeadline(graph, p);
+  if (nonfinite) {
+    const banner = h("button", {
+      class: "nfw-banner nfw-banner-nonfinite", type: "button", "data-banner": "nonfinite",
+      "aria-label": `${nonfinite.text} (${nonfinite.count}): show ${nonfinite.stage}`,
+      title: `Select ${nonfinite.stage}, where NaN/Inf first appeared`,
+    },
+      pill("NaN/Inf", "nonfinite"),
+      h("span", { class: "nfw-banner-text" }, "First NaN/Inf at ", h("b", {}, nonfinite.stage), ` · ${nonfinite.count}`),
+      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
+    banner.addEventListener("click", () => show(nonfinite.stage));
+    banners.push(banner);
+  }
+  if (p.notes.length) {
+    banners.push(h("div", { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },
+      h("span", { class: "nfw-banner-icon", "aria-hidden": "true" }, "i"),
+      h("span", { class: "nfw-banner-text" }, ...p.notes.map((n) => h("span", { class: "nfw-note-line" }, n.charAt(0).toUpperCase() + n.slice(1))))));
+  }
+  el.replaceChildren(...banners);
+  el.hidden = banners.length === 0;
+}
