@@ -13,23 +13,11 @@ from typing import NamedTuple
 import pytest
 import torch
 import torch.nn.functional as F
+from corpus import edge_list, seeded
 from torch import nn
 from torch.utils._pytree import tree_map
 
 import neural_flow_widget as nfw
-
-
-def edge_list(flow: nfw.Flow) -> list[tuple[str, str, str]]:
-    flow.lint()
-    got = [tuple(e) for e in flow.edges]
-    assert len(got) == len(set(got)), "duplicate edges"
-    return sorted(got)
-
-
-def seeded(make):
-    torch.manual_seed(0)
-    return make().eval()
-
 
 # -- recurrent cells called T times ------------------------------------------------------------
 

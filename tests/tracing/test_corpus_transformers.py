@@ -27,25 +27,13 @@ import copy
 import numpy as np
 import pytest
 import torch
+from corpus import edge_list, seeded
 
 import neural_flow_widget as nfw
 
 transformers = pytest.importorskip("transformers")
 
 V = 64  # vocabulary of every text model here
-
-
-def edge_list(flow: nfw.Flow) -> list[tuple[str, str, str]]:
-    """The flow's edges as sorted (src, dst, kind) triples, after the flow's own checks."""
-    flow.lint()
-    got = [tuple(e) for e in flow.edges]
-    assert len(got) == len(set(got)), "duplicate edges"
-    return sorted(got)
-
-
-def seeded(make):
-    torch.manual_seed(0)
-    return make().eval()
 
 
 def same_output(model, inputs: dict, field: str, before: torch.Tensor) -> None:

@@ -9,21 +9,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from corpus import edge_list, seeded
 from torch import nn
 
 import neural_flow_widget as nfw
-
-
-def edge_list(flow: nfw.Flow) -> list[tuple[str, str, str]]:
-    flow.lint()
-    got = [tuple(e) for e in flow.edges]
-    assert len(got) == len(set(got)), "duplicate edges"
-    return sorted(got)
-
-
-def seeded(make):
-    torch.manual_seed(0)
-    return make().eval()
 
 
 def unchanged(model, x, before):
