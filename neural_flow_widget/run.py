@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .capture.attention.budget import DEFAULT_ATTENTION_BUDGET
 from .graph import (
     Failure,
     Flow,
@@ -67,6 +68,7 @@ def trace(
     capture_device: Any = "cpu",
     sample: int = 0,
     budget_bytes: int | None = None,
+    attention_budget_bytes: int | None = DEFAULT_ATTENTION_BUDGET,
 ) -> Flow:
     """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
 
@@ -83,7 +85,10 @@ def trace(
     as detached views). ``stages`` selects stages (see ``Flow.select``); ``topology`` is
     ``"auto"`` (runtime dataflow), ``"fx"`` or ``"sequential"``. With ``capture=True`` each
     stage's output is summarised inside its hook (``flow.summary``, ``flow.view``) and
-    attention maps are recorded (``flow.attention``).
+    attention maps are recorded (``flow.attention``): exact up to 512 positions per axis,
+    block-mean pooled beyond, and all of a run's maps together within
+    ``attention_budget_bytes`` (default 48 MiB; ``None``: no bound), pooled further to fit,
+    with a note in ``flow.notes`` when they are.
     """
     if str(capture_device) != "cpu":
         raise ValueError(
@@ -105,7 +110,7 @@ def trace(
     if capture:
         from .capture import CaptureState
 
-        capture_state = CaptureState(sample=sample, budget_bytes=budget_bytes, attention=attention)
+        capture_state = CaptureState(sample, budget_bytes, attention, attention_budget_bytes)
     flags = [(m, m.training) for m in (model, *probe.modules)]
     collecting = gc.isenabled()
     try:

@@ -103,6 +103,18 @@ def _trace(model, inputs=(), topology: str = "auto", **kwargs):
     return nfw.trace(model, inputs, capture=False, topology=topology, kwargs=kwargs or None)
 
 
+def flat_mlp() -> torch.nn.Module:
+    """A flat nn.Sequential: (Linear -> ReLU) x 5, a Linear of another width, then three equal
+    Linears in a row (too few to fold) and a head: what the pattern runs fold."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    layers: list[nn.Module] = []
+    for _ in range(5):
+        layers += [nn.Linear(4, 4), nn.ReLU()]
+    layers += [nn.Linear(4, 6), nn.Linear(6, 6), nn.Linear(6, 6), nn.Linear(6, 6), nn.Linear(6, 1)]
+    return nn.Sequential(*layers)
+
+
 def flows():
     """(name, flow) of every edges-golden case: the zoo, the demos, the front end's graph
     fixtures, transformers' GPT-2, BERT (padded) and T5, diffusers' UNet2DConditionModel, and
@@ -135,6 +147,7 @@ def flows():
     except nfw.TraceError as err:  # the graph up to the failing stage
         yield "broken", err.partial
     yield "cell_loop", _trace(zoo.seeded(zoo.CellLoop), torch.randn(4, 2, 3))
+    yield "flat_mlp", _trace(flat_mlp(), torch.randn(2, 4))
     yield "unet_sequential", _trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), "sequential")
     for name in demos.DEMOS:
         demo = demos.load(name, pretrained=False)
@@ -170,12 +183,17 @@ def visible(flow, expanded: set[int]) -> list[int]:
 
 
 class Folds:
-    """The front end's call tree and the runs of repeated blocks it folds (``js/src/model/
-    tree.ts``: sibling calls ``prefix.N``, N consecutive, of equal type and signature, at
-    least 3), and the calls a view state draws (``view_model.ts``: a folded run stands for
-    all its members). The JS test checks that it finds the same runs and selections."""
+    """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): sibling
+    calls ``prefix.N``, N consecutive, of equal type and signature, at least 3; and, among the
+    siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
+    back to back at least 3 times and 6 calls in all (the shortest period that covers the most
+    calls, left to right). Also the calls a view state draws (``view_model.ts``: a folded run
+    stands for all its members). The JS test checks that it finds the same runs and
+    selections."""
 
     MIN_RUN = 3
+    MIN_PATTERN_CALLS = 6
+    MAX_PERIOD = 8
     INDEXED = re.compile(r"^(.*)\.(\d+)$")
 
     def __init__(self, flow) -> None:
@@ -186,27 +204,65 @@ class Folds:
             (self.children[parent] if parent >= 0 else self.roots).append(c)
         self.runs: list[list[int]] = []
         for siblings in [self.roots, *self.children]:
-            i = 0
-            while i < len(siblings):
-                first = calls[siblings[i]]
-                m = self.INDEXED.match(first.module)
-                j = i + 1
-                if m:
-                    n = int(m[2])
-                    while j < len(siblings):
-                        c = calls[siblings[j]]
-                        mj = self.INDEXED.match(c.module)
-                        if not mj or mj[1] != m[1] or int(mj[2]) != n + 1:
-                            break
-                        if c.type != first.type or c.sig != first.sig:
-                            break
-                        n, j = n + 1, j + 1
-                if m and j - i >= self.MIN_RUN:
-                    self.runs.append(siblings[i:j])
-                    i = j
-                else:
-                    i += 1
+            if len(siblings) >= self.MIN_RUN:
+                self.runs.extend(self._runs(calls, siblings))
         self.run_of = {c: r for r, run in enumerate(self.runs) for c in run}
+
+    def _runs(self, calls, siblings: list[int]) -> list[list[int]]:
+        runs: list[list[int]] = []
+        i = 0
+        while i < len(siblings):
+            first = calls[siblings[i]]
+            m = self.INDEXED.match(first.module)
+            j = i + 1
+            if m:
+                n = int(m[2])
+                while j < len(siblings):
+                    c = calls[siblings[j]]
+                    mj = self.INDEXED.match(c.module)
+                    if not mj or mj[1] != m[1] or int(mj[2]) != n + 1:
+                        break
+                    if c.type != first.type or c.sig != first.sig:
+                        break
+                    n, j = n + 1, j + 1
+            if m and j - i >= self.MIN_RUN:
+                runs.append(siblings[i:j])
+                i = j
+            else:
+                i += 1
+        taken = {c for run in runs for c in run}
+        stretch: list[int] = []
+        for c in [*siblings, None]:
+            if c is None or c in taken:
+                if len(stretch) >= self.MIN_PATTERN_CALLS:
+                    runs.extend(self._patterns(calls, stretch))
+                stretch = []
+            else:
+                stretch.append(c)
+        position = {c: i for i, c in enumerate(siblings)}
+        return sorted(runs, key=lambda run: position[run[0]])
+
+    def _patterns(self, calls, stretch: list[int]) -> list[list[int]]:
+        key = [(calls[c].type, calls[c].sig) for c in stretch]
+        runs: list[list[int]] = []
+        i = 0
+        while i < len(stretch):
+            best = period = 0
+            p = 1
+            while p <= self.MAX_PERIOD and i + p * self.MIN_RUN <= len(stretch):
+                j = i + p
+                while j < len(stretch) and key[j] == key[j - p]:
+                    j += 1
+                reps = (j - i) // p
+                if reps >= self.MIN_RUN and reps * p >= self.MIN_PATTERN_CALLS and reps * p > best:
+                    best, period = reps * p, p
+                p += 1
+            if not period:
+                i += 1
+                continue
+            runs.append(stretch[i : i + best])
+            i += best
+        return runs
 
     def selection(self, expanded: set[int], folded: set[int]) -> list[int]:
         """The calls drawn (as stages or inside folds) with ``expanded`` calls open and the

@@ -161,7 +161,7 @@ def test_graph_fixtures_are_real_traces_of_the_fixture_models():
 def test_colors_fixture_is_the_shared_table_at_the_codes():
     """What View.to_png() gave each code (colors.json) is the shared table's entry for it,
     and the fixture has a signed (diverging) and an unsigned (viridis) view."""
-    from neural_flow_widget.capture.views import DIVERGING, VIRIDIS
+    from neural_flow_widget.capture.image import DIVERGING, VIRIDIS
 
     views = json.loads((FIXTURES / "colors.json").read_text())["views"]
     assert {v["signed"] for v in views} == {True, False}
@@ -264,3 +264,41 @@ def test_attention_reply_and_head_validation():
     np.testing.assert_allclose(grid.sum(-1), 1, rtol=1e-5)
     bad, _ = wire.encode_stage_reply(flow, {"stage": "attn", "head": 4})
     assert not bad["ok"] and "0..3" in bad["error"]
+
+
+def test_grid_pages_and_channels_travel_in_requests_and_views():
+    torch.manual_seed(0)
+    flow = nfw.trace(torch.nn.Sequential(torch.nn.Conv2d(1, 40, 3)), torch.randn(1, 1, 12, 12))
+    msg, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "first", "page": 2})
+    view = msg["view"]
+    assert (view["page"], view["pages"], view["channels"]) == (2, 3, list(range(32, 40)))
+    assert view["clipped"] is not None and len(view["clipped"]) == 2
+    pinned, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "grid", "channels": [4, 1]})
+    assert pinned["view"]["channels"] == [4, 1] and pinned["view"]["page"] is None
+    for bad, needle in [
+        ({"page": "1"}, "page='1' has the wrong type"),
+        ({"page": 3}, "page=3 is out of range"),
+        ({"channels": "4"}, "expected a list of channel indices"),
+    ]:
+        msg, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "grid", **bad})
+        assert msg["ok"] is False and needle in msg["error"]
+
+
+def test_difference_reply_is_signed_a_minus_b_and_names_why_there_is_none():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 300)).eval()
+    x = torch.randn(1, 8)
+    a, b = nfw.trace(model, x), nfw.trace(model, x + 0.5)
+    msg, buffers = wire.encode_difference_reply(a, b, {"stage": "0", "view": "values"})
+    assert msg["ok"] and msg["run"] == "diff" and msg["summaries"] == []
+    view = msg["view"]
+    assert view["signed"] and view["vmin"] == -view["vmax"] and msg["views"] == ["values", "topk"]
+    codes = np.frombuffer(buffers[view["buffer"]], np.uint8).astype(float)
+    got = view["vmin"] + codes / 255 * (view["vmax"] - view["vmin"])
+    with torch.no_grad():
+        want = (model[0](x) - model[0](x + 0.5))[0].numpy()
+    np.testing.assert_allclose(got, want, atol=view["vmax"] / 100)
+    msg, _ = wire.encode_difference_reply(a, b, {"stage": "1", "view": "topk"})
+    assert msg["ok"] is False and "topk view is not defined" in msg["error"]
+    msg, _ = wire.encode_difference_reply(a, b, {"stage": "nope"})
+    assert msg["ok"] is False and "no stage 'nope'" in msg["error"]

@@ -1,4 +1,4 @@
-// Builds wire-format graphs (schema 1, see neural_flow_widget/wire.py) by replaying a
+// Builds wire-format graphs (schema 2, see neural_flow_widget/wire/__init__.py) by replaying a
 // forward pass by hand: module calls nest, every tensor op records its owner call and its
 // parent ops. Only the benchmark's synthetic graphs (synth.mjs) come from here: the test
 // fixtures are real traces, written by scripts/make_fixtures.py.
@@ -96,8 +96,10 @@ export class GraphBuilder {
       c.sig = hash(`${c.type}(${kids.map((j) => this.calls[j].sig).join(",")})`);
     }
     const stats = this.calls.map((c, i) => [Number((0.1 + ((i * 37) % 23) / 10).toFixed(3)), Number((0.5 + ((i * 13) % 17) / 20).toFixed(3))]);
+    // Where data of two or more ops meets: the residual adds, the cross-attention's mix.
+    const joins = this.ops.flatMap(([, parents], op) => (parents.length > 1 ? [[op, "add"]] : []));
     return {
-      schema: 1,
+      schema: 2,
       model: this.model,
       topology: this.topology,
       inputs: this.inputs,
@@ -106,10 +108,15 @@ export class GraphBuilder {
       ops: this.ops,
       input_ops: this.inputOps,
       output_ops: this.outputOps,
+      joins,
       selected: this.calls.map((c, i) => (c.depth === 1 ? i : -1)).filter((i) => i >= 0),
       initial,
       attention,
       stats,
+      nonfinite: [],
+      failure: null,
+      notes: [],
+      ends: {},
     };
   }
 }

@@ -1,9 +1,11 @@
 /**
  * Static mode for exported HTML files: the same view, with stage data read from replies
  * baked into the file instead of asking a kernel. See js/README.md for the page recipe.
+ * A page of a comparison carries it, and run B's replies and A − B for the stages its
+ * budget allowed. What was not baked says so, with no Retry: asking again cannot help.
  */
 import { FlowApp } from "./app/app";
-import { decodeStageReply, type StageReply, type StageRequest, type WireBuffer } from "./wire";
+import { decodeStageReply, type RunName, type StageReply, type StageRequest, type WireBuffer } from "./wire";
 
 /** One baked `_stage_data` exchange; buffers are [offset, length] slices of the blob. */
 export interface BakedEntry {
@@ -20,6 +22,18 @@ export interface Baked {
 /** The simpler form: each stage's default reply, buffers already sliced (what notebook/export.py writes). */
 export type BakedByStage = Record<string, { msg: unknown; buffers: WireBuffer[] }>;
 
+/** What a page of a comparison carries beside run A's replies: the comparison traitlet, run B's replies and A − B (each by stage). */
+export interface BakedRuns {
+  comparison: unknown;
+  runs?: { b?: BakedByStage; diff?: BakedByStage };
+}
+
+/** A source of baked replies: answers, and says beforehand whether it can. */
+interface Source {
+  fetch(req: StageRequest): Promise<StageReply>;
+  has(req: StageRequest): boolean;
+}
+
 function blobBytes(blob: Baked["blob"]): Uint8Array {
   if (!blob) return new Uint8Array(0);
   if (typeof blob === "string") {
@@ -31,12 +45,19 @@ function blobBytes(blob: Baked["blob"]): Uint8Array {
   return blob instanceof Uint8Array ? blob : new Uint8Array(blob);
 }
 
-const keyOf = (r: Partial<StageRequest>) => `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}`;
+const keyOf = (r: Partial<StageRequest>) => `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}|${r.page ?? ""}`;
+const RUNS: Record<RunName, string> = { a: "This stage's data", b: "Run B of this stage", diff: "A − B of this stage" };
 
-/** A fetchStage that answers from baked replies (exact request first, then looser matches). */
-export function bakedSource(input: Baked | BakedByStage | null | undefined): (req: StageRequest) => Promise<StageReply> {
-  if (input && !Array.isArray((input as Baked).entries)) return byStageSource(input as BakedByStage);
-  const baked = input as Baked | null | undefined;
+/** The answer for what the page does not carry: plainly why, and no Retry. */
+function notSaved(req: StageRequest): StageReply {
+  const run = req.run ?? "a";
+  const what = req.view === null && req.head === null && !req.page
+    ? RUNS[run]
+    : `${run === "a" ? "The" : `${RUNS[run]}: the`} ${req.head !== null ? `map of head ${req.head}` : `${req.view ?? "default"} view${req.channel !== null ? ` of channel ${req.channel}` : ""}${req.page ? ` (page ${req.page + 1})` : ""}`}`;
+  return { ok: false, stage: req.stage, retry: false, error: `${what} is not in this page: it was over the page's budget, or the page keeps only each stage's first view. Export again with a larger budget_bytes, or open the live widget.` };
+}
+
+function entriesSource(baked: Baked | null | undefined): Source {
   const bytes = blobBytes(baked?.blob);
   const byKey = new Map<string, BakedEntry>();
   for (const e of baked?.entries ?? []) {
@@ -45,28 +66,60 @@ export function bakedSource(input: Baked | BakedByStage | null | undefined): (re
     const stageDefault = `${e.request.stage}|default`;
     if ((e.request.view ?? null) === null && !byKey.has(stageDefault)) byKey.set(stageDefault, e);
   }
-  return async (req) => {
-    const entry =
-      byKey.get(keyOf(req)) ??
-      byKey.get(keyOf({ stage: req.stage, view: req.view, sample: req.sample })) ??
-      (req.view === null ? byKey.get(`${req.stage}|default`) : undefined);
-    if (!entry) return notSaved(req);
-    const buffers: WireBuffer[] = entry.buffers.map(([off, len]) => bytes.subarray(off, off + len));
-    return decodeStageReply(entry.reply, buffers);
+  const find = (req: StageRequest) =>
+    byKey.get(keyOf(req)) ??
+    byKey.get(keyOf({ stage: req.stage, view: req.view, sample: req.sample, page: req.page })) ??
+    (req.view === null ? byKey.get(`${req.stage}|default`) : undefined);
+  return {
+    has: (req) => (req.run ?? "a") === "a" && find(req) !== undefined,
+    async fetch(req) {
+      const entry = (req.run ?? "a") === "a" ? find(req) : undefined;
+      if (!entry) return notSaved(req);
+      const buffers: WireBuffer[] = entry.buffers.map(([off, len]) => bytes.subarray(off, off + len));
+      return decodeStageReply(entry.reply, buffers);
+    },
   };
 }
 
-function notSaved(req: StageRequest): StageReply {
-  const what = req.view === null && req.head === null ? "this stage" : req.view !== null ? `the ${req.view} view${req.channel !== null ? ` of channel ${req.channel}` : ""}` : `head ${req.head}`;
-  return { ok: false, stage: req.stage, error: `${what} was not saved in this exported file; export again with it included, or open the live widget.` };
+function sameList(a: unknown, b: readonly number[] | null | undefined): boolean {
+  return Array.isArray(a) && !!b && a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function byStageSource(replies: BakedByStage): (req: StageRequest) => Promise<StageReply> {
-  return async (req) => {
-    const r = Object.prototype.hasOwnProperty.call(replies, req.stage) ? replies[req.stage] : undefined;
-    if (!r || req.view !== null || req.channel !== null || req.head !== null) return notSaved(req);
-    return decodeStageReply(r.msg, r.buffers);
+/**
+ * Default replies by stage: a request matches the stage's reply when it asks for nothing
+ * else (its view kind, channel, the tiles it shows; no other head, no other page).
+ */
+function byStageSource(replies: BakedByStage | undefined): Source {
+  const find = (req: StageRequest) => {
+    const r = replies && Object.prototype.hasOwnProperty.call(replies, req.stage) ? replies[req.stage] : undefined;
+    if (!r || req.head !== null || req.page) return undefined;
+    const view = (r.msg as { view?: { kind?: string; channels?: number[] | null } | null }).view ?? null;
+    if (req.view !== null && req.view !== view?.kind) return undefined;
+    if (req.channel !== null && !(view?.kind === "channel" && view.channels?.[0] === req.channel)) return undefined;
+    if (req.channels && !sameList(view?.channels, req.channels)) return undefined;
+    return r;
   };
+  return {
+    has: (req) => find(req) !== undefined,
+    async fetch(req) {
+      const r = find(req);
+      const reply = r ? decodeStageReply(r.msg, r.buffers) : notSaved(req);
+      return reply.ok ? reply : { ...reply, retry: false };
+    },
+  };
+}
+
+/** A fetchStage that answers from baked replies (exact request first, then looser matches). */
+export function bakedSource(input: Baked | BakedByStage | null | undefined, runs?: BakedRuns["runs"]): (req: StageRequest) => Promise<StageReply> {
+  const source = sourceOf(input, runs);
+  return (req) => source.fetch(req);
+}
+
+function sourceOf(input: Baked | BakedByStage | null | undefined, runs?: BakedRuns["runs"]): Source {
+  const a = input && !Array.isArray((input as Baked).entries) ? byStageSource(input as BakedByStage) : entriesSource(input as Baked | null | undefined);
+  const others: Record<string, Source> = { b: byStageSource(runs?.b), diff: byStageSource(runs?.diff) };
+  const pick = (req: StageRequest) => (req.run === "b" || req.run === "diff" ? others[req.run] : a);
+  return { has: (req) => pick(req).has(req), fetch: (req) => pick(req).fetch(req) };
 }
 
 export interface StaticHandle {
@@ -81,15 +134,16 @@ export interface StaticHandle {
 
 /**
  * Render the flow view into `el` without a kernel. `baked` is either {stage id: {msg, buffers}}
- * (default replies) or {entries, blob} (any requests, buffers as slices of one blob).
+ * (default replies) or {entries, blob} (any requests, buffers as slices of one blob); `compared`
+ * the comparison and run B's and A − B's replies of a page made from a widget with a comparison.
  * The view fills `el` when `el` has a height of its own.
  */
-export function renderStatic(el: HTMLElement, graph: unknown, baked?: Baked | BakedByStage | null): StaticHandle {
-  const fetch = bakedSource(baked);
+export function renderStatic(el: HTMLElement, graph: unknown, baked?: Baked | BakedByStage | null, compared?: BakedRuns | null): StaticHandle {
+  const source = sourceOf(baked, compared?.runs);
   const fill = el.clientHeight > 0; // measured before the view adds its own height
-  const app = new FlowApp(el, { fetchStage: (req) => fetch(req) });
+  const app = new FlowApp(el, { fetchStage: (req) => source.fetch(req), available: (req) => source.has(req) });
   if (fill) app.root.style.setProperty("--nfw-height", "100%");
-  app.setGraph(graph);
+  app.setGraph(graph, compared?.comparison ?? null);
   return {
     dispose: () => app.dispose(),
     exportSvg: () => app.exportSvg(),

@@ -1,6 +1,8 @@
 /**
- * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in, the
- * `_stage_data` command for stage data, `selected` out. Static pages use `renderStatic`.
+ * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in (`graph`,
+ * `comparison`, `selected`, `direction`, `height`), the `_stage_data` command for stage data
+ * (`run: "b"` / `"diff"` for the compared run and A − B), `selected` out. Static pages use
+ * `renderStatic`.
  */
 import { FlowApp } from "./app/app";
 import { decodeStageReply, type StageRequest, type WireBuffer } from "./wire";
@@ -82,7 +84,9 @@ function render({ model, el, experimental }: RenderProps): () => void {
     const px = model.get("height");
     if (typeof px === "number" && px > 0) app.root.style.setProperty("--nfw-height", `${px}px`);
   };
-  const onGraph = () => app.setGraph(model.get("graph"));
+  // A comparison made (or dropped) redraws the same graph: the view keeps its state.
+  const onGraph = () => app.setGraph(model.get("graph"), model.get("comparison") ?? null);
+  const onComparison = onGraph;
   const onSelected = () => {
     const id = model.get("selected");
     app.selectStage(typeof id === "string" && id ? id : null, false);
@@ -91,6 +95,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
   model.on("change:graph", onGraph);
+  model.on("change:comparison", onComparison);
   model.on("change:selected", onSelected);
   model.on("change:direction", onDirection);
   model.on("change:height", onHeight);
@@ -101,6 +106,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
   if (model.get("selected")) onSelected();
   return () => {
     model.off("change:graph", onGraph);
+    model.off("change:comparison", onComparison);
     model.off("change:selected", onSelected);
     model.off("change:direction", onDirection);
     model.off("change:height", onHeight);

@@ -6,8 +6,10 @@
  * names this module re-exports, so that every reader imports the mirror from here.
  */
 import { fail, intList, isInt, isObj, strList, WireError } from "./wire_check";
+import { decodeComparison, decodeEnds, type WireComparison, type WireEnd } from "./wire_compare";
 
 export { WireError };
+export { decodeComparison, type StageDiff, type WireComparison, type WireEnd } from "./wire_compare";
 export {
   decodeStageReply,
   type AttentionData,
@@ -16,6 +18,7 @@ export {
   type StageRequest,
   type Summary,
   type SummaryStats,
+  type RunName,
   type ViewData,
   type WireBuffer,
 } from "./wire_reply";
@@ -45,6 +48,10 @@ export interface WireCall {
 /** A condensed op: [owner call index (-1 = the model's own forward), parent op ids]. */
 export type WireOp = [number, number[]];
 
+/** An op where the data of two or more ops meets, and what it does (add, cat, mul, or the
+ * function's name; text, never HTML): the junctions of the drawing (model/junctions.ts). */
+export type Join = [op: number, what: string];
+
 /** The `graph` traitlet. */
 export interface WireGraph {
   schema: number;
@@ -56,6 +63,7 @@ export interface WireGraph {
   ops: WireOp[];
   input_ops: [string, number][]; // which op is each model input
   output_ops: [string, number[]][]; // which ops produced each model output
+  joins: Join[]; // ops where data meets, and what they do (missing: none)
   selected: number[]; // call indices trace() selected
   initial: number[] | null; // the stages the first view shows (chosen with stages=); null: a readable depth
   attention: number[]; // call indices that recorded attention maps
@@ -63,6 +71,8 @@ export interface WireGraph {
   nonfinite: number[]; // calls whose output held NaN or +/-Inf, in return order (first: where it began)
   failure: WireFailure | null; // the forward raised: the graph is what ran before it
   notes: string[]; // what the run could not show (e.g. the meta device: no data)
+  ends: Record<string, WireEnd>; // inputs / outputs with captured data: they open like stages
+  comparison: WireComparison | null; // from the `comparison` traitlet (decodeGraph's second argument)
 }
 
 /** Why the traced forward raised; the graph holds what ran before. */
@@ -80,8 +90,11 @@ export interface WireEdge {
   kind: EdgeKind;
 }
 
-/** Validate the graph traitlet (an object or its JSON text) and return it typed. */
-export function decodeGraph(raw: unknown): WireGraph {
+/**
+ * Validate the graph traitlet (an object or its JSON text) and return it typed, with the
+ * `comparison` traitlet (run A against run B; null: none) decoded against its calls.
+ */
+export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph {
   const g = typeof raw === "string" ? (JSON.parse(raw) as unknown) : raw;
   if (!isObj(g)) fail("graph", "expected an object");
   if (g.schema !== SCHEMA) {
@@ -153,6 +166,14 @@ export function decodeGraph(raw: unknown): WireGraph {
     if (opsOut.some((o) => o < 0 || o >= nOps)) fail(`graph.output_ops[${i}]`, "op id out of range");
     return [p[0], opsOut];
   });
+  const joins = g.joins === undefined || g.joins === null ? [] : g.joins;
+  if (!Array.isArray(joins)) fail("graph.joins", "expected a list of [op id, what]");
+  const joinList = joins.map((j: unknown, i: number): Join => {
+    if (!Array.isArray(j) || !isInt(j[0]) || j[0] < 0 || j[0] >= nOps || typeof j[1] !== "string") {
+      fail(`graph.joins[${i}]`, `expected [op id, what] with an op id in 0..${nOps - 1}`);
+    }
+    return [j[0], j[1]];
+  });
   const stats = Array.isArray(g.stats) ? g.stats : [];
   let initial: number[] | null = null;
   if (g.initial !== null && g.initial !== undefined) {
@@ -180,6 +201,7 @@ export function decodeGraph(raw: unknown): WireGraph {
     ops,
     input_ops,
     output_ops,
+    joins: joinList,
     selected: Array.isArray(g.selected) ? intList(g.selected, "graph.selected") : [],
     initial,
     attention: Array.isArray(g.attention) ? intList(g.attention, "graph.attention") : [],
@@ -190,5 +212,7 @@ export function decodeGraph(raw: unknown): WireGraph {
     nonfinite,
     failure,
     notes: Array.isArray(g.notes) ? strList(g.notes, "graph.notes") : [],
+    ends: decodeEnds(g.ends, [...inputs, ...outputs]),
+    comparison: decodeComparison(comparison, nCalls),
   };
 }

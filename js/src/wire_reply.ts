@@ -5,6 +5,9 @@
  */
 import { fail, intList, isInt, isObj, strList } from "./wire_check";
 
+/** Which run a request asks for: this one ("a"), the compared one ("b"), or A − B ("diff"). */
+export type RunName = "a" | "b" | "diff";
+
 /** The request message of `_stage_data`. */
 export interface StageRequest {
   stage: string;
@@ -12,6 +15,9 @@ export interface StageRequest {
   channel: number | null;
   head: number | null;
   sample: number | null; // null: the sample the trace captured
+  page?: number | null; // grid views: which page of 16 channels (null: 0)
+  channels?: number[] | null; // grid views: these channels instead of a page (B at A's tiles)
+  run?: RunName | null; // null / absent: run A
 }
 
 export interface SummaryStats {
@@ -59,6 +65,10 @@ export interface ViewData {
   note: string | null; // how the view was made (e.g. "top 16 channels by mean |x|")
   pixels: Uint8Array;
   nonfinite: Uint8Array | null; // per pixel: 0 finite, 1 NaN, 2 +Inf, 3 -Inf; null: all finite
+  palette: "rgb" | "categorical" | null; // null: a ramp; rgb: [h, w, 3] colours; categorical: class codes
+  page: number | null; // grid views: this page of `pages` (16 channels each)
+  pages: number | null;
+  clipped: [number, number] | null; // finite values below vmin / above vmax (end colours)
 }
 
 export interface AttentionData {
@@ -85,8 +95,9 @@ export type StageReply =
       attention: AttentionData[];
       tokens: string[] | null; // labels of the query / key positions
       error: string | null;
+      run: RunName; // "diff": signed A − B, no summaries
     }
-  | { ok: false; stage: string; error: string };
+  | { ok: false; stage: string; error: string; retry?: boolean }; // retry false: asking again cannot help
 
 /** Buffers as anywidget hands them over (DataView), or as tests and static pages make them. */
 export type WireBuffer = ArrayBuffer | ArrayBufferView;
@@ -189,6 +200,10 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
     note: typeof v.note === "string" ? v.note : null,
     pixels,
     nonfinite,
+    palette: v.palette === "rgb" || v.palette === "categorical" ? v.palette : null,
+    page: isInt(v.page) ? v.page : null,
+    pages: isInt(v.pages) ? v.pages : null,
+    clipped: Array.isArray(v.clipped) && v.clipped.length === 2 && v.clipped.every(isInt) ? [v.clipped[0], v.clipped[1]] : null,
   };
 }
 
@@ -245,5 +260,6 @@ export function decodeStageReply(msg: unknown, buffers: WireBuffer[] = []): Stag
       : [],
     tokens: Array.isArray(msg.tokens) ? msg.tokens.map((t) => String(t)) : null,
     error: typeof msg.error === "string" ? msg.error : null,
+    run: msg.run === "diff" ? "diff" : msg.run === "b" ? "b" : "a",
   };
 }

@@ -17,24 +17,42 @@ function inside(inner: Box, outer: Box): boolean {
 }
 
 describe("layout", () => {
-  it("places every visible node without overlaps, flowing downwards", () => {
+  it("places every visible node without overlaps, flowing downwards (a U down and up again)", () => {
     const state = toggleExpanded(unet, initialState(unet), unet.byId.get("bottleneck")!);
     const view = buildView(unet, state);
     const lay = computeLayout(layoutRequest(view, "TB"));
     const boxes = view.nodes.map((n) => lay.boxes[n.key]);
     expect(boxes.every(Boolean)).toBe(true);
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i], boxes[j])).toBe(false);
-    for (const e of view.edges) if (e.kind === "flow") expect(lay.boxes[e.src][1]).toBeLessThan(lay.boxes[e.dst][1]);
+    const rising = new Set(["s:up2", "s:dec2", "s:up1", "s:dec1"]); // the decoder, up the U's other side
+    for (const e of view.edges) {
+      if (e.kind !== "flow" || e.dst === "s:head") continue;
+      if (rising.has(e.dst) && e.src !== "s:bottleneck.conv2") expect(lay.boxes[e.src][1]).toBeGreaterThan(lay.boxes[e.dst][1]);
+      else if (!rising.has(e.dst)) expect(lay.boxes[e.src][1]).toBeLessThan(lay.boxes[e.dst][1]);
+    }
+    const chain = buildView(gpt, toggleExpanded(gpt, toggleUnfolded(initialState(gpt), "layers.0"), gpt.byId.get("layers.3")!));
+    const chainLay = computeLayout(layoutRequest(chain, "TB"));
+    for (const e of chain.edges) if (e.kind === "flow") expect(chainLay.boxes[e.src][1]).toBeLessThan(chainLay.boxes[e.dst][1]);
     // Children sit inside their cluster box.
     const cluster = lay.boxes["c:bottleneck"];
     for (const id of ["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"]) expect(inside(lay.boxes[`s:${id}`], cluster)).toBe(true);
   });
 
-  it("left-to-right flows along x", () => {
-    const view = buildView(unet, initialState(unet));
-    const lay = computeLayout(layoutRequest(view, "LR"));
-    for (const e of view.edges) if (e.kind === "flow") expect(lay.boxes[e.src][0]).toBeLessThan(lay.boxes[e.dst][0]);
+  it("left-to-right flows along x; a U lies on its side (encoder along +x, decoder back along -x)", () => {
+    const chain = buildView(gpt, initialState(gpt));
+    const lay = computeLayout(layoutRequest(chain, "LR"));
+    for (const e of chain.edges) if (e.kind === "flow") expect(lay.boxes[e.src][0]).toBeLessThan(lay.boxes[e.dst][0]);
     expect(lay.width).toBeGreaterThan(lay.height);
+    const view = buildView(unet, initialState(unet));
+    const u = computeLayout(layoutRequest(view, "LR"));
+    const x = (id: string) => u.boxes[`s:${id}`][0];
+    const y = (id: string) => u.boxes[`s:${id}`][1];
+    expect(x("enc1")).toBeLessThan(x("enc2"));
+    expect(x("enc2")).toBeLessThan(x("bottleneck"));
+    expect(x("up1")).toBeLessThan(x("up2"));
+    expect(x("dec1")).toBeLessThan(x("dec2"));
+    expect(y("dec1")).toBeGreaterThan(y("enc1")); // the decoder beneath the encoder
+    expect(u.width).toBeGreaterThan(u.height);
   });
 
   it("is incremental: expanding a block lays out only that block and its containers", () => {
@@ -69,13 +87,25 @@ describe("layout", () => {
     expect(scene.edges.length).toBe(view.edges.length);
     const skip = scene.edges.find((e) => e.srcId === "enc1" && e.dstId === "dec1.conv1")!;
     expect(skip.kind).toBe("skip");
+    // drawn from enc1 into the junction where dec1 concatenates it with up1's output, which
+    // it enters from the side (the data of up1 comes in from above)
     const [sx, sy, sw, sh] = lay.boxes["s:enc1"];
+    expect(skip.from).toBe("s:enc1");
     expect(skip.points[1]).toBeCloseTo(sy + sh, 0);
-    expect(skip.points[0]).toBeGreaterThanOrEqual(sx);
-    expect(skip.points[0]).toBeLessThanOrEqual(sx + sw);
+    expect(skip.points[0]).toBeGreaterThan(sx);
+    expect(skip.points[0]).toBeLessThan(sx + sw);
+    const junction = scene.junctions.find((j) => j.key === skip.to)!;
+    expect(junction.glyph).toBe("⧺");
+    expect(junction.outs).toEqual(["s:dec1.conv1"]);
+    const [jx, jy, jw, jh] = junction.box;
+    const [ex, ey] = skip.points.slice(-2);
+    expect(Math.min(Math.abs(ex - jx), Math.abs(ex - jx - jw))).toBeLessThan(0.5);
+    expect(ey).toBeCloseTo(jy + jh / 2, 0);
+    const stub = scene.stubs.find((e) => e.from === junction.key)!;
     const [, dy] = lay.boxes["s:dec1.conv1"];
-    expect(skip.points[skip.points.length - 1]).toBeCloseTo(dy, 0);
-    expect(edgePath(skip.points)).toMatch(/^M[\d.]+,[\d.]+.*C/);
+    expect(stub.dst).toBe("s:dec1.conv1");
+    expect(stub.points[stub.points.length - 1]).toBeCloseTo(dy, 0);
+    expect(edgePath(scene.edges.find((e) => e.srcId === "enc2")!.points)).toMatch(/^M[\d.]+,[\d.]+L/);
     const fold = buildScene(gpt, buildView(gpt, initialState(gpt)), computeLayout(layoutRequest(buildView(gpt, initialState(gpt)), "TB")), "TB");
     expect(fold.nodes.find((n) => n.kind === "fold")!.title).toBe("TransformerBlock × 12");
   });

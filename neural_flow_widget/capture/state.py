@@ -24,10 +24,12 @@ from ..graph import Flow, Stage
 from ..tracing.protocols import WriteLog
 from . import accelerator
 from .attention import AttentionRecorder, AttentionTracer
+from .attention.budget import DEFAULT_ATTENTION_BUDGET, fit_budget
 from .attention.maps import AttentionMap, DeviceMap
 from .dense import read_dense
 from .host import to_host
 from .meaning import Meaning, PendingMeaning, read_input, read_output
+from .readings import meaning_view
 from .retained import DEFAULT_BUDGET_BYTES, PendingRetained, Retained, retain_pending
 from .summary import (
     PendingSummary,
@@ -35,7 +37,7 @@ from .summary import (
     summary_failed,
     summary_without_data,
 )
-from .views import available_views, meaning_view, render_view
+from .views import available_views, render_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,7 @@ class CaptureState:
     sample: int = 0
     budget_bytes: int | None = None
     attention: bool = True
+    attention_budget: int | None = DEFAULT_ATTENTION_BUDGET  # bytes all maps may hold
     outputs: dict[int, list[tuple[str, Made]]] = field(default_factory=dict)
     recorder: AttentionRecorder | None = None
     failures: dict[int, str] = field(default_factory=dict)  # call -> why its capture failed
@@ -87,7 +90,7 @@ class CaptureState:
     _fast: Any = field(default_factory=accelerator.reducer)  # None: torch ops only
 
     def fresh(self) -> CaptureState:
-        return CaptureState(self.sample, self.budget_bytes, self.attention)
+        return CaptureState(self.sample, self.budget_bytes, self.attention, self.attention_budget)
 
     def attach(self, stack: list[int], tracer: Any) -> Any:
         """Observe a run whose call stack is ``stack``; returns a mode to enter around the
@@ -180,6 +183,9 @@ class CaptureState:
         waiting = [part for m in made for part in m[:2] if part is not None]
         waiting += [m for entries in maps.values() for m in entries if isinstance(m, DeviceMap)]
         to_host(waiting)  # (one transfer per device for the whole run)
+        maps, pooled = fit_budget(maps, self.attention_budget)
+        if pooled is not None:
+            self._notes.setdefault(pooled, None)
         outputs = {}
         for call, items in self.outputs.items():
             outputs[call] = [Captured(leaf, *_records(m)) for leaf, m in items]
@@ -264,7 +270,15 @@ class Capture:
         return [c.summary for c in self.captured(flow, stage_id)]
 
     def view(
-        self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None, leaf: int
+        self,
+        flow: Flow,
+        stage_id: str,
+        kind: str | None,
+        *,
+        channel: int | None,
+        leaf: int,
+        page: int | None = None,
+        channels: Any = None,
     ) -> Any:
         items = self.captured(flow, stage_id)
         if not 0 <= leaf < len(items):
@@ -279,7 +293,7 @@ class Capture:
             raise ValueError(f"stage {stage_id!r} ran on the meta device: {META}")
         if item.retained is None:
             raise ValueError(f"stage {stage_id!r}: no view was kept ({item.error})")
-        return render_view(item.retained, kind, channel=channel)
+        return render_view(item.retained, kind, channel=channel, page=page, channels=channels)
 
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
         items = self.captured(flow, stage_id)

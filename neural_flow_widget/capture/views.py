@@ -15,27 +15,23 @@ percentiles of the kept values.
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import pathlib
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from .meaning import Meaning
+from .image import View, make_view
 from .retained import Retained
 
 __all__ = [
-    "CATEGORICAL",
-    "DIVERGING",
-    "NONFINITE",
-    "VIRIDIS",
-    "View",
+    "GRID_TILES",
+    "Pick",
     "available_views",
-    "meaning_view",
+    "checked_channel",
     "render_view",
+    "sharp_channel",
+    "tile_channels",
 ]
 
 
@@ -45,139 +41,21 @@ def _pooled(before: tuple[int, ...], after: tuple[int, ...]) -> str:
     return f"{text} (full resolution)" if same else f"pooled {'x'.join(map(str, before))} -> {text}"
 
 
-_GRID_TILES = 16  # tiles in the grid views
+GRID_TILES = 16  # tiles in the grid views: one page of them
 
 
-# --------------------------------------------------------------------------------------------
-# colormaps: 256 x RGB lookup tables, the same table the front end reads
+_view = make_view
 
 
-def _table(name: str) -> np.ndarray:
-    table = np.array(_COLORMAPS[name], dtype=np.uint8)
-    table.setflags(write=False)
-    return table
+class Pick(NamedTuple):
+    """What a request picks inside a view kind (every field optional)."""
+
+    channel: int | None = None  # the "channel" view: which channel (default: the most active)
+    page: int | None = None  # the grid views: which page of GRID_TILES channels (default 0)
+    channels: Sequence[int] | None = None  # the grid views: these channels, in this order
 
 
-_COLORMAPS = json.loads((pathlib.Path(__file__).parent / "colormaps.json").read_text())
-#: perceptually uniform dark-blue -> green -> yellow, for unsigned data
-VIRIDIS = _table("viridis")
-#: blue -> white -> red, centred between codes 127 and 128, for data straddling 0
-DIVERGING = _table("diverging")
-#: by :attr:`View.nonfinite` mark: (unused), NaN, +Inf, -Inf
-NONFINITE = np.array(
-    [[0, 0, 0], *(_COLORMAPS["nonfinite"][k] for k in ("nan", "posinf", "neginf"))], np.uint8
-)
-NONFINITE.setflags(write=False)
-#: colours of class indices (:attr:`View.palette` ``"categorical"``), cycled beyond 20
-CATEGORICAL = np.array(_COLORMAPS["categorical"]["colors"], np.uint8)
-CATEGORICAL.setflags(write=False)
-
-
-# --------------------------------------------------------------------------------------------
-# views
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class View:
-    """A small quantised image of retained data, ready for the wire or a PNG.
-
-    >>> import numpy as np
-    >>> v = View("mean", np.zeros((2, 3), np.uint8), 0.0, 1.0, False, ("y", "x"))
-    >>> v.to_png()[:4]
-    b'\\x89PNG'
-    """
-
-    kind: str  # which view, e.g. "grid", "channel", "tokens"
-    data: np.ndarray  # uint8: (h, w) for a map or strip, (n, h, w) for a grid of tiles
-    vmin: float  # the value that code 0 stands for
-    vmax: float  # the value that code 255 stands for (codes are linear in between)
-    signed: bool  # data straddle 0: use a diverging map centred on 0 (vmin == -vmax)
-    axes: tuple[str, str]  # labels of the two image axes, rows first
-    labels: tuple[str, ...] | None = None  # per-tile (grid) or per-column (topk) labels
-    channels: tuple[int, ...] | None = None  # the channel shown in each tile / the view
-    note: str | None = None  # how the data were reduced, e.g. "pooled 512x512 -> 32x32"
-    #: uint8 like ``data``, where a value is not a number: 1 NaN, 2 +Inf, 3 -Inf (0: finite);
-    #: None when every value is finite. Drawn in the colours of :data:`NONFINITE`.
-    nonfinite: np.ndarray | None = None
-    #: None: codes on a ramp (:data:`DIVERGING` when ``signed``, else :data:`VIRIDIS`);
-    #: ``"rgb"``: ``data`` is (h, w, 3) colours as they are (an input image);
-    #: ``"categorical"``: codes are class indices, coloured by :data:`CATEGORICAL`
-    palette: str | None = None
-
-    def to_png(self, colormap: bool = True) -> bytes:
-        """PNG bytes; grids are tiled in rows with a transparent 1-px gap between tiles;
-        NaN and +/-Inf in their own colours (:data:`NONFINITE`)."""
-        from PIL import Image
-
-        if self.palette == "rgb":
-            buffer = io.BytesIO()
-            Image.fromarray(np.ascontiguousarray(self.data), "RGB").save(buffer, format="PNG")
-            return buffer.getvalue()
-        tiles = self.data if self.data.ndim == 3 else self.data[None]
-        n, h, w = tiles.shape
-        cols = max(1, math.ceil(math.sqrt(n)))
-        rows = max(1, math.ceil(n / cols))
-        table = (DIVERGING if self.signed else VIRIDIS) if colormap else None
-        if colormap and self.palette == "categorical":
-            table = CATEGORICAL[np.arange(256) % len(CATEGORICAL)]
-        depth = 4 if colormap else 2  # RGBA or grey + alpha
-        canvas = np.zeros((rows * (h + 1) - 1, cols * (w + 1) - 1, depth), np.uint8)
-        pixels = table[tiles] if table is not None else tiles[..., None]
-        if self.nonfinite is not None and table is not None:
-            marks = self.nonfinite if self.nonfinite.ndim == 3 else self.nonfinite[None]
-            pixels = np.where(marks[..., None] > 0, NONFINITE[marks], pixels)
-        for i in range(n):  # at most a few dozen tiles
-            r, c = divmod(i, cols)
-            y, x = r * (h + 1), c * (w + 1)
-            canvas[y : y + h, x : x + w, :-1] = pixels[i]
-            canvas[y : y + h, x : x + w, -1] = 255
-        buffer = io.BytesIO()
-        Image.fromarray(canvas, "RGBA" if colormap else "LA").save(buffer, format="PNG")
-        return buffer.getvalue()
-
-
-#: percentiles that set a view's range (robust to a few extreme values)
-_LOW_PCT, _HIGH_PCT, _PCT_SAMPLE = 0.5, 99.5, 1 << 16
-
-
-def _nonfinite(values: np.ndarray) -> np.ndarray | None:
-    """:attr:`View.nonfinite` of ``values`` (None when all are finite)."""
-    bad = ~np.isfinite(values)
-    if not bad.any():
-        return None
-    marks = np.zeros(values.shape, np.uint8)
-    marks[np.isnan(values)] = 1
-    marks[np.isposinf(values)] = 2
-    marks[np.isneginf(values)] = 3
-    return marks
-
-
-def _quantise(values: np.ndarray) -> tuple[np.ndarray, float, float, bool]:
-    """uint8 codes and (vmin, vmax, signed) from robust percentiles of the finite values;
-    NaN and Inf get code 0 (their marks say what they are)."""
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return np.zeros(values.shape, np.uint8), 0.0, 0.0, False
-    step = max(1, math.ceil(finite.size / _PCT_SAMPLE))
-    sub = finite[::step]  # "lower"/"higher": with few values the range is their min/max
-    lo = float(np.percentile(sub, _LOW_PCT, method="lower"))
-    hi = float(np.percentile(sub, _HIGH_PCT, method="higher"))
-    signed = lo < 0.0 < hi
-    if signed:
-        lo, hi = -max(-lo, hi), max(-lo, hi)
-    span = hi - lo
-    codes = np.zeros(values.shape, np.float64) if span <= 0 else (values - lo) * (255.0 / span)
-    codes = np.clip(np.rint(np.nan_to_num(codes, nan=0.0)), 0, 255).astype(np.uint8)
-    return codes, lo, hi, signed
-
-
-def _view(kind: str, values: np.ndarray, axes: tuple[str, str], **extra) -> View:
-    values = np.asarray(values, np.float64)
-    codes, vmin, vmax, signed = _quantise(values)
-    return View(kind, codes, vmin, vmax, signed, axes, **extra, nonfinite=_nonfinite(values))
-
-
-_ViewFn = Callable[[Retained, "int | None"], View]
+_ViewFn = Callable[[Retained, Pick], View]
 _VIEWS: dict[str, dict[str, _ViewFn]] = {
     layout: {} for layout in ("image", "sequence", "vector", "empty")
 }
@@ -195,7 +73,37 @@ def _register(layout: str, kind: str) -> Callable[[_ViewFn], _ViewFn]:
     return add
 
 
-def _tiles(kept: Retained, kind: str, channels: np.ndarray, how: str) -> View:
+def tile_channels(kept: Retained, kind: str, pick: Pick) -> tuple[np.ndarray, str, int | None]:
+    """The channels of a grid view (``kind`` "grid": ranked by mean |x|; "first": in index
+    order) for ``pick``: its page, or the channels it names; how they were chosen, and the
+    page (None for channels named by hand)."""
+    c = kept.parts["grid"].shape[0]
+    if pick.channels is not None:
+        chosen = [int(i) for i in pick.channels]
+        if not 0 < len(chosen) <= GRID_TILES or any(not 0 <= i < c for i in chosen):
+            raise ValueError(f"channels={chosen!r}: name 1 to {GRID_TILES} channels in 0..{c - 1}")
+        return np.asarray(chosen, np.int64), "channels as asked", None
+    pages = -(-c // GRID_TILES)
+    page = 0 if pick.page is None else pick.page
+    if not 0 <= page < pages:
+        raise ValueError(
+            f"page={page} is out of range: {c} channels make {pages} page(s) of "
+            f"{GRID_TILES} (0..{pages - 1})"
+        )
+    at = slice(page * GRID_TILES, (page + 1) * GRID_TILES)
+    if kind == "grid":
+        ranked = np.argsort(-kept.values("channel_mean_abs"), kind="stable")[at]
+        first, last = page * GRID_TILES + 1, page * GRID_TILES + len(ranked)
+        how = f"top {len(ranked)} by mean |x|" if page == 0 else f"ranks {first}-{last} by mean |x|"
+        return ranked, how, page
+    chosen_first = np.arange(c)[at]
+    if page == 0:
+        return chosen_first, f"first {len(chosen_first)}", page
+    return chosen_first, f"channels {chosen_first[0]}-{chosen_first[-1]}", page
+
+
+def _tiles(kept: Retained, kind: str, pick: Pick) -> View:
+    channels, how, page = tile_channels(kept, kind, pick)
     grid = kept.values("grid")[channels]
     c, (h, w) = kept.parts["grid"].shape[0], kept.shape[-2:]
     return _view(
@@ -205,37 +113,52 @@ def _tiles(kept: Retained, kind: str, channels: np.ndarray, how: str) -> View:
         labels=tuple(f"ch {i}" for i in channels),
         channels=tuple(int(i) for i in channels),
         note=f"{how} of {c} channels; {_pooled((h, w), grid.shape[1:])}",
+        page=page,
+        pages=-(-c // GRID_TILES) if page is not None else None,
     )
 
 
 @_register("image", "grid")
-def _grid_view(kept: Retained, channel: int | None) -> View:
-    order = np.argsort(-kept.values("channel_mean_abs"), kind="stable")[:_GRID_TILES]
-    return _tiles(kept, "grid", order, f"top {len(order)} by mean |x|")
+def _grid_view(kept: Retained, pick: Pick) -> View:
+    return _tiles(kept, "grid", pick)
 
 
 @_register("image", "first")
-def _first_view(kept: Retained, channel: int | None) -> View:
-    count = min(_GRID_TILES, kept.parts["grid"].shape[0])
-    return _tiles(kept, "first", np.arange(count), f"first {count}")
+def _first_view(kept: Retained, pick: Pick) -> View:
+    return _tiles(kept, "first", pick)
+
+
+def sharp_channel(kept: Retained, channel: int) -> tuple[np.ndarray, bool]:
+    """One channel's map: the sharp copy when it is among the most active channels (True),
+    else its grid tile (False)."""
+    top = list(kept.parts["top_channels"]) if "top_channels" in kept.parts else []
+    if channel in top:
+        return kept.values("top")[top.index(channel)], True
+    return kept.values("grid")[channel], False
+
+
+def checked_channel(kept: Retained, channel: int | None) -> int:
+    """``channel``, or the most active one for None; a ValueError naming the range when it
+    is not a channel of ``kept``."""
+    mean_abs = kept.values("channel_mean_abs")
+    c = mean_abs.shape[0]
+    if channel is None:
+        return int(np.argmax(mean_abs))
+    if not (isinstance(channel, (int, np.integer)) and 0 <= channel < c):
+        raise ValueError(f"channel={channel!r} is out of range for {c} channels; use 0..{c - 1}")
+    return int(channel)
 
 
 @_register("image", "channel")
-def _channel_view(kept: Retained, channel: int | None) -> View:
-    mean_abs = kept.values("channel_mean_abs")
-    c, full = mean_abs.shape[0], kept.shape[-2:]
-    if channel is None:
-        channel = int(np.argmax(mean_abs))
-    if not (isinstance(channel, (int, np.integer)) and 0 <= channel < c):
-        raise ValueError(f"channel={channel!r} is out of range for {c} channels; use 0..{c - 1}")
-    top = list(kept.parts["top_channels"]) if "top_channels" in kept.parts else []
-    if channel in top:
-        data = kept.values("top")[top.index(channel)]
-        how = f"kept sharp as one of the {len(top)} most active channels"
+def _channel_view(kept: Retained, pick: Pick) -> View:
+    channel = checked_channel(kept, pick.channel)
+    top = len(kept.parts["top_channels"]) if "top_channels" in kept.parts else 0
+    data, sharp = sharp_channel(kept, channel)
+    if sharp:
+        how = f"kept sharp as one of the {top} most active channels"
     else:
-        data = kept.values("grid")[channel]
         how = "grid resolution" + (
-            f" (not among the {len(top)} most active channels kept sharper)" if top else ""
+            f" (not among the {top} most active channels kept sharper)" if top else ""
         )
     return _view(
         "channel",
@@ -243,12 +166,12 @@ def _channel_view(kept: Retained, channel: int | None) -> View:
         ("y", "x"),
         labels=(f"ch {channel}",),
         channels=(channel,),
-        note=f"channel {channel}: {_pooled(full, data.shape)}, {how}",
+        note=f"channel {channel}: {_pooled(kept.shape[-2:], data.shape)}, {how}",
     )
 
 
 @_register("image", "mean")
-def _mean_view(kept: Retained, channel: int | None) -> View:
+def _mean_view(kept: Retained, pick: Pick) -> View:
     data = kept.values("mean")
     return _view(
         "mean", data, ("y", "x"), note=f"mean over channels; {_pooled(kept.shape[-2:], data.shape)}"
@@ -256,27 +179,27 @@ def _mean_view(kept: Retained, channel: int | None) -> View:
 
 
 @_register("sequence", "tokens")
-def _tokens_view(kept: Retained, channel: int | None) -> View:
+def _tokens_view(kept: Retained, pick: Pick) -> View:
     data = kept.values("tokens")
     return _view("tokens", data, ("token", "feature"), note=_pooled(kept.shape[-2:], data.shape))
 
 
 @_register("sequence", "norms")
-def _norms_view(kept: Retained, channel: int | None) -> View:
+def _norms_view(kept: Retained, pick: Pick) -> View:
     data = kept.values("norms")
     note = f"L2 norm per token; {_pooled(kept.shape[-2:-1], data.shape)}"
     return _view("norms", data[None], ("", "token"), note=note)
 
 
 @_register("vector", "values")
-def _values_view(kept: Retained, channel: int | None) -> View:
+def _values_view(kept: Retained, pick: Pick) -> View:
     data = kept.values("first")
     total = math.prod(kept.shape[1:] if kept.sample is not None else kept.shape)
     return _view("values", data[None], ("", "index"), note=f"first {data.size} of {total} values")
 
 
 @_register("vector", "topk")
-def _topk_view(kept: Retained, channel: int | None) -> View:
+def _topk_view(kept: Retained, pick: Pick) -> View:
     data, where = kept.values("topk_values"), kept.parts["topk_indices"]
     return _view(
         "topk",
@@ -285,44 +208,6 @@ def _topk_view(kept: Retained, channel: int | None) -> View:
         labels=tuple(f"#{i}" for i in where),
         note=f"{data.size} largest |x|, labelled by flat index",
     )
-
-
-def meaning_view(meaning: Meaning) -> View:
-    """The view of a model input's or output's reading (:mod:`.meaning`).
-
-    >>> import torch
-    >>> from neural_flow_widget.capture.meaning import read_output
-    >>> v = meaning_view(read_output(torch.full((1, 1, 4, 4), 2.0), "output:0", 0).result())
-    >>> (v.kind, v.vmin, v.vmax, int(v.data[0, 0]))  # sigmoid(2) = 0.881
-    ('mask', 0.0, 1.0, 225)
-    """
-    kind, data, note = meaning.kind, meaning.data, meaning.note
-    if kind == "image":
-        return View(kind, data, 0.0, 255.0, False, ("y", "x"), note=note, palette="rgb")
-    if kind == "ids":
-        view = _view(kind, data[None].astype(np.float64), ("", "position"), note=note)
-        return replace(view, labels=tuple(str(int(i)) for i in data))
-    if kind == "mask":
-        codes = np.clip(np.rint(data * 255.0), 0, 255).astype(np.uint8)
-        return View(kind, codes, 0.0, 1.0, False, ("y", "x"), note=note)
-    if kind == "segmentation":
-        present = np.unique(data)
-        share = meaning.confidence.mean() if meaning.confidence is not None else float("nan")
-        labels = tuple(f"class {c}" for c in range(meaning.classes))
-        note += f"; {len(present)} classes present, mean winning probability {share:.0%}"
-        return View(
-            kind, data, 0.0, float(meaning.classes - 1), False, ("y", "x"),
-            labels=labels, note=note, palette="categorical",
-        )  # fmt: skip
-    # probabilities, next token: a strip of the most likely, largest first
-    codes = np.clip(np.rint(data[None] * 255.0), 0, 255).astype(np.uint8)
-    what = "class" if kind == "probabilities" else "id"
-    indices = meaning.indices if meaning.indices is not None else np.arange(data.size)
-    labels = tuple(f"{what} {int(i)}: {float(p):.1%}" for i, p in zip(indices, data))
-    return View(
-        kind, codes, 0.0, 1.0, False, ("", "rank"), labels=labels,
-        channels=tuple(int(i) for i in indices), note=note,
-    )  # fmt: skip
 
 
 def available_views(retained: Retained) -> tuple[str, ...]:
@@ -336,7 +221,14 @@ def available_views(retained: Retained) -> tuple[str, ...]:
     return tuple(_VIEWS[retained.layout])
 
 
-def render_view(retained: Retained, kind: str | None = None, *, channel: int | None = None) -> View:
+def render_view(
+    retained: Retained,
+    kind: str | None = None,
+    *,
+    channel: int | None = None,
+    page: int | None = None,
+    channels: Sequence[int] | None = None,
+) -> View:
     """Render one view of retained data (``kind=None``: the layout's default).
 
     >>> import torch
@@ -346,7 +238,9 @@ def render_view(retained: Retained, kind: str | None = None, *, channel: int | N
     ('topk', (1, 10), dtype('uint8'))
 
     ``channel`` picks the channel of the ``"channel"`` view (default: the most active one);
-    other views ignore it.
+    ``page`` the page of :data:`GRID_TILES` channels of the grid views (``"grid"``: ranked by
+    mean |x|; ``"first"``: in index order), or ``channels`` their channels by hand (run B
+    shown with run A's tiles); other views ignore them.
     """
     views = _VIEWS[retained.layout]
     if not views:
@@ -357,4 +251,4 @@ def render_view(retained: Retained, kind: str | None = None, *, channel: int | N
             f"unknown view kind {kind!r} for a {retained.layout} tensor of shape "
             f"{retained.shape}; available: {', '.join(views)}"
         )
-    return views[kind](retained, channel)
+    return views[kind](retained, Pick(channel, page, channels))

@@ -24,7 +24,15 @@ class CaptureRecord(Protocol):
 
     def summary(self, flow: Flow, stage_id: str) -> list[Any]: ...
     def view(
-        self, flow: Flow, stage_id: str, kind: str | None, *, channel: int | None, leaf: int
+        self,
+        flow: Flow,
+        stage_id: str,
+        kind: str | None,
+        *,
+        channel: int | None,
+        leaf: int,
+        page: int | None = None,
+        channels: Any = None,
     ) -> Any: ...
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]: ...
     def attention(self, flow: Flow, stage_id: str) -> list[Any]: ...
@@ -185,10 +193,21 @@ class Flow:
         return self._captured().summary(self, stage_id)
 
     def view(
-        self, stage_id: str, kind: str | None = None, *, channel: int | None = None, leaf: int = 0
+        self,
+        stage_id: str,
+        kind: str | None = None,
+        *,
+        channel: int | None = None,
+        leaf: int = 0,
+        page: int | None = None,
+        channels: Any = None,
     ):
-        """A rendered view of a stage's output (a channel grid, a token map, values...)."""
-        return self._captured().view(self, stage_id, kind, channel=channel, leaf=leaf)
+        """A rendered view of a stage's output (a channel grid, a token map, values...);
+        ``channel`` picks the channel view's channel, ``page`` the page of 16 channels of a
+        grid view (or ``channels`` its channels by hand)."""
+        return self._captured().view(
+            self, stage_id, kind, channel=channel, leaf=leaf, page=page, channels=channels
+        )
 
     def views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
         """The view kinds a stage's output offers, the default first."""

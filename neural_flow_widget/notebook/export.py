@@ -22,26 +22,37 @@ def bake_replies(
     tokens: list[str] | None,
     budget_bytes: int,
     vocab: Callable[[list[int]], list[str]] | None = None,
+    *,
+    blob: bytearray | None = None,
+    make: Callable[[str], tuple[Any, list[bytes]]] | None = None,
+    order: list[str] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """Replies for the model's inputs and outputs and the selected stages first, then the
     rest of the calls, while their JSON and their buffers (as base64) fit in
     ``budget_bytes``. Each carries its default view, and offers only that one (the page has
-    no kernel to make another). Returns ``{node id: {"msg": ..., "buffers": [[offset,
-    length], ...]}}`` and the packed buffers."""
-    chosen = set(flow.selected)
-    order = [*flow.inputs, *flow.outputs, *(flow.calls[i].id for i in flow.selected)]
-    order += [c.id for c in flow.calls if c.index not in chosen]
+    no kernel to make another); a stage with no data carries the error reply that says why.
+    Returns ``{node id: {"msg": ..., "buffers": [[offset, length], ...]}}`` and the packed
+    buffers. ``make`` (node -> reply) and ``order`` bake other replies (run B, A - B) into
+    the same ``blob``."""
+    if order is None:
+        chosen = set(flow.selected)
+        order = [*flow.inputs, *flow.outputs, *(flow.calls[i].id for i in flow.selected)]
+        order += [c.id for c in flow.calls if c.index not in chosen]
+    if make is None:
+
+        def make(node: str) -> tuple[Any, list[bytes]]:
+            return wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
+
     replies: dict[str, Any] = {}
-    blob = bytearray()
+    blob = bytearray() if blob is None else blob
     spent = 0
     for node in order:
-        msg, buffers = wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
-        if not msg.get("ok"):
-            continue
-        view = msg.get("view")
-        msg["views"] = [view["kind"]] if view else []
+        msg, buffers = make(node)
+        if msg.get("ok"):
+            view = msg.get("view")
+            msg["views"] = [view["kind"]] if view else []
         aligned = sum(len(b) + (-len(b) % 8) for b in buffers)
-        cost = len(_script_json(msg)) + 40 + _base64_size(aligned)  # (as the page holds it)
+        cost = len(_script_json(msg)) + len(_script_json(node)) + 40 + _base64_size(aligned)
         if spent + cost > budget_bytes:
             continue
         spent += cost
@@ -52,6 +63,45 @@ def bake_replies(
             blob += b"\0" * (-len(blob) % 8)  # keep every buffer 8-byte aligned
         replies[node] = {"msg": msg, "buffers": spans}
     return replies, bytes(blob)
+
+
+def bake_comparison(
+    flow: Any,
+    flow_b: Any,
+    comparison: dict[str, Any],
+    replies_a: dict[str, Any],
+    blob: bytearray,
+    budget_bytes: int,
+    tokens: list[str] | None = None,
+    vocab: Callable[[list[int]], list[str]] | None = None,
+) -> dict[str, Any]:
+    """Run B's replies and A - B for the stages whose run A reply is baked, at run A's view
+    and tiles (the same channels), half of ``budget_bytes`` each: the first divergent stage
+    first, then the inputs and outputs, the divergent stages, the rest. Returns the page's
+    ``{"comparison": ..., "b": {node: reply}, "diff": {node: reply}}``."""
+    first = comparison.get("first")
+    diverging = [flow.calls[row[0]].id for row in comparison.get("stages", []) if row[-1]]
+    order = [flow.calls[first].id] if first is not None else []
+    order += [*flow.inputs, *flow.outputs, *diverging, *replies_a]
+    order = [n for n in dict.fromkeys(order) if n in replies_a and replies_a[n]["msg"].get("ok")]
+
+    def request(node: str, run: str) -> dict[str, Any]:
+        view = replies_a[node]["msg"].get("view") or {}
+        req: dict[str, Any] = {"stage": node, "view": view.get("kind"), "run": run}
+        if view.get("kind") in ("grid", "first") and view.get("channels"):
+            req["channels"] = view["channels"]
+        return req
+
+    def make_b(node: str) -> tuple[Any, list[bytes]]:
+        return wire.encode_stage_reply(flow_b, request(node, "b"), tokens, vocab)
+
+    def make_diff(node: str) -> tuple[Any, list[bytes]]:
+        return wire.encode_difference_reply(flow, flow_b, request(node, "diff"), tokens, vocab)
+
+    half = budget_bytes // 2
+    b, _ = bake_replies(flow_b, tokens, half, vocab, blob=blob, make=make_b, order=order)
+    diff, _ = bake_replies(flow, tokens, half, vocab, blob=blob, make=make_diff, order=order)
+    return {"comparison": comparison, "b": b, "diff": diff}
 
 
 def _base64_size(n: int) -> int:
@@ -93,20 +143,36 @@ def write_html(
     vocab: Callable[[list[int]], list[str]] | None = None,
     budget_bytes: int = 8_000_000,
     title: str | None = None,
+    flow_b: Any = None,
+    comparison: dict[str, Any] | None = None,
 ) -> pathlib.Path:
     """Write the page, at most ``budget_bytes`` of it where the graph and the front end
-    leave room for stage data (stages beyond it open without data); returns its path."""
+    leave room for stage data (stages beyond it open without data, and say so); returns its
+    path. With ``comparison`` (:func:`wire.encode_comparison`) and run B's ``flow_b``, half
+    of that room goes to run A's replies and half to run B's and A - B
+    (:func:`bake_comparison`)."""
     path = pathlib.Path(path)
     title = title or f"{flow.model} — neural_flow_widget"
     graph = _script_json(wire.encode_graph(flow))
     bundle = bundle.replace("</script", "<\\/script")
     fixed = len(_PAGE) + len(html.escape(title)) + len(graph) + len(bundle.encode("utf-8"))
-    replies, blob = bake_replies(flow, tokens, max(0, budget_bytes - fixed), vocab)
+    compared = comparison is not None and flow_b is not None
+    fixed += len(_script_json(comparison)) if compared else 0
+    room = max(0, budget_bytes - fixed)
+    blob = bytearray()
+    replies, _ = bake_replies(flow, tokens, room // 2 if compared else room, vocab, blob=blob)
+    extra: dict[str, Any] | None = None
+    if compared:
+        spent = len(_script_json(replies)) + _base64_size(len(blob))
+        extra = bake_comparison(
+            flow, flow_b, comparison or {}, replies, blob, room - spent, tokens, vocab
+        )
     page = _PAGE.format(
         title=html.escape(title),
         graph=graph,
         replies=_script_json(replies),
-        blob=base64.b64encode(blob).decode("ascii"),
+        compare=_script_json(extra),
+        blob=base64.b64encode(bytes(blob)).decode("ascii"),
         bundle=bundle,
     )
     path.write_text(page, encoding="utf-8")
@@ -130,6 +196,7 @@ _PAGE = """<!doctype html>
 <div id="nfw-root"></div>
 <script type="application/json" id="nfw-graph">{graph}</script>
 <script type="application/json" id="nfw-replies">{replies}</script>
+<script type="application/json" id="nfw-compare">{compare}</script>
 <script type="text/plain" id="nfw-blob">{blob}</script>
 <script type="text/plain" id="nfw-bundle">{bundle}</script>
 <script type="module">
@@ -137,17 +204,18 @@ _PAGE = """<!doctype html>
   const raw = atob(text("nfw-blob").trim());
   const bytes = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-  const baked = JSON.parse(text("nfw-replies"));
-  const replies = {{}};
-  for (const [id, r] of Object.entries(baked)) {{
-    replies[id] = {{ msg: r.msg,
-      buffers: r.buffers.map(([at, n]) => new DataView(bytes.buffer, at, n)) }};
-  }}
+  const slices = (baked) => Object.fromEntries(Object.entries(baked).map(([id, r]) => [id,
+    {{ msg: r.msg, buffers: r.buffers.map(([at, n]) => new DataView(bytes.buffer, at, n)) }}]));
+  const replies = slices(JSON.parse(text("nfw-replies")));
+  const compare = JSON.parse(text("nfw-compare"));
+  const runs = compare && {{ comparison: compare.comparison,
+    runs: {{ b: slices(compare.b), diff: slices(compare.diff) }} }};
   const source = text("nfw-bundle");
   const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
   const mod = await import(url);
   URL.revokeObjectURL(url);
-  mod.renderStatic(document.getElementById("nfw-root"), JSON.parse(text("nfw-graph")), replies);
+  const root = document.getElementById("nfw-root");
+  mod.renderStatic(root, JSON.parse(text("nfw-graph")), replies, runs);
 </script>
 </body>
 </html>

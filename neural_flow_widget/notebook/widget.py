@@ -59,7 +59,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     direction = traitlets.Enum(["TB", "LR"], "TB").tag(sync=True)
     height = traitlets.Int(640).tag(sync=True)
     #: run A against run B, stage by stage (:func:`wire.encode_comparison`); None: no comparison
-    comparison = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    comparison = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
 
     def __init__(
         self,
@@ -169,6 +169,8 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         value = proposal["value"]
         if value in (None, ""):
             return None
+        if value in self.flow.inputs or value in self.flow.outputs:  # they open like stages
+            return value
         try:
             self.flow.stage(value)
         except KeyError as error:
@@ -179,10 +181,17 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     def _stage_data(self, msg: Any, buffers: list) -> tuple[wire.Reply, list[bytes]]:
         vocab = self._vocab if self._tokenizer is not None else None
         try:
-            if isinstance(msg, dict) and msg.get("run") == "b":  # the compared run
-                if self.flow_b is None:
-                    return wire.error_reply(msg.get("stage"), "there is no run B: compare first")
+            run = msg.get("run") if isinstance(msg, dict) else None
+            if run not in (None, "a", "b", "diff"):
+                return wire.error_reply(
+                    msg.get("stage"), f"run={run!r}: expected 'a', 'b' (compared) or 'diff' (A - B)"
+                )
+            if run in ("b", "diff") and self.flow_b is None:
+                return wire.error_reply(msg.get("stage"), "there is no run B: compare first")
+            if run == "b":  # the compared run
                 return wire.encode_stage_reply(self.flow_b, msg, self.tokens, vocab)
+            if run == "diff":
+                return wire.encode_difference_reply(self.flow, self.flow_b, msg, self.tokens, vocab)
             return wire.encode_stage_reply(self.flow, msg, self.tokens, vocab)
         except Exception as error:  # a reply, never a kernel traceback or a hung spinner
             return wire.error_reply(
@@ -194,7 +203,9 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self, path: str | pathlib.Path, *, budget_bytes: int = 8_000_000, title: str | None = None
     ) -> pathlib.Path:
         """Write a self-contained, offline HTML page of this graph, with each stage's default
-        view baked in (within ``budget_bytes`` in all)."""
+        view baked in (within ``budget_bytes`` in all). With a comparison (:meth:`compare`)
+        the page carries it too: the divergence colouring, and run B's view and A - B of as
+        many stages as the budget allows (half of it goes to run A)."""
         return _export.write_html(
             self.flow,
             path,
@@ -203,6 +214,8 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             vocab=self._vocab if self._tokenizer is not None else None,
             budget_bytes=budget_bytes,
             title=title,
+            flow_b=self.flow_b if self.comparison is not None else None,
+            comparison=self.comparison,
         )
 
     def save_svg(self, path: str | pathlib.Path) -> None:

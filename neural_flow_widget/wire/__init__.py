@@ -66,7 +66,14 @@ Two messages exist.
    message plus a list of binary buffers (never base64)::
 
     request:  {"stage": "enc1", "view": "grid" | null, "channel": int | null,
-               "head": int | null, "sample": int | null}   # null: the captured sample
+               "head": int | null, "sample": int | null,  # null: the captured sample
+               "page": int | null,       # the grid views ("grid": channels ranked by mean
+                                         #   |x|, "first": in index order): which page of 16
+                                         #   channels (null: 0); every channel is kept, <= 64 px
+               "channels": [int] | null, # the grid views: these channels (1..16), in this
+                                         #   order, instead of a page (run B at A's tiles)
+               "run": "a" | "b" | "diff" | null}   # the widget's runs (compare): null / "a"
+                                         #   this run, "b" the compared run, "diff" A - B
     reply:    {"ok": true, "stage": "enc1",
                "summaries": [                     # one per tensor leaf of the output
                  {"leaf": "0", "shape": [...], "dtype": "float32", "device": "cpu",
@@ -86,10 +93,16 @@ Two messages exist.
                         "note": "pooled 512x512 -> 64x64" | null, "buffer": 1,
                         "nonfinite": 2 | null,   # uint8 buffer like "buffer": 1 NaN,
                                                  #   2 +Inf, 3 -Inf, 0 finite; null: none
-                        "palette": null} | null, # null: codes on viridis (diverging when
+                        "palette": null,         # null: codes on viridis (diverging when
                                                  #   signed); "rgb": shape [h, w, 3], the
                                                  #   colours themselves (an input image);
                                                  #   "categorical": codes are class indices
+                        "page": 0, "pages": 4,   # grid views: this page of 16 channels of
+                                                 #   "pages"; null: not paged (or "channels")
+                        "clipped": [12, 40] | null} | null,  # finite values below vmin /
+                                                 #   above vmax, drawn in the end colours
+                                                 #   (the range is the 0.5-99.5 percentiles);
+                                                 #   null: the codes are not a clipped ramp
                "attention": [{                    # one per attention call inside the stage
                    "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
                    "pool": [1, 1],                # query / key block size; [1, 1] = exact
@@ -101,6 +114,13 @@ Two messages exist.
                "tokens": ["12", ...] | null,      # labels of the query / key positions
                "error": null}
     error:    {"ok": false, "stage": "enc1", "error": "unknown view kind 'foo' for ..."}
+
+   A request with ``"run": "diff"`` gets A - B (:func:`encode_difference_reply`): the reply
+   above with ``"run": "diff"``, no summaries, ``"view"`` the difference of the two runs'
+   retained values for the same view kind, channels and page (``"signed": true``, a range
+   symmetric about 0; the readings of inputs and outputs by their own rules, see
+   ``capture/readings.py``) and ``"attention"`` the difference of the probabilities
+   (float32, signed), or an error reply saying why there is none (topk, shapes that differ).
 """
 
 from __future__ import annotations
@@ -114,6 +134,7 @@ from .reply import (
     Reply,
     SummaryMessage,
     ViewMessage,
+    encode_difference_reply,
     encode_stage_reply,
     error_reply,
     finite_or_none,
@@ -130,6 +151,7 @@ __all__ = [
     "SummaryMessage",
     "ViewMessage",
     "encode_comparison",
+    "encode_difference_reply",
     "encode_graph",
     "encode_stage_reply",
     "error_reply",

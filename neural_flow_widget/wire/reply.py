@@ -47,6 +47,9 @@ class ViewMessage(TypedDict):
     buffer: int  # uint8 codes
     nonfinite: int | None  # uint8 marks: 1 NaN, 2 +Inf, 3 -Inf
     palette: str | None  # None: a ramp; "rgb"; "categorical"
+    page: int | None  # grid views: this page of 16 channels, of "pages"
+    pages: int | None
+    clipped: list[int] | None  # finite values [below vmin, above vmax]
 
 
 class AttentionMessage(TypedDict):
@@ -70,6 +73,7 @@ class Reply(TypedDict, total=False):
     attention: list[AttentionMessage]
     tokens: list[str] | None
     error: str | None
+    run: str  # "diff" on A - B replies only
 
 
 def finite_or_none(value: Any) -> float | None:
@@ -120,13 +124,13 @@ def encode_stage_reply(
             return error_reply(stage_id, str(error))
     views = list(flow.capture.views(flow, stage_id)) if summaries else []
     view = None
-    kind, channel = request.get("view"), request.get("channel")
-    for name, value in (("view", kind), ("channel", channel), ("head", request.get("head"))):
-        if value is not None and not isinstance(value, (str if name == "view" else int)):
-            return error_reply(stage_id, f"{name}={value!r} has the wrong type")
+    kind = request.get("view")
+    picked = _picks(request)
+    if isinstance(picked, str):
+        return error_reply(stage_id, picked)
     if views:
         try:
-            view = _view(_named(flow.view(stage_id, kind, channel=channel), vocab), buffers)
+            view = _view(_named(flow.view(stage_id, kind, **picked), vocab), buffers)
         except ValueError as error:
             return error_reply(stage_id, str(error))
     elif kind is not None:
@@ -144,6 +148,63 @@ def encode_stage_reply(
         "attention": attention,
         "tokens": tokens,
         "error": error_of,
+    }
+    return reply, buffers
+
+
+def _picks(request: dict) -> dict[str, Any] | str:
+    """The view-picking fields of a request (channel, page, channels), or what is wrong."""
+    for name in ("view", "channel", "head", "page"):
+        value = request.get(name)
+        if value is not None and not isinstance(value, str if name == "view" else int):
+            return f"{name}={value!r} has the wrong type"
+    channels = request.get("channels")
+    if channels is not None and not (
+        isinstance(channels, list) and all(isinstance(c, int) for c in channels)
+    ):
+        return f"channels={channels!r}: expected a list of channel indices"
+    return {"channel": request.get("channel"), "page": request.get("page"), "channels": channels}
+
+
+def encode_difference_reply(
+    flow_a: Any,
+    flow_b: Any,
+    request: Any,
+    tokens: list[str] | None = None,
+    vocab: Callable[[list[int]], list[str]] | None = None,
+) -> tuple[Reply, list[bytes]]:
+    """The reply to a ``_stage_data`` request with ``"run": "diff"``: A - B of the view it
+    asks for (:func:`neural_flow_widget.capture.difference.stage_difference`) and of the
+    stage's attention maps, signed; no summaries. Never raises."""
+    from ..capture.difference import attention_difference, stage_difference
+
+    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
+        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
+    stage_id = request["stage"]
+    picked = _picks(request)
+    if isinstance(picked, str):
+        return error_reply(stage_id, picked)
+    buffers: list[bytes] = []
+    try:
+        views = list(flow_a.views(stage_id))
+        view = None
+        if views:
+            diff = stage_difference(flow_a, flow_b, stage_id, request.get("view"), **picked)
+            view = _view(_named(diff, vocab), buffers)
+        maps = attention_difference(flow_a.attention(stage_id), flow_b.attention(stage_id))
+        attention = [_attention(m, request.get("head"), buffers) for m in maps]
+    except (ValueError, KeyError) as error:
+        return error_reply(stage_id, str(error.args[0]) if error.args else str(error))
+    reply: Reply = {
+        "ok": True,
+        "stage": stage_id,
+        "run": "diff",
+        "summaries": [],
+        "views": views,
+        "view": view,
+        "attention": attention,
+        "tokens": tokens,
+        "error": None,
     }
     return reply, buffers
 
@@ -195,10 +256,16 @@ def _named(v: Any, vocab: Callable[[list[int]], list[str]] | None) -> Any:
     """A view of token ids or of a next token with the ids named by ``vocab``."""
     if vocab is None or not v.labels or v.kind not in ("ids", "next token"):
         return v
-    if v.kind == "ids":
-        return replace(v, labels=tuple(vocab([int(label) for label in v.labels])))
+    if v.kind == "ids":  # (A - B: "3 → 5" where the runs' ids differ)
+        parts = [label.split(" → ") for label in v.labels]
+        names = vocab([int(i) for ids in parts for i in ids])
+        at, labels = 0, []
+        for ids in parts:
+            labels.append(" → ".join(names[at : at + len(ids)]))
+            at += len(ids)
+        return replace(v, labels=tuple(labels))
     names = vocab([int(i) for i in v.channels])
-    odds = [label.rpartition(": ")[2] for label in v.labels]
+    odds = [label.partition(": ")[2] for label in v.labels]
     return replace(v, labels=tuple(f"{name}: {p}" for name, p in zip(names, odds)))
 
 
@@ -217,6 +284,9 @@ def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
         "buffer": _add(buffers, data),
         "nonfinite": _add(buffers, v.nonfinite) if v.nonfinite is not None else None,
         "palette": v.palette,
+        "page": v.page,
+        "pages": v.pages,
+        "clipped": list(v.clipped) if v.clipped is not None else None,
     }
 
 

@@ -81,6 +81,8 @@ export function stageReply(graph, req) {
   const call = graph.calls.find((c) => c.id === req.stage);
   if (!call) return [{ ok: false, stage: req.stage, error: `no stage ${JSON.stringify(req.stage)} in this graph` }, []];
   const shape = call.shapes[0];
+  // Run B (compare): the same stage, another pattern; A − B: a signed one, no summaries.
+  const shift = req.run === "b" ? 2 : req.run === "diff" ? 5 : 0;
   const hist = [];
   for (let i = 0; i < 32; i++) hist.push(Math.round(1000 * Math.exp(-((i - 14) ** 2) / 40)));
   const summary = {
@@ -96,18 +98,18 @@ export function stageReply(graph, req) {
   if (kind === "grid") {
     const tiles = Math.min(shape[1], 16);
     view = { kind, shape: [tiles, 16, 16], vmin: -2, vmax: 2, signed: true, axes: ["y", "x"], labels: Array.from({ length: tiles }, (_, i) => `ch ${i}`), channels: Array.from({ length: tiles }, (_, i) => i), buffer: 1 };
-    buffers.push(grid(tiles, 16, 16, call.id.length));
+    buffers.push(grid(tiles, 16, 16, call.id.length + shift));
   } else if (kind === "channel") {
     const c = req.channel ?? 0;
     view = { kind, shape: [32, 32], vmin: 0, vmax: 3, signed: false, axes: ["y", "x"], labels: [`ch ${c}`], channels: [c], buffer: 1 };
-    buffers.push(grid(1, 32, 32, c));
+    buffers.push(grid(1, 32, 32, c + shift));
   } else if (kind === "mean") {
     view = { kind, shape: [32, 32], vmin: -1, vmax: 1, signed: true, axes: ["y", "x"], labels: null, channels: null, buffer: 1 };
-    buffers.push(grid(1, 32, 32, 7));
+    buffers.push(grid(1, 32, 32, 7 + shift));
   } else if (kind === "matrix") {
     const t = shape[1] ?? 8, d = Math.min(shape[shape.length - 1] ?? 8, 64);
     view = { kind, shape: [t, d], vmin: -1.5, vmax: 1.5, signed: true, axes: ["token", "feature"], labels: null, channels: null, buffer: 1 };
-    buffers.push(grid(1, t, d, 3));
+    buffers.push(grid(1, t, d, 3 + shift));
   } else {
     return [{ ok: false, stage: req.stage, error: `unknown view kind '${kind}' for stage '${req.stage}'` }, []];
   }
@@ -144,7 +146,10 @@ export function stageReply(graph, req) {
     Object.assign(summary.stats, { nan: 96, posinf: 2, neginf: 1 });
   }
   // Buffers arrive as DataViews from a real comm.
-  return [{ ok: true, stage: req.stage, summaries: [summary], views, view, attention, tokens, error: null }, buffers.map((b) => new DataView(b.buffer ?? b))];
+  if (req.run === "diff") Object.assign(view, { signed: true, vmin: -0.5, vmax: 0.5 });
+  const reply = { ok: true, stage: req.stage, summaries: req.run === "diff" ? [] : [summary], views, view, attention, tokens, error: null };
+  if (req.run === "diff") reply.run = "diff";
+  return [reply, buffers.map((b) => new DataView(b.buffer ?? b))];
 }
 
 /** experimental.invoke for a graph; stages listed in `failing` reject like a timeout. */

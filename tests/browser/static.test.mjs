@@ -30,10 +30,13 @@ describe("static export page", () => {
     await page.click('[data-stage-id="dec2"]');
     await page.waitForSelector('canvas[data-view-kind="grid"]');
     assert.ok((await inkFraction(page, 'canvas[data-view-kind="grid"]')) > 0.3);
-    // A view that was not baked says so instead of spinning.
-    await page.click('.nfw-tab[data-view="channel"]');
-    await page.waitForSelector(".nfw-errorbox");
-    assert.match(await page.$eval(".nfw-errorbox", (e) => e.textContent), /not saved in this exported file/);
+    // The page offers the views it carries (the grid), and no other.
+    assert.deepEqual(await page.$$eval(".nfw-tab", (els) => els.map((e) => e.dataset.view)), ["grid"]);
+    // A stage that was not baked says so plainly, with no Retry that cannot help.
+    await page.evaluate(() => window.nfw.select("enc1.conv1"));
+    await page.waitForSelector("[data-missing]");
+    assert.match(await page.$eval("[data-missing]", (e) => e.textContent), /not in this page: it was over the page's budget/);
+    assert.equal(await page.$$eval(".nfw-inspector button", (els) => els.filter((b) => b.textContent === "Retry").length), 0);
     assert.deepEqual(errors, []);
     assert.deepEqual(requests.filter((u) => !u.startsWith("file:") && !u.startsWith("blob:") && !u.startsWith("data:")), []);
     const svg = await page.evaluate(() => window.nfw.exportSvg());

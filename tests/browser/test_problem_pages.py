@@ -85,7 +85,7 @@ def _shoot(page, name):
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_nan_page_badges_the_stage_and_its_banner_goes_there(tmp_path, browser, width, height):
-    from neural_flow_widget.capture.views import NONFINITE
+    from neural_flow_widget.capture.image import NONFINITE
 
     widget, path, _ = _page(tmp_path, "nan", problem_models.nan_net, stages=1)
     first = widget.flow.nonfinite[0]

@@ -34,30 +34,24 @@ describe("U-Net", () => {
     assert.equal(await count(page, '[data-edge-kind="flow"]'), 9);
   });
 
-  it("gives flow and skip edges leaving (entering) one node their own ports", async () => {
-    const ends = await page.$$eval(".nfw-edge", (els) => els.map((p) => {
-      const nums = p.getAttribute("d").match(/-?[\d.]+/g).map(Number);
-      // start, end, and the next point after start (before end): the first (last) segment.
-      return { src: p.dataset.src, dst: p.dataset.dst, kind: p.dataset.edgeKind, start: nums.slice(0, 2), end: nums.slice(-2), startNext: nums.slice(2, 4), endPrev: nums.slice(-4, -2) };
-    }));
-    const shared = (side) => {
-      const by = new Map();
-      for (const e of ends) by.set(e[side === "start" ? "src" : "dst"], [...(by.get(e[side === "start" ? "src" : "dst"]) ?? []), e]);
-      return [...by.values()].filter((list) => list.length > 1);
-    };
-    const groups = [...shared("start").map((l) => ["start", l]), ...shared("end").map((l) => ["end", l])];
-    assert.ok(groups.length >= 4, `${groups.length} nodes with shared sides`); // enc1, enc2 out; dec2, dec1 in
-    for (const [side, list] of groups) {
-      const pts = list.map((e) => e[side]);
-      assert.ok(pts.every((p) => p[1] === pts[0][1]), `${side}s of ${list.map((e) => e.src + ">" + e.dst)} not on one side`);
-      const xs = pts.map((p) => p[0]).sort((a, b) => a - b);
-      for (let i = 1; i < xs.length; i++) assert.ok(xs[i] - xs[i - 1] >= 8, `${side}s of ${list.map((e) => e.src + ">" + e.dst)} overlap: ${xs}`);
-      // Each leaves (enters) square to the side, so neighbours do not run over each other.
-      for (const e of list) assert.equal(e[side === "start" ? "startNext" : "endPrev"][0], e[side][0], `${e.src}>${e.dst} ${side}`);
+  it("draws the U: each skip straight across into a junction glyph, dashed, off its own port", async () => {
+    const edges = await page.$$eval(".nfw-edge:not(.nfw-stub)", (els) => els.map((p) => ({
+      src: p.dataset.src, dst: p.dataset.dst, kind: p.dataset.edgeKind,
+      nums: p.getAttribute("d").match(/-?[\d.]+/g).map(Number), dash: getComputedStyle(p).strokeDasharray,
+    })));
+    const skips = edges.filter((e) => e.kind === "skip");
+    assert.equal(skips.length, 2);
+    for (const e of skips) {
+      const ys = e.nums.filter((_, i) => i % 2 === 1);
+      assert.ok(Math.max(...ys) - Math.min(...ys) < 0.5, `${e.src}>${e.dst} is not straight across: ${e.nums}`);
+      assert.notEqual(e.dash, "none");
     }
-    const skip = await page.$eval('.nfw-edge[data-edge-kind="skip"][data-src="enc1"]', (p) => ({ d: p.getAttribute("d"), dash: getComputedStyle(p).strokeDasharray }));
-    assert.match(skip.d, /C/); // curved
-    assert.notEqual(skip.dash, "none"); // dashed
+    // both skips end where dec1 and dec2 concatenate: at a "⧺" junction each, which feeds the stage
+    assert.equal(await count(page, '.nfw-junction[data-junction="cat"][data-glyph="⧺"]'), 2);
+    assert.equal(await count(page, ".nfw-stub"), 2);
+    const fromEnc1 = edges.filter((e) => e.src === "enc1");
+    assert.deepEqual(fromEnc1.map((e) => e.kind).sort(), ["flow", "skip"]);
+    assert.notDeepEqual(fromEnc1[0].nums.slice(0, 2), fromEnc1[1].nums.slice(0, 2));
   });
 
   it("keeps hostile names as text", async () => {
@@ -315,7 +309,10 @@ describe("minimap", () => {
   const hits = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
   before(async () => {
     ({ page, errors } = await newPage(browser));
-    await openWidget(page, "wire_unet.json");
+    // twelve blocks (made unequal, so they do not fold) in a short widget: too big to show
+    // whole at a readable size
+    const mutate = "graph.calls.forEach((c) => { if (/^layers\\.\\d+$/.test(c.id)) c.sig = c.id; });";
+    await openWidget(page, "wire_transformer12.json", { height: 300, mutate });
     await page.mouse.move(5, 5);
     await page.waitForTimeout(400);
   });
@@ -327,7 +324,7 @@ describe("minimap", () => {
     assert.ok(Number(await page.$eval(".nfw-minimap", (e) => getComputedStyle(e).opacity)) < 0.7);
     assert.equal(hits(map, await rect(".nfw-legend")), false);
     const nodes = await page.$$eval(".nfw-node", (els) => els.map((e) => e.getBoundingClientRect().toJSON()));
-    assert.ok(nodes.length >= 8);
+    assert.ok(nodes.length >= 4);
     assert.deepEqual(nodes.filter((n) => hits(map, n)), []);
   });
 

@@ -10,8 +10,9 @@ from torch import nn
 
 import neural_flow_widget as nfw
 from neural_flow_widget import wire
+from neural_flow_widget.capture.image import CATEGORICAL
 from neural_flow_widget.capture.meaning import read_input, read_output
-from neural_flow_widget.capture.views import CATEGORICAL, meaning_view
+from neural_flow_widget.capture.readings import meaning_view
 
 
 def seeded(make):

@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
+from neural_flow_widget.capture.image import DIVERGING, VIRIDIS, View
 from neural_flow_widget.capture.retained import retain
-from neural_flow_widget.capture.views import DIVERGING, VIRIDIS, View, available_views, render_view
+from neural_flow_widget.capture.views import available_views, render_view
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -188,3 +189,41 @@ def test_colormaps():
     centre = DIVERGING[127:129].astype(int)
     assert (centre > 235).all()  # near white at 0
     assert DIVERGING[0, 2] > DIVERGING[0, 0] and DIVERGING[-1, 0] > DIVERGING[-1, 2]
+
+
+# -- pages of every channel, channels by hand, clipping -------------------------------------
+
+
+def test_grid_pages_hold_every_channel_ranked_and_in_order():
+    signs = torch.randn(1, 40, 12, 12, generator=_gen(12)).sign()
+    x = signs * torch.arange(1, 41, dtype=torch.float32)[:, None, None]  # mean |x| = c + 1
+    kept = retain(x)
+    pages = [render_view(kept, "grid", page=p) for p in range(3)]
+    assert [v.page for v in pages] == [0, 1, 2] and {v.pages for v in pages} == {3}
+    ranked = [c for v in pages for c in v.channels]
+    assert sorted(ranked) == list(range(40))  # every channel, each once
+    assert ranked == list(range(39, -1, -1))  # by mean |x|, largest first
+    assert "ranks 17-32 by mean |x| of 40 channels" in pages[1].note
+    assert render_view(kept, "grid").channels == pages[0].channels  # page 0 is the default
+    first = render_view(kept, "first", page=2)
+    assert first.channels == tuple(range(32, 40)) and "channels 32-39 of 40" in first.note
+    with pytest.raises(ValueError, match=r"page=3 is out of range: 40 channels make 3 page"):
+        render_view(kept, "grid", page=3)
+
+
+def test_grid_tiles_can_be_named_by_hand():
+    kept = retain(torch.randn(1, 20, 8, 8, generator=_gen(13)))
+    view = render_view(kept, "grid", channels=[7, 3, 19])
+    assert view.channels == (7, 3, 19) and view.page is None and view.data.shape[0] == 3
+    np.testing.assert_allclose(_decode(view)[1], kept.values("grid")[3], atol=view.vmax / 100)
+    with pytest.raises(ValueError, match="name 1 to 16 channels in 0..19"):
+        render_view(kept, "grid", channels=[20])
+
+
+def test_views_count_the_values_their_colour_range_clips():
+    x = torch.linspace(0.0, 1.0, 1000)
+    x[:3] = -50.0  # three outliers below: beyond the 0.5 percentile, drawn at the end colour
+    view = render_view(retain(x), "values")
+    assert view.vmin > -1 and view.clipped is not None and 3 <= view.clipped[0] <= 6
+    flat = render_view(retain(torch.ones(20)), "values")
+    assert flat.clipped == (0, 0)

@@ -2,6 +2,7 @@
 
 import re
 
+import numpy as np
 import pytest
 import torch
 import traitlets
@@ -188,3 +189,92 @@ def test_compare_in_the_widget_flags_the_first_divergent_stage_and_serves_run_b(
     assert b["summaries"][0]["stats"]["mean"] != a["summaries"][0]["stats"]["mean"]
     w.update(x + 1)  # the comparison is made again, against the same run B
     assert w.comparison["first"] is not None
+
+
+def _compared() -> tuple[nfw.NeuralFlowWidget, torch.nn.Module, torch.nn.Module]:
+    """A run A and a perturbed copy B: stage '2' is where they part (its bias moved by 1)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(torch.nn.Linear(8, 8) for _ in range(4))).eval()
+    other = torch.nn.Sequential(*(torch.nn.Linear(8, 8) for _ in range(4))).eval()
+    other.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        other[2].bias.add_(1.0)
+    return nfw.NeuralFlowWidget(model, torch.randn(2, 8)), model, other
+
+
+def test_the_widget_answers_a_minus_b_and_says_when_it_cannot():
+    w, model, other = _compared()
+    x = torch.randn(2, 8)
+    assert w.comparison is None  # (no comparison: null on the wire)
+    alone, _ = w._stage_data({"stage": "2", "run": "diff"}, [])
+    assert not alone["ok"] and "compare first" in alone["error"]
+    w = nfw.NeuralFlowWidget(model, x, compare=x)
+    w.compare(x, model=other)
+    same, _ = w._stage_data({"stage": "1", "run": "diff"}, [])
+    assert same["ok"] and same["view"]["vmin"] == same["view"]["vmax"] == 0.0  # equal runs
+    diff, buffers = w._stage_data({"stage": "2", "run": "diff", "view": "values"}, [])
+    assert diff["ok"] and diff["run"] == "diff" and diff["view"]["signed"]
+    view = diff["view"]
+    codes = np.frombuffer(buffers[view["buffer"]], np.uint8).astype(float)
+    got = view["vmin"] + codes / 255 * (view["vmax"] - view["vmin"])
+    np.testing.assert_allclose(got[:8], -1.0, atol=0.02)  # A - B = -(the bias B added)
+    bad, _ = w._stage_data({"stage": "2", "run": "c"}, [])
+    assert not bad["ok"] and "run='c'" in bad["error"]
+
+
+def test_inputs_and_outputs_can_be_selected_like_stages(widget):
+    widget.selected = "input:0"
+    assert widget.selected == "input:0"
+    widget.selected = "output:0"
+    widget.selected = None
+
+
+def _compare_json(page: str):
+    import json
+
+    return json.loads(page.split('id="nfw-compare">', 1)[1].split("</script>", 1)[0])
+
+
+def test_a_page_of_a_comparison_carries_it_run_b_and_a_minus_b(tmp_path):
+    _w, model, other = _compared()
+    x = torch.randn(2, 8)
+    w = nfw.NeuralFlowWidget(model, x)
+    assert _compare_json(w.to_html(tmp_path / "plain.html").read_text()) is None
+    w.compare(x, model=other)
+    page = w.to_html(tmp_path / "compared.html").read_text()
+    extra = _compare_json(page)
+    assert extra["comparison"] == w.comparison and extra["comparison"]["first"] == 2
+    a = _baked(page)
+    assert set(extra["b"]) == set(extra["diff"]) == set(a)  # everything fits
+    b_mean = extra["b"]["2"]["msg"]["summaries"][0]["stats"]["mean"]
+    assert b_mean != a["2"]["msg"]["summaries"][0]["stats"]["mean"]
+    assert extra["diff"]["2"]["msg"]["run"] == "diff"
+    assert extra["diff"]["2"]["msg"]["views"] == [a["2"]["msg"]["view"]["kind"]]
+    small = w.to_html(tmp_path / "small.html", budget_bytes=len(page) - 3000)
+    assert small.stat().st_size <= len(page) - 3000
+    first = _compare_json(small.read_text())
+    assert "2" in first["b"] and "2" in first["diff"]  # the first divergent stage comes first
+
+
+def test_a_page_tiles_run_b_like_run_a(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 20, 3), torch.nn.ReLU()).eval()
+    x = torch.randn(1, 1, 12, 12)
+    w = nfw.NeuralFlowWidget(model, x, compare=-x)
+    page = w.to_html(tmp_path / "conv.html").read_text()
+    a, extra = _baked(page), _compare_json(page)
+    assert a["0"]["msg"]["view"]["kind"] == "grid"
+    channels = a["0"]["msg"]["view"]["channels"]
+    assert extra["b"]["0"]["msg"]["view"]["channels"] == channels
+    assert extra["diff"]["0"]["msg"]["view"]["channels"] == channels
+
+
+def test_a_page_carries_the_error_replies_that_say_why_a_stage_has_no_data():
+    from neural_flow_widget.notebook.export import bake_replies
+
+    flow = nfw.trace(torch.nn.Sequential(torch.nn.Linear(2, 2)), torch.randn(1, 2))
+    replies, _ = bake_replies(
+        flow, None, 10_000, make=lambda node: wire.error_reply(node, f"no data for {node}")
+    )
+    assert set(replies) == {"input:0", "output:0", "0"}
+    assert replies["0"]["msg"] == {"ok": False, "stage": "0", "error": "no data for 0"}

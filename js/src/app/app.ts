@@ -5,18 +5,19 @@
  * live widget (widget.ts) and by the static export (renderStatic).
  */
 import { LayoutClient } from "../layout/client";
-import type { Box, Direction, LayoutResult } from "../layout/layout";
+import type { Box, Direction } from "../layout/layout";
+import { endKey, endTarget, sameCalls, targetOf } from "../model/ends";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
   buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
   toggleExpanded, toggleUnfolded, type ViewGraph, type ViewState,
 } from "../model/view_model";
-import { buildScene, layoutRequest } from "../scene/scene";
+import { buildScene } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
 import { fillBanners } from "../view/banners";
-import { buildChrome, fillLegend, type Chrome, type ColorMode } from "../view/chrome";
+import { buildChrome, colorModeFor, fillLegend, type Chrome, type ColorMode } from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
 import { GraphView, type NodeFill } from "../view/graph_view";
 import { Inspector, type FetchStage } from "../view/inspector";
@@ -24,8 +25,9 @@ import { Minimap } from "../view/minimap";
 import { statFills, statRange } from "../view/stat_colors";
 import { CSS } from "../view/styles";
 import type { Transform } from "../view/zoom";
-import { decodeGraph, type WireGraph } from "../wire";
+import { decodeGraph, type StageRequest, type WireGraph } from "../wire";
 import { Controls, type ControlsHost } from "./controls";
+import { Framing, type Framed } from "./framing";
 
 export interface FlowOptions {
   fetchStage: FetchStage;
@@ -33,6 +35,7 @@ export interface FlowOptions {
   onDirection?: (dir: Direction) => void; // the user switched TB / LR
   useWorker?: boolean;
   maxInitialNodes?: number;
+  available?: (req: StageRequest) => boolean; // what the stage data can answer (an offline page: what it baked)
 }
 
 export interface PaintInfo {
@@ -66,6 +69,8 @@ export class FlowApp implements ControlsHost {
   private lastWidth = 0;
   private resize: ResizeObserver | null = null;
   private disposed = false;
+  private raw: { graph: unknown; comparison: unknown } = { graph: null, comparison: null };
+  private framing = new Framing(); // the first view's depth, arrangement and zoom
 
   constructor(private readonly el: HTMLElement, private readonly opts: FlowOptions) {
     this.ui = buildChrome(CSS);
@@ -83,7 +88,7 @@ export class FlowApp implements ControlsHost {
     this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => this.showHint());
     this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend);
     this.ui.canvas.append(this.minimap.el);
-    this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed());
+    this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
     this.ui.main.append(this.inspector.el);
     this.controls = new Controls(this);
     el.append(this.root);
@@ -95,21 +100,33 @@ export class FlowApp implements ControlsHost {
 
   // -- the pipeline ---------------------------------------------------------------------
 
-  /** Show a graph (the graph traitlet, decoded or not). */
-  setGraph(raw: unknown) {
+  /**
+   * Show a graph (the graph traitlet, decoded or not) and its comparison with run B (the
+   * comparison traitlet; null: none). A graph of the same model (a re-run, a comparison
+   * made) keeps the view: its open groups, the selection, the zoom.
+   */
+  setGraph(raw: unknown, comparison: unknown = this.raw.comparison) {
     let graph: WireGraph;
     try {
-      graph = decodeGraph(raw);
+      graph = decodeGraph(raw, comparison);
     } catch (err) {
       this.fatal(err);
       return;
     }
+    this.raw = { graph: raw, comparison };
+    const before = this.tree?.graph;
     const tree = (this.tree = buildTree(graph));
     this.ui.title.textContent = graph.model;
-    this.inspector.close();
     const problems = problemsOf(graph);
     this.inspector.setRun(graph, problems);
     fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id));
+    this.colorMode = colorModeFor(this.ui.color, !!graph.comparison, !!before?.comparison, this.colorMode);
+    if (before && sameCalls(before, graph)) {
+      this.inspector.refresh(targetOf(graph, tree.byId, this.selectedId));
+      void this.setState(this.state, "graph");
+      return this.controls.refresh();
+    }
+    this.inspector.close();
     this.camera.needsFit = true;
     let state = initialState(tree, this.opts.maxInitialNodes);
     // A selection that came before the graph (set from Python) is revealed in the first view.
@@ -134,12 +151,12 @@ export class FlowApp implements ControlsHost {
     const t0 = performance.now();
     const gen = ++this.generation;
     this.state = state;
-    const view = buildView(tree, state);
+    let view = buildView(tree, state);
     const busy = window.setTimeout(() => (this.ui.busy.hidden = false), 150);
-    let lay: LayoutResult;
+    let lay: Framed;
     const tl = performance.now();
     try {
-      lay = await this.layout.layout(layoutRequest(view, this.dir));
+      lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit);
     } catch (err) {
       clearTimeout(busy);
       this.fatal(err);
@@ -149,6 +166,7 @@ export class FlowApp implements ControlsHost {
     if (gen !== this.generation || this.disposed) return;
     const layoutMs = performance.now() - tl;
     this.ui.busy.hidden = true;
+    ({ state: this.state, view } = lay);
     this.view = view;
     const scene = (this.scene = buildScene(tree, view, lay, this.dir));
     this.graphView.setScene(scene, this.fills());
@@ -160,7 +178,7 @@ export class FlowApp implements ControlsHost {
     this.legend();
     const after = anchor && (this.graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
     if (this.camera.needsFit) this.camera.firstView(scene, this.dir);
-    else if (anchor && after) this.camera.keepAnchor(anchor.box, after);
+    else if (anchor && after) this.camera.keepAnchor(anchor.box, after, scene);
     else this.onTransform(this.camera.t);
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
@@ -244,7 +262,7 @@ export class FlowApp implements ControlsHost {
   activate(n: SceneNode) {
     this.setFocus(n.key, false);
     if (n.kind === "fold") return this.toggle(n.key);
-    if (n.kind === "stage") this.selectStage(n.id, true);
+    if (n.kind === "stage" || (this.tree && endKey(this.tree.graph, n.id))) this.selectStage(n.id, true);
   }
 
   /** Expand / collapse / unfold / refold by node or cluster key. */
@@ -286,6 +304,13 @@ export class FlowApp implements ControlsHost {
       return;
     }
     const call = tree?.byId.get(id);
+    const end = tree && call === undefined ? endTarget(tree.graph, id) : null;
+    if (end) {
+      if (fromUser) this.opts.onSelect?.(id);
+      else this.setFocus(endKey(tree!.graph, id));
+      this.inspector.open(end);
+      return this.syncMarks();
+    }
     if (!tree || call === undefined) return; // kept: revealed when its graph arrives
     if (fromUser) this.opts.onSelect?.(id);
     this.inspector.open(tree.graph.calls[call]);
@@ -304,20 +329,10 @@ export class FlowApp implements ControlsHost {
   /** Select a stage, drawn and centred, with its inspector open (the banners' buttons). */
   showStage(id: string) {
     const call = this.tree?.byId.get(id);
-    if (!this.tree || call === undefined) return;
-    const centre = () => {
-      this.selectStage(id, true);
-      // After the inspector has taken its width (the resize moves the view once).
-      requestAnimationFrame(() => requestAnimationFrame(() => {
-        const n = this.graphView.node(stageKey(id));
-        if (!n || this.selectedId !== id) return;
-        this.setFocus(n.key, false);
-        this.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(this.camera.t.k, 0.8));
-      }));
-    };
-    if (isShown(this.tree, this.state, call)) centre();
-    else void this.reveal(call).then(centre);
+    if (this.tree && call !== undefined) this.controls.showStage(id, isShown(this.tree, this.state, call));
   }
+
+  selected = (): string | null => this.selectedId;
 
   closeInspector(): boolean {
     if (!this.inspector.stage) return false;
@@ -344,7 +359,7 @@ export class FlowApp implements ControlsHost {
     const view = this.view;
     if (!tree || !view) return;
     const call = this.selectedId === null ? undefined : tree.byId.get(this.selectedId);
-    this.graphView.setSelected(call === undefined ? null : nodeKeyForCall(tree, view, call));
+    this.graphView.setSelected(call === undefined ? endKey(tree.graph, this.selectedId) : nodeKeyForCall(tree, view, call));
     this.graphView.setFocused(this.focusKey && view.byKey.has(this.focusKey) ? this.focusKey : null);
     this.graphView.setMatches(this.matches.map((c) => nodeKeyForCall(tree, view, c)).filter((k): k is string => k !== null));
   }
@@ -362,19 +377,9 @@ export class FlowApp implements ControlsHost {
 
   // -- export ---------------------------------------------------------------------------
 
-  fileStem(): string {
-    return (this.tree?.graph.model ?? "graph").replace(/[^\w.-]+/g, "_");
-  }
-
-  /** The whole laid-out graph as an SVG document, in the current theme's colours. */
-  exportSvg(): string {
-    return exportSvg(this.graphView, this.root);
-  }
-
-  /** The same as a PNG (2x, capped at 8192 px a side). */
-  exportPng(scale = 2): Promise<Blob> {
-    return svgToPng(this.exportSvg(), scale);
-  }
+  /** The whole laid-out graph as an SVG document, in the current theme's colours; or as a PNG (2x, capped at 8192 px a side). */
+  exportSvg = (): string => exportSvg(this.graphView, this.root);
+  exportPng = (scale = 2): Promise<Blob> => svgToPng(this.exportSvg(), scale);
 
   dispose() {
     this.disposed = true;

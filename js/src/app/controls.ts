@@ -34,7 +34,9 @@ export interface ControlsHost {
   setMatches(calls: number[]): void;
   exportSvg(): string;
   exportPng(): Promise<Blob>;
-  fileStem(): string;
+  /** Select a stage by id and open its inspector (fromUser: tell the kernel). */
+  selectStage(id: string | null, fromUser: boolean): void;
+  selected(): string | null;
 }
 
 export class Controls {
@@ -51,8 +53,8 @@ export class Controls {
     L.on(ui.dirTB, "click", () => host.setDirection("TB", true));
     L.on(ui.dirLR, "click", () => host.setDirection("LR", true));
     L.on(ui.color, "change", () => host.setColorMode(ui.color.value as ColorMode));
-    L.on(ui.svg, "click", () => download(new Blob([host.exportSvg()], { type: "image/svg+xml" }), `${host.fileStem()}.svg`));
-    L.on(ui.png, "click", () => void host.exportPng().then((b) => download(b, `${host.fileStem()}.png`)));
+    L.on(ui.svg, "click", () => download(new Blob([host.exportSvg()], { type: "image/svg+xml" }), `${this.fileStem()}.svg`));
+    L.on(ui.png, "click", () => void host.exportPng().then((b) => download(b, `${this.fileStem()}.png`)));
     L.on(ui.search, "input", () => {
       clearTimeout(this.timer);
       this.timer = window.setTimeout(() => this.search(), 120);
@@ -72,6 +74,31 @@ export class Controls {
     L.on(ui.canvas, "pointerdown", () => {
       if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement)) ui.canvas.focus({ preventScroll: true });
     });
+  }
+
+  private fileStem(): string {
+    return (this.host.shown()?.tree.graph.model ?? "graph").replace(/[^\w.-]+/g, "_");
+  }
+
+  /**
+   * Select a stage, drawn and centred, with its inspector open (the banners' buttons);
+   * `shown`: it is drawn in the current state, else it is revealed first.
+   */
+  showStage(id: string, shown: boolean) {
+    const { host } = this;
+    const centre = () => {
+      host.selectStage(id, true);
+      // After the inspector has taken its width (the resize moves the view once).
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        const n = host.graphView.node(stageKey(id));
+        if (!n || host.selected() !== id) return;
+        host.setFocus(n.key, false);
+        host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
+      }));
+    };
+    const call = host.shown()?.tree.byId.get(id);
+    if (shown || call === undefined) centre();
+    else void host.reveal(call).then(centre);
   }
 
   /** Search again, without moving the view (after a new graph: matches are call indices of the old one). */

@@ -1,34 +1,52 @@
 /**
- * Positions for the visible view: one small layered layout per container (the model, each
- * expanded call, each unfolded run), bottom-up, cached by the container's signature so that
- * expanding a group only lays out that group and the containers around it. No DOM; runs in
- * the layout worker and in Node tests alike.
+ * Positions for the visible view: one small layout per container (the model, each expanded
+ * call, each unfolded run), bottom-up, cached by the container's signature so that expanding
+ * a group only lays out that group and the containers around it. A container is laid out as
+ * a U when its skips nest (ushape.ts), else with its trunk straight and the rest in strands
+ * beside it (spine.ts, routes.ts; the root wrapped into bands to fit the canvas, bands.ts),
+ * else by the layered solver (layered.ts). Each group also routes, inside itself, the edges
+ * that cross its border (from where it is entered to the item, and out), so a route between
+ * two nested nodes is the pieces of the groups it passes. No DOM; runs in the layout worker
+ * and in Node tests alike.
  */
-import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
+import type { EdgeKind } from "../wire";
+import { wrapBands } from "./bands";
+import { RANKSEP, type Direction, type FitTarget, type FlowGroup, type FlowItem, type FlowPlacement } from "./flow";
+import { placeLayered, type GroupPlacement } from "./layered";
+import { routeArranged } from "./routes";
+import { arrange } from "./spine";
+import { placeU } from "./ushape";
 
-export type Direction = "TB" | "LR";
+export { RANKSEP, type Direction, type FitTarget };
 
 export interface LayoutLeaf {
   key: string;
   w: number;
   h: number;
+  spine?: boolean; // on the trunk
+  junction?: boolean; // a junction glyph
 }
 
 export interface LayoutGroup {
   key: string;
   items: (LayoutLeaf | LayoutGroup)[];
   edges: LayoutEdge[]; // between items of this group, by item index
+  spine?: boolean;
+  entries?: number[]; // items that an edge from outside the group enters
+  exits?: number[]; // items that an edge to outside the group leaves
 }
 
 export interface LayoutEdge {
   src: number;
   dst: number;
-  weight: number; // higher keeps the edge short and straight (the trunk)
+  weight: number; // for the layered solver: higher keeps the edge short and straight (the trunk)
+  kind?: EdgeKind; // default "flow"
 }
 
 export interface LayoutRequest {
   dir: Direction;
   root: LayoutGroup;
+  fit?: FitTarget; // the canvas the root should fit (wraps it into bands)
 }
 
 /** x, y (top-left, absolute), w, h */
@@ -37,21 +55,19 @@ export type Box = [number, number, number, number];
 export interface LayoutResult {
   boxes: Record<string, Box>; // every item and group by key, the root included
   routes: Record<string, number[]>; // "srcItem>dstItem" -> flat absolute points x0,y0,x1,y1..
+  entries: Record<string, number[]>; // "group|item": from where the group is entered to its item
+  exits: Record<string, number[]>; // "item|group": from the item to where the group is left
   width: number;
   height: number;
   laidOut: number; // containers actually laid out (cache misses)
+  bands: number; // how many bands the root was wrapped into (1: none)
 }
 
 export const GROUP_PAD = 14;
 export const GROUP_HEADER = 26;
-const NODESEP = 22;
-export const RANKSEP = 34;
 
-interface GroupPlacement {
-  w: number;
-  h: number;
-  pos: number[]; // per item: x, y relative to the group's top-left
-  routes: number[][]; // per edge: flat relative points
+interface Placement extends GroupPlacement {
+  bands: number;
 }
 
 function isGroup(x: LayoutLeaf | LayoutGroup): x is LayoutGroup {
@@ -60,9 +76,9 @@ function isGroup(x: LayoutLeaf | LayoutGroup): x is LayoutGroup {
 
 /** A cache of group placements by signature; keep one per worker (or per widget). */
 export class LayoutCache {
-  private map = new Map<string, GroupPlacement>();
+  private map = new Map<string, Placement>();
   constructor(private readonly capacity = 2000) {}
-  get(sig: string): GroupPlacement | undefined {
+  get(sig: string): Placement | undefined {
     const hit = this.map.get(sig);
     if (hit) {
       this.map.delete(sig);
@@ -70,7 +86,7 @@ export class LayoutCache {
     }
     return hit;
   }
-  set(sig: string, p: GroupPlacement) {
+  set(sig: string, p: Placement) {
     this.map.set(sig, p);
     if (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value as string);
   }
@@ -79,170 +95,120 @@ export class LayoutCache {
   }
 }
 
-/** The items in order when the edges form one simple path through all of them, else null. */
-function chainOrder(n: number, edges: LayoutEdge[]): number[] | null {
-  if (n < 2 || edges.length !== n - 1) return null;
-  const next = new Int32Array(n).fill(-1);
-  const hasPrev = new Uint8Array(n);
-  for (const e of edges) {
-    if (e.src === e.dst || next[e.src] !== -1 || hasPrev[e.dst]) return null;
-    next[e.src] = e.dst;
-    hasPrev[e.dst] = 1;
-  }
-  const start = hasPrev.indexOf(0);
-  const order: number[] = [];
-  for (let i = start; i !== -1 && order.length <= n; i = next[i]) order.push(i);
-  return order.length === n ? order : null;
-}
-
-/** A chain needs no layered layout: stack it along the flow, centred across it. O(n). */
-function placeChain(dir: Direction, sizes: [number, number][], edges: LayoutEdge[], order: number[], pad: number, header: number): GroupPlacement {
+/** A flow-coordinate placement in the group's own x / y. */
+function toGroup(p: FlowPlacement, dir: Direction, pad: number, header: number, bands: number): Placement {
   const tb = dir === "TB";
-  const across = Math.max(...sizes.map(([w, h]) => (tb ? w : h)));
-  const pos = new Array<number>(2 * sizes.length);
-  let along = 0;
-  for (const i of order) {
-    const [w, h] = sizes[i];
-    const a = tb ? h : w;
-    const c = ((across - (tb ? w : h)) / 2);
-    pos[2 * i] = pad + (tb ? c : along);
-    pos[2 * i + 1] = pad + header + (tb ? along : c);
-    along += a + RANKSEP;
-  }
-  along -= RANKSEP;
-  const mid = across / 2;
-  const routes = edges.map((e) => {
-    const [sw, sh] = sizes[e.src];
-    return tb
-      ? [pad + mid, pos[2 * e.src + 1] + sh, pad + mid, pos[2 * e.dst + 1]]
-      : [pos[2 * e.src] + sw, pad + header + mid, pos[2 * e.dst], pad + header + mid];
-  });
-  const w = (tb ? across : along) + 2 * pad;
-  const h = (tb ? along : across) + 2 * pad + header;
-  return { w, h, pos, routes };
+  const lead = tb ? pad + header : pad; // along, before the content
+  const side = tb ? pad : pad + header; // across, before the content
+  const xy = (r: number[]) => {
+    const out = new Array<number>(r.length);
+    for (let i = 0; i < r.length; i += 2) {
+      out[i] = tb ? side + r[i + 1] : lead + r[i];
+      out[i + 1] = tb ? lead + r[i] : side + r[i + 1];
+    }
+    return out;
+  };
+  const along = p.al + lead + pad;
+  const across = p.ac + side + pad;
+  return {
+    w: tb ? across : along, h: tb ? along : across,
+    pos: xy(p.pos), routes: p.routes.map(xy), inRoutes: p.inRoutes.map(xy), outRoutes: p.outRoutes.map(xy),
+    ain: side + p.ain, aout: side + p.aout, bands,
+  };
 }
 
-function placeGroup(dir: Direction, sizes: [number, number][], edges: LayoutEdge[], isRoot: boolean): GroupPlacement {
+function placeGroup(dir: Direction, group: LayoutGroup, kids: (Placement | null)[], isRoot: boolean, fit: FitTarget | undefined): Placement {
   const pad = isRoot ? 0 : GROUP_PAD;
   const header = isRoot ? 0 : GROUP_HEADER;
-  const order = chainOrder(sizes.length, edges);
-  if (order) return placeChain(dir, sizes, edges, order, pad, header);
-  const g = new graphlib.Graph({ multigraph: false, compound: false });
-  const big = sizes.length > 250;
-  g.setGraph({
-    rankdir: dir,
-    nodesep: NODESEP,
-    ranksep: RANKSEP,
-    edgesep: 10,
-    marginx: 0,
-    marginy: 0,
-    // network-simplex is the best ranker but superlinear; large flat groups use a faster one.
-    ranker: big ? "longest-path" : "network-simplex",
+  const tb = dir === "TB";
+  const sizes: [number, number][] = group.items.map((it, i) => {
+    const kid = kids[i];
+    return kid ? [kid.w, kid.h] : [(it as LayoutLeaf).w, (it as LayoutLeaf).h];
   });
-  g.setDefaultEdgeLabel(() => ({}));
-  sizes.forEach(([w, h], i) => g.setNode(String(i), { width: w, height: h }));
-  for (const e of edges) {
-    if (e.src === e.dst) continue;
-    g.setEdge(String(e.src), String(e.dst), { weight: e.weight, minlen: 1 });
-  }
-  dagreLayout(g);
-  let minX = Infinity;
-  let minY = Infinity;
-  let maxX = -Infinity;
-  let maxY = -Infinity;
-  const pos: number[] = [];
-  sizes.forEach(([w, h], i) => {
-    const n = g.node(String(i)) as { x: number; y: number };
-    const x = n.x - w / 2;
-    const y = n.y - h / 2;
-    pos.push(x, y);
-    minX = Math.min(minX, x);
-    minY = Math.min(minY, y);
-    maxX = Math.max(maxX, x + w);
-    maxY = Math.max(maxY, y + h);
+  const items: FlowItem[] = group.items.map((it, i) => {
+    const [w, h] = sizes[i];
+    const kid = kids[i];
+    const ac = tb ? w : h;
+    return {
+      al: tb ? h : w, ac, ain: kid ? kid.ain : ac / 2, aout: kid ? kid.aout : ac / 2,
+      spine: it.spine === true, junction: !isGroup(it) && it.junction === true, group: kid !== null,
+    };
   });
-  const routes: number[][] = edges.map((e) => {
-    const lbl = e.src === e.dst ? undefined : (g.edge(String(e.src), String(e.dst)) as { points?: { x: number; y: number }[] } | undefined);
-    const pts: number[] = [];
-    for (const p of lbl?.points ?? []) {
-      pts.push(p.x, p.y);
-      minX = Math.min(minX, p.x);
-      minY = Math.min(minY, p.y);
-      maxX = Math.max(maxX, p.x);
-      maxY = Math.max(maxY, p.y);
-    }
-    return pts;
-  });
-  if (sizes.length === 0) minX = minY = maxX = maxY = 0;
-  const dx = pad - minX;
-  const dy = pad + header - minY;
-  for (let i = 0; i < pos.length; i += 2) {
-    pos[i] += dx;
-    pos[i + 1] += dy;
+  const flow: FlowGroup = {
+    items,
+    edges: group.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind ?? "flow" })),
+    entries: group.entries ?? [],
+    exits: group.exits ?? [],
+    lead: tb ? pad + header : pad,
+    trail: pad,
+  };
+  const u = placeU(flow);
+  if (u) return toGroup(u, dir, pad, header, 1);
+  const arranged = arrange(flow);
+  if (arranged) {
+    const bands = isRoot && fit ? wrapBands(arranged, fit, dir) : 1;
+    return toGroup(routeArranged(arranged, flow), dir, pad, header, bands);
   }
-  for (const r of routes) {
-    for (let i = 0; i < r.length; i += 2) {
-      r[i] += dx;
-      r[i + 1] += dy;
-    }
-  }
-  return { w: maxX - minX + 2 * pad, h: maxY - minY + 2 * pad + header, pos, routes };
+  return { ...placeLayered(dir, sizes, group.edges, flow.entries, flow.exits, pad, header), bands: 1 };
 }
+
+type Done = { group: LayoutGroup; p: Placement; kids: (Done | null)[] };
 
 /** Lay out a request; `cache` makes repeated calls incremental. */
 export function computeLayout(req: LayoutRequest, cache: LayoutCache = new LayoutCache()): LayoutResult {
   let laidOut = 0;
   // Bottom-up: sizes of nested groups first, each placement cached by its signature.
-  const placeRec = (group: LayoutGroup, isRoot: boolean): { sig: string; p: GroupPlacement; kids: (GroupDone | null)[] } => {
-    const kids: (GroupDone | null)[] = [];
-    const sizes: [number, number][] = [];
+  const placeRec = (group: LayoutGroup, isRoot: boolean): Done => {
+    const kids: (Done | null)[] = [];
     const parts: string[] = [req.dir, isRoot ? "R" : "G"];
+    if (isRoot && req.fit) parts.push(`fit=${Math.round(req.fit.w)}x${Math.round(req.fit.h)}@${req.fit.k.toFixed(3)}-${req.fit.reserve}`);
     for (const it of group.items) {
+      const flags = `${it.spine ? "s" : ""}${!isGroup(it) && it.junction ? "j" : ""}`;
       if (isGroup(it)) {
         const done = placeRec(it, false);
-        kids.push({ group: it, ...done });
-        sizes.push([done.p.w, done.p.h]);
-        parts.push(`${it.key}=${done.p.w.toFixed(1)}x${done.p.h.toFixed(1)}`);
+        kids.push(done);
+        parts.push(`${it.key}${flags}=${done.p.w.toFixed(1)}x${done.p.h.toFixed(1)}@${done.p.ain.toFixed(1)},${done.p.aout.toFixed(1)}`);
       } else {
         kids.push(null);
-        sizes.push([it.w, it.h]);
-        parts.push(`${it.key}=${it.w}x${it.h}`);
+        parts.push(`${it.key}${flags}=${it.w}x${it.h}`);
       }
     }
-    for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}`);
+    for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}${e.kind ?? ""}`);
+    parts.push(`in:${(group.entries ?? []).join(",")}`, `out:${(group.exits ?? []).join(",")}`);
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {
-      p = placeGroup(req.dir, sizes, group.edges, isRoot);
+      p = placeGroup(req.dir, group, kids.map((k) => k?.p ?? null), isRoot, req.fit);
       cache.set(sig, p);
       laidOut++;
     }
-    return { sig, p, kids };
+    return { group, p, kids };
   };
-  type GroupDone = { group: LayoutGroup; sig: string; p: GroupPlacement; kids: (GroupDone | null)[] };
   const root = placeRec(req.root, true);
 
   const boxes: Record<string, Box> = {};
   const routes: Record<string, number[]> = {};
-  const emit = (group: LayoutGroup, done: { p: GroupPlacement; kids: (GroupDone | null)[] }, ox: number, oy: number) => {
-    boxes[group.key] = [ox, oy, done.p.w, done.p.h];
+  const entries: Record<string, number[]> = {};
+  const exits: Record<string, number[]> = {};
+  const shift = (rel: number[], ox: number, oy: number) => {
+    const abs = new Array<number>(rel.length);
+    for (let j = 0; j < rel.length; j += 2) (abs[j] = rel[j] + ox), (abs[j + 1] = rel[j + 1] + oy);
+    return abs;
+  };
+  const emit = (done: Done, ox: number, oy: number) => {
+    const { group, p } = done;
+    boxes[group.key] = [ox, oy, p.w, p.h];
     group.items.forEach((it, i) => {
-      const x = ox + done.p.pos[2 * i];
-      const y = oy + done.p.pos[2 * i + 1];
+      const x = ox + p.pos[2 * i];
+      const y = oy + p.pos[2 * i + 1];
       const kid = done.kids[i];
-      if (kid) emit(kid.group, kid, x, y);
+      if (kid) emit(kid, x, y);
       else boxes[it.key] = [x, y, (it as LayoutLeaf).w, (it as LayoutLeaf).h];
     });
-    group.edges.forEach((e, i) => {
-      const rel = done.p.routes[i];
-      const abs = new Array<number>(rel.length);
-      for (let j = 0; j < rel.length; j += 2) {
-        abs[j] = rel[j] + ox;
-        abs[j + 1] = rel[j + 1] + oy;
-      }
-      routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = abs;
-    });
+    group.edges.forEach((e, i) => (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(p.routes[i], ox, oy)));
+    (group.entries ?? []).forEach((v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(p.inRoutes[i], ox, oy)));
+    (group.exits ?? []).forEach((v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(p.outRoutes[i], ox, oy)));
   };
-  emit(req.root, root, 0, 0);
-  return { boxes, routes, width: root.p.w, height: root.p.h, laidOut };
+  emit(root, 0, 0);
+  return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands };
 }

@@ -15,6 +15,7 @@ export interface Problems {
   failedStage: number | null; // the stage the failure names (what its banner selects)
   failedCall: number | null; // the innermost call that raised (what carries the mark)
   notes: string[];
+  diverges: number | null; // compared with run B: the first stage whose output differs (graph.comparison)
 }
 
 /** The innermost call of the failing module, within the failing stage when there is one. */
@@ -41,6 +42,7 @@ export function problemsOf(graph: WireGraph): Problems {
     failedStage: failure ? (failure.stage ?? failedCall) : null,
     failedCall,
     notes: graph.notes,
+    diverges: graph.comparison?.first ?? null,
   };
 }
 
@@ -49,6 +51,7 @@ export interface Mark {
   nonfinite: number; // how many of the calls it shows held NaN / Inf (0: none)
   first: boolean; // it shows the call where NaN / Inf appeared
   failed: boolean; // it shows the call that raised
+  diverges?: boolean; // it shows the first stage where runs A and B part (a comparison)
 }
 
 /**
@@ -87,6 +90,10 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
     const key = keyOf(p.failedCall);
     if (key) at(key).failed = true;
   }
+  if (p.diverges !== null && p.diverges !== undefined) {
+    const key = keyOf(p.diverges);
+    if (key) at(key).diverges = true;
+  }
   return marks;
 }
 
@@ -109,6 +116,17 @@ export function failureHeadline(graph: WireGraph, p: Problems): { where: string;
   const inner = f.module !== null && f.module !== stage ? f.module : null;
   const where = stage !== null ? (inner ? `${stage} (${inner})` : stage) : inner ?? "";
   return { where, what };
+}
+
+/** The comparison banner's words: where runs A and B part, or that they agree everywhere. */
+export function divergesHeadline(graph: WireGraph): { stage: string | null; text: string; detail: string } | null {
+  const c = graph.comparison;
+  if (!c) return null;
+  const parting = [...c.stages.values()].filter((d) => d.diverges).length;
+  const only = c.onlyA.length + c.onlyB.length;
+  const ran = only ? ` · ${only} stage${only === 1 ? "" : "s"} ran in one run only` : "";
+  if (c.first === null) return { stage: null, text: "Runs A and B agree at every stage", detail: `relative L2 ≤ ${c.rtol}${ran}` };
+  return { stage: graph.calls[c.first].id, text: "Runs part at", detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}` };
 }
 
 /** The NaN / Inf banner's words: "First NaN/Inf at <id>", and how many stages hold any. */

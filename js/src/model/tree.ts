@@ -1,19 +1,26 @@
 /**
- * The module-call tree of a wire graph: each call's children, and the runs of repeated
- * blocks (`prefix.N`, same type and signature, >= MIN_RUN) that the view folds. Built once
+ * The module-call tree of a wire graph: each call's children, and the runs the view folds:
+ * repeated blocks (`prefix.N`, same type and signature, >= MIN_RUN) and repeated patterns
+ * of plain siblings ("(Linear → ReLU) × 200"). Built once
  * per graph; view_model.ts reads it for every expansion state. Pure and DOM-free.
  */
 import type { WireGraph } from "../wire";
 import { topologyIndex, type TopologyIndex } from "./topology";
 
-/** A run of >= 3 sibling calls `prefix.N` (consecutive N) of equal type and signature. */
+/**
+ * A run that folds: >= MIN_RUN sibling calls `prefix.N` (consecutive N) of equal type and
+ * signature ("Type × n"), or, among the siblings no such run holds, a pattern of `period`
+ * calls (by type and signature) repeated >= MIN_RUN times back to back, at least
+ * MIN_PATTERN_CALLS calls in all ("(Linear → ReLU) × 200": a flat nn.Sequential).
+ */
 export interface Run {
   key: string; // the first member's stage id
   members: number[];
-  type: string;
-  prefix: string;
+  type: string; // the repeated type, or the pattern's types joined by " → "
+  prefix: string; // `prefix` of prefix.N; for a pattern, the parent's module name ("" at the root)
+  period: number; // calls per repetition: 1 for prefix.N runs
+  count: number; // repetitions: members.length / period
 }
-
 export interface CallTree {
   graph: WireGraph;
   topo: TopologyIndex;
@@ -26,9 +33,13 @@ export interface CallTree {
 }
 
 export const MIN_RUN = 3;
+/** A pattern run holds at least this many calls (so q_proj, k_proj, v_proj never fold). */
+export const MIN_PATTERN_CALLS = 6;
+/** The longest repeated pattern looked for. */
+export const MAX_PERIOD = 8;
 const INDEXED = /^(.*)\.(\d+)$/;
 
-function findRuns(graph: WireGraph, siblings: number[]): Run[] {
+function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
   const runs: Run[] = [];
   let i = 0;
   while (i < siblings.length) {
@@ -46,13 +57,66 @@ function findRuns(graph: WireGraph, siblings: number[]): Run[] {
       }
     }
     if (m && j - i >= MIN_RUN) {
-      runs.push({ key: first.id, members: siblings.slice(i, j), type: first.type, prefix: m[1] });
+      const members = siblings.slice(i, j);
+      runs.push({ key: first.id, members, type: first.type, prefix: m[1], period: 1, count: members.length });
       i = j;
     } else {
       i++;
     }
   }
   return runs;
+}
+
+/**
+ * Repeated patterns in a stretch of siblings: at each position the shortest period whose
+ * repetition covers the most calls (>= MIN_RUN repetitions, >= MIN_PATTERN_CALLS calls),
+ * left to right. Calls compare by type and signature.
+ */
+function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[] {
+  const runs: Run[] = [];
+  const key = stretch.map((c) => `${graph.calls[c].type}\u0000${graph.calls[c].sig}`);
+  let i = 0;
+  while (i < stretch.length) {
+    let best = 0;
+    let bestPeriod = 0;
+    for (let p = 1; p <= MAX_PERIOD && i + p * MIN_RUN <= stretch.length; p++) {
+      let j = i + p;
+      while (j < stretch.length && key[j] === key[j - p]) j++;
+      const reps = Math.floor((j - i) / p);
+      if (reps >= MIN_RUN && reps * p >= MIN_PATTERN_CALLS && reps * p > best) {
+        best = reps * p;
+        bestPeriod = p;
+      }
+    }
+    if (bestPeriod === 0) {
+      i++;
+      continue;
+    }
+    const members = stretch.slice(i, i + best);
+    const type = members.slice(0, bestPeriod).map((c) => graph.calls[c].type).join(" → ");
+    runs.push({ key: graph.calls[members[0]].id, members, type, prefix: parent, period: bestPeriod, count: best / bestPeriod });
+    i += best;
+  }
+  return runs;
+}
+
+/** The runs among one call's children (or the roots), in sibling order. */
+function findRuns(graph: WireGraph, siblings: number[], parent: string): Run[] {
+  const indexed = indexedRuns(graph, siblings);
+  const taken = new Set(indexed.flatMap((r) => r.members));
+  const runs = [...indexed];
+  let stretch: number[] = [];
+  const flush = () => {
+    if (stretch.length >= MIN_PATTERN_CALLS) runs.push(...patternRuns(graph, stretch, parent));
+    stretch = [];
+  };
+  for (const c of siblings) {
+    if (taken.has(c)) flush();
+    else stretch.push(c);
+  }
+  flush();
+  const pos = new Map(siblings.map((c, i) => [c, i]));
+  return runs.sort((a, b) => pos.get(a.members[0])! - pos.get(b.members[0])!);
 }
 
 export function buildTree(graph: WireGraph): CallTree {
@@ -65,7 +129,8 @@ export function buildTree(graph: WireGraph): CallTree {
     else roots.push(i);
   });
   const runList: Run[] = [];
-  for (const sibs of [roots, ...children]) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs));
+  const lists: [number[], string][] = [[roots, ""], ...children.map((kids, c): [number[], string] => [kids, graph.calls[c].module])];
+  for (const [sibs, parent] of lists) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs, parent));
   const runOf = new Int32Array(graph.calls.length).fill(-1);
   runList.forEach((r, k) => r.members.forEach((c) => (runOf[c] = k)));
   const runs = new Map(runList.map((r) => [r.key, r]));

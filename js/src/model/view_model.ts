@@ -12,6 +12,7 @@ import type { CallTree, Run } from "./tree";
 export interface ViewState {
   expanded: ReadonlySet<number>;
   unfolded: ReadonlySet<string>;
+  auto?: boolean; // the starting depth the view picked (app/framing.ts may open it less deep to fit)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -39,6 +40,7 @@ export interface ViewEdge {
 }
 
 export interface ViewGraph {
+  tree: CallTree; // what it is a view of
   items: Item[]; // root container items (inputs and outputs are separate)
   nodes: VisibleNode[]; // canonical order: inputs, stages and folds by call index, outputs
   byKey: Map<string, VisibleNode>;
@@ -128,7 +130,7 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     if (!prev) best.set(k, { src, dst, kind: e.kind });
     else if (KIND_RANK[e.kind] < KIND_RANK[prev.kind]) prev.kind = e.kind;
   }
-  return { items, nodes: all, byKey: new Map(all.map((n) => [n.key, n])), edges: [...best.values()], selection };
+  return { tree, items, nodes: all, byKey: new Map(all.map((n) => [n.key, n])), edges: [...best.values()], selection };
 }
 
 /** Number of drawn stage and fold nodes. */
@@ -164,22 +166,33 @@ export function layerCount(view: ViewGraph): number {
 }
 
 /**
- * The starting state. When the graph names its first stages (`graph.initial`, the user's
- * `stages=`), exactly those: see chosenState. Otherwise expand level by level (every visible
- * stage with children at once) while the view stays readable: at most maxVisible nodes in
- * at most maxLayers layers. Folded runs stay folded.
+ * The states level by level: nothing open, then every visible stage with children opened at
+ * once, and so on while at most maxVisible nodes are drawn (and, when given, at most
+ * maxLayers layers). Folded runs stay folded. The last is the deepest.
  */
-export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
-  if (tree.graph.initial) return chosenState(tree, tree.graph.initial);
+export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinity): ViewState[] {
   let state: ViewState = { expanded: new Set(), unfolded: new Set() };
+  const levels = [state];
   for (;;) {
     const candidates: number[] = [];
     visibleExpandable(tree, viewItems(tree, state), candidates);
-    if (candidates.length === 0) return state;
+    if (candidates.length === 0) return levels;
     const next: ViewState = { expanded: new Set([...state.expanded, ...candidates]), unfolded: state.unfolded };
-    if (visibleCount(tree, next) > maxVisible || layerCount(buildView(tree, next)) > maxLayers) return state;
-    state = next;
+    if (visibleCount(tree, next) > maxVisible || (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)) return levels;
+    levels.push((state = next));
   }
+}
+
+/**
+ * The starting state. When the graph names its first stages (`graph.initial`, the user's
+ * `stages=`), exactly those: see chosenState. Otherwise the deepest level (levelStates) that
+ * stays readable: at most maxVisible nodes in at most maxLayers layers, marked `auto` (the
+ * view may open a shallower level of levelStates(tree, maxVisible) that fits its canvas).
+ */
+export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
+  if (tree.graph.initial) return chosenState(tree, tree.graph.initial);
+  const levels = levelStates(tree, maxVisible, maxLayers);
+  return { ...levels[levels.length - 1], auto: true };
 }
 
 /**

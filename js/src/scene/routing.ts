@@ -1,11 +1,10 @@
 /**
- * Edge routing on top of the layout, pure and DOM-free: ports (the ends of edges that share a
- * node's side spread along it), detours (an edge entering or leaving a group runs down the
- * group's margin instead of through the nodes inside), and the constants for lanes beside a
- * shared route. scene.ts calls these while it builds a scene.
+ * Edge ends on top of the layout, pure and DOM-free: ports (the ends of edges that share a
+ * node's side spread along it, ordered by where they head). Ends on a node's other sides (a
+ * U-Net's skip entering across, a decoder that flows upwards) and ends at junctions stay
+ * where the layout put them. scene.ts calls this while it builds a scene.
  */
-import { GROUP_HEADER, RANKSEP, type Box, type Direction } from "../layout/layout";
-import type { EdgeKind } from "../wire";
+import type { Box, Direction } from "../layout/layout";
 import type { SceneEdge } from "./types";
 
 /** Whether the segment a-b passes through the inside of a box (Liang-Barsky clipping). */
@@ -28,59 +27,10 @@ export function segmentHitsBox(ax: number, ay: number, bx: number, by: number, [
   return true;
 }
 
-/** Stretches of group margins already taken by detours: "group key|side" -> along ranges. */
-export type Margins = Map<string, [number, number][]>;
-
-/**
- * Re-route the piece of an edge inside a group (between the group's side and the node at
- * the end; `out`: at the start) when the straight piece would cross another node: it meets
- * the group's side level with a margin beside the items, runs down that margin, and turns
- * to the node. Two detours do not share a stretch of one margin (the second takes the other).
- */
-export function detour(pts: number[], groupKey: string, group: Box | undefined, others: Box[], dir: Direction, out: boolean, margins: Margins): number[] {
-  if (!group || pts.length < 4) return pts;
-  const n = pts.length;
-  // inner: the node's anchor; side: where the route meets the group's side.
-  const [ix, iy, sx, sy] = out ? [pts[0], pts[1], pts[2], pts[3]] : [pts[n - 2], pts[n - 1], pts[n - 4], pts[n - 3]];
-  if (!others.some((b) => segmentHitsBox(sx, sy, ix, iy, b))) return pts;
-  const { across, along } = axes(dir);
-  const start = group[along];
-  const end = start + group[along + 2];
-  const inner = along === 0 ? ix : iy;
-  const wall = out ? end : start; // the group's side the route crosses
-  const nearNode = inner + (out ? 1 : -1) * (RANKSEP / 2);
-  if ((out && nearNode >= wall) || (!out && nearNode <= wall)) return pts;
-  // The margins beside the items across the flow, GROUP_PAD wide (in LR the header is on top);
-  // the lanes keep clear of the nodes' corner badges, which reach 7 px into them.
-  const lo = group[across] + (across === 1 ? GROUP_HEADER : 0) + MARGIN_LANE;
-  const hi = group[across] + group[across + 2] - MARGIN_LANE;
-  const here = across === 0 ? sx : sy;
-  const range: [number, number] = [Math.min(wall, nearNode), Math.max(wall, nearNode)];
-  const free = (side: string) => !(margins.get(`${groupKey}|${side}`) ?? []).some(([a, b]) => a <= range[1] + STUB && range[0] - STUB <= b);
-  let side = here - lo <= hi - here ? "lo" : "hi";
-  if (!free(side) && free(side === "lo" ? "hi" : "lo")) side = side === "lo" ? "hi" : "lo";
-  margins.set(`${groupKey}|${side}`, [...(margins.get(`${groupKey}|${side}`) ?? []), range]);
-  const lane = side === "lo" ? lo : hi;
-  const at = (a: number, c: number): [number, number] => (along === 1 ? [c, a] : [a, c]);
-  // The route's bends just outside the wall were placed for the old crossing point: drop them.
-  const near = (i: number) => Math.abs(pts[i + along] - wall) < RANKSEP;
-  if (out) {
-    let k = 4;
-    while (k < n - 2 && near(k)) k += 2;
-    return [pts[0], pts[1], ...at(nearNode, lane), ...at(wall, lane), ...pts.slice(k)];
-  }
-  let k = n - 4; // the index just past the kept route points
-  while (k > 2 && near(k - 2)) k -= 2;
-  return [...pts.slice(0, k), ...at(wall, lane), ...at(nearNode, lane), pts[n - 2], pts[n - 1]];
-}
-
 // ---------------------------------------------------------------------------------------
 // Ports: where edges meet a node.
 
 const PORT_GAP = 16; // preferred distance between neighbouring ports
-export const LANE_GAP = 8; // between edges that share one laid-out route
-const MARGIN_LANE = 4; // a detour's distance from its group's border
-export const KIND_ORDER: Record<EdgeKind, number> = { flow: 0, merge: 1, skip: 2, order: 3 }; // lane order on ties
 const PORT_MARGIN = 22; // ports keep this far from the ends of a side (rounded corners, badges)
 const STUB = 10; // an edge leaves and enters its side square to it for this long
 
@@ -90,7 +40,17 @@ const STUB = 10; // an edge leaves and enters its side square to it for this lon
  * flow and a skip edge leaving one node do not start on the same point. Ends are ordered by
  * where each edge heads across the flow, so neighbouring edges do not cross at the node.
  */
-export function spreadPorts(edges: SceneEdge[], boxes: Record<string, Box>, dir: Direction) {
+export function spreadPorts(edges: SceneEdge[], boxes: Record<string, Box>, dir: Direction, fixed: ReadonlySet<string> = new Set()) {
+  const { across, along } = axes(dir);
+  const onSide = (e: SceneEdge, key: string, out: boolean) => {
+    const b = boxes[key];
+    if (!b || fixed.has(key)) return false;
+    const p = e.points;
+    const i = out ? 0 : p.length - 2;
+    const line = b[along] + (out ? b[along + 2] : 0);
+    const c = p[i + across];
+    return Math.abs(p[i + along] - line) < 0.5 && c > b[across] && c < b[across] + b[across + 2];
+  };
   const outs = new Map<string, SceneEdge[]>();
   const ins = new Map<string, SceneEdge[]>();
   const add = (m: Map<string, SceneEdge[]>, k: string, e: SceneEdge) => {
@@ -100,8 +60,8 @@ export function spreadPorts(edges: SceneEdge[], boxes: Record<string, Box>, dir:
   };
   for (const e of edges) {
     if (e.points.length < 4) continue;
-    add(outs, e.src, e);
-    add(ins, e.dst, e);
+    if (onSide(e, e.from, true)) add(outs, e.from, e);
+    if (onSide(e, e.to, false)) add(ins, e.to, e);
   }
   for (const [key, list] of outs) if (boxes[key]) placePorts(list, boxes[key], dir, true);
   for (const [key, list] of ins) if (boxes[key]) placePorts(list, boxes[key], dir, false);
@@ -132,10 +92,20 @@ function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
   const k = order.length;
   const room = Math.max(0, side - 2 * Math.min(PORT_MARGIN, side / 4));
   const gap = k > 1 ? Math.min(PORT_GAP, room / (k - 1)) : 0;
-  order.forEach(({ e }, i) => {
-    const pos = start + side / 2 + (i - (k - 1) / 2) * gap;
-    setEnd(e, pos, line, across, along, out);
+  // A straight edge (the trunk) keeps its end; the others spread beside it, where there is room.
+  const straight = order.findIndex(({ e }) => {
+    const p = e.points;
+    for (let i = across; i < p.length; i += 2) if (Math.abs(p[i] - p[across]) > 0.5) return false;
+    return true;
   });
+  let first = start + side / 2 - ((k - 1) / 2) * gap;
+  if (straight >= 0) {
+    const at = order[straight].e.points[out ? across : order[straight].e.points.length - 2 + across];
+    const from = at - straight * gap;
+    const lo = start + (side - room) / 2;
+    if (from >= lo - 0.5 && from + (k - 1) * gap <= lo + room + 0.5) first = from;
+  }
+  order.forEach(({ e }, i) => setEnd(e, first + i * gap, line, across, along, out));
 }
 
 /** Move one end of an edge to a port, with a short square stub when the edge must bend. */

@@ -1,84 +1,21 @@
 /**
- * Between the view model and the drawing: turns a ViewGraph into a layout request (items
- * per container, edges projected onto the container that holds both ends) and a laid-out
- * graph into a scene (boxes, labels, edge paths; the routing of edge ends is routing.ts's).
- * Pure and DOM-free.
+ * Between the view model and the drawing: the layout request (request.ts) and, from a laid-out
+ * view, the scene: boxes and labels of nodes, groups and junctions, and each edge's points,
+ * made of the pieces the layouts routed (out of the groups around its source, between the two
+ * items of the container holding both ends, into the groups around its target), or the tap
+ * of a bus; ports spread where edges share a side (routing.ts). Pure and DOM-free.
  */
-import type { Box, Direction, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, LayoutResult } from "../layout/layout";
+import type { Box, Direction, LayoutResult } from "../layout/layout";
 import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
-import type { CallTree } from "../model/tree";
-import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
-import type { EdgeKind } from "../wire";
-import { axes, detour, KIND_ORDER, LANE_GAP, spreadPorts, type Margins } from "./routing";
-import type { Scene, SceneCluster, SceneEdge, SceneNode } from "./types";
+import type { CallTree, Run } from "../model/tree";
+import type { Item, ViewGraph } from "../model/view_model";
+import { drawBuses } from "./bus";
+import { drawnOf, itemPath, projectEdge } from "./request";
+import { spreadPorts } from "./routing";
+import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
 
-export const ROOT = "root";
-export const NODE_W = 196;
-export const NODE_H = 50;
-export const PORT_W = 116;
-export const PORT_H = 32;
-const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1, order: 1 };
-
-function itemPathOf(node: VisibleNode): string[] {
-  // node.path holds container keys with "" for the model; the layout calls the model ROOT.
-  return [ROOT, ...node.path.slice(1), node.key];
-}
-
-export function layoutRequest(view: ViewGraph, dir: Direction): LayoutRequest {
-  const groups = new Map<string, LayoutGroup>();
-  const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
-  const leaf = (key: string, w: number, h: number): LayoutLeaf => ({ key, w, h });
-  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = []): LayoutGroup => {
-    const g: LayoutGroup = { key, items: [], edges: [] };
-    groups.set(key, g);
-    g.items.push(...ports);
-    for (const it of items) {
-      if (it.kind === "stage" || it.kind === "fold") g.items.push(leaf(it.key, NODE_W, it.kind === "fold" ? NODE_H + 6 : NODE_H));
-      else g.items.push(build(it.key, it.items));
-    }
-    g.items.push(...tail);
-    index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
-    return g;
-  };
-  const ins = view.nodes.filter((n) => n.kind === "input").map((n) => leaf(n.key, PORT_W, PORT_H));
-  const outs = view.nodes.filter((n) => n.kind === "output").map((n) => leaf(n.key, PORT_W, PORT_H));
-  const root = build(ROOT, view.items, ins, outs);
-  const seen = new Set<string>();
-  for (const e of view.edges) {
-    const proj = projectEdge(view, e.src, e.dst);
-    if (!proj) continue;
-    const [group, a, b] = proj;
-    const k = `${a}>${b}`;
-    const idx = index.get(group)!;
-    const w = WEIGHT[e.kind];
-    if (seen.has(k)) {
-      const existing = groups.get(group)!.edges.find((x) => x.src === idx.get(a) && x.dst === idx.get(b));
-      if (existing) existing.weight = Math.max(existing.weight, w);
-      continue;
-    }
-    seen.add(k);
-    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w };
-    groups.get(group)!.edges.push(le);
-  }
-  return { dir, root };
-}
-
-/** The container holding both ends of an edge, and the items of that container that hold each end. */
-export function projectEdge(view: ViewGraph, src: string, dst: string): [string, string, string] | null {
-  const a = view.byKey.get(src);
-  const b = view.byKey.get(dst);
-  if (!a || !b) return null;
-  const pa = itemPathOf(a);
-  const pb = itemPathOf(b);
-  let l = 0;
-  while (l < pa.length && l < pb.length && pa[l] === pb[l]) l++;
-  if (l === 0 || l >= pa.length || l >= pb.length) return null;
-  return [pa[l - 1], pa[l], pb[l]];
-}
-
-// ---------------------------------------------------------------------------------------
-// The scene: boxes, labels and edge points.
+export { drawnOf, itemPath, JUNCTION_D, layoutRequest, MIN_NAME_PX, MINIMAP_STRIP, NAME_PX, NODE_H, NODE_W, PORT_H, PORT_W, projectEdge, READ_K, ROOT } from "./request";
 
 /** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
 function lastPart(name: string): string {
@@ -87,10 +24,10 @@ function lastPart(name: string): string {
   return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
 }
 
-function anchor(box: Box, dir: Direction, out: boolean): [number, number] {
-  const [x, y, w, h] = box;
-  if (dir === "TB") return [x + w / 2, out ? y + h : y];
-  return [out ? x + w : x, y + h / 2];
+
+/** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
+function runType(run: Run): string {
+  return run.period > 1 ? `(${run.type})` : run.type;
 }
 
 export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, dir: Direction): Scene {
@@ -113,10 +50,10 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       const err = members.map((m) => calls[m].error).find((e) => e !== null) ?? null;
       nodes.push({
         key: n.key, id: n.id, kind: "fold", call: n.call, box,
-        title: `${n.run.type} × ${members.length}`,
+        title: `${runType(n.run)} × ${n.run.count}`,
         path: `${c.module} … ${last.module.slice(last.module.lastIndexOf(".") + 1)}`,
-        type: n.run.type, shape: formatShape(last.shapes[0]), params: formatParams(params),
-        expandable: true, foldCount: members.length, error: err, mark: mark(n.key),
+        type: runType(n.run), shape: formatShape(last.shapes[0]), params: formatParams(params),
+        expandable: true, foldCount: n.run.count, error: err, mark: mark(n.key),
       });
     } else {
       nodes.push({
@@ -139,63 +76,97 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         const c = calls[it.run.members[0]];
         clusters.push({
           key: it.key, id: it.run.key, kind: "run", call: it.run.members[0], box: lay.boxes[it.key],
-          label: `${it.run.prefix}.* (${it.run.members.length})`, type: `${it.run.type} × ${it.run.members.length}`, depth: c.depth, mark: null,
+          label: it.run.period > 1 ? `${c.module} … ${calls[it.run.members[it.run.members.length - 1]].module}` : `${it.run.prefix}.* (${it.run.members.length})`,
+          type: `${runType(it.run)} × ${it.run.count}`, depth: c.depth, mark: null,
         });
         walk(it.items);
       }
     }
   };
   walk(view.items);
-  // Edges whose ends sit inside groups can share one laid-out route (the route between the
-  // two items that hold them): each gets its own lane beside it.
-  const shared = new Map<string, { e: (typeof view.edges)[number]; order: number[] }[]>();
-  const laid: { e: (typeof view.edges)[number]; route: string }[] = [];
-  for (const e of view.edges) {
-    const proj = projectEdge(view, e.src, e.dst);
-    if (!proj || !lay.boxes[e.src] || !lay.boxes[e.dst]) continue;
-    const route = `${proj[1]}>${proj[2]}`;
-    laid.push({ e, route });
-    const { across } = axes(dir);
-    const order = [lay.boxes[e.dst][across] + lay.boxes[e.dst][across + 2] / 2, lay.boxes[e.src][across] + lay.boxes[e.src][across + 2] / 2, KIND_ORDER[e.kind]];
-    shared.set(route, [...(shared.get(route) ?? []), { e, order }]);
+  const { drawing, trunk } = drawnOf(view);
+  const junctionList: SceneJunction[] = [];
+  for (const j of drawing.junctions) {
+    const box = lay.boxes[j.key];
+    if (box) junctionList.push({ key: j.key, box, what: j.what, glyph: j.glyph, outs: j.outs });
   }
-  const lane = new Map<(typeof view.edges)[number], number>();
-  for (const list of shared.values()) {
-    if (list.length < 2) continue;
-    list.sort((p, q) => p.order[0] - q.order[0] || p.order[1] - q.order[1] || p.order[2] - q.order[2]);
-    list.forEach(({ e }, i) => lane.set(e, (i - (list.length - 1) / 2) * LANE_GAP));
-  }
-  const edges: SceneEdge[] = [];
-  const margins: Margins = new Map();
-  const inside = new Map<string, SceneNode[]>(); // group key -> the nodes drawn inside it
-  for (const n of nodes) {
-    for (const group of view.byKey.get(n.key)?.path ?? []) {
-      if (!group) continue;
-      const list = inside.get(group);
-      if (list) list.push(n);
-      else inside.set(group, [n]);
+  const boxOf = (key: string): Box | undefined => lay.boxes[key];
+  const anchor = (box: Box, out: boolean): number[] => {
+    const [x, y, w, h] = box;
+    return dir === "TB" ? [x + w / 2, out ? y + h : y] : [out ? x + w : x, y + h / 2];
+  };
+  // The points of a drawn edge: the pieces out of the groups around its source, the route in
+  // the container that holds both ends, the pieces into the groups around its target.
+  const compose = (src: string, dst: string): number[] | null => {
+    const proj = projectEdge(view, src, dst);
+    if (!proj || !boxOf(src) || !boxOf(dst)) return null;
+    const [, a, b] = proj;
+    const ps = itemPath(view, src)!;
+    const pd = itemPath(view, dst)!;
+    const pieces: (number[] | undefined)[] = [];
+    const ia = ps.indexOf(a);
+    for (let i = ps.length - 1; i > ia; i--) pieces.push(lay.exits[`${ps[i]}|${ps[i - 1]}`]);
+    pieces.push(lay.routes[`${a}>${b}`]);
+    const ib = pd.indexOf(b);
+    for (let i = ib + 1; i < pd.length; i++) pieces.push(lay.entries[`${pd[i - 1]}|${pd[i]}`]);
+    const pts: number[] = [];
+    for (const piece of pieces) {
+      if (!piece || piece.length < 4) continue;
+      for (let i = 0; i < piece.length; i += 2) {
+        const n = pts.length;
+        if (n && Math.abs(pts[n - 2] - piece[i]) < 0.01 && Math.abs(pts[n - 1] - piece[i + 1]) < 0.01) continue;
+        pts.push(piece[i], piece[i + 1]);
+      }
     }
+    if (pts.length < 4) return [...anchor(boxOf(src)!, true), ...anchor(boxOf(dst)!, false)];
+    return pts;
+  };
+  const bused = new Set([...trunk.buses.values()].flat());
+  const edges: SceneEdge[] = [];
+  const stubs: SceneEdge[] = [];
+  for (const e of drawing.edges) {
+    if (bused.has(e)) continue;
+    const points = compose(e.src, e.dst);
+    if (!points) continue;
+    if (!e.edge) {
+      stubs.push({ key: `${e.src}>${e.dst}`, src: e.src, dst: e.dst, srcId: "", dstId: view.byKey.get(e.dst)?.id ?? e.dst, kind: "flow", points, from: e.src, to: e.dst });
+      continue;
+    }
+    const ve = e.edge;
+    const a = view.byKey.get(ve.src)!;
+    const b = view.byKey.get(ve.dst)!;
+    edges.push({ key: `${ve.src}>${ve.dst}`, src: ve.src, dst: ve.dst, srcId: a.id, dstId: b.id, kind: ve.kind, points, from: e.src, to: e.dst });
   }
-  for (const { e, route: routeKey } of laid) {
-    const a = view.byKey.get(e.src)!;
-    const b = view.byKey.get(e.dst)!;
-    const [, from, to] = projectEdge(view, e.src, e.dst)!;
-    const route = [...(lay.routes[routeKey] ?? [])];
-    const shift = lane.get(e) ?? 0;
-    if (shift) for (let i = axes(dir).across; i < route.length; i += 2) route[i] += shift;
-    let pts: number[] = [];
-    if (from !== e.src || route.length < 4) pts.push(...anchor(lay.boxes[e.src], dir, true));
-    pts.push(...route);
-    if (to !== e.dst || route.length < 4) pts.push(...anchor(lay.boxes[e.dst], dir, false));
-    // Inside a group the piece between the group's side and the node is a straight line: when
-    // it would cross other nodes, it runs down the group's margin instead.
-    const others = (group: string) => (inside.get(group) ?? []).filter((n) => n.key !== e.src && n.key !== e.dst).map((n) => n.box);
-    if (route.length >= 4 && to !== e.dst) pts = detour(pts, to, lay.boxes[to], others(to), dir, false, margins);
-    if (route.length >= 4 && from !== e.src) pts = detour(pts, from, lay.boxes[from], others(from), dir, true, margins);
-    edges.push({ key: `${e.src}>${e.dst}`, src: e.src, dst: e.dst, srcId: a.id, dstId: b.id, kind: e.kind, points: pts });
+  const obstacles = [...nodes.map((n) => n.box), ...junctionList.map((j) => j.box), ...clusters.map((c) => c.box)];
+  const bus = drawBuses(trunk.buses, view, boxOf, obstacles, dir);
+  edges.push(...bus.taps);
+  spreadPorts([...edges, ...stubs], lay.boxes, dir, new Set(drawing.byKey.keys()));
+  // Buses may run beside everything: the scene starts at 0, 0 again.
+  let minX = 0, minY = 0, maxX = lay.width, maxY = lay.height;
+  const grow = (pts: number[]) => {
+    for (let i = 0; i < pts.length; i += 2) {
+      minX = Math.min(minX, pts[i]);
+      maxX = Math.max(maxX, pts[i]);
+      minY = Math.min(minY, pts[i + 1]);
+      maxY = Math.max(maxY, pts[i + 1]);
+    }
+  };
+  for (const e of [...edges, ...stubs]) grow(e.points);
+  for (const b of bus.buses) grow(b.points);
+  if (minX < 0 || minY < 0) {
+    const dx = -minX;
+    const dy = -minY;
+    const move = (pts: number[]) => {
+      for (let i = 0; i < pts.length; i += 2) (pts[i] += dx), (pts[i + 1] += dy);
+    };
+    const moveBox = (b: Box): Box => [b[0] + dx, b[1] + dy, b[2], b[3]];
+    for (const n of nodes) n.box = moveBox(n.box);
+    for (const c of clusters) c.box = moveBox(c.box);
+    for (const j of junctionList) j.box = moveBox(j.box);
+    for (const e of [...edges, ...stubs]) move(e.points);
+    for (const b of bus.buses) (move(b.points), move(b.taps));
   }
-  spreadPorts(edges, lay.boxes, dir);
-  return { dir, nodes, clusters, edges, width: lay.width, height: lay.height };
+  return { dir, nodes, clusters, edges, junctions: junctionList, stubs, buses: bus.buses, width: maxX - minX, height: maxY - minY };
 }
 
 /** An SVG path through the points: straight ends, a smooth B-spline in between. */

@@ -45,6 +45,27 @@ export interface SceneEdge {
   dstId: string;
   kind: EdgeKind;
   points: number[];
+  from: string; // where it is drawn from: src, a junction's key (the stream), or a bus's
+  to: string; // where it is drawn to: dst, or a junction's key (no arrowhead there)
+}
+
+/** Where the data of two or more sources meets (model/junctions.ts), drawn as a glyph. */
+export interface SceneJunction {
+  key: string;
+  box: Box;
+  what: string; // add, cat, mul, ... or a function name
+  glyph: string; // "+", "⧺", "×", ... or the name, short
+  outs: string[]; // node keys it feeds
+}
+
+/** A source read by many (a mask, an embedding): one line along the graph, a tap into each. */
+export interface SceneBus {
+  key: string;
+  src: string; // node key
+  srcId: string;
+  kind: EdgeKind;
+  points: number[]; // the line, from the source to the last tap
+  taps: number[]; // flat x, y where each tap leaves the line (its dot)
 }
 
 export interface Scene {
@@ -52,6 +73,9 @@ export interface Scene {
   nodes: SceneNode[];
   clusters: SceneCluster[];
   edges: SceneEdge[];
+  junctions: SceneJunction[];
+  stubs: SceneEdge[]; // junction -> node: the joined data going in (from/src: the junction)
+  buses: SceneBus[];
   width: number;
   height: number;
 }

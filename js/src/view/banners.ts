@@ -2,14 +2,15 @@
  * The banners above the graph, part of the widget's frame (the graph is laid out below them,
  * never under them): the forward raised (where, what; a button selects the failing stage),
  * the first NaN / Inf (the banner is a button that goes to that stage), and the run's notes
- * (e.g. the meta device: no data). Names and messages come from the user's model: text only.
+ * (e.g. the meta device: no data); comparing two runs, where they part (a button that goes
+ * there). Names and messages come from the user's model: text only.
  */
-import { failureHeadline, nonfiniteHeadline, type Problems } from "../model/problems";
+import { divergesHeadline, failureHeadline, nonfiniteHeadline, type Problems } from "../model/problems";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
 
 /** The pill a marked node carries, also the banners' lead: "NaN/Inf" or "raised". */
-export function pill(text: string, kind: "nonfinite" | "failed"): HTMLElement {
+export function pill(text: string, kind: "nonfinite" | "failed" | "diverges"): HTMLElement {
   return h("span", { class: `nfw-pill nfw-pill-${kind}`, "aria-hidden": "true" }, text);
 }
 
@@ -42,6 +43,22 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
       h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
     banner.addEventListener("click", () => show(nonfinite.stage));
     banners.push(banner);
+  }
+  const parting = divergesHeadline(graph);
+  if (parting?.stage) {
+    const stage = parting.stage;
+    const banner = h("button", {
+      class: "nfw-banner nfw-banner-diverges", type: "button", "data-banner": "diverges",
+      "aria-label": `${parting.text} ${stage} (${parting.detail}): show it`, title: `Select ${stage}, the first stage whose output differs between runs A and B`,
+    },
+      pill("runs part", "diverges"),
+      h("span", { class: "nfw-banner-text" }, `${parting.text} `, h("b", {}, stage), ` · ${parting.detail}`),
+      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
+    banner.addEventListener("click", () => show(stage));
+    banners.push(banner);
+  } else if (parting) {
+    banners.push(h("div", { class: "nfw-banner nfw-banner-diverges", role: "note", "data-banner": "diverges" },
+      pill("A = B", "diverges"), h("span", { class: "nfw-banner-text" }, `${parting.text} · ${parting.detail}`)));
   }
   if (p.notes.length) {
     banners.push(h("div", { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },

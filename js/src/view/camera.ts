@@ -3,11 +3,11 @@
  * group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
 import type { Box, Direction } from "../layout/layout";
+import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import { PanZoom, type Transform } from "./zoom";
 
-/** Scale at which labels read well: the first view never starts smaller than needed. */
-const READABLE = 0.8;
+const MARGIN = 24;
 
 export class Camera {
   readonly zoom: PanZoom;
@@ -38,23 +38,22 @@ export class Camera {
   }
 
   /**
-   * The first view: the whole graph when it fits at a readable scale; else readable text
-   * from the start of the network (top in TB, left in LR), the rest a pan away.
+   * The first view: the whole graph when it fits with its names at least MIN_NAME_PX high
+   * (READ_K; the layout was wrapped and its depth chosen for this, app/framing.ts); else those
+   * names at READ_K from the start of the network (top left), the minimap's strip left free.
    */
   firstView(scene: Scene, dir: Direction) {
     if (!this.attached) return;
     const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (all.k >= READABLE) return this.fit(scene, 0);
+    if (all.k >= READ_K - 1e-6) return this.fit(scene, 0);
     this.needsFit = false;
     const W = this.surface.clientWidth;
     const H = this.surface.clientHeight;
-    const m = 24;
+    const k = READ_K;
     const tb = dir === "TB";
-    const across = tb ? scene.width : scene.height;
-    const room = tb ? W : H;
-    const k = Math.max(0.45, Math.min(READABLE, (room - 2 * m) / Math.max(across, 1)));
-    const offAcross = (room - across * k) / 2;
-    this.zoom.set(tb ? { x: offAcross, y: m, k } : { x: m, y: offAcross, k });
+    const x = tb ? Math.max(MARGIN, (W - MINIMAP_STRIP - scene.width * k) / 2) : MARGIN;
+    const y = tb ? MARGIN : Math.max(MARGIN, (H - MINIMAP_STRIP * 0.7 - scene.height * k) / 2);
+    this.zoom.set({ x, y, k });
   }
 
   centerOn(x: number, y: number, ms = 250, k = this.zoom.t.k) {
@@ -82,17 +81,38 @@ export class Camera {
 
   /**
    * After expanding or collapsing: move the view so that the toggled thing stays where the
-   * user was looking (`before` its box then, `after` now); zoom out when it no longer fits.
+   * user was looking (`before` its box then, `after` now), then into view if it went out of
+   * it (zooming out only when it no longer fits); and when the whole graph now fits at this
+   * scale, none of it is left outside (a group folded again does not leave the graph half
+   * above the canvas).
    */
-  keepAnchor(before: Box, after: Box) {
+  keepAnchor(before: Box, after: Box, scene?: { width: number; height: number }) {
     const { k } = this.zoom.t;
-    const dx = (before[0] + before[2] / 2 - (after[0] + after[2] / 2)) * k;
-    const dy = (before[1] - after[1]) * k;
-    this.zoom.set({ x: this.zoom.t.x + dx, y: this.zoom.t.y + dy, k });
-    if (this.inView(after)) return;
-    const [x, y, w, h] = after;
-    const fitK = this.zoom.fitBox(x, y, w, h, k).k;
-    this.zoom.animateTo(this.zoom.fitBox(x, y, w, h, Math.min(k, Math.max(fitK, 0.35))), 260);
+    const W = this.surface.clientWidth || 800;
+    const H = this.surface.clientHeight || 500;
+    let x = this.zoom.t.x + (before[0] + before[2] / 2 - (after[0] + after[2] / 2)) * k;
+    let y = this.zoom.t.y + (before[1] - after[1]) * k;
+    const [ax, ay, aw, ah] = after;
+    const fitK = this.zoom.fitBox(ax, ay, aw, ah, k).k;
+    if (fitK < k - 1e-6) {
+      this.zoom.set({ x, y, k });
+      this.zoom.animateTo(this.zoom.fitBox(ax, ay, aw, ah, Math.max(fitK, 0.35)), 260);
+      return;
+    }
+    // [lo, hi) on screen into [MARGIN, size - MARGIN]
+    const clamp = (at: number, lo: number, len: number, size: number) => {
+      const s0 = at + lo * k;
+      if (s0 < MARGIN) return at + MARGIN - s0;
+      if (s0 + len * k > size - MARGIN) return at - Math.min(s0 + len * k - (size - MARGIN), s0 - MARGIN);
+      return at;
+    };
+    x = clamp(x, ax, aw, W);
+    y = clamp(y, ay, ah, H);
+    if (scene && scene.width * k <= W - 2 * MARGIN && scene.height * k <= H - 2 * MARGIN) {
+      x = clamp(x, 0, scene.width, W);
+      y = clamp(y, 0, scene.height, H);
+    }
+    this.zoom.set({ x, y, k });
   }
 
   private inView([x, y, w, h]: Box): boolean {

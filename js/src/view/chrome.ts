@@ -2,7 +2,7 @@
 import type { EdgeKind } from "../wire";
 import { cssColor, gradientStops, NAN_MARK, nonfiniteColor } from "./colormap";
 import { h, s } from "./dom";
-import type { ColorMode, StatScale } from "./stat_colors";
+import { ONLY_A_FILL, type ColorMode, type StatScale } from "./stat_colors";
 
 export type { ColorMode };
 
@@ -42,7 +42,8 @@ export function buildChrome(css: string): Chrome {
   const color = h("select", { class: "nfw-select", title: "Node colour", "aria-label": "node colour" },
     h("option", { value: "type" }, "Colour: type"),
     h("option", { value: "mean_abs" }, "Colour: mean |x|"),
-    h("option", { value: "std" }, "Colour: std"));
+    h("option", { value: "std" }, "Colour: std"),
+    h("option", { value: "divergence", hidden: true, disabled: true }, "Colour: A vs B"));
   const fit = button("Fit", "Fit the graph to the view (F)");
   const reset = button("Reset", "Back to the starting expansion");
   const svg = button("SVG", "Download the graph as SVG");
@@ -90,7 +91,7 @@ export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: 
     .filter((k) => k !== "order" || kinds.has(k))
     .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
   if (scale) {
-    const parts: (HTMLElement | string)[] = [scale.mode === "std" ? "std" : "mean |x|"];
+    const parts: (HTMLElement | string)[] = [scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B: rel. L2" : "mean |x|"];
     if (scale.hi > scale.lo) {
       const grad = h("i", { class: "nfw-grad" });
       grad.style.background = `linear-gradient(to right, ${gradientStops(false, 0, 1)})`;
@@ -106,7 +107,21 @@ export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: 
       box.style.background = cssColor(nonfiniteColor(NAN_MARK));
       parts.push(box, "NaN/Inf");
     }
+    if (scale.onlyA) {
+      const box = h("i", { class: "nfw-chip" });
+      box.style.background = ONLY_A_FILL.fill;
+      parts.push(box, "run A only");
+    }
     items.push(h("span", { class: "nfw-legend-stat", "data-legend": "stat" }, ...parts));
   }
   legend.replaceChildren(...items);
+}
+
+/** The colour mode once a comparison comes or goes ("A vs B" offered only with one; chosen when it comes). */
+export function colorModeFor(select: HTMLSelectElement, has: boolean, had: boolean, mode: ColorMode): ColorMode {
+  const option = select.querySelector<HTMLOptionElement>('option[value="divergence"]');
+  if (option) option.hidden = option.disabled = !has;
+  const next = has === had ? mode : has ? "divergence" : mode === "divergence" ? "type" : mode;
+  select.value = next;
+  return next;
 }

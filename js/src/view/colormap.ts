@@ -113,3 +113,42 @@ export function gradientStops(signed: boolean, vmin = -1, vmax = 1, steps = 11):
   }
   return parts.join(", ");
 }
+
+// Class indices (a segmentation map, palette "categorical"): the shared table, cycled.
+const CATEGORICAL: readonly (readonly number[])[] = table.categorical.colors;
+
+/** The colour of class `code` (cycled beyond the table's 20). */
+export function categoricalColor(code: number): RGB {
+  const c = CATEGORICAL[((code % CATEGORICAL.length) + CATEGORICAL.length) % CATEGORICAL.length];
+  return [c[0], c[1], c[2]];
+}
+
+/** A colour range: codes are drawn as the values they stand for, coloured on this range. */
+export interface ColorRange {
+  vmin: number;
+  vmax: number;
+  signed: boolean;
+}
+
+/**
+ * A lookup table for uint8 codes that encode vmin..vmax, coloured on another range `to`
+ * (views of two runs drawn on one scale, a tile on its own); values beyond `to` clip.
+ */
+export function lutOnRange(vmin: number, vmax: number, to: ColorRange): Uint8ClampedArray {
+  const out = new Uint8ClampedArray(256 * 4);
+  for (let b = 0; b < 256; b++) {
+    const v = vmin + ((vmax - vmin) * b) / 255;
+    const [r, g, bl] = colorOf(to.signed ? v : Math.min(to.vmax, Math.max(to.vmin, v)), to.vmin, to.vmax, to.signed);
+    out.set([r, g, bl, 255], b * 4);
+  }
+  return out;
+}
+
+/** The range that holds two ranges (symmetric about 0 when either is signed). */
+export function unionRange(a: ColorRange, b: ColorRange): ColorRange {
+  if (a.signed || b.signed) {
+    const m = Math.max(Math.abs(a.vmin), Math.abs(a.vmax), Math.abs(b.vmin), Math.abs(b.vmax));
+    return { vmin: -m, vmax: m, signed: true };
+  }
+  return { vmin: Math.min(a.vmin, b.vmin), vmax: Math.max(a.vmax, b.vmax), signed: false };
+}

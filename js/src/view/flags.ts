@@ -1,6 +1,7 @@
 /**
  * The pills on a node or group that say what went wrong there: "raised" (the forward raised
- * in what it shows) and "NaN/Inf" ("1st NaN/Inf" where it appeared). SVG, text as text.
+ * in what it shows) and "NaN/Inf" ("1st NaN/Inf" where it appeared); and, comparing two
+ * runs, "runs part" on the first stage where they differ. SVG, text as text.
  * They straddle the top edge from its left corner, clear of the edges entering its middle.
  */
 import type { Mark } from "../model/problems";
@@ -8,7 +9,7 @@ import { s, svgText, textWidth } from "./dom";
 
 export interface Flag {
   text: string;
-  cls: "nfw-flag-failed" | "nfw-flag-nonfinite";
+  cls: "nfw-flag-failed" | "nfw-flag-nonfinite" | "nfw-flag-diverges";
   title: string;
 }
 
@@ -25,6 +26,7 @@ export function flagsOf(mark: Mark | null): Flag[] {
     const where = mark.nonfinite > 1 ? `${mark.nonfinite} stages shown here hold NaN or ±Inf` : "Its output holds NaN or ±Inf";
     flags.push({ text: mark.first ? "1st NaN/Inf" : "NaN/Inf", cls: "nfw-flag-nonfinite", title: mark.first ? `${where}; the first NaN/Inf of the run is here` : where });
   }
+  if (mark.diverges) flags.push({ text: "runs part", cls: "nfw-flag-diverges", title: "Runs A and B part here: the first stage whose output differs" });
   return flags;
 }
 

@@ -2,6 +2,7 @@
 import { edgePath } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
 import { fitText, Listeners, s, SVG_NS, svgText, textWidth } from "./dom";
+import { figureLayers } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { GRAPH_CSS } from "./styles";
 import { typeColor } from "./palette";
@@ -29,6 +30,8 @@ export class GraphView {
   private readonly clusterLayer: SVGGElement;
   private readonly edgeLayer: SVGGElement;
   private readonly nodeLayer: SVGGElement;
+  private readonly busLayer = s("g", { class: "nfw-buses" }); // under the edges
+  private readonly joinLayer = s("g", { class: "nfw-joins" }); // junctions and their stubs, over the groups
   private readonly uid = `nfw${++instances}`;
   private readonly defs: SVGDefsElement;
   private scene: Scene | null = null;
@@ -51,7 +54,7 @@ export class GraphView {
       const style = getComputedStyle(this.svg);
       const fam = style.fontFamily || "sans-serif";
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = { t1: `600 12.5px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 11.5px ${fam}`, flag: `700 11px ${fam}` };
+      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}` };
     }
     return this.fonts[kind];
   }
@@ -73,7 +76,7 @@ export class GraphView {
     this.nodeLayer = s("g", { class: "nfw-nodes" });
     // Edges under the (nearly clear) group boxes: a route into a group passes under its
     // header, whose title has a halo and whose badge is opaque, instead of over them.
-    this.world.append(this.edgeLayer, this.clusterLayer, this.nodeLayer);
+    this.world.append(this.busLayer, this.edgeLayer, this.clusterLayer, this.joinLayer, this.nodeLayer);
     this.svg.append(defs, this.world);
     const L = this.listeners;
     L.on(this.svg, "click", (e: MouseEvent) => this.click(e));
@@ -121,6 +124,9 @@ export class GraphView {
     this.nodeEls.clear();
     this.edgeEls.clear();
     this.clusterLayer.replaceChildren(...scene.clusters.map((c) => this.clusterEl(c)));
+    const fig = figureLayers(scene, `url(#${this.uid}-arrow-flow)`);
+    this.busLayer.replaceChildren(...fig.buses);
+    this.joinLayer.replaceChildren(...fig.joins);
     this.edgeLayer.replaceChildren();
     this.nodeLayer.replaceChildren();
     this.hover(null);
@@ -198,7 +204,7 @@ export class GraphView {
   private edgeEl(e: SceneEdge): SVGPathElement {
     return s("path", {
       class: "nfw-edge", d: edgePath(e.points), "data-edge-kind": e.kind, "data-src": e.srcId, "data-dst": e.dstId,
-      "data-key": e.key, "marker-end": `url(#${this.uid}-arrow-${e.kind})`,
+      "data-key": e.key, "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${e.kind})` : null,
     });
   }
 
@@ -296,9 +302,12 @@ export class GraphView {
     const style = s("style");
     style.textContent = GRAPH_CSS;
     const world = s("g", { transform: `translate(${pad},${pad})` });
+    const fig = figureLayers(scene, `url(#${this.uid}-arrow-flow)`);
     world.append(
+      s("g", {}, ...fig.buses),
       s("g", {}, ...scene.edges.map((e) => this.edgeEl(e))),
       s("g", {}, ...scene.clusters.map((c) => this.clusterEl(c))),
+      s("g", {}, ...fig.joins),
       s("g", {}, ...scene.nodes.map((n) => this.nodeEl(n))),
     );
     svg.append(style, s("rect", { width: w, height: hgt, fill: background }), this.defs.cloneNode(true), world);

@@ -1,39 +1,60 @@
-/** The side panel for one stage: what went wrong there (the failure's message, NaN / Inf), metadata, the kernel's views, attention, statistics. */
-import { formatParams, formatShape } from "../model/format";
+/**
+ * The side panel for one stage, or for a model input or output: what went wrong there (the
+ * failure's message, NaN / Inf), its facts, its views (inspector_output.ts), attention,
+ * statistics; comparing two runs, how it differs and its views as A | B | A − B. Its left
+ * edge drags to resize it.
+ */
+import { diffOf, onlyInA } from "../model/ends";
+import { formatNumber, formatParams, formatShape } from "../model/format";
 import type { Problems } from "../model/problems";
-import type { AttentionData, StageReply, StageRequest, Summary, WireCall, WireGraph } from "../wire";
-import { gradientStops, markCounts } from "./colormap";
+import type { RunName, StageReply, StageRequest, Summary, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
+import { ATTENTION, OutputSection, type OkReply, type PanelState } from "./inspector_output";
 import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
-import { colorBar, drawAttention, drawHeads, drawHistogram, drawView } from "./plots";
+import { drawHistogram } from "./plots";
+import { Resizer } from "./resize";
 
 /** Where stage data comes from: the kernel (live) or baked replies (static export). */
 export type FetchStage = (req: StageRequest, signal: AbortSignal) => Promise<StageReply>;
 
-const ATTENTION = "attention";
+/** What the inspector shows: a module call, or a model input / output with captured data. */
+export type Target = { kind: "stage"; id: string; call: WireCall } | { kind: "input" | "output"; id: string; end: WireEnd };
+
+export interface InspectorOptions {
+  /** Whether a request can be answered (an offline page: only what it baked); default: all. */
+  available?: (req: StageRequest) => boolean;
+}
+
+const EMPTY_RUN = { failure: null, failed: new Set<string>(), nonfinite: new Set<string>(), first: null };
 
 export class Inspector {
   readonly el: HTMLElement;
   private readonly head: HTMLElement;
   private readonly body: HTMLElement;
+  private readonly resizer: Resizer;
   private listeners = new Listeners();
-  private call: WireCall | null = null;
+  private target: Target | null = null;
   private request: StageRequest | null = null;
   private reply: StageReply | null = null;
+  private others: { b: PanelState | null; diff: PanelState | null } = { b: null, diff: null };
   private tab: string | null = null; // a view kind or "attention"
+  private perTile = false;
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
-  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null } = { failure: null, failed: new Set(), nonfinite: new Set(), first: null };
+  private graph: WireGraph | null = null;
+  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null } = EMPTY_RUN;
 
-  constructor(private readonly fetchStage: FetchStage, private readonly onClose: () => void) {
+  constructor(private readonly fetchStage: FetchStage, private readonly onClose: () => void, private readonly opts: InspectorOptions = {}) {
     this.head = h("div", { class: "nfw-ins-head" });
     this.body = h("div", { class: "nfw-ins-body" });
     this.el = h("aside", { class: "nfw-inspector", "aria-label": "stage inspector", hidden: true }, this.head, this.body);
+    this.resizer = new Resizer(this.el, () => this.redraw());
   }
 
-  /** What went wrong in the run the next stages come from (the failure's message, NaN / Inf). */
+  /** The run the next stages come from: what went wrong in it, its comparison with run B. */
   setRun(graph: WireGraph, p: Problems) {
     const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
+    this.graph = graph;
     this.cache.clear();
     this.run = {
       failure: p.failure?.message ?? null,
@@ -44,89 +65,153 @@ export class Inspector {
   }
 
   get stage(): string | null {
-    return this.el.hidden ? null : (this.call?.id ?? null);
+    return this.el.hidden ? null : (this.target?.id ?? null);
   }
 
-  open(call: WireCall) {
-    if (!this.el.hidden && this.call?.id === call.id) return;
-    this.call = call;
+  /** Open on a call, or on a model input / output (`id` of graph.ends). */
+  open(target: WireCall | Target) {
+    const t: Target = "kind" in target ? target : { kind: "stage", id: target.id, call: target };
+    if (!this.el.hidden && this.target?.id === t.id) return;
+    this.target = t;
     this.el.hidden = false;
     this.tab = null;
     this.renderHead();
-    void this.load({ stage: call.id, view: null, channel: null, head: null, sample: null });
+    void this.load({ stage: t.id, view: null, channel: null, head: null, sample: null });
+  }
+
+  /** The same stage, its data asked for again (a new run of the same model). */
+  refresh(target: WireCall | Target | null) {
+    if (this.el.hidden || !this.target || !this.request) return;
+    if (target) this.target = "kind" in target ? target : { kind: "stage", id: target.id, call: target };
+    this.renderHead();
+    void this.load({ ...this.request });
   }
 
   close() {
     if (this.el.hidden) return;
     this.controller?.abort();
     this.el.hidden = true;
-    this.call = null;
+    this.target = null;
     this.onClose();
   }
 
   private renderHead() {
-    const c = this.call!;
+    const t = this.target!;
     const close = h("button", { class: "nfw-close", title: "Close (Esc)", "aria-label": "close inspector" }, "×");
     close.addEventListener("click", () => this.close());
-    this.head.replaceChildren(
-      h("div", { class: "nfw-ins-title" }, h("b", {}, c.module + (c.call > 0 ? ` #${c.call}` : "")), h("span", {}, c.type)),
-      close,
-    );
+    const [name, what] = t.kind === "stage"
+      ? [t.call.module + (t.call.call > 0 ? ` #${t.call.call}` : ""), t.call.type]
+      : [t.id, `model ${t.kind}${t.end.reading ? ` · read as ${t.end.reading}` : ""}`];
+    this.head.replaceChildren(h("div", { class: "nfw-ins-title" }, h("b", {}, name), h("span", {}, what)), close);
   }
 
-  private async load(req: StageRequest) {
+  private available(req: StageRequest): boolean {
+    return this.opts.available ? this.opts.available(req) : true;
+  }
+
+  private async fetchCached(req: StageRequest, signal: AbortSignal): Promise<StageReply> {
+    const key = JSON.stringify(req);
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    const reply = await this.fetchStage(req, signal);
+    if (reply.ok) {
+      this.cache.set(key, reply);
+      if (this.cache.size > 60) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    return reply;
+  }
+
+  private async load(asked: StageRequest) {
+    const req = plain(asked);
     this.controller?.abort();
     const controller = new AbortController();
     this.controller = controller;
     this.request = req;
-    const key = JSON.stringify(req);
-    const hit = this.cache.get(key);
-    if (hit) return this.show(hit);
-    this.showState("loading");
+    if (!this.cache.has(JSON.stringify(req))) this.showState("loading");
+    let reply: StageReply;
     try {
-      const reply = await this.fetchStage(req, controller.signal);
-      if (controller.signal.aborted || this.request !== req) return;
-      if (reply.ok) {
-        this.cache.set(key, reply);
-        if (this.cache.size > 40) this.cache.delete(this.cache.keys().next().value as string);
-      }
-      this.show(reply);
+      reply = await this.fetchCached(req, controller.signal);
     } catch (err) {
       if (this.request !== req || (controller.signal.aborted && this.el.hidden)) return;
       this.showState("error", describeError(err));
-    }
-  }
-
-  private showState(state: "loading" | "error", message = "") {
-    const meta = this.leadSections();
-    if (state === "loading") {
-      this.body.replaceChildren(...meta, h("div", { class: "nfw-state", role: "status" }, h("div", { class: "nfw-spinner" }), `Loading ${this.call?.id ?? ""} …`));
       return;
     }
-    const retry = h("button", { class: "nfw-btn" }, "Retry");
-    retry.addEventListener("click", () => this.request && void this.load({ ...this.request }));
-    this.body.replaceChildren(...meta, h("div", { class: "nfw-errorbox", role: "alert" }, h("div", {}, message), retry));
+    if (controller.signal.aborted || this.request !== req) return;
+    this.others = this.compared() ? { b: { state: "loading" }, diff: { state: "loading" } } : { b: null, diff: null };
+    this.show(reply);
+    if (reply.ok && this.others.b) void this.loadOthers(req, reply, controller);
+  }
+
+  /** Whether this target is compared with run B (a comparison, and it ran in both). */
+  private compared(): boolean {
+    const g = this.graph;
+    return !!g?.comparison && !!this.target && !onlyInA(g, this.target.id);
+  }
+
+  /** Run B's reply and A − B, at run A's view, channels and page. */
+  private async loadOthers(req: StageRequest, a: OkReply, controller: AbortController) {
+    const view = a.view;
+    const tiles = view && (view.kind === "grid" || view.kind === "first") ? view.channels : null;
+    const at: StageRequest = { ...req, view: view?.kind ?? req.view, channel: view?.kind === "channel" ? (view.channels?.[0] ?? req.channel) : req.channel };
+    const ask = async (run: RunName): Promise<PanelState> => {
+      const r = plain(run === "b" ? { ...at, page: null, channels: tiles, run } : { ...at, run });
+      try {
+        const reply = await this.fetchCached(r, controller.signal);
+        return reply.ok ? { state: "ok", reply } : { state: "error", message: reply.error };
+      } catch (err) {
+        return { state: "error", message: describeError(err) };
+      }
+    };
+    const [b, diff] = await Promise.all([ask("b"), ask("diff")]);
+    if (controller.signal.aborted || this.request !== req) return;
+    this.others = { b, diff };
+    this.show(a);
+  }
+
+  private showState(state: "loading" | "error", message = "", retry = true) {
+    const meta = this.leadSections();
+    if (state === "loading") {
+      this.body.replaceChildren(...meta, h("div", { class: "nfw-state", role: "status" }, h("div", { class: "nfw-spinner" }), `Loading ${this.target?.id ?? ""} …`));
+      return;
+    }
+    const box = h("div", { class: retry ? "nfw-errorbox" : "nfw-note nfw-missing", role: retry ? "alert" : "note", "data-missing": retry ? null : "" }, h("div", {}, message));
+    if (retry) {
+      const again = h("button", { class: "nfw-btn" }, "Retry");
+      again.addEventListener("click", () => this.request && void this.load({ ...this.request }));
+      box.append(again);
+    }
+    this.body.replaceChildren(...meta, box);
   }
 
   /** The failure's full message when the forward raised here (selectable text), then the facts. */
   private leadSections(): HTMLElement[] {
-    const c = this.call!;
+    const t = this.target!;
     const out: HTMLElement[] = [];
-    const failed = this.run.failure !== null && this.run.failed.has(c.id);
+    const failed = this.run.failure !== null && this.run.failed.has(t.id);
     if (failed) {
       out.push(h("section", { class: "nfw-section nfw-raised", "data-failure": "" },
         heading("The forward raised here"),
         h("pre", { class: "nfw-trace" }, this.run.failure)));
     }
     out.push(this.metaSection(failed));
+    const versus = this.versusSection();
+    if (versus) out.push(versus);
     return out;
   }
 
   private metaSection(failed: boolean): HTMLElement {
-    const c = this.call!;
+    const t = this.target!;
     // A two-column grid of divs: hosts restyle dl / dt / dd (JupyterLab floats them).
     const meta = h("div", { class: "nfw-meta", role: "list", "aria-label": "stage facts" });
     const row = (k: string, v: string) => v && meta.append(h("div", { class: "nfw-meta-k", role: "listitem" }, k), h("div", { class: "nfw-meta-v" }, v));
+    if (t.kind !== "stage") {
+      row(t.kind, t.id);
+      row("shape", formatShape(t.end.shape));
+      row("dtype", t.end.dtype);
+      row("reading", t.end.reading ?? "none (the plain views)");
+      return h("section", { class: "nfw-section" }, meta);
+    }
+    const c = t.call;
     row("stage", c.id);
     row("output", c.shapes.map((sh) => formatShape(sh)).join(", "));
     row("dtype", [...new Set(c.dtypes)].join(", "));
@@ -139,10 +224,42 @@ export class Inspector {
     return h("section", { class: "nfw-section" }, meta);
   }
 
+  /** How this stage's output differs in run B (the comparison's figures). */
+  private versusSection(): HTMLElement | null {
+    const g = this.graph;
+    const t = this.target;
+    if (!g?.comparison || !t) return null;
+    const sec = h("section", { class: "nfw-section nfw-versus", "data-versus": "" }, heading("Run A vs run B"));
+    if (onlyInA(g, t.id)) {
+      sec.append(h("div", { class: "nfw-note" }, "This stage ran in run A only: there is no B to compare."));
+      return sec;
+    }
+    const d = diffOf(g, t.id);
+    if (!d) return null;
+    const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "comparison" });
+    const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
+    const num = (x: number | null) => (x === null ? "—" : formatNumber(x));
+    row("relative L2", num(d.relL2));
+    row("cosine", num(d.cosine));
+    row("max |A − B|", num(d.maxAbs));
+    row("compared", d.exact ? "every element" : "the fixed sample of elements");
+    const first = g.comparison.first !== null && g.calls[g.comparison.first].id === t.id;
+    const verdict = h("div", { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },
+      d.diverges ? `Differs (relative L2 > ${g.comparison.rtol})${first ? ": the first stage where the runs part" : ""}` : `Agrees (relative L2 ≤ ${g.comparison.rtol})`);
+    sec.append(verdict, table);
+    return sec;
+  }
+
   private show(reply: StageReply) {
+    const scroll = this.body.scrollTop;
     this.reply = reply;
-    if (!reply.ok) return this.showState("error", `The kernel could not summarise ${reply.stage || this.call?.id}: ${reply.error}`);
-    const tabs = [...reply.views];
+    if (!reply.ok) {
+      const name = reply.stage || this.target?.id;
+      return this.showState("error", reply.retry === false ? reply.error : `The kernel could not summarise ${name}: ${reply.error}`, reply.retry !== false);
+    }
+    // The views it can show: all of them live; on an offline page those it carries.
+    const here = this.request!;
+    const tabs = reply.views.filter((t) => t === reply.view?.kind || this.available(plain({ ...here, view: t, channel: null, page: null })));
     if (reply.attention.length) tabs.push(ATTENTION);
     if (!this.tab || !tabs.includes(this.tab)) this.tab = reply.view?.kind ?? tabs[0] ?? null;
     const parts: HTMLElement[] = this.leadSections();
@@ -150,85 +267,38 @@ export class Inspector {
     const raised = this.run.failure !== null && this.run.failed.has(reply.stage);
     if (reply.error && !(raised && this.run.failure!.includes(reply.error))) parts.push(h("div", { class: "nfw-errorbox", role: "alert" }, reply.error));
     if (raised && !tabs.length && !reply.summaries.length) parts.push(h("div", { class: "nfw-note" }, "No output: the forward raised before this stage returned."));
-    if (tabs.length) parts.push(this.outputSection(reply, tabs));
-    reply.summaries.forEach((s, i) => parts.push(this.summarySection(s, reply.summaries.length > 1 ? i : -1)));
+    else if (!tabs.length && !reply.summaries.length && !reply.error) parts.push(h("div", { class: "nfw-note" }, "It returned no tensor: there is nothing to show."));
+    let output: OutputSection | null = null;
+    if (tabs.length) {
+      const req = this.request!;
+      output = new OutputSection({
+        reply, b: this.others.b, diff: this.others.diff, tab: this.tab, tabs, request: req, width: this.width(), perTile: this.perTile,
+        available: (change) => this.available({ ...req, ...change }),
+        pickTab: (t) => this.pickTab(t),
+        reload: (change) => this.reload(change),
+        setPerTile: (on) => {
+          this.perTile = on;
+          this.show(reply);
+        },
+      });
+      parts.push(output.el);
+    }
+    const hists: (() => void)[] = [];
+    reply.summaries.forEach((s, i) => parts.push(this.summarySection(s, reply.summaries.length > 1 ? i : -1, hists)));
     this.body.replaceChildren(...parts);
-    this.drawPending.forEach((f) => f());
-    this.drawPending = [];
+    output?.draw();
+    for (const f of hists) f();
+    this.body.scrollTop = scroll;
   }
-
-  private drawPending: (() => void)[] = [];
 
   private width(): number {
     return Math.max(200, (this.body.clientWidth || 380) - 26);
   }
 
-  private outputSection(reply: Extract<StageReply, { ok: true }>, tabs: string[]): HTMLElement {
-    const bar = h("div", { class: "nfw-tabs", role: "tablist" });
-    for (const t of tabs) {
-      const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(t === this.tab), "data-view": t }, t);
-      b.addEventListener("click", () => this.pickTab(t));
-      bar.append(b);
-    }
-    const sec = h("section", { class: "nfw-section" }, heading("Output"), bar);
-    const controls = h("div", { class: "nfw-controls" });
-    sec.append(controls);
-    const first = reply.summaries[0];
-    if (this.tab === ATTENTION) {
-      reply.attention.forEach((a, i) => this.attentionInto(sec, controls, a, reply.tokens, i, reply.attention.length));
-      return sec;
-    }
-    const view = reply.view;
-    if (!view || view.kind !== this.tab) {
-      sec.append(h("div", { class: "nfw-note" }, "No data for this view."));
-      return sec;
-    }
-    if (view.kind === "channel") {
-      const channels = first && first.shape.length > 1 ? first.shape[1] : view.shape[0];
-      const current = this.request?.channel ?? view.channels?.[0] ?? 0;
-      controls.append(this.numberPicker("channel", current, Math.max(0, channels - 1), (v) => this.reload({ view: "channel", channel: v })));
-    }
-    const canvas = h("canvas", { class: "nfw-plot", "data-view-kind": view.kind, "aria-label": `${view.kind} view` });
-    const marks = markCounts(view.nonfinite, view.pixels.length);
-    sec.append(canvas, colorBar(marks[0] ? gradientStops(view.signed, view.vmin, view.vmax) : null, view.vmin, view.vmax, marks));
-    const note = [view.note, `${view.shape.join(" × ")}${view.axes.length ? ` · axes ${view.axes.join(", ")}` : ""}`, view.signed ? "diverging around 0" : ""].filter(Boolean).join(" · ");
-    sec.append(h("div", { class: "nfw-note" }, note));
-    this.drawPending.push(() => drawView(canvas, view, this.width()));
-    return sec;
-  }
-
-  private attentionInto(sec: HTMLElement, controls: HTMLElement, a: AttentionData, tokens: string[] | null, index: number, count: number) {
-    if (index === 0) {
-      // The kernel computes the map of one head, or the mean over heads (head = null).
-      const select = h("select", { class: "nfw-select", "aria-label": "attention head" });
-      select.append(h("option", { value: "" }, "mean over heads"));
-      for (let i = 0; i < a.heads; i++) select.append(h("option", { value: String(i) }, `head ${i}`));
-      select.value = a.head === null ? "" : String(a.head);
-      select.addEventListener("change", () => this.reload({ head: select.value === "" ? null : Number(select.value) }));
-      controls.append(h("label", { class: "nfw-label" }, "map ", select));
-    }
-    if (count > 1) sec.append(heading(`Attention ${index + 1} of ${count}`));
-    const main = h("canvas", { class: "nfw-plot", "data-view-kind": "attention", "aria-label": "attention map" });
-    const bar = h("div");
-    sec.append(main, bar);
-    const pooled = a.pool[0] > 1 || a.pool[1] > 1;
-    const what = a.head === null ? "mean over heads" : `head ${a.head}`;
-    sec.append(h("div", { class: "nfw-note" },
-      `${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]}` : ""}${a.source ? ` · ${a.source}` : ""} · rows: queries`));
-    let grid: HTMLCanvasElement | null = null;
-    if (a.grid && a.heads > 1) {
-      grid = h("canvas", { class: "nfw-plot", "data-view-kind": "attention-heads", "aria-label": "attention heads" });
-      sec.append(heading("Heads"), grid);
-    }
-    this.drawPending.push(() => {
-      const vmax = drawAttention(main, a, tokens, this.width());
-      bar.replaceWith(colorBar(gradientStops(false, 0, vmax), 0, vmax));
-      if (grid) drawHeads(grid, a, this.width());
-    });
-  }
-
-  private summarySection(s: Summary, index: number): HTMLElement {
-    const sec = h("section", { class: "nfw-section" }, heading(index >= 0 ? `Statistics · output ${s.leaf ?? index}` : "Statistics"));
+  private summarySection(s: Summary, index: number, draws: (() => void)[]): HTMLElement {
+    const compared = this.others.b !== null;
+    const title = `Statistics${compared ? " · run A" : ""}${index >= 0 ? ` · output ${s.leaf ?? index}` : ""}`;
+    const sec = h("section", { class: "nfw-section" }, heading(title));
     const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
     const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
     row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
@@ -247,18 +317,9 @@ export class Inspector {
       const canvas = h("canvas", { class: "nfw-hist", "aria-label": "histogram" });
       sec.append(canvas);
       const hist = s.hist;
-      this.drawPending.push(() => drawHistogram(canvas, hist, this.width()));
+      draws.push(() => drawHistogram(canvas, hist, this.width()));
     }
     return sec;
-  }
-
-  private numberPicker(label: string, value: number, max: number, change: (v: number) => void): HTMLElement {
-    const input = h("input", { type: "number", class: "nfw-select nfw-number", min: 0, max, step: 1, value, "aria-label": label });
-    input.addEventListener("change", () => {
-      const v = Math.max(0, Math.min(max, Math.round(Number(input.value) || 0)));
-      change(v);
-    });
-    return h("label", { class: "nfw-label" }, `${label} `, input, ` / ${max}`);
   }
 
   private pickTab(tab: string) {
@@ -266,23 +327,31 @@ export class Inspector {
     this.tab = tab;
     const reply = this.reply;
     if (tab === ATTENTION || (reply?.ok && reply.view?.kind === tab)) return reply && this.show(reply);
-    this.reload({ view: tab, channel: null });
+    this.reload({ view: tab, channel: null, page: null });
   }
 
   private reload(change: Partial<StageRequest>) {
     if (!this.request) return;
+    if (change.view) this.tab = change.view;
     void this.load({ ...this.request, ...change });
   }
 
   /** Redraw canvases after a resize. */
   redraw() {
-    if (this.reply && !this.el.hidden) this.show(this.reply);
+    if (this.reply && !this.el.hidden && !this.resizer.dragging) this.show(this.reply);
   }
 
   dispose() {
     this.controller?.abort();
+    this.resizer.dispose();
     this.listeners.dispose();
   }
+}
+
+/** A request without the optional fields it leaves at their defaults (page, channels, run A). */
+function plain(req: StageRequest): StageRequest {
+  const { page, channels, run, ...rest } = req;
+  return { ...rest, ...(page ? { page } : {}), ...(channels ? { channels } : {}), ...(run && run !== "a" ? { run } : {}) };
 }
 
 /** A section heading: a div, since hosts restyle h1..h6 (sizes, margins, borders). */

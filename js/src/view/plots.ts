@@ -1,9 +1,28 @@
 /** Canvas drawings for the inspector: activation views, attention maps, histograms. */
 import type { AttentionData, Histogram, ViewData } from "../wire";
-import { applyLut, applyNonfinite, cssColor, lut, NONFINITE_NAMES, nonfiniteColor, viridis } from "./colormap";
+import { applyLut, applyNonfinite, categoricalColor, type ColorRange, cssColor, diverging, lut, lutOnRange, NONFINITE_NAMES, nonfiniteColor, viridis } from "./colormap";
 import { h } from "./dom";
 
-function sized(canvas: HTMLCanvasElement, cssW: number, cssH: number): CanvasRenderingContext2D {
+/** Where the tiles of a drawn grid are (css pixels), to find the tile under a click. */
+export interface TileGeometry {
+  count: number;
+  cols: number;
+  cellW: number;
+  cellH: number; // the tile's height, without its label
+  rowH: number; // from one row's top to the next
+  gap: number;
+}
+
+/** The index of the tile at (x, y) in css pixels of the canvas, or -1. */
+export function tileAt(g: TileGeometry, x: number, y: number): number {
+  const col = Math.floor(x / (g.cellW + g.gap));
+  const row = Math.floor(y / g.rowH);
+  if (col < 0 || col >= g.cols || row < 0 || x - col * (g.cellW + g.gap) > g.cellW || y - row * g.rowH > g.cellH) return -1;
+  const i = row * g.cols + col;
+  return i < g.count ? i : -1;
+}
+
+export function sized(canvas: HTMLCanvasElement, cssW: number, cssH: number): CanvasRenderingContext2D {
   const dpr = globalThis.devicePixelRatio || 1;
   canvas.width = Math.round(cssW * dpr);
   canvas.height = Math.round(cssH * dpr);
@@ -15,12 +34,12 @@ function sized(canvas: HTMLCanvasElement, cssW: number, cssH: number): CanvasRen
   return ctx;
 }
 
-function inkOf(el: Element, name: string, fallback: string): string {
+export function inkOf(el: Element, name: string, fallback: string): string {
   return getComputedStyle(el).getPropertyValue(name).trim() || fallback;
 }
 
 /** Raw pixels of `count` maps of h*w into one canvas laid out as a vertical strip. */
-function strip(count: number, hh: number, w: number, fill: (img: Uint8ClampedArray, i: number) => void): HTMLCanvasElement {
+export function strip(count: number, hh: number, w: number, fill: (img: Uint8ClampedArray, i: number) => void): HTMLCanvasElement {
   const c = document.createElement("canvas");
   c.width = w;
   c.height = hh * count;
@@ -32,15 +51,23 @@ function strip(count: number, hh: number, w: number, fill: (img: Uint8ClampedArr
 }
 
 /** A grid of tiles scaled to `width` css pixels, with labels when tiles are big enough. */
-function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number, th: number, tw: number, width: number, labels: string[] | null, maxH = 420) {
+function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number, th: number, tw: number, width: number, labels: string[] | null, maxH = 420): TileGeometry {
   const aspect = th / tw;
   const gap = count > 1 ? 3 : 0;
-  // Roughly square grids, with tiles no bigger than about 76 px so that many stay in view.
-  const least = Math.min(count, Math.max(1, Math.ceil(Math.sqrt(count / aspect)), count > 1 ? Math.ceil((width + gap) / (76 + gap)) : 1));
-  // Among a few column counts, the one that leaves the fewest empty cells in the last row.
-  let cols = least;
-  for (let c = least; c <= Math.min(count, least + 3); c++) if ((c - (count % c)) % c < (cols - (count % cols)) % cols) cols = c;
   const labelH = labels && count > 1 ? 13 : 0;
+  // Tiles of about 100 px where they fit (at most 130; smaller to stay within maxH), and
+  // last rows that are full rather than ragged.
+  let cols = 1;
+  let best = Infinity;
+  for (let c = 1; c <= count && count > 1; c++) {
+    const cell = (width - gap * (c - 1)) / c;
+    if (cell > 130 && c < count) continue;
+    const rows = Math.ceil(count / c);
+    const fit = Math.min(cell, (maxH - gap * (rows - 1)) / rows / aspect - labelH / aspect);
+    if (fit < 16 && c > 1) break;
+    const score = Math.abs(Math.log(Math.max(1, fit) / 100)) + ((c - (count % c)) % c) / count;
+    if (score < best) [best, cols] = [score, c];
+  }
   let cell = (width - gap * (cols - 1)) / cols;
   const rows = Math.ceil(count / cols);
   const heightFor = (c: number) => rows * (c * aspect + labelH) + gap * (rows - 1);
@@ -59,29 +86,76 @@ function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number,
     ctx.drawImage(src, 0, i * th, tw, th, x, y, cell, cell * aspect);
     if (showLabels && labels?.[i]) ctx.fillText(labels[i], x + 1, y + cell * aspect + 2, cell - 2);
   }
+  return { count, cols, cellW: cell, cellH: cell * aspect, rowH: cell * aspect + lh + gap, gap };
 }
 
-/** Draw a kernel view ([tiles, h, w], [h, w] or [n] uint8) with its colormap; NaN / ±Inf in their own colours. */
-export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: number) {
-  const table = lut(view.vmin, view.vmax, view.signed);
-  let [count, th, tw] = view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
-  const marks = view.nonfinite;
+export interface DrawOptions {
+  range?: ColorRange; // colour the codes on this range instead of the view's own (A and B on one scale)
+  perTile?: boolean; // each tile on the range of its own values
+  maxH?: number;
+}
+
+/** The range of a tile's own values (symmetric about 0 for signed views). */
+export function tileRange(view: ViewData, from: number, n: number): ColorRange {
+  let lo = 255;
+  let hi = 0;
+  for (let i = from; i < from + n; i++) {
+    const c = view.pixels[i];
+    if (view.nonfinite?.[i]) continue;
+    if (c < lo) lo = c;
+    if (c > hi) hi = c;
+  }
+  if (lo > hi) return { vmin: view.vmin, vmax: view.vmax, signed: view.signed };
+  const at = (c: number) => view.vmin + ((view.vmax - view.vmin) * c) / 255;
+  if (!view.signed) return { vmin: at(lo), vmax: at(hi), signed: false };
+  const m = Math.max(Math.abs(at(lo)), Math.abs(at(hi)));
+  return { vmin: -m, vmax: m, signed: true };
+}
+
+/** RGBA of `n` codes of a view from `from`, in its palette or on a range; NaN / ±Inf in their own colours. */
+export function paint(view: ViewData, img: Uint8ClampedArray, from: number, n: number, table: Uint8ClampedArray | null) {
+  if (view.palette === "categorical") {
+    for (let i = 0; i < n; i++) {
+      const [r, g, b] = categoricalColor(view.pixels[from + i]);
+      img.set([r, g, b, 255], i * 4);
+    }
+  } else if (table) {
+    applyLut(view.pixels, table, img, from, n);
+  }
+  if (view.nonfinite) applyNonfinite(view.nonfinite, img, from, n);
+}
+
+/** Draw a kernel view ([tiles, h, w], [h, w], [n] uint8 codes, or [h, w, 3] colours) in its palette; NaN / ±Inf in their own colours. Returns where its tiles are. */
+export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: number, opts: DrawOptions = {}): TileGeometry {
+  if (view.palette === "rgb" && view.shape.length === 3 && view.shape[2] === 3) {
+    const [ih, iw] = view.shape;
+    const src = strip(1, ih, iw, (img) => {
+      for (let i = 0; i < ih * iw; i++) img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
+    });
+    return tiles(canvas, src, 1, ih, iw, width, null, opts.maxH ?? 420);
+  }
+  const own = opts.range ? lutOnRange(view.vmin, view.vmax, opts.range) : lut(view.vmin, view.vmax, view.signed);
+  const [count, th, tw] = view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
   const src = strip(count, th, tw, (img, i) => {
-    applyLut(view.pixels, table, img, i * th * tw, th * tw);
-    if (marks) applyNonfinite(marks, img, i * th * tw, th * tw);
+    const table = opts.perTile && count > 1 ? lutOnRange(view.vmin, view.vmax, tileRange(view, i * th * tw, th * tw)) : own;
+    paint(view, img, i * th * tw, th * tw, table);
   });
   if (view.shape.length === 1) {
     // A vector: one row, stretched to a readable band.
     const ctx = sized(canvas, width, 28);
     ctx.drawImage(src, 0, 0, tw, 1, 0, 0, width, 28);
-    return;
+    return { count: 1, cols: 1, cellW: width, cellH: 28, rowH: 28, gap: 0 };
   }
-  tiles(canvas, src, count, th, tw, width, view.labels);
+  const labels = opts.perTile && view.labels && count > 1
+    ? view.labels.map((l, i) => { const r = tileRange(view, i * th * tw, th * tw); return `${l} ${r.signed ? `±${fmt(r.vmax)}` : `${fmt(r.vmin)}–${fmt(r.vmax)}`}`; })
+    : view.labels;
+  // A grid may be as tall as it is wide (the panel scrolls); one map stays within 420 px.
+  return tiles(canvas, src, count, th, tw, width, labels, opts.maxH ?? (count > 1 ? Math.max(420, width) : 420));
 }
 
-function mapPixels(values: Float32Array, offset: number, n: number, vmax: number, img: Uint8ClampedArray) {
+function mapPixels(values: Float32Array, offset: number, n: number, vmax: number, img: Uint8ClampedArray, signed = false) {
   for (let i = 0; i < n; i++) {
-    const [r, g, b] = viridis(values[offset + i] / vmax);
+    const [r, g, b] = signed ? diverging(values[offset + i] / vmax) : viridis(values[offset + i] / vmax);
     img[4 * i] = r;
     img[4 * i + 1] = g;
     img[4 * i + 2] = b;
@@ -89,9 +163,12 @@ function mapPixels(values: Float32Array, offset: number, n: number, vmax: number
   }
 }
 
-function maxOf(values: Float32Array, from = 0, n = values.length): number {
+function maxOf(values: Float32Array, from = 0, n = values.length, abs = false): number {
   let m = 0;
-  for (let i = from; i < from + n; i++) if (values[i] > m) m = values[i];
+  for (let i = from; i < from + n; i++) {
+    const v = abs ? Math.abs(values[i]) : values[i];
+    if (v > m) m = v;
+  }
   return m || 1;
 }
 
@@ -105,11 +182,15 @@ export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: nu
   tiles(canvas, src, heads, gq, gk, width, Array.from({ length: heads }, (_, i) => `head ${i}`), 260);
 }
 
-/** The attention map of a record, with query / key token labels when they fit. Returns its vmax. */
-export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, tokens: string[] | null, width: number): number {
+/**
+ * The attention map of a record, with query / key token labels when they fit. Returns its
+ * vmax. `signed`: a difference of two runs' maps (diverging colours, ±vmax); `vmax` a
+ * common top for maps drawn side by side.
+ */
+export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, tokens: string[] | null, width: number, opts: { signed?: boolean; vmax?: number } = {}): number {
   const [q, k] = a.mapShape;
-  const vmax = maxOf(a.map);
-  const src = strip(1, q, k, (img) => mapPixels(a.map, 0, q * k, vmax, img));
+  const vmax = opts.vmax ?? maxOf(a.map, 0, a.map.length, opts.signed);
+  const src = strip(1, q, k, (img) => mapPixels(a.map, 0, q * k, vmax, img, opts.signed));
   // Labels only for exact (unpooled) maps, one token per position.
   const labelled = tokens !== null && q === a.q_len && k === a.k_len && tokens.length >= Math.max(q, k) && q <= 64 && k <= 64;
   if (!labelled) {
@@ -176,21 +257,24 @@ export function drawHistogram(canvas: HTMLCanvasElement, hist: Histogram, width:
   }
 }
 
-function fmt(x: number): string {
+export function fmt(x: number): string {
   return Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-2 && x !== 0) ? x.toExponential(1) : Number(x.toPrecision(3)).toString();
 }
 
 /**
  * A colour bar: the gradient between vmin and vmax labels (none when no value is finite),
- * then a swatch for each of NaN, +Inf, −Inf that the view holds (`marks`: pixel counts
- * [finite, NaN, +Inf, −Inf]).
+ * "≤" / "≥" at an end that clips values (`clipped`: how many lie below / above: they are
+ * drawn in the end colour), then a swatch for each of NaN, +Inf, −Inf that the view holds
+ * (`marks`: pixel counts [finite, NaN, +Inf, −Inf]).
  */
-export function colorBar(gradient: string | null, vmin: number, vmax: number, marks: readonly number[] = [1, 0, 0, 0]): HTMLElement {
+export function colorBar(gradient: string | null, vmin: number, vmax: number, marks: readonly number[] = [1, 0, 0, 0], clipped: readonly [number, number] | null = null): HTMLElement {
   const out = h("div", { class: "nfw-colorbar" });
   if (gradient !== null) {
     const bar = h("i");
     bar.style.background = `linear-gradient(to right, ${gradient})`;
-    out.append(fmt(vmin), bar, fmt(vmax));
+    const end = (x: number, n: number, sign: string, where: string) =>
+      n > 0 ? h("span", { class: "nfw-clip", "data-clipped": where, title: `${n.toLocaleString("en-US")} values ${where} ${fmt(x)} are drawn in this end's colour` }, `${sign}${fmt(x)}`) : fmt(x);
+    out.append(end(vmin, clipped?.[0] ?? 0, "≤", "below"), bar, end(vmax, clipped?.[1] ?? 0, "≥", "above"));
   } else {
     out.append(h("span", { class: "nfw-colorbar-none" }, "no finite values"));
   }

@@ -4,7 +4,10 @@
  * the bulk of the stages ends (no further than 1.5 IQR beyond the quartiles, and, from 20
  * stages on, the 5th–95th percentiles), so that one outlier does not wash out every other
  * stage. A stage whose
- * output held NaN or ±Inf gets the NaN colour, never a ramp colour. DOM-free.
+ * output held NaN or ±Inf gets the NaN colour, never a ramp colour. Comparing two runs,
+ * "divergence" colours each stage by the relative L2 difference of its output (A vs B, the
+ * same robust log scale; a fold shows its largest), stages of one run only in a grey of
+ * their own. DOM-free.
  */
 import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
@@ -12,8 +15,8 @@ import type { Scene, SceneNode } from "../scene/types";
 import { NAN_MARK, nonfiniteColor, viridis, type RGB } from "./colormap";
 import type { NodeFill } from "./graph_view";
 
-/** What the nodes are coloured by: their module type, or a statistic of their output. */
-export type ColorMode = "type" | "mean_abs" | "std";
+/** What the nodes are coloured by: their module type, a statistic of their output, or how it differs in run B. */
+export type ColorMode = "type" | "mean_abs" | "std" | "divergence";
 
 /** The scale of a colouring: ramp ends (values), whether values fell outside them, NaN/Inf seen. */
 export interface StatScale {
@@ -24,6 +27,8 @@ export interface StatScale {
   clippedLo: boolean; // some values are below lo
   clippedHi: boolean; // some values are above hi
   nonfinite: boolean; // some drawn stages held NaN / Inf (drawn in the NaN colour)
+  onlyA?: boolean; // divergence: some drawn stages ran in run A only (ONLY_A_FILL)
+  rtol?: number; // divergence: the threshold above which a stage counts as diverging
 }
 
 /** A node's calls: a fold's members, else the node's own call. */
@@ -34,14 +39,26 @@ function callsOf(view: ViewGraph, n: SceneNode): number[] {
 /** A node's statistic; a fold averages its members. */
 export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: ColorMode): number | null {
   if (mode === "type" || n.call < 0) return null;
+  if (mode === "divergence") {
+    const rows = callsOf(view, n).map((m) => tree.graph.comparison?.stages.get(m)?.relL2).filter((v): v is number => typeof v === "number");
+    return rows.length ? Math.max(...rows) : null;
+  }
   const col = mode === "std" ? 1 : 0;
   const vals = callsOf(view, n).map((m) => tree.graph.stats[m]?.[col]).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
 }
 
-/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest). */
-function isNonfinite(tree: CallTree, view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>): boolean {
-  return n.call >= 0 && callsOf(view, n).some((c) => nonfinite.has(c));
+/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest); by divergence: a NaN difference. */
+function isNonfinite(tree: CallTree, view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>, mode: ColorMode = "type"): boolean {
+  if (n.call < 0) return false;
+  if (mode === "divergence") return callsOf(view, n).some((c) => { const d = tree.graph.comparison?.stages.get(c); return d !== undefined && d.relL2 === null && d.diverges; });
+  return callsOf(view, n).some((c) => nonfinite.has(c));
+}
+
+/** Whether every call a node shows ran in run A only (divergence: there is no B). */
+function isOnlyA(tree: CallTree, view: ViewGraph, n: SceneNode): boolean {
+  const only = tree.graph.comparison?.onlyA;
+  return n.call >= 0 && !!only?.length && callsOf(view, n).every((c) => only.includes(c));
 }
 
 /** The q-quantile (0..1) of sorted values, linear between neighbours. */
@@ -92,22 +109,31 @@ function fillOf([r, g, b]: RGB): NodeFill {
 
 /** The NaN / Inf fill of a node coloured by a statistic. */
 export const NONFINITE_FILL = fillOf(nonfiniteColor(NAN_MARK));
+/** The fill of a stage that ran in run A only (coloured by divergence): off the ramp. */
+export const ONLY_A_FILL: NodeFill = { fill: "rgb(209, 213, 219)", ink: "#111827" };
 
 /** The scale of the drawn nodes' statistic, or null (colour by type, or no statistics). */
 export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): StatScale | null {
-  if (mode === "type") return null;
+  if (mode === "type" || (mode === "divergence" && !tree.graph.comparison)) return null;
   const nonfinite = new Set(tree.graph.nonfinite);
   const values: number[] = [];
   let bad = false;
+  let onlyA = false;
   for (const n of scene.nodes) {
-    if (isNonfinite(tree, view, n, nonfinite)) {
+    if (isNonfinite(tree, view, n, nonfinite, mode)) {
       bad = true;
+      continue;
+    }
+    if (mode === "divergence" && isOnlyA(tree, view, n)) {
+      onlyA = true;
       continue;
     }
     const v = statOf(tree, view, n, mode);
     if (v !== null) values.push(v);
   }
-  return statScale(mode, values, bad);
+  const scale = statScale(mode, values, bad);
+  if (scale && mode === "divergence") Object.assign(scale, { onlyA, rtol: tree.graph.comparison?.rtol });
+  return scale ?? (onlyA ? { mode, lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite: bad, onlyA } : null);
 }
 
 export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): Map<string, NodeFill> | null {
@@ -116,8 +142,12 @@ export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: C
   const nonfinite = new Set(tree.graph.nonfinite);
   const out = new Map<string, NodeFill>();
   for (const n of scene.nodes) {
-    if (isNonfinite(tree, view, n, nonfinite)) {
+    if (isNonfinite(tree, view, n, nonfinite, mode)) {
       out.set(n.key, NONFINITE_FILL);
+      continue;
+    }
+    if (mode === "divergence" && isOnlyA(tree, view, n)) {
+      out.set(n.key, ONLY_A_FILL);
       continue;
     }
     const v = statOf(tree, view, n, mode);

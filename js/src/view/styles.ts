@@ -13,7 +13,7 @@
 /** Names of the theme variables; the SVG export resolves them to colours. */
 export const THEME_VARS = [
   "--nfw-bg", "--nfw-bg1", "--nfw-bg2", "--nfw-bg3", "--nfw-fg0", "--nfw-fg1", "--nfw-fg2", "--nfw-fg3",
-  "--nfw-border", "--nfw-border2", "--nfw-accent", "--nfw-error", "--nfw-flow", "--nfw-skip", "--nfw-merge", "--nfw-order", "--nfw-raised",
+  "--nfw-border", "--nfw-border2", "--nfw-accent", "--nfw-error", "--nfw-flow", "--nfw-skip", "--nfw-merge", "--nfw-order", "--nfw-raised", "--nfw-diverges",
   "--nfw-font", "--nfw-mono",
 ];
 
@@ -24,12 +24,12 @@ export const GRAPH_CSS = `
 .nfw-node .nfw-card { fill: var(--nfw-bg1); stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-node .nfw-stack { fill: var(--nfw-bg2); stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-node:hover .nfw-card { stroke: var(--nfw-fg2); }
-.nfw-node .nfw-t1 { font-size: 12.5px; font-weight: 600; fill: var(--nfw-fg0); }
+.nfw-node .nfw-t1 { font-size: 14px; font-weight: 600; fill: var(--nfw-fg0); }
 .nfw-node .nfw-t2 { font-size: 11px; fill: var(--nfw-fg2); }
 .nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 10.5px; fill: var(--nfw-fg2); }
 .nfw-node.nfw-stat-fill .nfw-t1, .nfw-node.nfw-stat-fill .nfw-t2, .nfw-node.nfw-stat-fill .nfw-num { fill: var(--nfw-ink, inherit); }
 .nfw-node.nfw-port .nfw-card { fill: var(--nfw-bg2); }
-.nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 11.5px; fill: var(--nfw-fg1); }
+.nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 13px; fill: var(--nfw-fg1); }
 .nfw-node.nfw-error .nfw-card { stroke: var(--nfw-error); stroke-width: 2; }
 .nfw-node.nfw-failed .nfw-card { stroke: var(--nfw-error); stroke-width: 2.5; }
 .nfw-node.nfw-selected .nfw-card { stroke: var(--nfw-accent); stroke-width: 2.5; }
@@ -51,11 +51,21 @@ export const GRAPH_CSS = `
 .nfw-flag text { font-size: 11px; font-weight: 700; fill: #ffffff; pointer-events: none; }
 .nfw-flag-nonfinite rect { fill: var(--nfw-error); }
 .nfw-flag-failed rect { fill: var(--nfw-raised); }
+.nfw-flag-diverges rect { fill: var(--nfw-diverges); }
 
 .nfw-edge { fill: none; stroke: var(--nfw-flow); stroke-width: 1.4; }
 .nfw-edge[data-edge-kind="skip"] { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-edge[data-edge-kind="merge"] { stroke: var(--nfw-merge); stroke-width: 1.6; }
 .nfw-edge[data-edge-kind="order"] { stroke: var(--nfw-order); stroke-dasharray: 0.5 4; stroke-linecap: round; stroke-width: 2; }
+.nfw-stub { stroke: var(--nfw-flow); }
+.nfw-junction-disc { fill: var(--nfw-bg); stroke: var(--nfw-fg1); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+.nfw-junction-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 2; stroke-linecap: round; }
+.nfw-junction-name { font-size: 10.5px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-bus-line { fill: none; stroke: var(--nfw-merge); stroke-width: 1.6; }
+.nfw-bus[data-bus-kind="skip"] .nfw-bus-line { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
+.nfw-bus-dot { fill: var(--nfw-merge); }
+.nfw-bus[data-bus-kind="skip"] .nfw-bus-dot { fill: var(--nfw-skip); }
+.nfw-hovering .nfw-bus, .nfw-hovering .nfw-stub { opacity: 0.18; }
 .nfw-hovering .nfw-edge { opacity: 0.18; }
 .nfw-hovering .nfw-edge.nfw-hl { opacity: 1; stroke-width: 2.4; }
 .nfw-hovering .nfw-node { opacity: 0.45; }
@@ -138,6 +148,9 @@ const ROOT_CSS = `
   --nfw-merge: #8b5cf6;
   --nfw-order: var(--jp-ui-font-color3, #9ca3af);
   --nfw-raised: #7f1d1d;
+  --nfw-diverges: #0e7490;
+  --nfw-pos: #d6604d;
+  --nfw-neg: #4393c3;
   --nfw-font: var(--jp-ui-font-family, system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif);
   --nfw-mono: var(--jp-code-font-family, ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace);
   position: relative; display: flex; flex-direction: column; float: none;
@@ -227,6 +240,12 @@ const WIDGET_CSS = `
 }
 .nfw-pill-nonfinite { background: var(--nfw-error); }
 .nfw-pill-failed { background: var(--nfw-raised); }
+.nfw-pill-diverges { background: var(--nfw-diverges); }
+.nfw-banner-diverges { border-left-color: var(--nfw-diverges); background: color-mix(in srgb, var(--nfw-diverges) 7%, var(--nfw-bg1)); font: inherit; font-size: 12.5px; }
+button.nfw-banner-diverges { cursor: pointer; }
+button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-diverges) 13%, var(--nfw-bg1)); }
+.nfw-banner-diverges:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: -2px; }
+.nfw-banner-diverges b { font-family: var(--nfw-mono); font-weight: 700; }
 
 .nfw-main { position: relative; flex: 1; min-height: 0; display: flex; }
 .nfw-canvas { position: relative; flex: 1; min-width: 0; overflow: hidden; outline: none; cursor: grab; background:
@@ -275,9 +294,11 @@ const WIDGET_CSS = `
 .nfw-busy { position: absolute; left: 50%; bottom: 12px; transform: translateX(-50%); color: var(--nfw-fg2); font-size: 11px; }
 
 .nfw-inspector {
-  width: 380px; max-width: 55%; flex: none; display: flex; flex-direction: column; min-height: 0;
+  position: relative; width: clamp(360px, 42%, 640px); max-width: calc(100% - 200px); flex: none; display: flex; flex-direction: column; min-height: 0;
   border-left: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
+.nfw-grip { position: absolute; left: -4px; top: 0; bottom: 0; width: 8px; z-index: 2; cursor: col-resize; touch-action: none; }
+.nfw-grip:hover, .nfw-grip:focus-visible { background: color-mix(in srgb, var(--nfw-accent) 35%, transparent); outline: none; }
 .nfw-ins-head { flex: none; display: flex; align-items: flex-start; gap: 8px; padding: 10px 12px 8px; border-bottom: 1px solid var(--nfw-border2); }
 .nfw-ins-head .nfw-ins-title { flex: 1; min-width: 0; }
 .nfw-ins-title b { display: block; font-size: 13.5px; font-weight: 600; color: var(--nfw-fg0); overflow-wrap: anywhere; }
@@ -303,6 +324,41 @@ const WIDGET_CSS = `
 .nfw-controls .nfw-select { height: 24px; line-height: 22px; font-size: 11.5px; }
 .nfw-controls .nfw-number { width: 64px; }
 .nfw-plot { display: block; max-width: 100%; margin: 6px 0 0; border-radius: 4px; image-rendering: pixelated; }
+.nfw-plot.nfw-clickable { cursor: zoom-in; }
+.nfw-view { display: block; }
+.nfw-panels { display: flex; flex-direction: column; gap: 8px; margin: 4px 0 0; }
+.nfw-panels-row { flex-direction: row; gap: 8px; }
+.nfw-panels-row > .nfw-panel { flex: 1 1 0; min-width: 0; }
+.nfw-panel { display: block; }
+.nfw-panel-cap { display: block; margin: 2px 0 0; font-size: 11px; font-weight: 600; color: var(--nfw-fg1); }
+.nfw-panel[data-run="diff"] .nfw-panel-cap { color: var(--nfw-diverges); }
+.nfw-panel-error { color: var(--nfw-fg2); font-style: italic; }
+.nfw-colorbar-what { display: inline-block; flex: none; min-width: 3.2em; font-family: var(--nfw-font); font-weight: 600; color: var(--nfw-fg1); }
+.nfw-clip { display: inline; color: var(--nfw-fg0); font-weight: 600; }
+.nfw-pager { display: inline-flex; align-items: center; gap: 6px; }
+.nfw-controls .nfw-page { height: 24px; min-width: 26px; padding: 0 6px; font-size: 14px; }
+.nfw-page[disabled] { opacity: .4; cursor: default; }
+.nfw-bars { display: grid; grid-template-columns: minmax(0, max-content) minmax(80px, 1fr) max-content; gap: 3px 8px; align-items: center; margin: 6px 0 0; font-size: 12px; }
+.nfw-bar-row { display: contents; }
+.nfw-bar-label { display: block; min-width: 0; max-width: 220px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; font-family: var(--nfw-mono); color: var(--nfw-fg0); }
+.nfw-bar-odds { display: block; font-size: 10.5px; color: var(--nfw-fg2); }
+.nfw-bar-track { position: relative; display: block; height: 14px; border-radius: 3px; background: var(--nfw-bg2); overflow: hidden; }
+.nfw-bar-track i { position: absolute; left: 0; top: 0; bottom: 0; display: block; border-radius: 3px; background: var(--nfw-accent); }
+.nfw-bars-signed .nfw-bar-track::after { content: ""; position: absolute; left: 50%; top: 0; bottom: 0; width: 1px; background: var(--nfw-fg3); }
+.nfw-bars-signed .nfw-bar-track i.nfw-bar-pos { background: var(--nfw-pos); }
+.nfw-bars-signed .nfw-bar-track i.nfw-bar-neg { background: var(--nfw-neg); }
+.nfw-bar-value { display: block; text-align: right; font-family: var(--nfw-mono); font-size: 11px; color: var(--nfw-fg1); white-space: nowrap; }
+.nfw-chips { display: flex; flex-wrap: wrap; gap: 4px; margin: 6px 0 0; max-height: 260px; overflow: auto; }
+.nfw-tok { display: inline-flex; align-items: baseline; gap: 3px; padding: 1px 6px; border: 1px solid var(--nfw-border); border-radius: 4px; background: var(--nfw-bg); font-family: var(--nfw-mono); font-size: 12px; color: var(--nfw-fg0); white-space: pre; }
+.nfw-tok-at { display: inline; font-size: 9px; color: var(--nfw-fg3); }
+.nfw-tok-changed { border-color: var(--nfw-diverges); background: color-mix(in srgb, var(--nfw-diverges) 14%, var(--nfw-bg)); }
+.nfw-classes { display: flex; flex-wrap: wrap; gap: 4px 12px; margin: 6px 0 0; font-size: 11.5px; }
+.nfw-class { display: inline-flex; align-items: center; gap: 4px; }
+.nfw-class-share { display: inline; color: var(--nfw-fg2); font-family: var(--nfw-mono); font-size: 10.5px; }
+.nfw-verdict { display: block; margin: 0 0 4px; font-weight: 600; color: var(--nfw-fg1); }
+.nfw-verdict-diverges { color: var(--nfw-diverges); }
+.nfw-missing { display: block; padding: 8px 10px; border: 1px dashed var(--nfw-border); border-radius: 6px; font-size: 11.5px; }
+.nfw-state-small { padding: 8px 0; font-size: 11px; }
 .nfw-hist { display: block; width: 100%; max-width: 100%; height: 90px; margin: 6px 0 0; }
 .nfw-colorbar { display: flex; align-items: center; gap: 6px; margin: 4px 0 0; font-family: var(--nfw-mono); font-size: 10.5px; color: var(--nfw-fg2); }
 .nfw-colorbar i { display: block; flex: 1; height: 9px; border-radius: 2px; }

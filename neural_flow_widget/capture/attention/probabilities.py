@@ -184,12 +184,16 @@ def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
         q_len, k_len = qs.shape[1], ks.shape[1]
         kt = ks.transpose(1, 2)
         blocks = []
+        pooled_keys = -(-k_len // pk)
         for r0 in range(0, q_len, rows):
             r1 = min(r0 + rows, q_len)
-            # one call: the product, scaled, plus the causal bias (top-left aligned: row i
-            # always sees key 0, so no row is blank) or nothing
-            bias = _causal_bias(r0, r1, k_len, kt.device) if is_causal else _zero(kt.device)
-            scores = torch.baddbmm(bias, qs[:, r0:r1], kt, alpha=factor)
+            # causal (top-left aligned): rows r0..r1 see keys < r1 only, so the keys beyond
+            # (whole key blocks of zeros) are neither multiplied nor normalised
+            keys = min(k_len, -(-r1 // pk) * pk) if is_causal and mask is None else k_len
+            # one call: the product, scaled, plus the causal bias (row i always sees key 0,
+            # so no row is blank) or nothing
+            bias = _causal_bias(r0, r1, keys, kt.device) if is_causal else _zero(kt.device)
+            scores = torch.baddbmm(bias, qs[:, r0:r1], kt[..., :keys], alpha=factor)
             blank = None  # rows that every key is masked out of: softmax gives NaN there
             if mask is not None:
                 rows_mask = _mask_rows(mask, head_shape, r0, r1)
@@ -197,7 +201,10 @@ def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
             probs = torch.softmax(scores, dim=-1)
             if blank is not None:  # (asking whether any row is blank would wait for a GPU)
                 probs.masked_fill_(blank, 0.0)
-            blocks.append(_pool(probs, pq, pk))
+            block = _pool(probs, pq, pk)  # (fewer keys: whole key blocks, as in the full rows)
+            if block.shape[-1] < pooled_keys:
+                block = F.pad(block, (0, pooled_keys - block.shape[-1]))
+            blocks.append(block)
         out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
         if packed > 1:  # back to the model's own heads: (H_kv, rows, S) -> (H, 1, S)
             out, q_len = out.reshape(-1, 1, out.shape[-1]), 1
@@ -216,6 +223,13 @@ class PendingMap:
     def __init__(self, inputs: SdpaInputs) -> None:
         self._inputs: SdpaInputs | None = inputs
         self._map: AttentionMap | None = None
+
+    def held_bytes(self) -> int:
+        """Bytes it holds, now or once made: the input copies or the map, the larger."""
+        if self._map is not None:
+            return int(self._map.weights.nbytes)
+        assert self._inputs is not None
+        return max(self._inputs.copy_nbytes, self._inputs.map_nbytes)
 
     def resolve(self) -> AttentionMap:
         if self._map is None:

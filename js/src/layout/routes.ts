@@ -1,0 +1,187 @@
+/**
+ * Edge routes of an arranged group (spine.ts), in flow coordinates: straight along a column
+ * where nothing is in the way (the trunk, a strand); into a junction from the side it comes
+ * from, out of one towards where it goes; an S between neighbouring rows; else down a lane
+ * beside everything in the rows it passes (the cheaper side, lanes kept apart); from one band
+ * of a wrapped root to the next over the top of the gap between them. Then the group's
+ * extent, and the routes from its entry and to its exit. Pure, no DOM.
+ */
+import { crosses, rounded, type Arranged, type FlowGroup, type FlowPlacement } from "./flow";
+
+const LANE_SEP = 18; // a lane's distance from what it passes
+const LANE_STEP = 10; // between two lanes on one side
+const CORNER = 12;
+
+interface End {
+  box: [number, number, number, number]; // along, across, along size, across size
+  row: number;
+  band: number;
+  junction: boolean;
+  cin: number; // across where edges enter / leave
+  cout: number;
+  index: number; // item index; -1 entry, -2 exit
+}
+
+export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
+  const { items, a, c } = arr;
+  const n = items.length;
+  const end = (v: number): End => ({
+    box: [a[v], c[v], items[v].al, items[v].ac], row: arr.row[v], band: arr.band[v], junction: items[v].junction,
+    cin: c[v] + items[v].ain, cout: c[v] + items[v].aout, index: v,
+  });
+  const byRow: number[][] = Array.from({ length: arr.rows }, () => []);
+  for (let v = 0; v < n; v++) byRow[arr.row[v]].push(v);
+  const bands = Math.max(...arr.band, 0) + 1;
+  const bandBox = Array.from({ length: bands }, () => [Infinity, Infinity, -Infinity, -Infinity]);
+  for (let v = 0; v < n; v++) {
+    const b = bandBox[arr.band[v]];
+    b[0] = Math.min(b[0], a[v]);
+    b[1] = Math.min(b[1], c[v]);
+    b[2] = Math.max(b[2], a[v] + items[v].al);
+    b[3] = Math.max(b[3], c[v] + items[v].ac);
+  }
+  const lanes: { side: number; at: number; a0: number; a1: number }[] = [];
+
+  const blocked = (pts: number[], u: End, v: End): boolean => {
+    const r0 = Math.max(0, Math.min(u.row, v.row));
+    const r1 = Math.min(arr.rows - 1, Math.max(u.row, v.row));
+    for (let r = r0; r <= r1; r++) {
+      for (const w of byRow[r]) {
+        if (w === u.index || w === v.index || arr.band[w] !== (u.index >= 0 ? u.band : v.band)) continue;
+        const box: [number, number, number, number] = [a[w], c[w], items[w].al, items[w].ac];
+        for (let i = 0; i + 3 < pts.length; i += 2) if (crosses(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
+      }
+    }
+    return false;
+  };
+  const mid = (u: End) => u.box[0] + u.box[2] / 2;
+  const side = (u: End, toward: number): [number, number] => [mid(u), toward >= u.box[1] + u.box[3] / 2 ? u.box[1] + u.box[3] : u.box[1]];
+  const gapBelow = (u: End) => (u.row >= 0 && u.row < arr.rows ? arr.gapAfter[u.row] : 24);
+
+  const route = (u: End, v: End): number[] => {
+    const out = [u.box[0] + u.box[2], u.cout];
+    const inn = [v.box[0], v.cin];
+    if (u.index >= 0 && v.index >= 0 && u.band !== v.band) {
+      // the next band: down, over the top of the gap, into its first row
+      const from = bandBox[u.band];
+      const to = bandBox[v.band];
+      const below = from[2] + 14;
+      const gap = (from[3] + to[1]) / 2;
+      const above = to[0] - 14;
+      return rounded([...out, below, out[1], below, gap, above, gap, above, inn[1], ...inn], 14);
+    }
+    if (Math.abs(out[1] - inn[1]) < 0.5) {
+      const straight = [...out, ...inn];
+      if (!blocked(straight, u, v)) return straight;
+    }
+    if (v.junction && !u.junction && u.index >= 0) {
+      const [sa, sc] = side(v, out[1]);
+      const hook = rounded([...out, sa, out[1], sa, sc], CORNER);
+      if (!blocked(hook, u, v)) return hook;
+    }
+    if (u.junction && !v.junction && v.index >= 0) {
+      // on down the stream a little, then off to the branch (clear of what joins from the side)
+      const turn = Math.max(out[0] + 4, inn[0] - 10);
+      const branch = rounded([...out, turn, out[1], turn, inn[1], ...inn], 8);
+      if (!blocked(branch, u, v)) return branch;
+    }
+    // the turns across the flow: in the gap after the source's row, before the target's; from
+    // the group's entry below its header, to its exit past its last row
+    const afterOut = (d: number) => (u.index === -1 ? -Math.min(7, g.lead / 2) : out[0] + d);
+    const beforeIn = (d: number) => (v.index === -2 ? bottomTurn : inn[0] - d);
+    const m = afterOut(Math.min(gapBelow(u) / 2, Math.max(4, (inn[0] - out[0]) / 2)));
+    const s = rounded([...out, m, out[1], m, inn[1], ...inn], CORNER);
+    if (!blocked(s, u, v)) return s;
+    // a lane beside everything in the rows between
+    let loEdge = Math.min(out[1], inn[1]);
+    let hiEdge = Math.max(out[1], inn[1]);
+    for (let r = Math.max(0, u.row + 1); r <= Math.min(arr.rows - 1, v.row - 1); r++) {
+      for (const w of byRow[r]) {
+        if (arr.band[w] !== u.band && u.index >= 0) continue;
+        loEdge = Math.min(loEdge, c[w]);
+        hiEdge = Math.max(hiEdge, c[w] + items[w].ac);
+      }
+    }
+    const a0 = out[0];
+    const a1 = inn[0];
+    const pick = (sgn: number) => {
+      let at = sgn > 0 ? hiEdge + LANE_SEP : loEdge - LANE_SEP;
+      for (let moved = true; moved; ) {
+        moved = false;
+        for (const l of lanes) {
+          if (l.side === sgn && l.a0 < a1 && a0 < l.a1 && Math.abs(l.at - at) < LANE_STEP) {
+            at = l.at + sgn * LANE_STEP;
+            moved = true;
+          }
+        }
+      }
+      return at;
+    };
+    const hiLane = pick(1);
+    const loLane = pick(-1);
+    const cost = (l: number) => Math.abs(l - out[1]) + Math.abs(l - inn[1]);
+    const sgn = cost(hiLane) <= cost(loLane) ? 1 : -1;
+    const lane = sgn > 0 ? hiLane : loLane;
+    lanes.push({ side: sgn, at: lane, a0, a1 });
+    const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));
+    if (v.junction) {
+      // into the junction from the lane's side, level with it
+      const [sa, sc] = side(v, lane);
+      return rounded([...out, p1, out[1], p1, lane, sa, lane, sa, sc], CORNER);
+    }
+    const p2 = beforeIn(Math.min(17, Math.max(4, (inn[0] - out[0]) / 4)));
+    return rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);
+  };
+
+  let bottomTurn = 0; // along, in flow coordinates of the finished group: set below
+  const routes = arr.edges.map((e) => (e.src >= 0 && e.dst >= 0 ? route(end(e.src), end(e.dst)) : []));
+  // the extent of items and routes; the content starts at 0, 0
+  let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
+  for (let v = 0; v < n; v++) {
+    minA = Math.min(minA, a[v]);
+    minC = Math.min(minC, c[v]);
+    maxA = Math.max(maxA, a[v] + items[v].al);
+    maxC = Math.max(maxC, c[v] + items[v].ac);
+  }
+  for (const r of routes) {
+    for (let i = 0; i < r.length; i += 2) {
+      minA = Math.min(minA, r[i]);
+      maxA = Math.max(maxA, r[i]);
+      minC = Math.min(minC, r[i + 1]);
+      maxC = Math.max(maxC, r[i + 1]);
+    }
+  }
+  if (n === 0) minA = minC = maxA = maxC = 0;
+  for (let v = 0; v < n; v++) {
+    a[v] -= minA;
+    c[v] -= minC;
+  }
+  for (const r of routes) {
+    for (let i = 0; i < r.length; i += 2) {
+      r[i] -= minA;
+      r[i + 1] -= minC;
+    }
+  }
+  for (const b of bandBox) (b[0] -= minA), (b[1] -= minC), (b[2] -= minA), (b[3] -= minC);
+  const al = maxA - minA;
+  const ain = arr.lineIn - minC;
+  const aout = arr.lineOut - minC;
+  const top: End = { box: [-g.lead, ain, 0, 0], row: -1, band: 0, junction: false, cin: ain, cout: ain, index: -1 };
+  const bottom: End = { box: [al + g.trail, aout, 0, 0], row: arr.rows, band: bands - 1, junction: false, cin: aout, cout: aout, index: -2 };
+  bottomTurn = al + Math.min(7, g.trail / 2);
+  const inRoutes = g.entries.map((v) => route(top, end(v)));
+  const outRoutes = g.exits.map((v) => route(end(v), bottom));
+  // a lane of an entry or exit may pass beside everything: the group grows to hold it
+  let lo = 0;
+  let hi = maxC - minC;
+  for (const r of [...inRoutes, ...outRoutes]) for (let i = 1; i < r.length; i += 2) (lo = Math.min(lo, r[i])), (hi = Math.max(hi, r[i]));
+  if (lo < 0 || hi > maxC - minC) {
+    lo -= lo < 0 ? LANE_SEP / 2 : 0;
+    hi += hi > maxC - minC ? LANE_SEP / 2 : 0;
+    for (let v = 0; v < n; v++) c[v] -= lo;
+    for (const r of [...routes, ...inRoutes, ...outRoutes]) for (let i = 1; i < r.length; i += 2) r[i] -= lo;
+  }
+  const pos: number[] = [];
+  for (let v = 0; v < n; v++) pos.push(a[v], c[v]);
+  return { al, ac: hi - lo, pos, routes, inRoutes, outRoutes, ain: ain - lo, aout: aout - lo };
+}

@@ -1,0 +1,184 @@
+/**
+ * The trunk layout of a group: its trunk items (the global trunk through this group, else
+ * the group's longest flow path) stacked on one straight line, everything else in strands
+ * (chains of flow edges) in columns beside it. Rows come from the longest path (a source that
+ * nothing in the group feeds sits just above its first reader); each strand keeps one column
+ * for its rows, the branches of the trunk to the right first, sources to the left; a strand's
+ * column clears what is beside it in its rows only, so a sublayer sits next to the residual
+ * stream, not beyond the widest node. Too many columns (a tangle): null, and the layered
+ * solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
+ * Flow coordinates (flow.ts); pure, no DOM.
+ */
+import { RANKSEP, topoOrder, type Arranged, type FlowGroup } from "./flow";
+
+export const BRANCH_GAP = 40; // between the trunk and a branch beside it
+const STRAND_GAP = 28; // between two branches
+const JUNCTION_SEP = 20; // rows of junctions only sit closer
+const MAX_COL = 3;
+
+interface Strand {
+  items: number[];
+  r0: number;
+  r1: number;
+  side: number;
+}
+
+/** The longest path over flow edges, in order (the trunk of a group the global one misses). */
+function localSpine(g: FlowGroup, order: number[]): number[] {
+  const n = g.items.length;
+  const best = new Int32Array(n).fill(1);
+  const prev = new Int32Array(n).fill(-1);
+  const pos = new Int32Array(n);
+  order.forEach((v, i) => (pos[v] = i));
+  const flows = g.edges.filter((e) => e.kind === "flow" && e.src >= 0 && e.dst >= 0 && pos[e.src] < pos[e.dst]);
+  flows.sort((x, y) => pos[x.dst] - pos[y.dst]);
+  for (const e of flows) {
+    if (best[e.src] + 1 > best[e.dst]) {
+      best[e.dst] = best[e.src] + 1;
+      prev[e.dst] = e.src;
+    }
+  }
+  let end = order[0];
+  for (const v of order) if (best[v] > best[end]) end = v;
+  const path: number[] = [];
+  for (let v = end; v >= 0; v = prev[v]) path.push(v);
+  return path.reverse();
+}
+
+/** Rows, columns and positions of a group's items; null when its branches tangle. */
+export function arrange(g: FlowGroup): Arranged | null {
+  const { items, edges } = g;
+  const n = items.length;
+  const order = topoOrder(n, edges);
+  const spine = new Uint8Array(n);
+  let trunk = order.filter((v) => items[v].spine);
+  if (trunk.length === 0) trunk = localSpine(g, order);
+  for (const v of trunk) spine[v] = 1;
+  const ins: number[][] = Array.from({ length: n }, () => []);
+  const outs: number[][] = Array.from({ length: n }, () => []);
+  const flowIn = new Int32Array(n).fill(-1);
+  for (const e of edges) {
+    // "runs after (no data)" places nothing: such a stage sits where its data goes
+    if (e.src < 0 || e.dst < 0 || e.src === e.dst || e.kind === "order") continue;
+    ins[e.dst].push(e.src);
+    outs[e.src].push(e.dst);
+    if (e.kind === "flow" && flowIn[e.dst] < 0) flowIn[e.dst] = e.src;
+  }
+  const entered = new Uint8Array(n);
+  for (const v of g.entries) entered[v] = 1;
+
+  // rows: the longest path, the trunk strictly in order
+  const row = new Int32Array(n);
+  const pos = new Int32Array(n);
+  order.forEach((v, i) => (pos[v] = i));
+  const prevOnTrunk = new Int32Array(n).fill(-1);
+  for (let i = 1; i < trunk.length; i++) prevOnTrunk[trunk[i]] = trunk[i - 1];
+  for (const v of order) {
+    let r = 0;
+    for (const u of ins[v]) if (pos[u] < pos[v]) r = Math.max(r, row[u] + 1);
+    if (prevOnTrunk[v] >= 0) r = Math.max(r, row[prevOnTrunk[v]] + 1);
+    row[v] = r;
+  }
+  for (let i = order.length - 1; i >= 0; i--) {
+    const v = order[i];
+    if (spine[v] || entered[v] || ins[v].length > 0 || outs[v].length === 0) continue;
+    let r = Infinity;
+    for (const w of outs[v]) r = Math.min(r, row[w] - 1);
+    if (Number.isFinite(r)) row[v] = Math.max(row[v], r);
+  }
+  // no empty rows
+  const used = [...new Set(row)].sort((x, y) => x - y);
+  const remap = new Map(used.map((r, i) => [r, i]));
+  for (let v = 0; v < n; v++) row[v] = remap.get(row[v])!;
+  const rows = used.length;
+
+  // strands and their columns
+  const strandOf = new Int32Array(n).fill(-1);
+  const strands: Strand[] = [];
+  for (const v of order) {
+    if (spine[v]) continue;
+    const u = flowIn[v];
+    const s = u >= 0 && !spine[u] ? strandOf[u] : -1;
+    if (s >= 0 && strands[s].items[strands[s].items.length - 1] === u && row[v] > row[u]) {
+      strands[s].items.push(v);
+      strands[s].r1 = row[v];
+      strandOf[v] = s;
+      continue;
+    }
+    const fed = entered[v] || ins[v].length > 0; // a branch of something (right), or a source (left)
+    strandOf[v] = strands.length;
+    strands.push({ items: [v], r0: row[v], r1: row[v], side: fed ? 1 : -1 });
+  }
+  const col = new Int32Array(n);
+  const taken = new Map<number, [number, number][]>();
+  const byStart = strands.map((_, i) => i).sort((x, y) => strands[x].r0 - strands[y].r0 || x - y);
+  for (const s of byStart) {
+    const st = strands[s];
+    let chosen = 0;
+    for (let k = 1; k <= MAX_COL && !chosen; k++) {
+      for (const cand of [k * st.side, -k * st.side]) {
+        const list = taken.get(cand) ?? [];
+        if (list.every(([a, b]) => b < st.r0 || st.r1 < a)) {
+          chosen = cand;
+          break;
+        }
+      }
+    }
+    if (!chosen) return null;
+    (taken.get(chosen) ?? taken.set(chosen, []).get(chosen)!).push([st.r0, st.r1]);
+    for (const v of st.items) col[v] = chosen;
+  }
+
+  // along: rows stacked, each item centred in its row
+  const size = new Float64Array(rows);
+  const onlyJunctions = new Uint8Array(rows).fill(1);
+  for (let v = 0; v < n; v++) {
+    size[row[v]] = Math.max(size[row[v]], items[v].al);
+    if (!items[v].junction) onlyJunctions[row[v]] = 0;
+  }
+  const gapAfter = new Float64Array(rows);
+  const start = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    gapAfter[r] = r + 1 < rows && (onlyJunctions[r] || onlyJunctions[r + 1]) ? JUNCTION_SEP : RANKSEP;
+    if (r + 1 < rows) start[r + 1] = start[r] + size[r] + gapAfter[r];
+  }
+  const a = new Float64Array(n);
+  for (let v = 0; v < n; v++) a[v] = start[row[v]] + (size[row[v]] - items[v].al) / 2;
+
+  // across: the trunk on one line (anchors aligned), strands beside what shares their rows
+  const c = new Float64Array(n);
+  const hi = new Float64Array(rows); // per row: the far side of what is placed so far, + side
+  const lo = new Float64Array(rows);
+  const trunkAt = new Int32Array(rows).fill(-1);
+  for (const v of trunk) trunkAt[row[v]] = v;
+  let line = 0;
+  for (let r = 0; r < rows; r++) {
+    const v = trunkAt[r];
+    if (v >= 0) {
+      c[v] = line - items[v].ain;
+      line = c[v] + items[v].aout;
+      hi[r] = c[v] + items[v].ac;
+      lo[r] = c[v];
+    } else {
+      hi[r] = lo[r] = line;
+    }
+  }
+  for (const sign of [1, -1]) {
+    for (let k = 1; k <= MAX_COL; k++) {
+      for (const st of strands) {
+        if (col[st.items[0]] !== sign * k) continue;
+        const gap = k === 1 ? BRANCH_GAP : STRAND_GAP;
+        const width = Math.max(...st.items.map((v) => items[v].ac));
+        let edge = sign > 0 ? -Infinity : Infinity;
+        for (let r = st.r0; r <= st.r1; r++) edge = sign > 0 ? Math.max(edge, hi[r]) : Math.min(edge, lo[r]);
+        const mid = edge + sign * (gap + width / 2);
+        for (const v of st.items) c[v] = mid - (items[v].group ? items[v].ain : items[v].ac / 2);
+        for (let r = st.r0; r <= st.r1; r++) {
+          if (sign > 0) hi[r] = Math.max(hi[r], mid + width / 2);
+          else lo[r] = Math.min(lo[r], mid - width / 2);
+        }
+      }
+    }
+  }
+  return { items, edges, row, col, band: new Int32Array(n), a, c, rows, gapAfter, lineIn: 0, lineOut: line };
+}

@@ -1,0 +1,150 @@
+/**
+ * A group whose trunk holds every item and whose other edges nest (enc1 -> dec1 around
+ * enc2 -> dec2 around ...: a U-Net) is drawn as a U, like the figure in the paper: the
+ * encoder down one side, the innermost stretch (the bottleneck) across the bottom, the
+ * decoder up the other side, each skip straight across at the level of its source (its
+ * junction level with it, the decoder stage above), and what follows the outermost skip (the
+ * head, the output) on to the side at the top. Where a side holds fewer items between two
+ * skips than the other, its items spread out so that both skips stay level. null when the
+ * group is not such a U (then spine.ts lays it out). Flow coordinates; pure, no DOM.
+ */
+import { RANKSEP, rounded, topoOrder, type FlowGroup, type FlowPlacement } from "./flow";
+
+export const U_GAP = 120; // between the two sides (room for the skips' arrows)
+const JUNCTION_SEP = 16;
+const MIN_SKIPS = 2;
+
+export function placeU(g: FlowGroup): FlowPlacement | null {
+  const { items, edges } = g;
+  const n = items.length;
+  if (n < 6 || g.exits.length || items.some((it) => !it.spine)) return null;
+  const order = topoOrder(n, edges);
+  const at = new Int32Array(n);
+  order.forEach((v, i) => (at[v] = i));
+  if (g.entries.some((v) => at[v] !== 0)) return null;
+  const chain = new Map<number, number>(); // order position i -> edge index of i -> i + 1
+  const skips: [number, number, number][] = []; // source position, target position, edge index
+  for (const [k, e] of edges.entries()) {
+    if (e.src < 0 || e.dst < 0) return null;
+    const i = at[e.src];
+    const j = at[e.dst];
+    if (j === i + 1 && !chain.has(i)) chain.set(i, k);
+    else if (j > i + 1 && (e.kind === "skip" || e.kind === "merge")) skips.push([i, j, k]);
+    else return null;
+  }
+  if (chain.size !== n - 1 || skips.length < MIN_SKIPS) return null;
+  skips.sort((x, y) => x[0] - y[0]);
+  for (let q = 1; q < skips.length; q++) if (!(skips[q][0] > skips[q - 1][0] && skips[q][1] < skips[q - 1][1])) return null;
+  const k = skips.length;
+  const sk = skips[k - 1][0];
+  const tk = skips[k - 1][1];
+  const t1 = skips[0][1];
+  const item = (i: number) => items[order[i]];
+  const m = tk - sk - 1;
+  const bottom = m % 2 === 1 ? sk + (m + 1) / 2 : -1;
+  const leftEnd = bottom >= 0 ? bottom - 1 : sk + m / 2;
+  const rightStart = bottom >= 0 ? bottom + 1 : leftEnd + 1;
+  const rEnd = item(t1).junction && t1 + 1 < n ? t1 + 1 : t1;
+  // the rising side and the skips' ends are plain nodes (a group is never turned upside down)
+  for (let i = rightStart; i <= rEnd; i++) if (item(i).group) return null;
+  for (const [s, t] of skips) if (item(s).group || item(t).group) return null;
+
+  const A = new Float64Array(n); // along of each position's centre
+  const gap = (i: number, j: number) => (item(i).junction || item(j).junction ? JUNCTION_SEP : RANKSEP);
+  const dist = (i: number, j: number) => item(i).al / 2 + gap(i, j) + item(j).al / 2; // neighbours on one side
+  // the skips' levels, top down, from the longer side between each two
+  const head = skips[0][0];
+  let y = 0;
+  for (let i = 0; i < head; i++) y += item(i).al + gap(i, i + 1);
+  A[head] = y + item(head).al / 2;
+  for (let q = 0; q < k; q++) {
+    const [s, t] = skips[q];
+    A[t] = A[s];
+    if (q + 1 === k) break;
+    const [s2, t2] = skips[q + 1];
+    let left = 0;
+    for (let i = s; i < s2; i++) left += dist(i, i + 1);
+    let right = 0;
+    for (let i = t2; i < t; i++) right += dist(i, i + 1);
+    const span = Math.max(left, right);
+    A[s2] = A[t2] = A[s] + span;
+    // spread each side's items evenly over the span
+    const spread = (from: number, to: number, down: boolean, natural: number) => {
+      const extra = (span - natural) / (to - from);
+      let cur = A[down ? from : to];
+      for (let i = from; i < to - 1; i++) {
+        const [p, q2] = down ? [i, i + 1] : [to - (i - from), to - (i - from) - 1];
+        cur += dist(p, q2) + extra;
+        A[q2] = cur;
+      }
+    };
+    spread(s, s2, true, left);
+    spread(t2, t, false, right);
+  }
+  for (let i = head - 1; i >= 0; i--) A[i] = A[i + 1] - dist(i, i + 1);
+  for (let i = sk + 1; i <= leftEnd; i++) A[i] = A[i - 1] + dist(i - 1, i);
+  for (let i = tk - 1; i >= rightStart; i--) A[i] = A[i + 1] + dist(i, i + 1);
+  for (let i = t1 + 1; i <= rEnd; i++) A[i] = A[i - 1] - dist(i - 1, i);
+  let floor = -Infinity;
+  for (let i = 0; i < n; i++) if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
+  if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
+  for (let i = rEnd + 1; i < n; i++) A[i] = A[rEnd];
+
+  // across: two sides, the bottom between them, the tail on to the right at the top
+  // each side's line through its items' anchors (a group's entry need not be its centre)
+  let leftA = 0, leftB = 0, rightA = 0, rightB = 0;
+  for (let i = 0; i <= leftEnd; i++) (leftA = Math.max(leftA, item(i).ain)), (leftB = Math.max(leftB, item(i).ac - item(i).ain));
+  for (let i = rightStart; i <= rEnd; i++) (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
+  const cL = leftA;
+  const cR = leftA + leftB + U_GAP + rightA;
+  const C = new Float64Array(n); // across of each position's line (its anchor)
+  for (let i = 0; i < n; i++) C[i] = i <= leftEnd ? cL : cR;
+  const anchor = (i: number) => (i === bottom ? item(i).ac / 2 : item(i).ain);
+  if (bottom >= 0) C[bottom] = (cL + cR) / 2;
+  let cursor = cR + item(rEnd).ac - item(rEnd).ain + RANKSEP;
+  for (let i = rEnd + 1; i < n; i++) {
+    C[i] = cursor + item(i).ain;
+    cursor += item(i).ac + RANKSEP;
+  }
+  const top = (i: number) => A[i] - item(i).al / 2;
+  const low = (i: number) => A[i] + item(i).al / 2;
+  const lo = (i: number) => C[i] - anchor(i);
+  const hi = (i: number) => lo(i) + item(i).ac;
+  const side = (i: number) => (i <= leftEnd ? 0 : i === bottom ? 1 : i <= rEnd ? 2 : 3);
+  const routes: number[][] = edges.map(() => []);
+  for (const [i, e] of chain) {
+    const j = i + 1;
+    const from = side(i);
+    const to = side(j);
+    let pts: number[];
+    if (from === 0 && to === 0) pts = [low(i), cL, top(j), cL];
+    else if (from === 0 && to === 1) pts = rounded([low(i), cL, A[j], cL, A[j], lo(j)], 16);
+    else if (from === 1) pts = rounded([A[i], hi(i), A[i], cR, low(j), cR], 16);
+    else if (from === 0 && to === 2) {
+      const under = Math.max(low(i), low(j)) + RANKSEP / 2;
+      pts = rounded([low(i), cL, under, cL, under, cR, low(j), cR], 16);
+    } else if (from === 2 && to === 2) pts = [top(i), cR, low(j), cR];
+    else pts = [A[i], hi(i), A[j], lo(j)]; // on to the tail
+    routes[e] = pts;
+  }
+  for (const [s, t, e] of skips) routes[e] = [A[s], hi(s), A[t], lo(t)];
+
+  // the content from 0, 0
+  let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
+  for (let i = 0; i < n; i++) {
+    minA = Math.min(minA, top(i));
+    maxA = Math.max(maxA, low(i));
+    minC = Math.min(minC, lo(i));
+    maxC = Math.max(maxC, hi(i));
+  }
+  for (const r of routes) for (let q = 0; q < r.length; q += 2) (minA = Math.min(minA, r[q])), (maxA = Math.max(maxA, r[q]));
+  const pos = new Array<number>(2 * n);
+  for (let i = 0; i < n; i++) {
+    pos[2 * order[i]] = top(i) - minA;
+    pos[2 * order[i] + 1] = lo(i) - minC;
+  }
+  for (const r of routes) for (let q = 0; q < r.length; q += 2) (r[q] -= minA), (r[q + 1] -= minC);
+  const ain = cL - minC;
+  const inRoutes = g.entries.map(() => [-g.lead, ain, top(0) - minA, ain]);
+  return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1] - minC };
+}

@@ -1,0 +1,227 @@
+/**
+ * Junctions: where the data of two or more drawn sources meets before a node reads it (a
+ * residual's `x + f(x)`, a U-Net's `torch.cat([up, skip])`), found from `graph.ops` and
+ * `graph.joins`, and the view's edges redrawn through them. Pure and DOM-free.
+ *
+ *   1. owner(op): the drawn node that owns the op's call (the stage itself, the fold that holds
+ *      it, a collapsed ancestor), else none (the model's body, an open group's own forward).
+ *   2. For a node d with two or more incoming edges (not "order"), walk back from its input
+ *      ops breadth first, stopping at model inputs and at ops a drawn node owns; the first join
+ *      op met (`graph.joins`) from which two of d's sources are reached is d's junction J(d).
+ *      One op can be the junction of several nodes (one glyph, a stub into each).
+ *   3. A junction's own inputs: the walk back from its parents stops, besides, at the ops that
+ *      are other nodes' junctions. So the second add of a pre-norm block reads the first add
+ *      (the residual stream: junction -> junction) and the MLP, not the attention again.
+ *   4. An edge s -> d of a node with a junction is drawn s -> J(d) when J reads s directly,
+ *      J' -> J(d) when s reaches J only through the junction J', and s -> d when the data of s
+ *      does not pass J (a mask beside the stream); each junction draws one stub J -> d.
+ *   5. A junction sits in the container of the call whose forward ran the op (an open group,
+ *      or the model's body).
+ */
+import type { EdgeKind } from "../wire";
+import type { CallTree } from "./tree";
+import { clusterKey, foldKey, inputKey, type Item, type ViewEdge, type ViewGraph } from "./view_model";
+
+export interface Junction {
+  key: string; // "j:<op>"
+  op: number;
+  what: string; // what the op does: add, sub, mul, div, cat, stack, matmul, or a function name
+  glyph: string; // "+", "−", "×", "÷", "⧺", "@", or a short name
+  path: string[]; // container keys, like VisibleNode.path ("" = the model)
+  outs: string[]; // the nodes that read it (stubs J -> d)
+}
+
+export interface DrawnEdge {
+  src: string; // node or junction keys
+  dst: string;
+  kind: EdgeKind;
+  edge: ViewEdge | null; // the view edge drawn; null for a junction's stub into its node
+}
+
+export interface Drawing {
+  junctions: Junction[];
+  byKey: Map<string, Junction>;
+  edges: DrawnEdge[];
+}
+
+export const junctionKey = (op: number) => `j:${op}`;
+
+const GLYPHS: Record<string, string> = { add: "+", sub: "−", mul: "×", div: "÷", cat: "⧺", concatenate: "⧺", concat: "⧺", stack: "⧺", matmul: "@" };
+const MAX_CANDIDATES = 8;
+
+/** The glyph of a join: a sign for the arithmetic ones, else the function's name, short. */
+export function glyphOf(what: string): string {
+  return GLYPHS[what] ?? (what.length > 7 ? `${what.slice(0, 6)}…` : what);
+}
+
+/** Container paths of the open groups (cluster and run keys), like VisibleNode.path. */
+function containerPaths(items: Item[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  const walk = (list: Item[], path: string[]) => {
+    for (const it of list) {
+      if (it.kind === "cluster" || it.kind === "run") {
+        const inner = [...path, it.key];
+        out.set(it.key, inner);
+        walk(it.items, inner);
+      }
+    }
+  };
+  walk(items, [""]);
+  return out;
+}
+
+export function junctions(tree: CallTree, view: ViewGraph): Drawing {
+  const { graph } = tree;
+  const { calls, ops } = graph;
+  const joinOf = new Map<number, string>(graph.joins);
+  const empty: Drawing = { junctions: [], byKey: new Map(), edges: view.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind, edge: e })) };
+  if (joinOf.size === 0 || graph.topology === "sequential") return empty;
+
+  // 1. the drawn node owning each call
+  const drawnKey = new Map<number, string>();
+  for (const n of view.nodes) {
+    if (n.kind === "stage") drawnKey.set(n.call, n.key);
+    else if (n.kind === "fold" && n.run) for (const m of n.run.members) drawnKey.set(m, foldKey(n.run.key));
+  }
+  const ownerKey: (string | null)[] = new Array(calls.length).fill(null);
+  for (let c = 0; c < calls.length; c++) ownerKey[c] = drawnKey.get(c) ?? (calls[c].parent >= 0 ? ownerKey[calls[c].parent] : null);
+  const inputOf = tree.topo.inputOfOp;
+  const outputOps = new Map(graph.output_ops);
+  // What an op is for the walks: a model input or an op a drawn node owns (a source), else null.
+  const sourceAt = (o: number, self: string): string | null | undefined => {
+    const input = inputOf.get(o);
+    if (input !== undefined) return inputKey(input);
+    const w = ops[o][0];
+    const k = w >= 0 ? ownerKey[w] : null;
+    if (k === self) return undefined; // the node's own op: not a source, not walked through
+    return k;
+  };
+  // Sources reached walking back from `start` (exclusive of `start` itself when `skipStart`),
+  // stopping at junction ops in `stops` (recorded as such).
+  const reach = (start: number[], self: string, stops: Set<number> | null): { nodes: Set<string>; via: Set<number> } => {
+    const nodes = new Set<string>();
+    const via = new Set<number>();
+    const seen = new Set<number>(start);
+    const stack = [...start];
+    while (stack.length) {
+      const o = stack.pop()!;
+      const src = sourceAt(o, self);
+      if (src === undefined) continue;
+      if (src !== null) {
+        nodes.add(src);
+        continue;
+      }
+      if (stops?.has(o)) {
+        via.add(o);
+        continue;
+      }
+      for (const p of ops[o][1]) if (!seen.has(p)) (seen.add(p), stack.push(p));
+    }
+    return { nodes, via };
+  };
+
+  // 2. the junction of each node with two or more incoming edges
+  const incoming = new Map<string, ViewEdge[]>();
+  for (const e of view.edges) if (e.kind !== "order") (incoming.get(e.dst) ?? incoming.set(e.dst, []).get(e.dst)!).push(e);
+  const startsOf = (key: string): number[] => {
+    const n = view.byKey.get(key)!;
+    if (n.kind === "output") return outputOps.get(n.id) ?? [];
+    if (n.kind === "stage") return calls[n.call].in;
+    if (n.kind === "fold" && n.run) return calls[n.run.members[0]].in;
+    return [];
+  };
+  const junctionOf = new Map<string, number>(); // node key -> join op
+  for (const [d, edges] of incoming) {
+    if (edges.length < 2) continue;
+    const wanted = new Set(edges.map((e) => e.src));
+    const seen = new Set<number>();
+    let queue = startsOf(d).filter((o) => !seen.has(o) && (seen.add(o), true));
+    let tried = 0;
+    search: while (queue.length && tried < MAX_CANDIDATES) {
+      const next: number[] = [];
+      for (const o of queue) {
+        const src = sourceAt(o, d);
+        if (src !== null) continue; // a source, or the node's own op
+        if (joinOf.has(o)) {
+          tried++;
+          const { nodes } = reach(ops[o][1], d, null);
+          let hits = 0;
+          for (const s of nodes) if (wanted.has(s)) hits++;
+          if (hits >= 2) {
+            junctionOf.set(d, o);
+            break search;
+          }
+        }
+        for (const p of ops[o][1]) if (!seen.has(p)) (seen.add(p), next.push(p));
+      }
+      queue = next;
+    }
+  }
+  if (junctionOf.size === 0) return empty;
+
+  // 3. each junction's inputs: drawn sources, and other junctions
+  const joinOps = new Set(junctionOf.values());
+  const direct = new Map<number, { nodes: Set<string>; via: Set<number> }>();
+  for (const op of joinOps) direct.set(op, reach(ops[op][1], junctionKey(op), joinOps));
+  const closure = new Map<number, Set<string>>();
+  const closed = (op: number, depth = 0): Set<string> => {
+    let out = closure.get(op);
+    if (out) return out;
+    out = new Set(direct.get(op)!.nodes);
+    if (depth < 64) for (const j of direct.get(op)!.via) for (const s of closed(j, depth + 1)) out.add(s);
+    closure.set(op, out);
+    return out;
+  };
+
+  // 4. the edges, redrawn
+  const paths = containerPaths(view.items);
+  const list: Junction[] = [];
+  const byKey = new Map<string, Junction>();
+  const junctionFor = (op: number): Junction => {
+    const key = junctionKey(op);
+    let j = byKey.get(key);
+    if (!j) {
+      // 5. the container of the call that ran the op
+      let path = [""];
+      for (let c = ops[op][0]; c >= 0; c = calls[c].parent) {
+        const p = paths.get(clusterKey(calls[c].id));
+        if (p) {
+          path = p;
+          break;
+        }
+      }
+      const what = joinOf.get(op)!;
+      j = { key, op, what, glyph: glyphOf(what), path, outs: [] };
+      byKey.set(key, j);
+      list.push(j);
+    }
+    return j;
+  };
+  const edges: DrawnEdge[] = [];
+  for (const e of view.edges) {
+    const op = junctionOf.get(e.dst);
+    if (op === undefined || e.kind === "order") {
+      edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
+      continue;
+    }
+    const j = junctionFor(op);
+    const d = direct.get(op)!;
+    let src: string | null = d.nodes.has(e.src) ? e.src : null;
+    if (src === null) for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
+    if (src === null) edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
+    else edges.push({ src, dst: j.key, kind: e.kind, edge: e });
+  }
+  for (const [d, op] of junctionOf) {
+    const j = junctionFor(op);
+    j.outs.push(d);
+    edges.push({ src: j.key, dst: d, kind: "flow", edge: null });
+  }
+  return { junctions: list, byKey, edges };
+}
+
+/** The drawing's ends: a junction's key, else the view node's (for containers and paths). */
+export function pathOf(view: ViewGraph, drawing: Drawing, key: string): string[] | null {
+  const j = drawing.byKey.get(key);
+  if (j) return j.path;
+  return view.byKey.get(key)?.path ?? null;
+}

@@ -1,0 +1,135 @@
+/**
+ * The trunk of a drawing: the one path the layout keeps straight, and what hangs off it.
+ * Pure and DOM-free; scene.ts hands the result to the layout (which item is on the trunk).
+ *
+ *   - Order: every drawn node and junction, sources before what reads them (canonical order
+ *     where the edges leave a choice; a junction just before the first node it feeds).
+ *   - A residual: a junction J whose non-flow input s is also where J's flow input comes from
+ *     (s -> ... -> b -> J along flow edges, and s -> J): the branch b leaves the stream at s
+ *     and joins it again at J. Such pairs nest in a U-Net (enc1 -> dec1 around enc2 -> dec2):
+ *     those are skips across a U, not residuals; only pairs that neither hold nor sit inside
+ *     another are residuals (a transformer's blocks follow one another).
+ *   - The trunk starts at the first input (else the first node) and goes on, from a node
+ *     that is a residual's stream input, to its junction (the stream stays straight, the
+ *     sublayers branch off); else to the flow successor with the longest way still to go.
+ *   - Buses: a source that feeds three or more nodes by skip or merge edges (an attention mask
+ *     read by every layer, a timestep embedding, an encoder's output) is drawn as one line
+ *     with a tap into each; those edges stay out of the layout.
+ */
+import type { Drawing, DrawnEdge } from "./junctions";
+import type { ViewGraph } from "./view_model";
+
+export interface Trunk {
+  order: string[]; // every drawn key, sources first
+  pos: Map<string, number>;
+  spine: Set<string>; // keys on the trunk
+  spineOrder: string[];
+  residual: Set<string>; // "s>J" of the residual pairs
+  buses: Map<string, DrawnEdge[]>; // source key -> its tapped edges
+}
+
+export const BUS_MIN = 3;
+
+function topoOrder(keys: string[], priority: Map<string, number>, edges: DrawnEdge[]): string[] {
+  const ins = new Map<string, string[]>();
+  for (const e of edges) (ins.get(e.dst) ?? ins.set(e.dst, []).get(e.dst)!).push(e.src);
+  for (const list of ins.values()) list.sort((a, b) => (priority.get(a) ?? 0) - (priority.get(b) ?? 0));
+  const sorted = [...keys].sort((a, b) => priority.get(a)! - priority.get(b)!);
+  const state = new Map<string, number>(); // 1 visiting, 2 done
+  const order: string[] = [];
+  for (const root of sorted) {
+    if (state.get(root)) continue;
+    const stack: [string, number][] = [[root, 0]];
+    state.set(root, 1);
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      const list = ins.get(top[0]) ?? [];
+      if (top[1] < list.length) {
+        const u = list[top[1]++];
+        if (!state.get(u) && priority.has(u)) {
+          state.set(u, 1);
+          stack.push([u, 0]);
+        }
+        continue;
+      }
+      stack.pop();
+      state.set(top[0], 2);
+      order.push(top[0]);
+    }
+  }
+  return order;
+}
+
+export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
+  const priority = new Map<string, number>();
+  view.nodes.forEach((n, i) => priority.set(n.key, i));
+  for (const j of drawing.junctions) priority.set(j.key, Math.min(...j.outs.map((d) => priority.get(d) ?? 0)) - 0.5);
+  const keys = [...priority.keys()];
+  const buses = new Map<string, DrawnEdge[]>();
+  const side = new Map<string, DrawnEdge[]>();
+  for (const e of drawing.edges) {
+    if (e.kind === "skip" || e.kind === "merge") (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
+  }
+  for (const [src, list] of side) if (new Set(list.map((e) => e.dst)).size >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
+  const bused = new Set([...buses.values()].flat());
+  const edges = drawing.edges.filter((e) => !bused.has(e));
+  const order = topoOrder(keys, priority, edges);
+  const pos = new Map(order.map((k, i) => [k, i]));
+
+  const flowIn = new Map<string, string>();
+  const flowOut = new Map<string, string[]>();
+  for (const e of edges) {
+    if (e.kind !== "flow") continue;
+    if (!flowIn.has(e.dst)) flowIn.set(e.dst, e.src);
+    (flowOut.get(e.src) ?? flowOut.set(e.src, []).get(e.src)!).push(e.dst);
+  }
+  // residual candidates: s -> J (not flow) where s leads to J's flow input along flow edges
+  const pairs: [string, string][] = [];
+  for (const e of edges) {
+    if (e.kind === "flow" || e.kind === "order" || !drawing.byKey.has(e.dst)) continue;
+    let b = flowIn.get(e.dst);
+    for (let steps = 0; b !== undefined && b !== e.src && steps < 4096; steps++) b = flowIn.get(b);
+    if (b === e.src) pairs.push([e.src, e.dst]);
+  }
+  const span = (p: [string, string]) => [pos.get(p[0])!, pos.get(p[1])!];
+  const nested = new Set<number>();
+  // (pairs are few: one per junction)
+  for (let i = 0; i < pairs.length; i++) {
+    const [a0, a1] = span(pairs[i]);
+    for (let j = 0; j < pairs.length; j++) {
+      if (i === j) continue;
+      const [b0, b1] = span(pairs[j]);
+      if (a0 < b0 && b1 < a1) nested.add(i).add(j);
+    }
+  }
+  const residual = new Set<string>();
+  const streamTo = new Map<string, string>();
+  pairs.forEach((p, i) => {
+    if (nested.has(i)) return;
+    residual.add(`${p[0]}>${p[1]}`);
+    const prev = streamTo.get(p[0]);
+    if (prev === undefined || pos.get(p[1])! < pos.get(prev)!) streamTo.set(p[0], p[1]);
+  });
+  const succ = (u: string): string[] => {
+    const s = streamTo.get(u);
+    return s !== undefined ? [s] : flowOut.get(u) ?? [];
+  };
+  // the longest way on from each key (reverse order)
+  const rest = new Map<string, number>();
+  for (let i = order.length - 1; i >= 0; i--) {
+    let best = 0;
+    for (const v of succ(order[i])) best = Math.max(best, rest.get(v) ?? 0);
+    rest.set(order[i], best + 1);
+  }
+  const first = view.nodes.find((n) => n.kind === "input")?.key ?? order[0];
+  const spineOrder: string[] = [];
+  const spine = new Set<string>();
+  for (let u: string | undefined = first; u !== undefined && !spine.has(u); ) {
+    spine.add(u);
+    spineOrder.push(u);
+    let next: string | undefined;
+    for (const v of succ(u)) if (next === undefined || rest.get(v)! > rest.get(next)!) next = v;
+    u = next;
+  }
+  return { order, pos, spine, spineOrder, residual, buses };
+}

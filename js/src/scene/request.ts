@@ -1,0 +1,143 @@
+/**
+ * The layout request of a view: the items of each container (its stages, folds and groups,
+ * the model's inputs and outputs at the root, the junctions where the container's forward
+ * joined data), which of them the trunk passes, and the drawn edges projected onto the
+ * container that holds both ends (with the kinds the layouts read); the edges of a bus stay
+ * out. Each group also learns which of its items an edge from outside enters or leaves (it
+ * routes those pieces itself). The drawing and the trunk are computed once per view.
+ * Pure and DOM-free.
+ */
+import type { FitTarget, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, Direction } from "../layout/layout";
+import { junctions, type Drawing, type Junction } from "../model/junctions";
+import { trunkOf, type Trunk } from "../model/trunk";
+import type { Run } from "../model/tree";
+import type { Item, ViewGraph } from "../model/view_model";
+import type { EdgeKind } from "../wire";
+
+export const ROOT = "root";
+export const NODE_W = 196;
+export const NODE_H = 50;
+export const PORT_W = 116;
+export const PORT_H = 32;
+export const JUNCTION_D = 22;
+/** The size of a node's name at scale 1 (styles.ts .nfw-t1), the least it may be drawn at, and
+ * so the least scale a first view uses. */
+export const NAME_PX = 14;
+export const MIN_NAME_PX = 12;
+export const READ_K = MIN_NAME_PX / NAME_PX;
+/** What the minimap takes beside the graph (its 148 px and margins), left free when nothing fits. */
+export const MINIMAP_STRIP = 172;
+const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1, order: 1 };
+
+export interface Drawn {
+  drawing: Drawing;
+  trunk: Trunk;
+}
+
+const memo = new WeakMap<ViewGraph, Drawn>();
+
+/** The view's junctions, redrawn edges and trunk (computed once per view). */
+export function drawnOf(view: ViewGraph): Drawn {
+  let d = memo.get(view);
+  if (!d) {
+    const drawing = junctions(view.tree, view);
+    d = { drawing, trunk: trunkOf(view, drawing) };
+    memo.set(view, d);
+  }
+  return d;
+}
+
+/** A fold is as wide as its title needs ("(Linear → ReLU)  × 200" in 14 px bold), within reason. */
+export function foldWidth(run: Run): number {
+  const title = run.period > 1 ? run.type.length + 2 : run.type.length;
+  return Math.round(Math.min(340, Math.max(NODE_W, 44 + 8.4 * (title + 2 + String(run.count).length))));
+}
+
+/** A junction's size: a round glyph, or a pill that holds a short function name. */
+export function junctionSize(j: Junction): [number, number] {
+  return j.glyph.length <= 1 ? [JUNCTION_D, JUNCTION_D] : [Math.round(12 + 6.6 * j.glyph.length), 20];
+}
+
+/** The items (container keys, then the key) that hold a drawn key, the root first. */
+export function itemPath(view: ViewGraph, key: string): string[] | null {
+  const j = drawnOf(view).drawing.byKey.get(key);
+  const path = j ? j.path : view.byKey.get(key)?.path;
+  return path ? [ROOT, ...path.slice(1), key] : null;
+}
+
+/** The container holding both ends of an edge, and the items of that container that hold each end. */
+export function projectEdge(view: ViewGraph, src: string, dst: string): [string, string, string] | null {
+  const pa = itemPath(view, src);
+  const pb = itemPath(view, dst);
+  if (!pa || !pb) return null;
+  let l = 0;
+  while (l < pa.length && l < pb.length && pa[l] === pb[l]) l++;
+  if (l === 0 || l >= pa.length || l >= pb.length) return null;
+  return [pa[l - 1], pa[l], pb[l]];
+}
+
+export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget): LayoutRequest {
+  const { drawing, trunk } = drawnOf(view);
+  const groups = new Map<string, LayoutGroup>();
+  const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
+  const inner = new Map<string, Junction[]>(); // container key -> its junctions
+  for (const j of drawing.junctions) {
+    const at = j.path.length > 1 ? j.path[j.path.length - 1] : ROOT;
+    (inner.get(at) ?? inner.set(at, []).get(at)!).push(j);
+  }
+  const leaf = (key: string, w: number, h: number, junction = false): LayoutLeaf => ({ key, w, h, spine: trunk.spine.has(key), junction });
+  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = []): LayoutGroup => {
+    const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [] };
+    groups.set(key, g);
+    g.items.push(...ports);
+    for (const it of items) {
+      if (it.kind === "stage") g.items.push(leaf(it.key, NODE_W, NODE_H));
+      else if (it.kind === "fold") g.items.push(leaf(it.key, foldWidth(it.run), NODE_H + 6));
+      else g.items.push(build(it.key, it.items));
+    }
+    g.items.push(...tail);
+    for (const j of inner.get(key) ?? []) g.items.push(leaf(j.key, ...junctionSize(j), true));
+    g.spine = g.items.some((x) => x.spine);
+    index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
+    return g;
+  };
+  const ins = view.nodes.filter((n) => n.kind === "input").map((n) => leaf(n.key, PORT_W, PORT_H));
+  const outs = view.nodes.filter((n) => n.kind === "output").map((n) => leaf(n.key, PORT_W, PORT_H));
+  const root = build(ROOT, view.items, ins, outs);
+  const bused = new Set([...trunk.buses.values()].flat());
+  const seen = new Map<string, LayoutEdge>();
+  const mark = (list: "entries" | "exits", path: string[], from: number) => {
+    // every group on the path below the projection: the item of it that holds the end
+    for (let i = from; i + 1 < path.length; i++) {
+      const g = groups.get(path[i]);
+      const at = index.get(path[i])?.get(path[i + 1]);
+      if (g && at !== undefined && !g[list]!.includes(at)) g[list]!.push(at);
+    }
+  };
+  for (const e of drawing.edges) {
+    if (bused.has(e)) continue;
+    const proj = projectEdge(view, e.src, e.dst);
+    if (!proj) continue;
+    const [group, a, b] = proj;
+    const pa = itemPath(view, e.src)!;
+    const pb = itemPath(view, e.dst)!;
+    mark("exits", pa, pa.indexOf(a));
+    mark("entries", pb, pb.indexOf(b));
+    const k = `${group}|${a}>${b}`;
+    const w = WEIGHT[e.kind];
+    const existing = seen.get(k);
+    if (existing) {
+      if (w > existing.weight) (existing.weight = w), (existing.kind = e.kind);
+      continue;
+    }
+    const idx = index.get(group)!;
+    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w, kind: e.kind };
+    seen.set(k, le);
+    groups.get(group)!.edges.push(le);
+  }
+  for (const g of groups.values()) {
+    g.entries!.sort((x, y) => x - y);
+    g.exits!.sort((x, y) => x - y);
+  }
+  return fit ? { dir, root, fit } : { dir, root };
+}

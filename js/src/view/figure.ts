@@ -1,0 +1,67 @@
+/**
+ * The parts of a scene that make it read like a textbook figure: junction glyphs where data
+ * meets (+ for add, ⧺ for a concatenation, × for mul, the function's name otherwise), the stub
+ * from a junction into the node that reads the joined data, and buses (one line, a dot where
+ * each tap leaves it). Glyphs are drawn as strokes, not text, so no font can miss them.
+ * graph_view.ts puts them in their layers.
+ */
+import { edgePath } from "../scene/scene";
+import type { Scene, SceneBus, SceneEdge, SceneJunction } from "../scene/types";
+import { s, svgText } from "./dom";
+
+/** Strokes of a glyph in a circle of radius r around 0, 0 (null: write the name instead). */
+function glyphPath(glyph: string, r: number): string | null {
+  const a = r * 0.5;
+  const f = (v: number) => (Math.round(v * 10) / 10).toString();
+  switch (glyph) {
+    case "+":
+      return `M${f(-a)},0H${f(a)}M0,${f(-a)}V${f(a)}`;
+    case "−":
+      return `M${f(-a)},0H${f(a)}`;
+    case "×":
+      return `M${f(-a * 0.75)},${f(-a * 0.75)}L${f(a * 0.75)},${f(a * 0.75)}M${f(-a * 0.75)},${f(a * 0.75)}L${f(a * 0.75)},${f(-a * 0.75)}`;
+    case "÷":
+      return `M${f(-a)},0H${f(a)}M0,${f(-a * 0.7)}v0.1M0,${f(a * 0.7)}v0.1`;
+    case "⧺": // two bars crossed by one: a concatenation
+      return `M${f(-a)},0H${f(a)}M${f(-a * 0.35)},${f(-a)}V${f(a)}M${f(a * 0.35)},${f(-a)}V${f(a)}`;
+    default:
+      return null;
+  }
+}
+
+export function junctionEl(j: SceneJunction): SVGGElement {
+  const [x, y, w, h] = j.box;
+  const g = s("g", { class: "nfw-junction", "data-junction": j.what, "data-glyph": j.glyph, "data-key": j.key, transform: `translate(${x + w / 2},${y + h / 2})` });
+  const title = s("title");
+  title.textContent = `${j.what}: the data of its inputs meets here`;
+  g.append(title);
+  const d = glyphPath(j.glyph, w / 2);
+  if (d !== null) {
+    g.append(s("circle", { class: "nfw-junction-disc", r: w / 2 }), s("path", { class: "nfw-junction-glyph", d }));
+  } else {
+    g.append(
+      s("rect", { class: "nfw-junction-disc", x: -w / 2, y: -h / 2, width: w, height: h, rx: h / 2 }),
+      svgText(j.glyph, { class: "nfw-junction-name", x: 0, y: 3.5, "text-anchor": "middle" }),
+    );
+  }
+  return g;
+}
+
+export function stubEl(e: SceneEdge, marker: string): SVGPathElement {
+  return s("path", { class: "nfw-edge nfw-stub", d: edgePath(e.points), "data-stub": e.to, "data-src-junction": e.from, "marker-end": marker });
+}
+
+export function busEl(b: SceneBus): SVGGElement {
+  const g = s("g", { class: "nfw-bus", "data-bus": b.srcId, "data-bus-kind": b.kind, "data-taps": String(b.taps.length / 2 + 1) });
+  g.append(s("path", { class: "nfw-bus-line", d: edgePath(b.points) }));
+  for (let i = 0; i < b.taps.length; i += 2) g.append(s("circle", { class: "nfw-bus-dot", cx: b.taps[i], cy: b.taps[i + 1], r: 2.6 }));
+  return g;
+}
+
+/** The buses (drawn under the edges) and the junctions with their stubs (over the groups). */
+export function figureLayers(scene: Scene, marker: string): { buses: SVGElement[]; joins: SVGElement[] } {
+  return {
+    buses: scene.buses.map(busEl),
+    joins: [...scene.stubs.map((e) => stubEl(e, marker)), ...scene.junctions.map(junctionEl)],
+  };
+}

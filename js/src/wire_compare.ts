@@ -1,0 +1,84 @@
+/**
+ * The `comparison` traitlet (run A against run B, stage by stage), mirrored from
+ * `encode_comparison` in `neural_flow_widget/wire/__init__.py`; and the model's ends
+ * (`graph.ends`: the inputs and outputs whose data was captured). Read through wire.ts.
+ */
+import { fail, intList, isInt, isObj, strList } from "./wire_check";
+
+/** How one stage (or model end) differs between the runs. */
+export interface StageDiff {
+  relL2: number | null; // ||a - b|| / ||a|| (null where not finite)
+  cosine: number | null;
+  maxAbs: number | null; // max |a - b| over the elements compared
+  exact: boolean; // every element compared (else the fixed sample)
+  diverges: boolean; // relative L2 above rtol (or NaN)
+}
+
+export interface WireComparison {
+  rtol: number;
+  first: number | null; // call index (in run A) of the first divergent stage
+  stages: Map<number, StageDiff>; // by call index
+  ends: Map<string, StageDiff>; // by input / output node id
+  onlyA: number[]; // call indices that ran in run A only
+  onlyB: string[]; // stage ids that ran in run B only
+}
+
+/** A model input or output with captured data: it opens like a stage. */
+export interface WireEnd {
+  shape: number[];
+  dtype: string;
+  reading: string | null; // "image" | "ids" | "mask" | "segmentation" | "probabilities" | "next token"
+}
+
+const orNull = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : null);
+
+function row(r: unknown, where: string): StageDiff {
+  if (!Array.isArray(r) || r.length < 5) fail(where, "expected [rel L2, cosine, max |a-b|, exact, diverges]");
+  const [relL2, cosine, maxAbs, exact, diverges] = r.slice(-5);
+  return { relL2: orNull(relL2), cosine: orNull(cosine), maxAbs: orNull(maxAbs), exact: exact === true, diverges: diverges === true };
+}
+
+/** Validate the comparison traitlet; null, absent or {} is "no comparison". */
+export function decodeComparison(raw: unknown, nCalls: number): WireComparison | null {
+  if (raw === null || raw === undefined) return null;
+  if (!isObj(raw)) fail("comparison", "expected an object or null");
+  if (!("stages" in raw)) return null;
+  const inRange = (c: number, where: string) => {
+    if (!isInt(c) || c < 0 || c >= nCalls) fail(where, `call index ${String(c)} out of range (0..${nCalls - 1})`);
+    return c;
+  };
+  const stages = new Map<number, StageDiff>();
+  (Array.isArray(raw.stages) ? raw.stages : []).forEach((r: unknown, i: number) => {
+    const where = `comparison.stages[${i}]`;
+    if (!Array.isArray(r)) fail(where, "expected [call index, ...]");
+    stages.set(inRange(r[0] as number, where), row(r, where));
+  });
+  const ends = new Map<string, StageDiff>();
+  if (isObj(raw.ends)) for (const [k, r] of Object.entries(raw.ends)) ends.set(k, row(r, `comparison.ends.${k}`));
+  const first = raw.first === null || raw.first === undefined ? null : inRange(raw.first as number, "comparison.first");
+  return {
+    rtol: typeof raw.rtol === "number" ? raw.rtol : 1e-3,
+    first,
+    stages,
+    ends,
+    onlyA: Array.isArray(raw.only_a) ? intList(raw.only_a, "comparison.only_a").map((c) => inRange(c, "comparison.only_a")) : [],
+    onlyB: Array.isArray(raw.only_b) ? strList(raw.only_b, "comparison.only_b") : [],
+  };
+}
+
+/** graph.ends: node id -> its captured shape, dtype and reading (absent: none). */
+export function decodeEnds(raw: unknown, nodes: readonly string[]): Record<string, WireEnd> {
+  const out: Record<string, WireEnd> = {};
+  if (raw === null || raw === undefined) return out;
+  if (!isObj(raw)) fail("graph.ends", "expected an object");
+  for (const [node, e] of Object.entries(raw)) {
+    if (!nodes.includes(node)) fail(`graph.ends.${node}`, "is not a model input or output");
+    if (!isObj(e)) fail(`graph.ends.${node}`, "expected {shape, dtype, reading}");
+    out[node] = {
+      shape: Array.isArray(e.shape) ? intList(e.shape, `graph.ends.${node}.shape`) : [],
+      dtype: typeof e.dtype === "string" ? e.dtype : "",
+      reading: typeof e.reading === "string" ? e.reading : null,
+    };
+  }
+  return out;
+}

@@ -1,0 +1,115 @@
+"""A live widget in headless Chromium without Jupyter: the bundle renders in tests/browser/
+page.html with an anywidget-like model whose ``_stage_data`` calls go to a real
+``NeuralFlowWidget`` in this process (through Playwright's ``expose_function``; buffers travel
+as base64 across that bridge only, and arrive in the page as binary DataViews, as from a
+comm). Traitlets are pushed with :func:`push` (``widget.update`` then ``push(page, "graph",
+widget.graph)``), and what the view sets (``selected``) is read with :func:`state`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import shutil
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ORIGIN = "http://nfw.test"
+FILES = {
+    "/page.html": ROOT / "tests/browser/page.html",
+    "/fake_kernel.js": ROOT / "tests/browser/fake_kernel.js",
+    "/widget.js": ROOT / "neural_flow_widget/static/widget.js",
+}
+TYPES = {".html": "text/html", ".js": "text/javascript"}
+
+_RENDER = """async ([state, height]) => {
+  const mod = await import("/widget.js");
+  const { FakeModel } = await import("/fake_kernel.js");
+  const host = document.getElementById("host");
+  host.replaceChildren();
+  const el = document.createElement("div");
+  el.style.setProperty("--nfw-height", `${height}px`);
+  host.append(el);
+  const model = new FakeModel(state);
+  const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
+  const log = [];
+  const experimental = { async invoke(name, msg) {
+    log.push(msg);
+    const answer = JSON.parse(await window.nfwKernel(name, JSON.stringify(msg)));
+    return [answer.msg, answer.buffers.map(toView)];
+  } };
+  const painted = new Promise((r) =>
+    el.addEventListener("nfw-painted", (e) => r(e.detail), { once: true }));
+  const cleanup = mod.default.render({ model, el, experimental });
+  window.__t = { model, el, cleanup, log };
+  return painted;
+}"""
+
+
+def open_live(browser, widget, *, width=1280, height=720, widget_height=None, log=None):
+    """A page showing ``widget`` live; returns (context, page, errors). Each exchange goes
+    to ``log`` (a list) as (request, reply) when one is given."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+
+    def route(r):
+        path = r.request.url.removeprefix(ORIGIN)
+        file = FILES.get(path)
+        if not r.request.url.startswith(ORIGIN) or file is None:
+            return r.abort()
+        return r.fulfill(body=file.read_bytes(), content_type=TYPES[file.suffix])
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+
+    def kernel(name: str, text: str) -> str:
+        assert name == "_stage_data", name
+        request = json.loads(text)
+        msg, buffers = widget._stage_data(request, [])
+        if log is not None:
+            log.append((request, msg))
+        encoded = [base64.b64encode(bytes(b)).decode("ascii") for b in buffers]
+        return json.dumps({"msg": msg, "buffers": encoded})
+
+    page.expose_function("nfwKernel", kernel)
+    page.goto(f"{ORIGIN}/page.html")
+    state = {
+        "graph": widget.graph,
+        "comparison": widget.comparison,
+        "selected": widget.selected,
+        "direction": widget.direction,
+        "height": widget.height,
+    }
+    page.evaluate(_RENDER, [state, widget_height or height - 40])
+    return context, page, errors
+
+
+def push(page, name: str, value) -> None:
+    """Set a traitlet in the page, as a kernel-side change would (and wait for a frame)."""
+    page.evaluate(
+        """([name, value]) => new Promise((resolve) => {
+          const { el, model } = window.__t;
+          const done = () => requestAnimationFrame(() => requestAnimationFrame(resolve));
+          el.addEventListener("nfw-painted", done, { once: true });
+          model.set(name, value);
+          setTimeout(done, 3000);
+        })""",
+        [name, value],
+    )
+
+
+def state(page, name: str):
+    """A traitlet's value as the view left it."""
+    return page.evaluate("(name) => window.__t.model.get(name)", name)
+
+
+def tap(page, selector: str) -> None:
+    """A click on an element, wherever it is (off screen included)."""
+    page.evaluate(
+        "(s) => document.querySelector(s).dispatchEvent(new MouseEvent('click', {bubbles: true}))",
+        selector,
+    )
