@@ -1,7 +1,8 @@
 /**
  * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in (`graph`,
- * `comparison`, `selected`, `direction`, `height`), the `_stage_data` command for stage data
- * (`run: "b"` / `"diff"` for the compared run and A − B), `selected` out. Static pages use
+ * `comparison`, `selected`, `direction`, `height`, `playback`), the `_stage_data` command for
+ * stage data (`run: "b"` / `"diff"` for the compared run and A − B), `selected`, `direction`
+ * and `playback` out. Static pages use
  * `renderStatic`.
  */
 import { FlowApp } from "./app/app";
@@ -35,6 +36,8 @@ export interface RenderProps {
   experimental?: Experimental;
   signal?: AbortSignal;
 }
+
+const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
 
 function withTimeout(signal: AbortSignal, ms: number): AbortSignal {
   const timeout = AbortSignal.timeout(ms);
@@ -75,6 +78,10 @@ function render({ model, el, experimental }: RenderProps): () => void {
       model.set("direction", dir);
       model.save_changes();
     },
+    onPlayback: (p) => {
+      model.set("playback", { ...p });
+      model.save_changes();
+    },
   });
   const onDirection = () => {
     const dir = model.get("direction");
@@ -91,6 +98,11 @@ function render({ model, el, experimental }: RenderProps): () => void {
     const id = model.get("selected");
     app.selectStage(typeof id === "string" && id ? id : null, false);
   };
+  // widget.step() / play() / pause() / stop() in Python; applied once the graph is drawn
+  const onPlayback = () => {
+    const p = model.get("playback");
+    if (p && typeof p === "object") app.player.apply({ at: num(p.at), playing: typeof p.playing === "boolean" ? p.playing : undefined, speed: num(p.speed) });
+  };
   const onCustom = (msg: any) => {
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
@@ -100,10 +112,12 @@ function render({ model, el, experimental }: RenderProps): () => void {
   model.on("change:direction", onDirection);
   model.on("change:height", onHeight);
   model.on("msg:custom", onCustom);
+  model.on("change:playback", onPlayback);
   onHeight();
   onDirection();
   onGraph();
   if (model.get("selected")) onSelected();
+  el.addEventListener("nfw-painted", onPlayback, { once: true });
   return () => {
     model.off("change:graph", onGraph);
     model.off("change:comparison", onComparison);
@@ -111,6 +125,8 @@ function render({ model, el, experimental }: RenderProps): () => void {
     model.off("change:direction", onDirection);
     model.off("change:height", onHeight);
     model.off("msg:custom", onCustom);
+    model.off("change:playback", onPlayback);
+    el.removeEventListener("nfw-painted", onPlayback);
     app.dispose();
   };
 }

@@ -87,24 +87,24 @@ describe("layout", () => {
     expect(scene.edges.length).toBe(view.edges.length);
     const skip = scene.edges.find((e) => e.srcId === "enc1" && e.dstId === "dec1.conv1")!;
     expect(skip.kind).toBe("skip");
-    // drawn from enc1 into the junction where dec1 concatenates it with up1's output, which
-    // it enters from the side (the data of up1 comes in from above)
+    // the U holds with dec1 open (upside down, its data rising like the decoder's): the
+    // skip runs straight across from enc1's side into the junction where the model
+    // concatenates it with up1's output, whose stub rises into dec1's first stage
     const [sx, sy, sw, sh] = lay.boxes["s:enc1"];
     expect(skip.from).toBe("s:enc1");
-    expect(skip.points[1]).toBeCloseTo(sy + sh, 0);
-    expect(skip.points[0]).toBeGreaterThan(sx);
-    expect(skip.points[0]).toBeLessThan(sx + sw);
+    expect(skip.points[0]).toBeCloseTo(sx + sw, 0);
+    expect(skip.points[1]).toBeCloseTo(sy + sh / 2, 0);
     const junction = scene.junctions.find((j) => j.key === skip.to)!;
     expect(junction.glyph).toBe("⧺");
     expect(junction.outs).toEqual(["s:dec1.conv1"]);
-    const [jx, jy, jw, jh] = junction.box;
-    const [ex, ey] = skip.points.slice(-2);
-    expect(Math.min(Math.abs(ex - jx), Math.abs(ex - jx - jw))).toBeLessThan(0.5);
-    expect(ey).toBeCloseTo(jy + jh / 2, 0);
+    const [jx, jy, , jh] = junction.box;
+    expect(skip.points.slice(-2)).toEqual([jx, jy + jh / 2]);
     const stub = scene.stubs.find((e) => e.from === junction.key)!;
-    const [, dy] = lay.boxes["s:dec1.conv1"];
+    const [, dy, , dh] = lay.boxes["s:dec1.conv1"];
     expect(stub.dst).toBe("s:dec1.conv1");
-    expect(stub.points[stub.points.length - 1]).toBeCloseTo(dy, 0);
+    expect(stub.points[stub.points.length - 1]).toBeCloseTo(dy + dh, 0); // from below
+    // inside dec1 the data rises: conv1 at the bottom, act2 at the top
+    expect(lay.boxes["s:dec1.act2"][1]).toBeLessThan(lay.boxes["s:dec1.conv1"][1]);
     expect(edgePath(scene.edges.find((e) => e.srcId === "enc2")!.points)).toMatch(/^M[\d.]+,[\d.]+L/);
     const fold = buildScene(gpt, buildView(gpt, initialState(gpt)), computeLayout(layoutRequest(buildView(gpt, initialState(gpt)), "TB")), "TB");
     expect(fold.nodes.find((n) => n.kind === "fold")!.title).toBe("TransformerBlock × 12");

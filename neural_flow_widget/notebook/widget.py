@@ -60,6 +60,10 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     height = traitlets.Int(640).tag(sync=True)
     #: run A against run B, stage by stage (:func:`wire.encode_comparison`); None: no comparison
     comparison = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    #: step-by-step playback of the forward pass (:meth:`step`, :meth:`play`): the step shown
+    #: (``at``; -1: playback is off), whether it plays, its ``speed`` (1: a step every 1.4 s);
+    #: the view adds the ``stage`` it shows and how many ``steps`` the walk has
+    playback = traitlets.Dict({"at": -1, "playing": False, "speed": 1.0}).tag(sync=True)
 
     def __init__(
         self,
@@ -149,6 +153,33 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self.comparison_result = compare_runs(self.flow, flow_b)
         self.comparison = wire.encode_comparison(self.comparison_result, self.flow, rtol)
         return self.comparison_result
+
+    def step(self, n: int = 1) -> None:
+        """Playback, one step on (``n`` steps; negative: back), paused: the view walks the
+        stages in execution order, opening the groups it passes through, and shows the
+        stage's data. The first call starts at the model's input."""
+        at = int(self.playback.get("at", -1))
+        at = max(0, at + n) if at >= 0 else max(0, n - 1)
+        steps = self.playback.get("steps")
+        if isinstance(steps, int) and steps > 0:
+            at = min(at, steps - 1)
+        self.playback = {**self.playback, "at": at, "playing": False}
+
+    def play(self, speed: float | None = None) -> None:
+        """Play the forward pass step by step (from the step shown, else from the input);
+        ``speed`` 2 is twice as fast."""
+        if speed is not None and speed <= 0:
+            raise ValueError(f"speed={speed!r}: use a positive number (1 is a step every 1.4 s)")
+        change = {"playing": True} if speed is None else {"playing": True, "speed": float(speed)}
+        self.playback = {**self.playback, **change}
+
+    def pause(self) -> None:
+        """Pause playback on the step shown."""
+        self.playback = {**self.playback, "playing": False}
+
+    def stop(self) -> None:
+        """End playback: the view as it was before it began."""
+        self.playback = {**self.playback, "at": -1, "playing": False}
 
     @classmethod
     def from_flow(cls, flow: Flow, *, tokens: list[str] | None = None) -> NeuralFlowWidget:

@@ -1,5 +1,6 @@
 """The README's first command ends with an HTML page: headless Chromium opens it offline and
-shows the U-Net with its skip edges and a stage's channels. Saves test-artifacts/demo_unet.png."""
+shows the U-Net with its skip edges and a stage's channels; on first paint the whole U-Net is
+in view, drawn as a U, with names a lecture hall can read. Saves test-artifacts/demo_unet*.png."""
 
 from __future__ import annotations
 
@@ -65,3 +66,157 @@ def test_demo_page_opens_offline_with_skips_and_channels(tmp_path):
         page.screenshot(path=str(ARTIFACTS / "demo_unet.png"))
         browser.close()
     assert outside == [] and errors == []
+
+
+#: per stage node: [id, left, top, right, bottom] on screen; the name's size on screen (font
+#: size times the zoom); the canvas' box; each skip's path points
+FIRST_PAINT = """() => {
+  const canvas = document.querySelector(".nfw-canvas").getBoundingClientRect();
+  const nodes = [...document.querySelectorAll('.nfw-node[data-kind="stage"]')].map((g) => {
+    const r = g.getBoundingClientRect();
+    const t = g.querySelector(".nfw-t1");
+    const px = t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize);
+    return [g.dataset.stageId, r.left, r.top, r.right, r.bottom, px];
+  });
+  const skips = [...document.querySelectorAll('.nfw-edge[data-edge-kind="skip"]')].map((p) =>
+    p.getAttribute("d").match(/-?[\\d.]+/g).map(Number));
+  const bar = [...document.querySelector(".nfw-toolbar").children].filter((c) => c.offsetParent)
+    .map((c) => { const r = c.getBoundingClientRect(); return (r.top + r.bottom) / 2; });
+  return { canvas: [canvas.left, canvas.top, canvas.right, canvas.bottom], nodes, skips, bar };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_first_paint_shows_the_whole_unet_as_a_u_legible_from_the_back_row(tmp_path, width, height):
+    from playwright.sync_api import sync_playwright
+
+    out = tmp_path / "unet.html"
+    done = subprocess.run(
+        [sys.executable, "-m", "neural_flow_widget.cli", "demo", "unet", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(out.as_uri())
+        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+        page.wait_for_timeout(400)
+        got = page.evaluate(FIRST_PAINT)
+        page.screenshot(path=str(ARTIFACTS / f"demo_unet_first_paint_{width}x{height}.png"))
+        browser.close()
+    cx0, cy0, cx1, cy1 = got["canvas"]
+    ids = {n[0] for n in got["nodes"]}
+    assert {"enc1", "enc2", "enc3", "bottleneck", "dec1", "dec2", "dec3", "head"} <= ids
+    for sid, left, top, right, bottom, px in got["nodes"]:
+        assert cx0 <= left and right <= cx1 and cy0 <= top and bottom <= cy1, (sid, got["canvas"])
+        assert px >= 12, f"{sid}: its name is {px:.1f} px high"
+    centre = {n[0]: (n[1] + n[3]) / 2 for n in got["nodes"]}
+    # a U: the encoder down one side, the decoder up the other, the bottleneck between them
+    enc = [centre[f"enc{i}"] for i in (1, 2, 3)]
+    dec = [centre[f"dec{i}"] for i in (1, 2, 3)]
+    assert max(enc) < centre["bottleneck"] < min(dec) or max(dec) < centre["bottleneck"] < min(enc)
+    assert len(got["skips"]) == 3
+    for d in got["skips"]:  # each skip straight across
+        ys = d[1::2]
+        assert max(ys) - min(ys) < 1, d
+    assert max(got["bar"]) - min(got["bar"]) < 8, "the toolbar wrapped"
+
+
+def _expected_walk(flow) -> list[str]:
+    """The playback walk of the first view (the model's own stages), derived from the run:
+    the inputs, then each stage of depth 1 in execution order, or its children where it has
+    any (the walk opens it), then the outputs."""
+    ids = []
+    for c in flow.calls:
+        if c.depth != 1:
+            continue
+        kids = [k.id for k in flow.calls if k.parent == c.id]
+        ids.extend(kids or [c.id])
+    return [*flow.inputs, *ids, *flow.outputs]
+
+
+def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    import neural_flow_widget as nfw
+    from neural_flow_widget import demos
+
+    demo = demos.load("unet")
+    flow = nfw.trace(demo.model, demo.inputs)
+    expected = _expected_walk(flow)
+    parent = {c.id: c.parent for c in flow.calls if c.parent is not None}
+    out = tmp_path / "unet.html"
+    nfw.NeuralFlowWidget.from_flow(flow).to_html(out)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(out.as_uri())
+        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+        # the first view shows the model's own stages, closed
+        shown = page.eval_on_selector_all(
+            ".nfw-node[data-stage-id]", "els => els.map(e => e.dataset.stageId)"
+        )
+        assert {c.id for c in flow.calls if c.depth == 1} <= set(shown)
+        play = page.get_by_role("button", name="Play", exact=True)
+        play.click()
+        page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
+        current = (
+            "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
+        )
+        page.wait_for_function(f"() => ({current})().length === 1")
+        seen, opened = [], []
+        for i in range(len(expected)):
+            ids = page.evaluate(current)
+            assert len(ids) == 1, ids
+            seen.append(ids[0])
+            group = parent.get(ids[0])
+            clusters = page.eval_on_selector_all(
+                "[data-cluster-id]", "els => els.map(e => e.dataset.clusterId)"
+            )
+            opened.append(clusters)
+            if group is not None:  # a block being executed is open, and only that one
+                assert clusters == [group], (ids, clusters)
+            else:
+                assert clusters == [], (ids, clusters)
+            if ids[0] == "dec1.conv1":  # the data coming in flows: the skip and up1 into the cat
+                assert page.locator(".nfw-edge.nfw-live").count() >= 2
+                page.wait_for_timeout(400)  # the view has moved to it
+                box = page.locator("[data-current]").bounding_box()
+                canvas = page.locator(".nfw-canvas").bounding_box()
+                assert (
+                    box["y"] >= canvas["y"]
+                    and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
+                )
+                page.screenshot(path=str(ARTIFACTS / "demo_unet_playback_dec1.png"))
+            if i + 1 < len(expected):
+                before = ids[0]
+                page.locator(".nfw-canvas").press("ArrowRight")
+                page.wait_for_function(f"(b) => ({current})()[0] !== b", arg=before)
+        assert seen == expected
+        # the inspector shows the stage being played
+        assert page.locator(".nfw-ins-title b").text_content() == expected[-1]
+        # Space plays and pauses; Esc ends playback and closes what it opened
+        page.locator(".nfw-canvas").press("ArrowLeft")
+        page.wait_for_function(f"() => ({current})()[0] === {expected[-2]!r}")
+        page.locator(".nfw-canvas").press(" ")
+        assert page.get_by_role("button", name="Pause", exact=True).count() == 1
+        page.locator(".nfw-canvas").press(" ")
+        assert page.get_by_role("button", name="Play", exact=True).count() == 1
+        page.locator(".nfw-canvas").press("Escape")
+        page.wait_for_function("() => !document.querySelector('[data-current]')")
+        assert page.locator(".nfw-transport").is_hidden()
+        assert page.locator("[data-cluster-id]").count() == 0
+        browser.close()
+    assert errors == []

@@ -126,3 +126,60 @@ def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
         page.wait_for_selector("text=ERROR=TraceError True", timeout=30_000)
         browser.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
+
+
+def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(tmp_path):
+    """``w.selected = "dec1"; w``: the first view shows dec1 selected, in view, its inspector
+    open. Then ``w.step()`` in Python walks the forward pass in the view (``data-current``
+    moves, the block being executed opens) and the view reports where it is back to Python."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(
+        tmp_path,
+        "playback.ipynb",
+        [
+            "import neural_flow_widget as nfw\n"
+            "from neural_flow_widget import demos\n"
+            "demo = demos.load('unet')\n"
+            "w = nfw.NeuralFlowWidget(demo.model, demo.inputs)\n"
+            "w.selected = 'dec1'\n"
+            "w",
+            "w.step(3)",
+            "print('AT=%d STAGE=%s STEPS=%d' % (w.playback['at'], w.playback['stage'], "
+            "w.playback['steps']))",
+            "w.stop()",
+        ],
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    current = "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
+    with jupyterlab(tmp_path, "playback.ipynb") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_and_run_first_cell(page, url, ARTIFACTS)
+        selected = page.locator('.nfw-node.nfw-selected[data-stage-id="dec1"]')
+        selected.wait_for(timeout=90_000)
+        page.wait_for_timeout(600)
+        box, canvas = selected.bounding_box(), page.locator(".nfw-canvas").bounding_box()
+        assert canvas["x"] <= box["x"] and box["x"] + box["width"] <= canvas["x"] + canvas["width"]
+        assert (
+            canvas["y"] <= box["y"] and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
+        )
+        assert page.locator(".nfw-ins-title b").text_content() == "dec1"
+        for cell in (1, 2):  # w.step(3), then what the view says
+            page.locator(".jp-Cell").nth(cell).click()
+            page.keyboard.press("Shift+Enter")
+            if cell == 1:
+                page.wait_for_function(f"() => ({current})()[0] === 'enc1.bn1'", timeout=30_000)
+                assert page.locator('[data-cluster-id="enc1"]').count() == 1  # opened on the way
+                page.mouse.move(5, 5)
+                page.wait_for_timeout(400)
+                page.screenshot(path=str(ARTIFACTS / "jupyterlab_playback.png"))
+        page.wait_for_selector("text=AT=2 STAGE=enc1.bn1", timeout=30_000)
+        page.locator(".jp-Cell").nth(3).click()
+        page.keyboard.press("Shift+Enter")  # w.stop(): back to the view it started from
+        page.wait_for_function("() => !document.querySelector('[data-current]')", timeout=30_000)
+        assert page.locator('[data-cluster-id="enc1"]').count() == 0
+        browser.close()
+    assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors

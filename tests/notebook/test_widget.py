@@ -278,3 +278,27 @@ def test_a_page_carries_the_error_replies_that_say_why_a_stage_has_no_data():
     )
     assert set(replies) == {"input:0", "output:0", "0"}
     assert replies["0"]["msg"] == {"ok": False, "stage": "0", "error": "no data for 0"}
+
+
+def test_playback_from_python_steps_plays_pauses_and_stops():
+    torch.manual_seed(0)
+    w = nfw.NeuralFlowWidget(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16))
+    assert w.playback == {"at": -1, "playing": False, "speed": 1.0}  # off until asked
+    w.step()
+    assert (w.playback["at"], w.playback["playing"]) == (0, False)  # the input, paused
+    w.step(3)
+    w.step(-1)
+    assert w.playback["at"] == 2
+    w.playback = {**w.playback, "steps": 4, "stage": "enc1"}  # as the view reports it
+    w.step(10)
+    assert w.playback["at"] == 3  # not past the last step
+    w.play(speed=2)
+    assert (w.playback["playing"], w.playback["speed"]) == (True, 2.0)
+    w.pause()
+    assert w.playback["playing"] is False
+    with pytest.raises(ValueError, match="positive"):
+        w.play(speed=0)
+    w.stop()
+    assert (w.playback["at"], w.playback["playing"]) == (-1, False)
+    w.step(-5)
+    assert w.playback["at"] == 0  # from off, back is the start

@@ -10,14 +10,14 @@ import { endKey, endTarget, sameCalls, targetOf } from "../model/ends";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
-  buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey,
-  toggleExpanded, toggleUnfolded, type ViewGraph, type ViewState,
+  buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey, toggleKey,
+  type ViewGraph, type ViewState,
 } from "../model/view_model";
 import { buildScene } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
 import { fillBanners } from "../view/banners";
-import { buildChrome, colorModeFor, fillLegend, type Chrome, type ColorMode } from "../view/chrome";
+import { buildChrome, colorModeFor, fillLegend, flashHint, showFatal, type Chrome, type ColorMode } from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
 import { GraphView, type NodeFill } from "../view/graph_view";
 import { Inspector, type FetchStage } from "../view/inspector";
@@ -28,6 +28,7 @@ import type { Transform } from "../view/zoom";
 import { decodeGraph, type StageRequest, type WireGraph } from "../wire";
 import { Controls, type ControlsHost } from "./controls";
 import { Framing, type Framed } from "./framing";
+import { Player, type PlaybackState } from "./player";
 
 export interface FlowOptions {
   fetchStage: FetchStage;
@@ -36,6 +37,7 @@ export interface FlowOptions {
   useWorker?: boolean;
   maxInitialNodes?: number;
   available?: (req: StageRequest) => boolean; // what the stage data can answer (an offline page: what it baked)
+  onPlayback?: (p: PlaybackState) => void; // playback moved, started, paused or stopped
 }
 
 export interface PaintInfo {
@@ -54,6 +56,7 @@ export class FlowApp implements ControlsHost {
   private minimap: Minimap;
   private inspector: Inspector;
   private controls: Controls;
+  readonly player: Player;
   private layout: LayoutClient;
   private tree: CallTree | null = null;
   private state: ViewState = { expanded: new Set(), unfolded: new Set() };
@@ -65,7 +68,6 @@ export class FlowApp implements ControlsHost {
   private focusKey: string | null = null;
   private matches: number[] = [];
   private generation = 0;
-  private hintTimer = 0;
   private lastWidth = 0;
   private resize: ResizeObserver | null = null;
   private disposed = false;
@@ -85,11 +87,22 @@ export class FlowApp implements ControlsHost {
       () => this.camera.zoom.suppressClick,
     );
     this.ui.canvas.prepend(this.graphView.svg);
-    this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => this.showHint());
+    this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => flashHint(this.ui.hint));
     this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend);
     this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
     this.ui.main.append(this.inspector.el);
+    this.player = new Player({
+      graphView: this.graphView,
+      camera: this.camera,
+      shown: () => this.shown(),
+      state: () => this.state,
+      setState: (state, anchor) => this.setState(state, "playback", anchor),
+      open: (target) => this.inspector.open(target),
+      changed: (p) => this.opts.onPlayback?.(p),
+    });
+    this.ui.dirTB.parentElement!.before(this.player.button);
+    this.ui.banners.after(this.player.bar);
     this.controls = new Controls(this);
     el.append(this.root);
     if (typeof ResizeObserver !== "undefined") {
@@ -110,7 +123,7 @@ export class FlowApp implements ControlsHost {
     try {
       graph = decodeGraph(raw, comparison);
     } catch (err) {
-      this.fatal(err);
+      showFatal(this.ui.canvas, err);
       return;
     }
     this.raw = { graph: raw, comparison };
@@ -124,8 +137,11 @@ export class FlowApp implements ControlsHost {
     if (before && sameCalls(before, graph)) {
       this.inspector.refresh(targetOf(graph, tree.byId, this.selectedId));
       void this.setState(this.state, "graph");
+      this.player.refresh();
       return this.controls.refresh();
     }
+    this.player.forget();
+    this.graphView.setCurrent(null);
     this.inspector.close();
     this.camera.needsFit = true;
     let state = initialState(tree, this.opts.maxInitialNodes);
@@ -135,13 +151,6 @@ export class FlowApp implements ControlsHost {
     void this.setState(state, "graph");
     this.controls.refresh();
     if (this.selectedId) this.selectStage(this.selectedId, false);
-  }
-
-  private fatal(err: unknown) {
-    const box = document.createElement("div");
-    box.className = "nfw-fatal";
-    box.textContent = `neural_flow_widget cannot show this graph.\n${(err as Error)?.message ?? String(err)}`;
-    this.ui.canvas.replaceChildren(box);
   }
 
   /** Lay out and draw an expansion state; `anchor` keeps a toggled group where it was. */
@@ -159,7 +168,7 @@ export class FlowApp implements ControlsHost {
       lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit);
     } catch (err) {
       clearTimeout(busy);
-      this.fatal(err);
+      showFatal(this.ui.canvas, err);
       return;
     }
     clearTimeout(busy);
@@ -207,8 +216,11 @@ export class FlowApp implements ControlsHost {
     this.lastWidth = width;
     if (!this.scene) return;
     if (this.camera.attached && this.camera.needsFit) this.camera.firstView(this.scene, this.dir);
-    else if (grew) this.camera.zoom.set({ ...this.camera.t, x: this.camera.t.x + grew / 2 }); // keep the centre (the inspector opened or closed)
-    else this.onTransform(this.camera.t);
+    else if (grew) {
+      const selected = this.tree && this.view && this.selectedId !== null ? this.selectedKey() : null;
+      const keep = selected ? this.graphView.node(selected)?.box ?? null : null;
+      this.camera.resized(this.scene, grew, this.camera.showsAll(this.scene, width - grew), keep);
+    } else this.onTransform(this.camera.t);
     this.inspector.redraw();
   }
 
@@ -251,12 +263,6 @@ export class FlowApp implements ControlsHost {
     return this.tree && this.view && this.scene ? statFills(this.tree, this.view, this.scene, this.colorMode) : null;
   }
 
-  private showHint() {
-    this.ui.hint.classList.add("nfw-show");
-    clearTimeout(this.hintTimer);
-    this.hintTimer = window.setTimeout(() => this.ui.hint.classList.remove("nfw-show"), 1200);
-  }
-
   // -- expansion, selection, marks ------------------------------------------------------
 
   activate(n: SceneNode) {
@@ -265,26 +271,14 @@ export class FlowApp implements ControlsHost {
     if (n.kind === "stage" || (this.tree && endKey(this.tree.graph, n.id))) this.selectStage(n.id, true);
   }
 
-  /** Expand / collapse / unfold / refold by node or cluster key. */
+  /** Expand / collapse / unfold / refold by node or cluster key, the toggled thing kept in place. */
   toggle(key: string) {
-    const tree = this.tree;
-    if (!tree) return;
-    const id = key.slice(2);
+    const next = this.tree && toggleKey(this.tree, this.state, key);
+    if (!next) return;
     const before = this.graphView.node(key)?.box ?? this.scene?.clusters.find((c) => c.key === key)?.box;
-    let next: ViewState = this.state;
-    let anchorKey = key;
-    if (key.startsWith("s:") || key.startsWith("c:")) {
-      const call = tree.byId.get(id);
-      if (call === undefined) return;
-      next = toggleExpanded(tree, this.state, call);
-      anchorKey = key.startsWith("s:") ? `c:${id}` : `s:${id}`;
-    } else if (key.startsWith("f:") || key.startsWith("r:")) {
-      next = toggleUnfolded(this.state, id);
-      anchorKey = key.startsWith("f:") ? `r:${id}` : `f:${id}`;
-    }
-    if (next === this.state) return;
-    if (this.focusKey === key) this.focusKey = anchorKey.startsWith("c:") || anchorKey.startsWith("r:") ? null : anchorKey;
-    void this.setState(next, key.startsWith("s:") || key.startsWith("f:") ? "expand" : "collapse", before ? { key: anchorKey, box: before } : undefined);
+    const grouped = next.key.startsWith("c:") || next.key.startsWith("r:");
+    if (this.focusKey === key) this.focusKey = grouped ? null : next.key;
+    void this.setState(next.state, grouped ? "expand" : "collapse", before ? { key: next.key, box: before } : undefined);
   }
 
   async reveal(call: number) {
@@ -354,12 +348,18 @@ export class FlowApp implements ControlsHost {
     this.syncMarks();
   }
 
+  /** The key of the node that shows the selected stage (itself, or the fold or group around it). */
+  private selectedKey(): string | null {
+    const call = this.selectedId === null ? undefined : this.tree?.byId.get(this.selectedId);
+    if (!this.tree || !this.view) return null;
+    return call === undefined ? endKey(this.tree.graph, this.selectedId) : nodeKeyForCall(this.tree, this.view, call);
+  }
+
   private syncMarks() {
     const tree = this.tree;
     const view = this.view;
     if (!tree || !view) return;
-    const call = this.selectedId === null ? undefined : tree.byId.get(this.selectedId);
-    this.graphView.setSelected(call === undefined ? endKey(tree.graph, this.selectedId) : nodeKeyForCall(tree, view, call));
+    this.graphView.setSelected(this.selectedKey());
     this.graphView.setFocused(this.focusKey && view.byKey.has(this.focusKey) ? this.focusKey : null);
     this.graphView.setMatches(this.matches.map((c) => nodeKeyForCall(tree, view, c)).filter((k): k is string => k !== null));
   }
@@ -384,9 +384,10 @@ export class FlowApp implements ControlsHost {
   dispose() {
     this.disposed = true;
     this.generation++;
-    clearTimeout(this.hintTimer);
+    flashHint(this.ui.hint, 0);
     this.resize?.disconnect();
     this.controls.dispose();
+    this.player.dispose();
     this.camera.dispose();
     this.graphView.dispose();
     this.minimap.dispose();

@@ -11,12 +11,14 @@ import type { Camera } from "../view/camera";
 import type { Chrome, ColorMode } from "../view/chrome";
 import { download, Listeners } from "../view/dom";
 import type { GraphView } from "../view/graph_view";
+import type { Player } from "./player";
 import { moveFocus } from "../view/navigate";
 
 export interface ControlsHost {
   readonly ui: Chrome;
   readonly graphView: GraphView;
   readonly camera: Camera;
+  readonly player: Player;
   /** The graph on screen now, or null before the first paint. */
   shown(): { tree: CallTree; view: ViewGraph; scene: Scene; dir: Direction } | null;
   focused(): string | null;
@@ -133,6 +135,7 @@ export class Controls {
     const go = () => {
       host.setMatches(this.matches);
       host.setFocus(key, false);
+      host.selectStage(shown.tree.graph.calls[call].id, true); // and open it
       const n = host.graphView.node(key);
       if (n) host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
     };
@@ -147,7 +150,8 @@ export class Controls {
     const { host } = this;
     const target = e.target as HTMLElement;
     if (e.key === "Escape") {
-      if (!host.closeInspector()) host.setFocus(null);
+      if (host.player.active) host.player.stop();
+      else if (!host.closeInspector()) host.setFocus(null);
       e.preventDefault();
       return;
     }
@@ -158,7 +162,11 @@ export class Controls {
     if (!shown || (!canvas.contains(target) && target !== canvas)) return;
     const focusKey = host.focused();
     const focus = focusKey && host.graphView.node(focusKey) ? focusKey : null;
-    if (e.key === "Enter" || e.key === " ") {
+    if (e.key === " ") {
+      host.player.toggle();
+    } else if (host.player.active && (e.key === "ArrowLeft" || e.key === "ArrowRight")) {
+      host.player.step(e.key === "ArrowLeft" ? -1 : 1);
+    } else if (e.key === "Enter") {
       const n = focus && host.graphView.node(focus);
       if (n) host.activate(n);
     } else if ((e.key === "+" || e.key === "=") && focus) {

@@ -44,6 +44,7 @@ export interface FlowPlacement {
   outRoutes: number[][]; // per exit: from the item to the group's out side
   ain: number; // across position of the group's entry (its trunk at the in side)
   aout: number; // ... and of its exit
+  flip?: boolean[]; // per item: a group drawn upside down along the flow (a U's rising side)
 }
 
 /** Where the fit wants the root to go: the canvas (px), the scale labels read at, and a strip

@@ -18,6 +18,7 @@ export interface GroupPlacement {
   outRoutes: number[][]; // per exit: from the item to the group's out side
   ain: number; // across (x in TB, y in LR) of the entry, relative to the group
   aout: number;
+  flip?: boolean[]; // per item: a group drawn upside down along the flow (layout.ts mirrors it)
 }
 
 export function placeLayered(

@@ -113,7 +113,7 @@ function toGroup(p: FlowPlacement, dir: Direction, pad: number, header: number, 
   return {
     w: tb ? across : along, h: tb ? along : across,
     pos: xy(p.pos), routes: p.routes.map(xy), inRoutes: p.inRoutes.map(xy), outRoutes: p.outRoutes.map(xy),
-    ain: side + p.ain, aout: side + p.aout, bands,
+    ain: side + p.ain, aout: side + p.aout, bands, flip: p.flip,
   };
 }
 
@@ -195,20 +195,37 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     for (let j = 0; j < rel.length; j += 2) (abs[j] = rel[j] + ox), (abs[j + 1] = rel[j + 1] + oy);
     return abs;
   };
-  const emit = (done: Done, ox: number, oy: number) => {
+  // `flipped`: the group is drawn upside down along the flow, within its content (the
+  // header stays where it is); its entries start on its out side and its exits end on its
+  // in side, and every group inside it is upside down too
+  const tb = req.dir === "TB";
+  const emit = (done: Done, ox: number, oy: number, flipped: boolean) => {
     const { group, p } = done;
     boxes[group.key] = [ox, oy, p.w, p.h];
+    const length = tb ? p.h : p.w; // along
+    const lead = tb ? GROUP_PAD + GROUP_HEADER : GROUP_PAD;
+    const mirror = (a: number) => lead + length - GROUP_PAD - a;
+    const turn = (pts: number[], first: number | null, last: number | null) => {
+      if (!flipped) return pts;
+      const out = pts.slice();
+      for (let j = tb ? 1 : 0; j < out.length; j += 2) out[j] = mirror(out[j]);
+      if (first !== null && out.length) out[tb ? 1 : 0] = first;
+      if (last !== null && out.length) out[out.length - (tb ? 1 : 2)] = last;
+      return out;
+    };
     group.items.forEach((it, i) => {
-      const x = ox + p.pos[2 * i];
-      const y = oy + p.pos[2 * i + 1];
       const kid = done.kids[i];
-      if (kid) emit(kid, x, y);
-      else boxes[it.key] = [x, y, (it as LayoutLeaf).w, (it as LayoutLeaf).h];
+      const [w, h] = kid ? [kid.p.w, kid.p.h] : [(it as LayoutLeaf).w, (it as LayoutLeaf).h];
+      let [x, y] = [p.pos[2 * i], p.pos[2 * i + 1]];
+      if (flipped && tb) y = mirror(y) - h;
+      else if (flipped) x = mirror(x) - w;
+      if (kid) emit(kid, ox + x, oy + y, flipped || p.flip?.[i] === true);
+      else boxes[it.key] = [ox + x, oy + y, w, h];
     });
-    group.edges.forEach((e, i) => (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(p.routes[i], ox, oy)));
-    (group.entries ?? []).forEach((v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(p.inRoutes[i], ox, oy)));
-    (group.exits ?? []).forEach((v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(p.outRoutes[i], ox, oy)));
+    group.edges.forEach((e, i) => (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy)));
+    (group.entries ?? []).forEach((v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy)));
+    (group.exits ?? []).forEach((v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy)));
   };
-  emit(root, 0, 0);
+  emit(root, 0, 0, false);
   return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands };
 }

@@ -5,8 +5,13 @@
  * decoder up the other side, each skip straight across at the level of its source (its
  * junction level with it, the decoder stage above), and what follows the outermost skip (the
  * head, the output) on to the side at the top. Where a side holds fewer items between two
- * skips than the other, its items spread out so that both skips stay level. null when the
- * group is not such a U (then spine.ts lays it out). Flow coordinates; pure, no DOM.
+ * skips than the other, its items spread out so that both skips stay level.
+ *
+ * Open groups keep the U: one on the encoder's side flows down like it, and a skip from it
+ * leaves below it, where its data leaves; one at the bottom is entered from above and left
+ * below; one on the rising side is drawn upside down (`flip`: layout.ts mirrors it along the
+ * flow), so its data goes up like the decoder's. null when the group is not such a U (then
+ * spine.ts lays it out). Flow coordinates; pure, no DOM.
  */
 import { RANKSEP, rounded, topoOrder, type FlowGroup, type FlowPlacement } from "./flow";
 
@@ -45,41 +50,43 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const leftEnd = bottom >= 0 ? bottom - 1 : sk + m / 2;
   const rightStart = bottom >= 0 ? bottom + 1 : leftEnd + 1;
   const rEnd = item(t1).junction && t1 + 1 < n ? t1 + 1 : t1;
-  // the rising side and the skips' ends are plain nodes (a group is never turned upside down)
-  for (let i = rightStart; i <= rEnd; i++) if (item(i).group) return null;
-  for (const [s, t] of skips) if (item(s).group || item(t).group) return null;
+  // a skip ends at a plain item (a junction, a node); the tail after the U is plain
+  for (const [, t] of skips) if (item(t).group) return null;
+  for (let i = rEnd + 1; i < n; i++) if (item(i).group) return null;
 
   const A = new Float64Array(n); // along of each position's centre
   const gap = (i: number, j: number) => (item(i).junction || item(j).junction ? JUNCTION_SEP : RANKSEP);
   const dist = (i: number, j: number) => item(i).al / 2 + gap(i, j) + item(j).al / 2; // neighbours on one side
+  const sum = (i0: number, i1: number) => {
+    let d = 0;
+    for (let i = i0; i < i1; i++) d += dist(i, i + 1);
+    return d;
+  };
+  // a skip's level below its source's centre: 0, or in the gap below a group (its exit)
+  const off = (s: number) => (item(s).group ? item(s).al / 2 + RANKSEP / 2 : 0);
+  // spread a side's items from..to evenly between the along of its two ends
+  const spread = (from: number, to: number, down: boolean) => {
+    const extra = (Math.abs(A[to] - A[from]) - sum(from, to)) / (to - from);
+    let cur = A[down ? from : to];
+    for (let k = 0; k < to - from - 1; k++) {
+      const [p, q] = down ? [from + k, from + k + 1] : [to - k, to - k - 1];
+      cur += dist(p, q) + extra;
+      A[q] = cur;
+    }
+  };
   // the skips' levels, top down, from the longer side between each two
   const head = skips[0][0];
-  let y = 0;
-  for (let i = 0; i < head; i++) y += item(i).al + gap(i, i + 1);
-  A[head] = y + item(head).al / 2;
+  A[head] = sum(0, head) + item(0).al / 2;
   for (let q = 0; q < k; q++) {
     const [s, t] = skips[q];
-    A[t] = A[s];
+    A[t] = A[s] + off(s);
     if (q + 1 === k) break;
     const [s2, t2] = skips[q + 1];
-    let left = 0;
-    for (let i = s; i < s2; i++) left += dist(i, i + 1);
-    let right = 0;
-    for (let i = t2; i < t; i++) right += dist(i, i + 1);
-    const span = Math.max(left, right);
-    A[s2] = A[t2] = A[s] + span;
-    // spread each side's items evenly over the span
-    const spread = (from: number, to: number, down: boolean, natural: number) => {
-      const extra = (span - natural) / (to - from);
-      let cur = A[down ? from : to];
-      for (let i = from; i < to - 1; i++) {
-        const [p, q2] = down ? [i, i + 1] : [to - (i - from), to - (i - from) - 1];
-        cur += dist(p, q2) + extra;
-        A[q2] = cur;
-      }
-    };
-    spread(s, s2, true, left);
-    spread(t2, t, false, right);
+    const span = Math.max(sum(s, s2) + off(s2) - off(s), sum(t2, t));
+    A[t2] = A[t] + span;
+    A[s2] = A[t2] - off(s2);
+    spread(s, s2, true);
+    spread(t2, t, false);
   }
   for (let i = head - 1; i >= 0; i--) A[i] = A[i + 1] - dist(i, i + 1);
   for (let i = sk + 1; i <= leftEnd; i++) A[i] = A[i - 1] + dist(i - 1, i);
@@ -88,7 +95,15 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   let floor = -Infinity;
   for (let i = 0; i < n; i++) if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
-  for (let i = rEnd + 1; i < n; i++) A[i] = A[rEnd];
+  // the tail level with the decoder's last item; above it when that is an open group (its
+  // data leaves at its top)
+  let tailA = A[rEnd];
+  if (item(rEnd).group) {
+    let tall = 0;
+    for (let i = rEnd + 1; i < n; i++) tall = Math.max(tall, item(i).al);
+    tailA = A[rEnd] - item(rEnd).al / 2 - RANKSEP - tall / 2;
+  }
+  for (let i = rEnd + 1; i < n; i++) A[i] = tailA;
 
   // across: two sides, the bottom between them, the tail on to the right at the top
   // each side's line through its items' anchors (a group's entry need not be its centre)
@@ -111,23 +126,39 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const lo = (i: number) => C[i] - anchor(i);
   const hi = (i: number) => lo(i) + item(i).ac;
   const side = (i: number) => (i <= leftEnd ? 0 : i === bottom ? 1 : i <= rEnd ? 2 : 3);
+  // where data enters and leaves an item, across (an open group's entry and exit)
+  const inC = (i: number) => lo(i) + item(i).ain;
+  const outC = (i: number) => lo(i) + item(i).aout;
+  // along a side, from a0 at c0 to a1 at c1: straight, or an S in the middle
+  const along = (a0: number, c0: number, a1: number, c1: number) =>
+    Math.abs(c0 - c1) < 0.5 ? [a0, c0, a1, c1] : rounded([a0, c0, (a0 + a1) / 2, c0, (a0 + a1) / 2, c1, a1, c1], 10);
+  const turned = bottom >= 0 && !item(bottom).group; // a plain bottom: entered and left from its sides
   const routes: number[][] = edges.map(() => []);
   for (const [i, e] of chain) {
     const j = i + 1;
     const from = side(i);
     const to = side(j);
     let pts: number[];
-    if (from === 0 && to === 0) pts = [low(i), cL, top(j), cL];
-    else if (from === 0 && to === 1) pts = rounded([low(i), cL, A[j], cL, A[j], lo(j)], 16);
-    else if (from === 1) pts = rounded([A[i], hi(i), A[i], cR, low(j), cR], 16);
-    else if (from === 0 && to === 2) {
+    if (from === 0 && to === 0) pts = along(low(i), outC(i), top(j), inC(j));
+    else if (from === 0 && to === 1 && turned) pts = rounded([low(i), outC(i), A[j], outC(i), A[j], lo(j)], 16);
+    else if (from === 0 && to === 1) {
+      const over = top(j) - RANKSEP / 2;
+      pts = rounded([low(i), outC(i), over, outC(i), over, inC(j), top(j), inC(j)], 16);
+    } else if (from === 1 && turned) pts = rounded([A[i], hi(i), A[i], inC(j), low(j), inC(j)], 16);
+    else if (from < 2 && to === 2) {
+      // down out of the bottom group (or the encoder's last item), under, up into the decoder
       const under = Math.max(low(i), low(j)) + RANKSEP / 2;
-      pts = rounded([low(i), cL, under, cL, under, cR, low(j), cR], 16);
-    } else if (from === 2 && to === 2) pts = [top(i), cR, low(j), cR];
-    else pts = [A[i], hi(i), A[j], lo(j)]; // on to the tail
+      pts = rounded([low(i), outC(i), under, outC(i), under, inC(j), low(j), inC(j)], 16);
+    } else if (from === 2 && to === 2) pts = along(top(i), outC(i), low(j), inC(j));
+    else if (from === 2 && item(i).group) {
+      // out of the top of the last (upside-down) group of the decoder, up, on to the tail
+      pts = rounded([top(i), outC(i), A[j], outC(i), A[j], lo(j)], 12);
+    } else pts = [A[i], hi(i), A[j], lo(j)]; // on to the tail
     routes[e] = pts;
   }
-  for (const [s, t, e] of skips) routes[e] = [A[s], hi(s), A[t], lo(t)];
+  for (const [s, t, e] of skips) {
+    routes[e] = item(s).group ? rounded([low(s), outC(s), A[t], outC(s), A[t], lo(t)], 12) : [A[s], hi(s), A[t], lo(t)];
+  }
 
   // the content from 0, 0
   let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
@@ -146,5 +177,7 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   for (const r of routes) for (let q = 0; q < r.length; q += 2) (r[q] -= minA), (r[q + 1] -= minC);
   const ain = cL - minC;
   const inRoutes = g.entries.map(() => [-g.lead, ain, top(0) - minA, ain]);
-  return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1] - minC };
+  const flip: boolean[] = new Array(n).fill(false);
+  for (let i = rightStart; i <= rEnd; i++) flip[order[i]] = item(i).group;
+  return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1] - minC, flip };
 }

@@ -34,8 +34,15 @@ export function onlyInA(graph: WireGraph, id: string): boolean {
   return call >= 0 && c.onlyA.includes(call);
 }
 
+/** A model input or output with captured data: it opens in the inspector like a stage. */
+export interface EndTarget {
+  kind: "input" | "output";
+  id: string;
+  end: WireEnd;
+}
+
 /** The inspector's target for a model input or output with captured data, or null. */
-export function endTarget(graph: WireGraph, id: string): { kind: "input" | "output"; id: string; end: WireEnd } | null {
+export function endTarget(graph: WireGraph, id: string): EndTarget | null {
   const end = Object.prototype.hasOwnProperty.call(graph.ends, id) ? graph.ends[id] : undefined;
   if (!end) return null;
   return { kind: graph.inputs.includes(id) ? "input" : "output", id, end };

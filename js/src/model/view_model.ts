@@ -239,6 +239,27 @@ export function toggleUnfolded(state: ViewState, run: string): ViewState {
   return { expanded: state.expanded, unfolded };
 }
 
+/**
+ * Expand or collapse (a stage "s:" / its cluster "c:"), unfold or fold again (a fold "f:" / its
+ * run "r:") by view key: the next state, and the key that then draws the same thing (the
+ * cluster of an expanded stage, the stage of a collapsed cluster, ...); null: nothing to do.
+ */
+export function toggleKey(tree: CallTree, state: ViewState, key: string): { state: ViewState; key: string } | null {
+  const id = key.slice(2);
+  let next = state;
+  let other = key;
+  if (key.startsWith("s:") || key.startsWith("c:")) {
+    const call = tree.byId.get(id);
+    if (call === undefined) return null;
+    next = toggleExpanded(tree, state, call);
+    other = key.startsWith("s:") ? clusterKey(id) : stageKey(id);
+  } else if (key.startsWith("f:") || key.startsWith("r:")) {
+    next = toggleUnfolded(state, id);
+    other = key.startsWith("f:") ? runKey(id) : foldKey(id);
+  }
+  return next === state ? null : { state: next, key: other };
+}
+
 /** Expand every ancestor of a call and unfold the runs around it, so that it is drawn. */
 export function revealCall(tree: CallTree, state: ViewState, call: number): ViewState {
   const expanded = new Set(state.expanded);

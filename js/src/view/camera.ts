@@ -62,11 +62,47 @@ export class Camera {
     this.zoom.animateTo({ x: W / 2 - x * k, y: H / 2 - y * k, k }, ms);
   }
 
-  /** Centre a box, at a readable scale, when it is not wholly in view. */
-  ensureVisible(box: Box, minK = 0.6) {
+  /** Bring a box wholly into view when it is not: the least pan that does it when it fits
+   * at this scale (the view does not jump), else centred at a readable scale. */
+  ensureVisible(box: Box, minK = 0.6, ms = 250) {
     if (this.inView(box)) return;
     const [x, y, w, h] = box;
-    this.centerOn(x + w / 2, y + h / 2, 250, Math.max(this.zoom.t.k, minK));
+    const { k } = this.zoom.t;
+    const W = this.surface.clientWidth || 800;
+    const H = this.surface.clientHeight || 500;
+    if (k < minK || w * k > W - 2 * MARGIN || h * k > H - 2 * MARGIN) {
+      this.centerOn(x + w / 2, y + h / 2, ms, Math.max(k, minK));
+      return;
+    }
+    const pan = (at: number, lo: number, len: number, size: number) => {
+      const s0 = at + lo * k;
+      if (s0 < MARGIN) return at + MARGIN - s0;
+      if (s0 + len * k > size - MARGIN) return at - (s0 + len * k - (size - MARGIN));
+      return at;
+    };
+    this.zoom.animateTo({ x: pan(this.zoom.t.x, x, w, W), y: pan(this.zoom.t.y, y, h, H), k }, ms);
+  }
+
+  /**
+   * After the canvas changed size (the inspector opened or closed, the page resized): keep
+   * the centre; the whole graph again when it was in view and still fits at a readable scale;
+   * and `keep` (the selected node) in view.
+   */
+  resized(scene: Scene, grew: number, wasWhole: boolean, keep: Box | null) {
+    const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
+    if (wasWhole && all.k >= READ_K - 1e-6) {
+      this.zoom.animateTo(all, 200);
+      return;
+    }
+    this.zoom.set({ ...this.zoom.t, x: this.zoom.t.x + grew / 2 });
+    if (keep) this.ensureVisible(keep, READ_K, 200);
+  }
+
+  /** Whether the whole scene is in view now. */
+  showsAll(scene: { width: number; height: number }, width = this.surface.clientWidth): boolean {
+    const { x, y, k } = this.zoom.t;
+    const H = this.surface.clientHeight;
+    return x >= -1 && y >= -1 && x + scene.width * k <= width + 1 && y + scene.height * k <= H + 1;
   }
 
   /** Several boxes in view at once, no larger than 1:1 (search matches). */

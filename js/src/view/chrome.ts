@@ -59,13 +59,29 @@ export function buildChrome(css: string): Chrome {
   const legend = h("div", { class: "nfw-legend", "aria-hidden": "true" });
   const hint = h("div", { class: "nfw-hint" }, "Ctrl + scroll (or click the graph) to zoom");
   const busy = h("div", { class: "nfw-busy", hidden: true }, "laying out …");
-  const canvas = h("div", { class: "nfw-canvas", tabindex: "0", "aria-label": "graph: arrows move along edges, Enter opens, Esc closes" }, legend, hint, busy);
+  const canvas = h("div", { class: "nfw-canvas", tabindex: "0", "aria-label": "graph: arrows move along edges, Enter opens, Space plays the forward pass step by step, Esc closes" }, legend, hint, busy);
   const main = h("div", { class: "nfw-main" }, canvas);
   const banners = h("div", { class: "nfw-banners", hidden: true });
   const style = h("style", {});
   style.textContent = css;
   const root = h("div", { class: "nfw-root" }, style, toolbar, banners, main);
   return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, banners, main, canvas, legend, hint, busy };
+}
+
+const hintTimers = new WeakMap<HTMLElement, number>();
+
+/** Show the zoom hint for a moment (`ms` 0: hide it now). */
+export function flashHint(hint: HTMLElement, ms = 1200) {
+  clearTimeout(hintTimers.get(hint));
+  hint.classList.toggle("nfw-show", ms > 0);
+  if (ms > 0) hintTimers.set(hint, window.setTimeout(() => hint.classList.remove("nfw-show"), ms));
+}
+
+/** In place of the graph: why it cannot be shown (as text). */
+export function showFatal(canvas: HTMLElement, err: unknown) {
+  const box = h("div", { class: "nfw-fatal" });
+  box.textContent = `neural_flow_widget cannot show this graph.\n${(err as Error)?.message ?? String(err)}`;
+  canvas.replaceChildren(box);
 }
 
 /** The legend's names of the edge kinds. */

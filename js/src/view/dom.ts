@@ -99,3 +99,10 @@ export function download(blob: Blob, filename: string) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/** Make `parent`'s children exactly `want`, touching only what changed. */
+export function syncChildren(parent: Element, want: Element[]) {
+  const keep = new Set(want);
+  for (const c of [...parent.children]) if (!keep.has(c)) c.remove();
+  for (const el of want) if (el.parentNode !== parent) parent.append(el);
+}

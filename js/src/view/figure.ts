@@ -3,10 +3,11 @@
  * meets (+ for add, ⧺ for a concatenation, × for mul, the function's name otherwise), the stub
  * from a junction into the node that reads the joined data, and buses (one line, a dot where
  * each tap leaves it). Glyphs are drawn as strokes, not text, so no font can miss them.
+ * Also the small marks every node and group may carry (badges, test hooks of a mark).
  * graph_view.ts puts them in their layers.
  */
 import { edgePath } from "../scene/scene";
-import type { Scene, SceneBus, SceneEdge, SceneJunction } from "../scene/types";
+import type { Scene, SceneBus, SceneEdge, SceneJunction, SceneNode } from "../scene/types";
 import { s, svgText } from "./dom";
 
 /** Strokes of a glyph in a circle of radius r around 0, 0 (null: write the name instead). */
@@ -64,4 +65,21 @@ export function figureLayers(scene: Scene, marker: string): { buses: SVGElement[
     buses: scene.buses.map(busEl),
     joins: [...scene.stubs.map((e) => stubEl(e, marker)), ...scene.junctions.map(junctionEl)],
   };
+}
+
+/** Test hooks of a mark: data-failed, data-nonfinite (how many calls it shows; "first" where it began). */
+export function markData(g: SVGGElement, mark: SceneNode["mark"]) {
+  if (mark?.failed) g.dataset.failed = "";
+  if (mark?.nonfinite) {
+    g.dataset.nonfinite = String(mark.nonfinite);
+    if (mark.first) g.dataset.nonfiniteFirst = "";
+  }
+}
+
+export function badge(cx: number, cy: number, label: string, title: string, key: string): SVGGElement {
+  const g = s("g", { "data-action": "toggle", "data-key": key, transform: `translate(${cx - 8},${cy - 8})` });
+  const t = s("title");
+  t.textContent = title;
+  g.append(t, s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }), svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }));
+  return g;
 }

@@ -1,8 +1,8 @@
 /** Draws a scene as SVG: nodes, cluster boxes, edges; hover, selection, culling, level of detail. */
 import { edgePath } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
-import { fitText, Listeners, s, SVG_NS, svgText, textWidth } from "./dom";
-import { figureLayers } from "./figure";
+import { fitText, Listeners, s, SVG_NS, svgText, syncChildren, textWidth } from "./dom";
+import { badge, figureLayers, markData } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { GRAPH_CSS } from "./styles";
 import { typeColor } from "./palette";
@@ -42,6 +42,7 @@ export class GraphView {
   private fills: Map<string, NodeFill> | null = null;
   private selected: string | null = null;
   private focused: string | null = null;
+  private current: string | null = null; // the stage playback shows (data-current)
   private matches = new Set<string>();
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
   private listeners = new Listeners();
@@ -131,6 +132,7 @@ export class GraphView {
     this.nodeLayer.replaceChildren();
     this.hover(null);
     this.cull();
+    if (this.current !== null) this.setCurrent(this.current);
   }
 
   setFills(fills: Map<string, NodeFill> | null) {
@@ -203,7 +205,7 @@ export class GraphView {
 
   private edgeEl(e: SceneEdge): SVGPathElement {
     return s("path", {
-      class: "nfw-edge", d: edgePath(e.points), "data-edge-kind": e.kind, "data-src": e.srcId, "data-dst": e.dstId,
+      class: this.current !== null && this.feeds(e, this.current) ? "nfw-edge nfw-live" : "nfw-edge", d: edgePath(e.points), "data-edge-kind": e.kind, "data-src": e.srcId, "data-dst": e.dstId,
       "data-key": e.key, "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${e.kind})` : null,
     });
   }
@@ -238,11 +240,13 @@ export class GraphView {
     if (n.mark?.nonfinite) cls.push("nfw-nonfinite");
     if (n.key === this.selected) cls.push("nfw-selected");
     if (n.key === this.focused) cls.push("nfw-focus");
+    if (n.key === this.current) cls.push("nfw-current");
     if (this.matches.has(n.key)) cls.push("nfw-match");
     const fill = this.fills?.get(n.key);
     if (fill) cls.push("nfw-stat-fill");
     const g = s("g", { class: cls.join(" "), "data-stage-id": n.id, "data-key": n.key, "data-kind": n.kind, transform: `translate(${x},${y})` });
     if (n.kind === "fold") g.dataset.fold = n.id;
+    if (n.key === this.current) g.dataset.current = "";
     markData(g, n.mark);
     if (fill) g.style.setProperty("--nfw-ink", fill.ink);
     if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
@@ -341,6 +345,38 @@ export class GraphView {
     this.focused = key;
   }
 
+  /** Whether an edge brings data to a node: into it, or into the junction that feeds it. */
+  private feeds(e: SceneEdge, key: string): boolean {
+    if (e.to === key) return true;
+    return this.scene?.junctions.some((j) => j.key === e.to && j.outs.includes(key)) ?? false;
+  }
+
+  get currentKey(): string | null {
+    return this.current;
+  }
+
+  /**
+   * The node playback is at (null: none): it carries data-current, the edges bringing it
+   * data flow (nfw-live: into it, or into the junction whose stub feeds it), the rest dims.
+   */
+  setCurrent(key: string | null) {
+    const old = this.current;
+    if (old) {
+      const el = this.nodeEls.get(old);
+      el?.classList.remove("nfw-current");
+      if (el) delete el.dataset.current;
+    }
+    this.current = key;
+    this.svg.classList.toggle("nfw-stepping", key !== null);
+    for (const el of this.svg.querySelectorAll(".nfw-live")) el.classList.remove("nfw-live");
+    if (key === null) return;
+    const el = this.nodeEls.get(key);
+    el?.classList.add("nfw-current");
+    if (el) el.dataset.current = "";
+    for (const e of this.scene?.edges ?? []) if (this.feeds(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
+    for (const stub of this.joinLayer.querySelectorAll<SVGElement>(".nfw-stub")) if (stub.dataset.stub === key) stub.classList.add("nfw-live");
+  }
+
   setMatches(keys: Iterable<string>) {
     for (const k of this.matches) this.nodeEls.get(k)?.classList.remove("nfw-match");
     this.matches = new Set(keys);
@@ -352,28 +388,4 @@ export class GraphView {
     this.listeners.dispose();
     this.svg.remove();
   }
-}
-
-/** Test hooks of a mark: data-failed, data-nonfinite (how many calls it shows; "first" where it began). */
-function markData(g: SVGGElement, mark: SceneNode["mark"]) {
-  if (mark?.failed) g.dataset.failed = "";
-  if (mark?.nonfinite) {
-    g.dataset.nonfinite = String(mark.nonfinite);
-    if (mark.first) g.dataset.nonfiniteFirst = "";
-  }
-}
-
-function badge(cx: number, cy: number, label: string, title: string, key: string): SVGGElement {
-  const g = s("g", { "data-action": "toggle", "data-key": key, transform: `translate(${cx - 8},${cy - 8})` });
-  const t = s("title");
-  t.textContent = title;
-  g.append(t, s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }), svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }));
-  return g;
-}
-
-/** Make `parent`'s children exactly `want`, touching only what changed. */
-function syncChildren(parent: Element, want: Element[]) {
-  const keep = new Set(want);
-  for (const c of [...parent.children]) if (!keep.has(c)) c.remove();
-  for (const el of want) if (el.parentNode !== parent) parent.append(el);
 }

@@ -1,0 +1,262 @@
+/**
+ * Playback of the forward pass, step by step (model/playback.ts makes the steps): the Play
+ * button of the toolbar, and a transport bar under it while playback is on (step back and
+ * forward, a scrub bar, where it is, the speed, stop). The host draws each step (its groups
+ * opened, the current stage marked, its data in the inspector); the player keeps time. Its
+ * state can also be set from outside (the widget's `playback` traitlet: `widget.step()`,
+ * `widget.play()` in Python).
+ */
+import type { Box } from "../layout/layout";
+import { endTarget, type EndTarget } from "../model/ends";
+import { playbackSteps, sameState, type Step } from "../model/playback";
+import type { CallTree } from "../model/tree";
+import type { ViewGraph, ViewState } from "../model/view_model";
+import { READ_K } from "../scene/scene";
+import type { Scene } from "../scene/types";
+import type { Camera } from "../view/camera";
+import { h, Listeners } from "../view/dom";
+import type { GraphView } from "../view/graph_view";
+import type { WireCall } from "../wire";
+
+/** What playback is doing, as the widget's traitlet carries it. */
+export interface PlaybackState {
+  at: number; // the step shown; -1: playback is off
+  playing: boolean;
+  speed: number; // steps per second, relative: 1 is one step every STEP_MS
+  stage: string | null; // the stage (or input / output) of step `at`
+  steps: number; // how many steps the walk has
+}
+
+export interface PlayerHost {
+  readonly graphView: GraphView;
+  readonly camera: Camera;
+  shown(): { tree: CallTree; view: ViewGraph; scene: Scene } | null;
+  /** The expansion state on screen (the walk starts from it). */
+  state(): ViewState;
+  /** Lay out and draw a state, `anchor` kept where it was; resolves once it is painted. */
+  setState(state: ViewState, anchor?: { key: string; box: Box }): Promise<void>;
+  /** Show a stage's (or an input's, an output's) data in the inspector. */
+  open(target: WireCall | EndTarget): void;
+  /** Playback changed (not called for changes that came from outside). */
+  changed?(p: PlaybackState): void;
+}
+
+export const STEP_MS = 1400;
+export const SPEEDS = [0.5, 1, 2, 4];
+
+export class Player {
+  readonly button: HTMLButtonElement; // Play / Pause, in the toolbar
+  readonly bar: HTMLElement; // the transport, shown while playback is on
+  private readonly scrub: HTMLInputElement;
+  private readonly where: HTMLElement;
+  private readonly speedSelect: HTMLSelectElement;
+  private readonly listeners = new Listeners();
+  private steps: Step[] = [];
+  private start: ViewState | null = null;
+  private at = -1;
+  private playing = false;
+  private speed = 1;
+  private timer = 0;
+  private seq = 0; // the step being drawn (a newer one drops an older one)
+
+  constructor(private readonly host: PlayerHost) {
+    this.button = h("button", { class: "nfw-btn nfw-play", type: "button", "aria-label": "Play", title: "Play the forward pass step by step (Space)" }, "▶ Play");
+    const back = h("button", { class: "nfw-btn", type: "button", "aria-label": "Step back", title: "Step back (←)" }, "◀");
+    const forward = h("button", { class: "nfw-btn", type: "button", "aria-label": "Step forward", title: "Step forward (→)" }, "▶");
+    this.scrub = h("input", { class: "nfw-scrub", type: "range", min: "0", max: "0", step: "1", value: "0", "aria-label": "playback position" });
+    this.where = h("span", { class: "nfw-where", "aria-live": "polite" });
+    this.speedSelect = h("select", { class: "nfw-select", "aria-label": "playback speed", title: "Playback speed" },
+      ...SPEEDS.map((v) => h("option", { value: String(v) }, `${v}×`)));
+    this.speedSelect.value = "1";
+    const stop = h("button", { class: "nfw-btn", type: "button", "aria-label": "Stop playback", title: "Stop playback (Esc)" }, "✕");
+    this.bar = h("div", { class: "nfw-transport", role: "toolbar", "aria-label": "playback", hidden: true }, back, forward, this.scrub, this.where, this.speedSelect, stop);
+    const L = this.listeners;
+    L.on(this.button, "click", () => this.toggle());
+    L.on(back, "click", () => this.step(-1));
+    L.on(forward, "click", () => this.step(1));
+    L.on(stop, "click", () => this.stop());
+    L.on(this.scrub, "input", () => this.seek(Number(this.scrub.value)));
+    L.on(this.speedSelect, "change", () => this.setSpeed(Number(this.speedSelect.value)));
+  }
+
+  get active(): boolean {
+    return this.at >= 0;
+  }
+
+  get state(): PlaybackState {
+    return { at: this.at, playing: this.playing, speed: this.speed, stage: this.steps[this.at]?.id ?? null, steps: this.steps.length };
+  }
+
+  /** Play, or pause while playing; from the end, from the start again. */
+  toggle() {
+    if (this.playing) this.pause();
+    else this.play();
+  }
+
+  /** Play on from the step shown (from the start when off or at the end). */
+  play() {
+    if (!this.begin()) return;
+    this.playing = true;
+    if (this.at < 0 || this.at >= this.steps.length - 1) return this.go(0);
+    this.sync();
+    this.schedule();
+  }
+
+  pause() {
+    this.playing = false;
+    clearTimeout(this.timer);
+    this.sync();
+  }
+
+  /** One step on (or back); playback starts paused when it was off. */
+  step(by: number) {
+    if (!this.begin()) return;
+    this.playing = false;
+    clearTimeout(this.timer);
+    this.go(Math.min(Math.max(this.at + by, 0), this.steps.length - 1));
+  }
+
+  seek(i: number) {
+    if (!this.begin()) return;
+    clearTimeout(this.timer);
+    this.go(Math.min(Math.max(Math.round(i), 0), this.steps.length - 1));
+  }
+
+  setSpeed(speed: number) {
+    this.speed = speed > 0 ? speed : 1;
+    this.speedSelect.value = String(this.speed);
+    if (this.playing) {
+      clearTimeout(this.timer);
+      this.schedule();
+    }
+    this.sync();
+  }
+
+  /** Playback off: the view as it was before it began. */
+  stop() {
+    if (!this.active) return;
+    const start = this.start;
+    this.forget();
+    if (start) this.end(start);
+  }
+
+  /** A graph of another model: playback is off, nothing to go back to. */
+  forget() {
+    clearTimeout(this.timer);
+    this.seq++;
+    this.at = -1;
+    this.playing = false;
+    this.steps = [];
+    this.start = null;
+    this.sync();
+  }
+
+  /** From outside (the traitlet): the step, playing or not, the speed; `at` -1 stops. */
+  apply(p: { at?: number; playing?: boolean; speed?: number }) {
+    if (p.speed !== undefined && p.speed !== this.speed) this.setSpeed(p.speed);
+    if (p.at !== undefined && p.at < 0) return this.stop();
+    if (p.at !== undefined && p.at !== this.at) this.seek(p.at);
+    if (p.playing === true && !this.playing) this.play();
+    else if (p.playing === false && this.playing) this.pause();
+  }
+
+  /** A new graph: the walk of its view (playback goes on at the same step where it can). */
+  refresh() {
+    if (!this.active) return;
+    const tree = this.host.shown()?.tree;
+    if (!tree || !this.start) return this.stop();
+    this.steps = playbackSteps(tree, this.start);
+    if (!this.steps.length) return this.stop();
+    this.go(Math.min(this.at, this.steps.length - 1));
+  }
+
+  private begin(): boolean {
+    if (this.active) return true;
+    const tree = this.host.shown()?.tree;
+    if (!tree) return false;
+    this.start = this.host.state();
+    this.steps = playbackSteps(tree, this.start);
+    if (!this.steps.length) return false;
+    this.scrub.max = String(this.steps.length - 1);
+    return true;
+  }
+
+  private go(i: number) {
+    this.at = i;
+    const seq = ++this.seq;
+    this.sync();
+    void this.show(this.steps[i]).then(() => {
+      if (seq !== this.seq || !this.playing) return;
+      this.schedule();
+    });
+  }
+
+  private schedule() {
+    clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => {
+      if (!this.playing) return;
+      if (this.at >= this.steps.length - 1) {
+        this.playing = false;
+        this.sync();
+        return;
+      }
+      this.go(this.at + 1);
+    }, STEP_MS / this.speed);
+  }
+
+  /** Draw a step: the groups it opens (the node current so far kept in place), the current
+   * node and the edges bringing it data, its data in the inspector, the node in view. */
+  private async show(step: Step) {
+    const { host } = this;
+    const shown = host.shown();
+    if (!shown) return;
+    if (!sameState(step.state, host.state())) await host.setState(step.state, this.anchor());
+    host.graphView.setCurrent(step.key);
+    const { graph } = shown.tree;
+    const target = step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
+    if (target) host.open(target);
+    const n = host.graphView.node(step.key);
+    if (n) host.camera.ensureVisible(n.box, READ_K, 220);
+  }
+
+  /** What stays in place when a step opens or closes a group: the node current so far, or
+   * the group it is drawn in (which may close). */
+  private anchor(): { key: string; box: Box } | undefined {
+    const { graphView } = this.host;
+    const shown = this.host.shown();
+    const key = graphView.currentKey;
+    const n = key ? graphView.node(key) : undefined;
+    if (!key || !n || !shown) return undefined;
+    const container = shown.view.byKey.get(key)?.path.at(-1);
+    const box = container ? shown.scene.clusters.find((c) => c.key === container)?.box : undefined;
+    if (!container || !box) return { key, box: n.box };
+    return { key: `${container.startsWith("c:") ? "s" : "f"}:${container.slice(2)}`, box };
+  }
+
+  private end(start: ViewState) {
+    this.host.graphView.setCurrent(null);
+    if (!sameState(start, this.host.state())) void this.host.setState(start);
+  }
+
+  /** The controls say what playback does; the host hears of it. */
+  private sync() {
+    const on = this.active;
+    this.bar.hidden = !on;
+    this.button.textContent = this.playing ? "❚❚ Pause" : "▶ Play";
+    this.button.setAttribute("aria-label", this.playing ? "Pause" : "Play");
+    this.button.setAttribute("aria-pressed", String(this.playing));
+    if (on) {
+      const step = this.steps[this.at];
+      this.scrub.max = String(this.steps.length - 1);
+      this.scrub.value = String(this.at);
+      this.where.textContent = `${this.at + 1} / ${this.steps.length} · ${step?.id ?? ""}`;
+    }
+    this.host.changed?.(this.state);
+  }
+
+  dispose() {
+    clearTimeout(this.timer);
+    this.seq++;
+    this.listeners.dispose();
+  }
+}

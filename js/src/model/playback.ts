@@ -1,0 +1,76 @@
+/**
+ * Step-by-step playback of the forward pass: the steps of a walk through the view in
+ * execution order. The walk starts at the model's inputs and ends at its outputs; between
+ * them it visits what the view draws, in call order, one level deeper than drawn: a collapsed
+ * stage with children opens and its children are visited (then it closes again), a folded run
+ * unfolds and each of its members is visited. Each step carries the expansion state that
+ * draws it, so the view opens and closes groups as the walk passes through them. Pure and
+ * DOM-free.
+ */
+import type { CallTree } from "./tree";
+import { clusterKey, inputKey, outputKey, runKey, viewItems, type Item, type ViewState } from "./view_model";
+
+export interface Step {
+  key: string; // the node the step shows, in the view of `state`
+  id: string; // its stage id (a fold: its run's key), or the input / output name
+  call: number; // its call index; -1 for an input or output, a fold's first member
+  state: ViewState; // the expansion state that draws it
+  depth: number; // 0: drawn in the starting view; 1: inside a group the walk opened
+}
+
+function withExpanded(state: ViewState, call: number): ViewState {
+  return { expanded: new Set([...state.expanded, call]), unfolded: state.unfolded };
+}
+
+function withUnfolded(state: ViewState, run: string): ViewState {
+  return { expanded: state.expanded, unfolded: new Set([...state.unfolded, run]) };
+}
+
+/** The steps of a walk through the view of `start`, in execution order (the states are
+ * exact: none is `auto`, which the view may open less deep). */
+export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
+  const { calls, inputs, outputs } = tree.graph;
+  const state: ViewState = { expanded: start.expanded, unfolded: start.unfolded };
+  // the items of the container `key` (an expanded call's cluster, an unfolded run) in a state
+  const containerItems = (at: ViewState, key: string): Item[] => {
+    const find = (items: Item[]): Item[] | null => {
+      for (const it of items) {
+        if ((it.kind === "cluster" || it.kind === "run") && it.key === key) return it.items;
+        const hit = it.kind === "cluster" || it.kind === "run" ? find(it.items) : null;
+        if (hit) return hit;
+      }
+      return null;
+    };
+    return find(viewItems(tree, at)) ?? [];
+  };
+  const steps: Step[] = inputs.map((name) => ({ key: inputKey(name), id: name, call: -1, state, depth: 0 }));
+  // `items` as drawn in `at`; `open`: the walk may open what they hide (one level deep)
+  const walk = (items: Item[], at: ViewState, open: boolean) => {
+    const depth = open ? 0 : 1;
+    for (const it of items) {
+      if (it.kind === "cluster" || it.kind === "run") {
+        walk(it.items, at, open);
+      } else if (it.kind === "fold" && open) {
+        const inner = withUnfolded(at, it.run.key);
+        walk(containerItems(inner, runKey(it.run.key)), inner, false);
+      } else if (it.kind === "fold") {
+        steps.push({ key: it.key, id: it.run.key, call: it.run.members[0], state: at, depth });
+      } else if (open && tree.children[it.call].length > 0) {
+        const inner = withExpanded(at, it.call);
+        walk(containerItems(inner, clusterKey(calls[it.call].id)), inner, false);
+      } else {
+        steps.push({ key: it.key, id: calls[it.call].id, call: it.call, state: at, depth });
+      }
+    }
+  };
+  walk(viewItems(tree, state), state, true);
+  for (const name of outputs) steps.push({ key: outputKey(name), id: name, call: -1, state, depth: 0 });
+  return steps;
+}
+
+/** Whether two states draw the same view. */
+export function sameState(a: ViewState, b: ViewState): boolean {
+  const same = (x: ReadonlySet<unknown>, y: ReadonlySet<unknown>) => x.size === y.size && [...x].every((v) => y.has(v));
+  return same(a.expanded, b.expanded) && same(a.unfolded, b.unfolded);
+}
+

@@ -1,0 +1,66 @@
+// Playback: the steps walk the view in execution order, one level deeper than drawn.
+import { describe, expect, it } from "vitest";
+import { playbackSteps, sameState } from "../src/model/playback";
+import { buildTree } from "../src/model/tree";
+import { buildView, initialState, toggleExpanded, type ViewState } from "../src/model/view_model";
+import { loadGraph } from "./fixtures";
+
+const unet = buildTree(loadGraph("wire_unet.json"));
+const gpt = buildTree(loadGraph("wire_transformer12.json"));
+
+/** What the walk must visit, derived from the tree: for each drawn stage, itself when it has
+ * no children, else its children; each member of a fold; the inputs first, the outputs last. */
+function expectedIds(tree: typeof unet, state: ViewState): string[] {
+  const view = buildView(tree, state);
+  const { calls } = tree.graph;
+  const ids: string[] = [];
+  for (const n of view.nodes) {
+    if (n.kind !== "stage" && n.kind !== "fold") continue;
+    const members = n.run ? n.run.members : [n.call];
+    for (const m of members) {
+      const kids = n.run ? [] : tree.children[m];
+      if (kids.length) ids.push(...kids.map((k) => calls[k].id));
+      else ids.push(calls[m].id);
+    }
+  }
+  return [...tree.graph.inputs, ...ids, ...tree.graph.outputs];
+}
+
+describe.each([
+  ["U-Net", unet, initialState(unet)],
+  ["U-Net, bottleneck open", unet, toggleExpanded(unet, initialState(unet), unet.byId.get("bottleneck")!)],
+  ["12-block transformer", gpt, initialState(gpt)],
+] as const)("playback steps: %s", (_, tree, state) => {
+  const steps = playbackSteps(tree, state);
+
+  it("visit what the view draws, one level deeper, from the inputs to the outputs", () => {
+    expect(steps.map((s) => s.id)).toEqual(expectedIds(tree, state));
+  });
+
+  it("go in execution order", () => {
+    const calls = steps.filter((s) => s.call >= 0).map((s) => s.call);
+    for (let i = 1; i < calls.length; i++) expect(calls[i]).toBeGreaterThan(calls[i - 1]);
+  });
+
+  it("each draw their node, opening at most the one group (or run) the walk is passing through", () => {
+    for (const s of steps) {
+      const view = buildView(tree, s.state);
+      expect(view.byKey.has(s.key), s.key).toBe(true);
+      const opened = [...s.state.expanded].filter((c) => !state.expanded.has(c));
+      const unfolded = [...s.state.unfolded].filter((r) => !state.unfolded.has(r));
+      expect(opened.length + unfolded.length, s.id).toBe(s.depth);
+      if (opened.length) expect(tree.graph.calls[s.call].parent).toBe(opened[0]);
+      if (unfolded.length) expect(tree.runList[tree.runOf[s.call]].key).toBe(unfolded[0]);
+      if (s.depth === 0) expect(sameState(s.state, state)).toBe(true);
+    }
+  });
+});
+
+describe("playback of a folded run", () => {
+  it("unfolds it and visits each member in turn, closed", () => {
+    const steps = playbackSteps(gpt, initialState(gpt));
+    const layers = steps.filter((s) => /^layers\.\d+$/.test(s.id));
+    expect(layers.map((s) => s.id)).toEqual(Array.from({ length: 12 }, (_, i) => `layers.${i}`));
+    for (const s of layers) expect(s.state.unfolded.size).toBe(1);
+  });
+});
