@@ -1,8 +1,8 @@
 /**
  * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in (`graph`,
- * `comparison`, `selected`, `direction`, `height`, `playback`), the `_stage_data` command for
- * stage data (`run: "b"` / `"diff"` for the compared run and A − B), `selected`, `direction`
- * and `playback` out. Static pages use
+ * `comparison`, `selected`, `direction`, `height`, `playback`, `presenting`), the
+ * `_stage_data` command for stage data (`run: "b"` / `"diff"` for the compared run and A − B),
+ * `selected`, `direction`, `playback` and `presenting` out. Static pages use
  * `renderStatic`.
  */
 import { FlowApp } from "./app/app";
@@ -82,6 +82,10 @@ function render({ model, el, experimental }: RenderProps): () => void {
       model.set("playback", { ...p });
       model.save_changes();
     },
+    onPresent: (on) => {
+      model.set("presenting", on);
+      model.save_changes();
+    },
   });
   const onDirection = () => {
     const dir = model.get("direction");
@@ -101,8 +105,9 @@ function render({ model, el, experimental }: RenderProps): () => void {
   // widget.step() / play() / pause() / stop() in Python; applied once the graph is drawn
   const onPlayback = () => {
     const p = model.get("playback");
-    if (p && typeof p === "object") app.player.apply({ at: num(p.at), playing: typeof p.playing === "boolean" ? p.playing : undefined, speed: num(p.speed) });
+    if (p && typeof p === "object") app.lecture.player.apply({ at: num(p.at), playing: typeof p.playing === "boolean" ? p.playing : undefined, speed: num(p.speed) });
   };
+  const onPresenting = () => app.lecture.presenter.set(model.get("presenting") === true, false);
   const onCustom = (msg: any) => {
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
@@ -113,11 +118,13 @@ function render({ model, el, experimental }: RenderProps): () => void {
   model.on("change:height", onHeight);
   model.on("msg:custom", onCustom);
   model.on("change:playback", onPlayback);
+  model.on("change:presenting", onPresenting);
   onHeight();
   onDirection();
   onGraph();
   if (model.get("selected")) onSelected();
   el.addEventListener("nfw-painted", onPlayback, { once: true });
+  if (model.get("presenting") === true) onPresenting();
   return () => {
     model.off("change:graph", onGraph);
     model.off("change:comparison", onComparison);
@@ -126,6 +133,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
     model.off("change:height", onHeight);
     model.off("msg:custom", onCustom);
     model.off("change:playback", onPlayback);
+    model.off("change:presenting", onPresenting);
     el.removeEventListener("nfw-painted", onPlayback);
     app.dispose();
   };

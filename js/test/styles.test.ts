@@ -11,7 +11,7 @@ describe("scopeCss", () => {
   });
 
   it("leaves no rule of the live CSS unscoped (the exported SVG keeps the plain graph rules)", () => {
-    const plain = CSS.replace(/@keyframes[^{]*\{[^}]*\{[^}]*\}\s*\}/g, "").replace(/@(media|supports)[^{]*\{((?:[^{}]*\{[^}]*\})*)\s*\}/g, "$2");
+    const plain = CSS.replace(/@keyframes[^{]*\{[^}]*\{[^}]*\}\s*\}/g, "").replace(/@(media|supports|container)[^{]*\{((?:[^{}]*\{[^}]*\})*)\s*\}/g, "$2");
     const selectors = [...plain.matchAll(/([^{}]+)\{[^}]*\}/g)].flatMap((m) => splitSelectors(m[1]));
     expect(selectors.length).toBeGreaterThan(100);
     for (const sel of selectors) expect(sel.trim(), sel).toMatch(/^\.nfw-root/);

@@ -220,3 +220,99 @@ def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(
         assert page.locator("[data-cluster-id]").count() == 0
         browser.close()
     assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_presentation_mode_fills_the_window_with_larger_type_and_shows_the_keys(
+    tmp_path, width, height
+):
+    from playwright.sync_api import sync_playwright
+
+    import neural_flow_widget as nfw
+    from neural_flow_widget import demos
+
+    demo = demos.load("unet")
+    out = tmp_path / "unet.html"
+    nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out)
+    name_px = """() => [...document.querySelectorAll('.nfw-node[data-kind="stage"] .nfw-t1')]
+      .filter((t) => { const r = t.getBoundingClientRect();
+        return r.width > 0 && r.top >= 0 && r.bottom <= innerHeight; })
+      .map((t) => t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize))"""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(out.as_uri())
+        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+        page.wait_for_timeout(300)
+        before = min(page.evaluate(name_px))
+        page.get_by_role("button", name="Present", exact=True).click()
+        page.wait_for_timeout(600)
+        root = page.locator(".nfw-root")
+        assert "nfw-present" in root.get_attribute("class")
+        box = root.bounding_box()
+        assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, width, height)
+        during = page.evaluate(name_px)
+        assert during and min(during) >= 1.5 * 12, during  # names at >= 1.5x the least size
+        assert min(during) >= 1.4 * before
+        bar = page.evaluate(
+            """() => [...document.querySelector(".nfw-toolbar").children]
+            .filter((c) => c.offsetParent)
+            .map((c) => { const r = c.getBoundingClientRect(); return (r.top + r.bottom) / 2; })"""
+        )
+        assert max(bar) - min(bar) < 8, "the toolbar wrapped"
+        page.locator(".nfw-canvas").press("?")
+        help_panel = page.get_by_role("dialog", name="Keyboard help")
+        assert help_panel.is_visible() and "Space" in help_panel.text_content()
+        page.screenshot(path=str(ARTIFACTS / f"demo_unet_present_{width}x{height}.png"))
+        page.locator(".nfw-canvas").press("Escape")  # the help first
+        assert help_panel.is_hidden() and "nfw-present" in root.get_attribute("class")
+        page.locator(".nfw-canvas").press("Escape")  # then the presentation
+        page.wait_for_timeout(400)
+        assert "nfw-present" not in root.get_attribute("class")
+        assert page.get_by_role("button", name="Present", exact=True).count() == 1
+        browser.close()
+
+
+def test_data_on_the_graph_puts_each_stage_view_on_its_node(tmp_path):
+    """The Data toggle: every drawn stage and port carries its default view as a picture (the
+    input image, feature maps, the predicted mask), from the page's baked replies."""
+    from playwright.sync_api import sync_playwright
+
+    import neural_flow_widget as nfw
+    from neural_flow_widget import demos
+
+    demo = demos.load("unet")
+    out = tmp_path / "unet.html"
+    nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out)
+    nodes = """() => [...document.querySelectorAll('.nfw-node')].map((g) => [g.dataset.stageId,
+      g.querySelector('.nfw-card').getBBox().height,
+      g.querySelector("image.nfw-thumb")?.getAttribute("href")?.slice(0, 21) ?? null])"""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(out.as_uri())
+        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+        plain = page.evaluate(nodes)
+        assert all(thumb is None for _, _, thumb in plain)
+        toggle = page.get_by_role("button", name="Data on the graph")
+        toggle.click()
+        assert toggle.get_attribute("aria-pressed") == "true"
+        page.wait_for_function(
+            "() => document.querySelectorAll('.nfw-node image.nfw-thumb').length >= 12",
+            timeout=30_000,
+        )
+        page.wait_for_timeout(800)
+        got = page.evaluate(nodes)
+        drawn = {sid: thumb for sid, _, thumb in got}
+        for sid in ("input:0", "enc1", "pool1", "enc2", "output:0"):
+            assert sid in drawn and drawn[sid] == "data:image/png;base64", (sid, drawn.get(sid))
+        taller = {sid: h for sid, h, _ in got}
+        assert taller["enc1"] > {s: h for s, h, _ in plain}["enc1"] + 50  # room for it
+        page.screenshot(path=str(ARTIFACTS / "demo_unet_data_on_graph.png"))
+        toggle.click()
+        page.wait_for_function("() => !document.querySelector('image.nfw-thumb')", timeout=10_000)
+        browser.close()

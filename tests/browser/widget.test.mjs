@@ -205,6 +205,22 @@ describe("12-block transformer", () => {
     assert.equal(await count(page, '[data-edge-kind="flow"][data-src="layers.3"][data-dst="layers.4"]'), 1);
   });
 
+  it("folding the blocks again leaves the whole graph in view, none of it above the canvas", async () => {
+    await page.waitForTimeout(350); // the unfold's pan
+    await paintedAfter(page, `document.querySelector('[data-cluster-id] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await page.waitForTimeout(350);
+    assert.equal(await count(page, "[data-fold]"), 1);
+    const { canvas, nodes } = await page.evaluate(() => ({
+      canvas: document.querySelector(".nfw-canvas").getBoundingClientRect().toJSON(),
+      nodes: [...document.querySelectorAll(".nfw-node")].map((g) => g.getBoundingClientRect().toJSON()),
+    }));
+    for (const n of nodes) {
+      assert.ok(n.top >= canvas.top - 0.5 && n.bottom <= canvas.bottom + 0.5, JSON.stringify([n, canvas]));
+      assert.ok(n.left >= canvas.left - 0.5 && n.right <= canvas.right + 0.5, JSON.stringify([n, canvas]));
+    }
+    await paintedAfter(page, `document.querySelector('[data-fold="layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+  });
+
   it("draws attention heads with token labels as text", async () => {
     await paintedAfter(page, `t.model.set("selected", "layers.2.attn")`);
     await page.waitForSelector(".nfw-tab[data-view=attention]");

@@ -302,3 +302,11 @@ def test_playback_from_python_steps_plays_pauses_and_stops():
     assert (w.playback["at"], w.playback["playing"]) == (-1, False)
     w.step(-5)
     assert w.playback["at"] == 0  # from off, back is the start
+
+
+def test_present_switches_presentation_mode(widget):
+    assert widget.presenting is False
+    widget.present()
+    assert widget.presenting is True
+    widget.present(False)
+    assert widget.presenting is False

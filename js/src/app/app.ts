@@ -6,7 +6,7 @@
  */
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
-import { endKey, endTarget, sameCalls, targetOf } from "../model/ends";
+import { endKey, endTarget, sameCalls, targetOf, type EndTarget } from "../model/ends";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
@@ -25,10 +25,11 @@ import { Minimap } from "../view/minimap";
 import { statFills, statRange } from "../view/stat_colors";
 import { CSS } from "../view/styles";
 import type { Transform } from "../view/zoom";
-import { decodeGraph, type StageRequest, type WireGraph } from "../wire";
+import { decodeGraph, type StageRequest, type WireCall, type WireGraph } from "../wire";
 import { Controls, type ControlsHost } from "./controls";
 import { Framing, type Framed } from "./framing";
-import { Player, type PlaybackState } from "./player";
+import { Lecture } from "./lecture";
+import type { PlaybackState } from "./player";
 
 export interface FlowOptions {
   fetchStage: FetchStage;
@@ -38,6 +39,7 @@ export interface FlowOptions {
   maxInitialNodes?: number;
   available?: (req: StageRequest) => boolean; // what the stage data can answer (an offline page: what it baked)
   onPlayback?: (p: PlaybackState) => void; // playback moved, started, paused or stopped
+  onPresent?: (on: boolean) => void; // the user started or ended presentation mode
 }
 
 export interface PaintInfo {
@@ -56,7 +58,7 @@ export class FlowApp implements ControlsHost {
   private minimap: Minimap;
   private inspector: Inspector;
   private controls: Controls;
-  readonly player: Player;
+  readonly lecture: Lecture; // playback, presentation, data on the graph
   private layout: LayoutClient;
   private tree: CallTree | null = null;
   private state: ViewState = { expanded: new Set(), unfolded: new Set() };
@@ -92,17 +94,10 @@ export class FlowApp implements ControlsHost {
     this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
     this.ui.main.append(this.inspector.el);
-    this.player = new Player({
-      graphView: this.graphView,
-      camera: this.camera,
-      shown: () => this.shown(),
-      state: () => this.state,
-      setState: (state, anchor) => this.setState(state, "playback", anchor),
-      open: (target) => this.inspector.open(target),
-      changed: (p) => this.opts.onPlayback?.(p),
-    });
-    this.ui.dirTB.parentElement!.before(this.player.button);
-    this.ui.banners.after(this.player.bar);
+    const open = (target: WireCall | EndTarget) => this.inspector.open(target);
+    const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) => this.setState(state, reason, anchor);
+    this.lecture = new Lecture({ ...opts, ui: this.ui, graphView: this.graphView, camera: this.camera, framing: this.framing,
+      shown: () => this.shown(), state: () => this.state, setState, open });
     this.controls = new Controls(this);
     el.append(this.root);
     if (typeof ResizeObserver !== "undefined") {
@@ -137,10 +132,10 @@ export class FlowApp implements ControlsHost {
     if (before && sameCalls(before, graph)) {
       this.inspector.refresh(targetOf(graph, tree.byId, this.selectedId));
       void this.setState(this.state, "graph");
-      this.player.refresh();
+      this.lecture.newRun(true);
       return this.controls.refresh();
     }
-    this.player.forget();
+    this.lecture.newRun(false);
     this.graphView.setCurrent(null);
     this.inspector.close();
     this.camera.needsFit = true;
@@ -165,7 +160,7 @@ export class FlowApp implements ControlsHost {
     let lay: Framed;
     const tl = performance.now();
     try {
-      lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit);
+      lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit, this.camera.readK);
     } catch (err) {
       clearTimeout(busy);
       showFatal(this.ui.canvas, err);
@@ -179,6 +174,7 @@ export class FlowApp implements ControlsHost {
     this.view = view;
     const scene = (this.scene = buildScene(tree, view, lay, this.dir));
     this.graphView.setScene(scene, this.fills());
+    this.lecture.painted(scene);
     this.minimap.setScene(scene);
     this.syncMarks();
     const stages = tree.graph.calls.length;
@@ -387,7 +383,7 @@ export class FlowApp implements ControlsHost {
     flashHint(this.ui.hint, 0);
     this.resize?.disconnect();
     this.controls.dispose();
-    this.player.dispose();
+    this.lecture.dispose();
     this.camera.dispose();
     this.graphView.dispose();
     this.minimap.dispose();

@@ -11,14 +11,14 @@ import type { Camera } from "../view/camera";
 import type { Chrome, ColorMode } from "../view/chrome";
 import { download, Listeners } from "../view/dom";
 import type { GraphView } from "../view/graph_view";
-import type { Player } from "./player";
+import type { Lecture } from "./lecture";
 import { moveFocus } from "../view/navigate";
 
 export interface ControlsHost {
   readonly ui: Chrome;
   readonly graphView: GraphView;
   readonly camera: Camera;
-  readonly player: Player;
+  readonly lecture: Lecture;
   /** The graph on screen now, or null before the first paint. */
   shown(): { tree: CallTree; view: ViewGraph; scene: Scene; dir: Direction } | null;
   focused(): string | null;
@@ -52,6 +52,7 @@ export class Controls {
     const ui = host.ui;
     L.on(ui.fit, "click", () => host.fit());
     L.on(ui.reset, "click", () => host.reset());
+    L.on(ui.helpButton, "click", () => this.toggleHelp());
     L.on(ui.dirTB, "click", () => host.setDirection("TB", true));
     L.on(ui.dirLR, "click", () => host.setDirection("LR", true));
     L.on(ui.color, "change", () => host.setColorMode(ui.color.value as ColorMode));
@@ -150,8 +151,17 @@ export class Controls {
     const { host } = this;
     const target = e.target as HTMLElement;
     if (e.key === "Escape") {
-      if (host.player.active) host.player.stop();
-      else if (!host.closeInspector()) host.setFocus(null);
+      // the nearest thing first: the help, playback, the inspector, the presentation, the focus
+      if (!host.ui.help.hidden) this.toggleHelp(false);
+      else if (host.lecture.player.active) host.lecture.player.stop();
+      else if (host.closeInspector()) return e.preventDefault();
+      else if (host.lecture.presenter.on) host.lecture.presenter.set(false, true);
+      else host.setFocus(null);
+      e.preventDefault();
+      return;
+    }
+    if (e.key === "?" && !target.closest("input,textarea")) {
+      this.toggleHelp();
       e.preventDefault();
       return;
     }
@@ -163,9 +173,9 @@ export class Controls {
     const focusKey = host.focused();
     const focus = focusKey && host.graphView.node(focusKey) ? focusKey : null;
     if (e.key === " ") {
-      host.player.toggle();
-    } else if (host.player.active && (e.key === "ArrowLeft" || e.key === "ArrowRight")) {
-      host.player.step(e.key === "ArrowLeft" ? -1 : 1);
+      host.lecture.player.toggle();
+    } else if (host.lecture.player.active && (e.key === "ArrowLeft" || e.key === "ArrowRight")) {
+      host.lecture.player.step(e.key === "ArrowLeft" ? -1 : 1);
     } else if (e.key === "Enter") {
       const n = focus && host.graphView.node(focus);
       if (n) host.activate(n);
@@ -184,6 +194,13 @@ export class Controls {
       return;
     }
     e.preventDefault();
+  }
+
+  /** Show or hide the keyboard help. */
+  toggleHelp(show = this.host.ui.help.hidden) {
+    const { help, helpButton } = this.host.ui;
+    help.hidden = !show;
+    helpButton.setAttribute("aria-expanded", String(show));
   }
 
   dispose() {

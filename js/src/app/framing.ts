@@ -25,19 +25,22 @@ export function fitsAt(lay: { width: number; height: number }, fit: FitTarget): 
 export class Framing {
   private target: FitTarget | null = null;
 
+  /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
+  thumbs = false;
 
-  /** Lay out a state (`fresh`: for a first view, on the canvas as it is now). */
-  async lay(client: LayoutClient, state: ViewState, view: ViewGraph, dir: Direction, canvas: HTMLElement, fresh: boolean): Promise<Framed> {
+  /** Lay out a state (`fresh`: for a first view, on the canvas as it is now, with names
+   * readable at scale `k`: READ_K, more in presentation mode). */
+  async lay(client: LayoutClient, state: ViewState, view: ViewGraph, dir: Direction, canvas: HTMLElement, fresh: boolean, k = READ_K): Promise<Framed> {
     if (fresh || !this.target) {
-      this.target = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600, k: READ_K, reserve: MINIMAP_STRIP };
+      this.target = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600, k, reserve: MINIMAP_STRIP };
     }
     const fit = this.target;
-    if (!state.auto) return { ...(await client.layout(layoutRequest(view, dir, fit))), state, view };
+    if (!state.auto) return { ...(await client.layout(layoutRequest(view, dir, fit, this.thumbs))), state, view };
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
     for (let i = levels.length - 1; i >= 0; i--) {
       const v = buildView(view.tree, levels[i]);
-      const lay = await client.layout(layoutRequest(v, dir, fit));
+      const lay = await client.layout(layoutRequest(v, dir, fit, this.thumbs));
       if (i === 0 || fitsAt(lay, fit)) return { ...lay, state: { ...levels[i], auto: true }, view: v };
     }
     throw new Error("unreachable");

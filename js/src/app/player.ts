@@ -11,7 +11,6 @@ import { endTarget, type EndTarget } from "../model/ends";
 import { playbackSteps, sameState, type Step } from "../model/playback";
 import type { CallTree } from "../model/tree";
 import type { ViewGraph, ViewState } from "../model/view_model";
-import { READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import type { Camera } from "../view/camera";
 import { h, Listeners } from "../view/dom";
@@ -216,7 +215,7 @@ export class Player {
     const target = step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
     if (target) host.open(target);
     const n = host.graphView.node(step.key);
-    if (n) host.camera.ensureVisible(n.box, READ_K, 220);
+    if (n) host.camera.ensureVisible(n.box, host.camera.readK, 220);
   }
 
   /** What stays in place when a step opens or closes a group: the node current so far, or

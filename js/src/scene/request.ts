@@ -11,8 +11,9 @@ import type { FitTarget, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, Dir
 import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
-import type { Item, ViewGraph } from "../model/view_model";
-import type { EdgeKind } from "../wire";
+import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
+import { formatParams } from "../model/format";
+import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
 export const NODE_W = 196;
@@ -20,6 +21,9 @@ export const NODE_H = 50;
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
+/** With data on the graph: the picture's height on a node, at scale 1 (the node grows by it). */
+export const THUMB_H = 72;
+const THUMB_PAD = 8;
 /** The size of a node's name at scale 1 (styles.ts .nfw-t1), the least it may be drawn at, and
  * so the least scale a first view uses. */
 export const NAME_PX = 14;
@@ -47,10 +51,35 @@ export function drawnOf(view: ViewGraph): Drawn {
   return d;
 }
 
+/** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
+function lastPart(name: string): string {
+  const parts = name.split(".");
+  const last = parts[parts.length - 1];
+  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
+}
+
+/** A stage's name on its node: the module's short name, and which call of it ("#1"). */
+export function stageTitle(c: WireCall): string {
+  return lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : "");
+}
+
+/** A stage is as wide as its name and parameter count need (14 px bold, 10.5 px mono), so
+ * that names are whole on the node; within reason (a longer one is cut, whole in its tip). */
+export function stageWidth(c: WireCall): number {
+  const params = formatParams(c.params);
+  return Math.round(Math.min(300, Math.max(NODE_W, 40 + 8.6 * stageTitle(c).length + (params ? 6.6 * params.length + 10 : 0))));
+}
+
 /** A fold is as wide as its title needs ("(Linear → ReLU)  × 200" in 14 px bold), within reason. */
 export function foldWidth(run: Run): number {
   const title = run.period > 1 ? run.type.length + 2 : run.type.length;
-  return Math.round(Math.min(340, Math.max(NODE_W, 44 + 8.4 * (title + 2 + String(run.count).length))));
+  return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length))));
+}
+
+/** A port (a model input or output) is as wide as its name needs ("input:input_ids" in 13 px),
+ * within reason; with a picture on it, at least as wide as a stage. */
+export function portWidth(id: string, thumbs = false): number {
+  return Math.round(Math.min(240, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
@@ -76,7 +105,9 @@ export function projectEdge(view: ViewGraph, src: string, dst: string): [string,
   return [pa[l - 1], pa[l], pb[l]];
 }
 
-export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget): LayoutRequest {
+/** `thumbs`: data on the graph, each stage and port taller by a picture. */
+export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, thumbs = false): LayoutRequest {
+  const extra = thumbs ? THUMB_H + THUMB_PAD : 0;
   const { drawing, trunk } = drawnOf(view);
   const groups = new Map<string, LayoutGroup>();
   const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
@@ -91,7 +122,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget):
     groups.set(key, g);
     g.items.push(...ports);
     for (const it of items) {
-      if (it.kind === "stage") g.items.push(leaf(it.key, NODE_W, NODE_H));
+      if (it.kind === "stage") g.items.push(leaf(it.key, stageWidth(view.tree.graph.calls[it.call]), NODE_H + extra));
       else if (it.kind === "fold") g.items.push(leaf(it.key, foldWidth(it.run), NODE_H + 6));
       else g.items.push(build(it.key, it.items));
     }
@@ -101,8 +132,9 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget):
     index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
     return g;
   };
-  const ins = view.nodes.filter((n) => n.kind === "input").map((n) => leaf(n.key, PORT_W, PORT_H));
-  const outs = view.nodes.filter((n) => n.kind === "output").map((n) => leaf(n.key, PORT_W, PORT_H));
+  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs), PORT_H + extra);
+  const ins = view.nodes.filter((n) => n.kind === "input").map(port);
+  const outs = view.nodes.filter((n) => n.kind === "output").map(port);
   const root = build(ROOT, view.items, ins, outs);
   const bused = new Set([...trunk.buses.values()].flat());
   const seen = new Map<string, LayoutEdge>();

@@ -11,19 +11,11 @@ import { problemsOf, viewMarks } from "../model/problems";
 import type { CallTree, Run } from "../model/tree";
 import type { Item, ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
-import { drawnOf, itemPath, projectEdge } from "./request";
+import { drawnOf, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
 
-export { drawnOf, itemPath, JUNCTION_D, layoutRequest, MIN_NAME_PX, MINIMAP_STRIP, NAME_PX, NODE_H, NODE_W, PORT_H, PORT_W, projectEdge, READ_K, ROOT } from "./request";
-
-/** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
-function lastPart(name: string): string {
-  const parts = name.split(".");
-  const last = parts[parts.length - 1];
-  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
-}
-
+export { drawnOf, itemPath, stageTitle, stageWidth, JUNCTION_D, layoutRequest, MIN_NAME_PX, MINIMAP_STRIP, NAME_PX, NODE_H, NODE_W, PORT_H, PORT_W, projectEdge, READ_K, ROOT, THUMB_H } from "./request";
 
 /** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
 function runType(run: Run): string {
@@ -58,7 +50,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     } else {
       nodes.push({
         key: n.key, id: n.id, kind: "stage", call: n.call, box,
-        title: lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : ""),
+        title: stageTitle(c),
         path: c.module,
         type: c.type, shape: formatShape(c.shapes[0]), params: formatParams(c.params),
         expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error, mark: mark(n.key),

@@ -13,6 +13,8 @@ export class Camera {
   readonly zoom: PanZoom;
   /** The next painted scene gets a first view (a new graph, a direction, reset). */
   needsFit = true;
+  /** The least scale at which names read (MIN_NAME_PX high); more in presentation mode. */
+  readK = READ_K;
 
   constructor(private readonly surface: HTMLElement, onChange: (t: Transform) => void, onWheelHint: () => void) {
     this.zoom = new PanZoom(surface, onChange, onWheelHint);
@@ -45,11 +47,11 @@ export class Camera {
   firstView(scene: Scene, dir: Direction) {
     if (!this.attached) return;
     const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (all.k >= READ_K - 1e-6) return this.fit(scene, 0);
+    if (all.k >= this.readK - 1e-6) return this.fit(scene, 0);
     this.needsFit = false;
     const W = this.surface.clientWidth;
     const H = this.surface.clientHeight;
-    const k = READ_K;
+    const k = this.readK;
     const tb = dir === "TB";
     const x = tb ? Math.max(MARGIN, (W - MINIMAP_STRIP - scene.width * k) / 2) : MARGIN;
     const y = tb ? MARGIN : Math.max(MARGIN, (H - MINIMAP_STRIP * 0.7 - scene.height * k) / 2);
@@ -90,12 +92,12 @@ export class Camera {
    */
   resized(scene: Scene, grew: number, wasWhole: boolean, keep: Box | null) {
     const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (wasWhole && all.k >= READ_K - 1e-6) {
+    if (wasWhole && all.k >= this.readK - 1e-6) {
       this.zoom.animateTo(all, 200);
       return;
     }
     this.zoom.set({ ...this.zoom.t, x: this.zoom.t.x + grew / 2 });
-    if (keep) this.ensureVisible(keep, READ_K, 200);
+    if (keep) this.ensureVisible(keep, this.readK, 200);
   }
 
   /** Whether the whole scene is in view now. */

@@ -2,6 +2,7 @@
 import type { EdgeKind } from "../wire";
 import { cssColor, gradientStops, NAN_MARK, nonfiniteColor } from "./colormap";
 import { h, s } from "./dom";
+import { buildHelp } from "./help";
 import { ONLY_A_FILL, type ColorMode, type StatScale } from "./stat_colors";
 
 export type { ColorMode };
@@ -20,6 +21,10 @@ export interface Chrome {
   reset: HTMLButtonElement;
   svg: HTMLButtonElement;
   png: HTMLButtonElement;
+  present: HTMLButtonElement;
+  data: HTMLButtonElement; // data on the graph
+  helpButton: HTMLButtonElement;
+  help: HTMLElement; // the keyboard help, over the graph
   banners: HTMLElement; // what went wrong in the run, above the graph (never over it)
   main: HTMLElement;
   canvas: HTMLElement;
@@ -46,26 +51,35 @@ export function buildChrome(css: string): Chrome {
     h("option", { value: "divergence", hidden: true, disabled: true }, "Colour: A vs B"));
   const fit = button("Fit", "Fit the graph to the view (F)");
   const reset = button("Reset", "Back to the starting expansion");
-  const svg = button("SVG", "Download the graph as SVG");
-  const png = button("PNG", "Download the graph as PNG");
+  const svg = button("SVG", "Download the graph as SVG", { class: "nfw-btn nfw-export" });
+  const png = button("PNG", "Download the graph as PNG", { class: "nfw-btn nfw-export" });
+  const present = button("", "Present: full screen, larger type, more contrast", { "aria-label": "Present", "aria-pressed": "false" });
+  present.append(
+    s("svg", { width: 16, height: 14, viewBox: "0 0 16 14", "aria-hidden": "true" },
+      s("rect", { x: 1, y: 1, width: 14, height: 9, rx: 1.5, fill: "none", stroke: "currentColor", "stroke-width": 1.4 }),
+      s("path", { d: "M8 10v3M5 13h6", stroke: "currentColor", "stroke-width": 1.4, "stroke-linecap": "round" })),
+    h("span", { class: "nfw-present-label" }, "End"));
+  const data = button("Data", "Data on the graph: each stage's view as a picture on its node", { "aria-label": "Data on the graph", "aria-pressed": "false" });
+  const helpButton = button("?", "Keyboard help (?)", { "aria-label": "Keyboard help", "aria-expanded": "false" });
+  const help = buildHelp();
   const toolbar = h("div", { class: "nfw-toolbar" },
     h("div", { class: "nfw-title" }, title, counts),
     search, searchCount,
     h("span", { class: "nfw-sep" }),
     h("span", { class: "nfw-btn-group", role: "group", "aria-label": "direction" }, dirTB, dirLR),
-    color, fit, reset,
+    color, data, fit, reset,
     h("span", { class: "nfw-sep" }),
-    svg, png);
+    svg, png, present, helpButton);
   const legend = h("div", { class: "nfw-legend", "aria-hidden": "true" });
   const hint = h("div", { class: "nfw-hint" }, "Ctrl + scroll (or click the graph) to zoom");
   const busy = h("div", { class: "nfw-busy", hidden: true }, "laying out …");
   const canvas = h("div", { class: "nfw-canvas", tabindex: "0", "aria-label": "graph: arrows move along edges, Enter opens, Space plays the forward pass step by step, Esc closes" }, legend, hint, busy);
-  const main = h("div", { class: "nfw-main" }, canvas);
+  const main = h("div", { class: "nfw-main" }, canvas, help);
   const banners = h("div", { class: "nfw-banners", hidden: true });
   const style = h("style", {});
   style.textContent = css;
   const root = h("div", { class: "nfw-root" }, style, toolbar, banners, main);
-  return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, banners, main, canvas, legend, hint, busy };
+  return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, present, data, helpButton, help, banners, main, canvas, legend, hint, busy };
 }
 
 const hintTimers = new WeakMap<HTMLElement, number>();

@@ -83,3 +83,11 @@ export function badge(cx: number, cy: number, label: string, title: string, key:
   g.append(t, s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }), svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }));
   return g;
 }
+
+/** A node's picture (data on the graph) in the box x, y, w, h: the image, scaled to fit with
+ * its pixels sharp; a faint box while it is coming (undefined); nothing when there is none. */
+export function thumbEl(x: number, y: number, w: number, h: number, url: string | null | undefined): SVGElement {
+  if (url === undefined) return s("rect", { class: "nfw-thumb-wait", x, y, width: w, height: h, rx: 4 });
+  if (url === null) return s("g", { class: "nfw-thumb-none" });
+  return s("image", { class: "nfw-thumb", href: url, x, y, width: w, height: h, preserveAspectRatio: "xMidYMid meet" });
+}

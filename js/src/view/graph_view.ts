@@ -1,10 +1,9 @@
 /** Draws a scene as SVG: nodes, cluster boxes, edges; hover, selection, culling, level of detail. */
-import { edgePath } from "../scene/scene";
+import { edgePath, NODE_H, PORT_H, THUMB_H } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
-import { fitText, Listeners, s, SVG_NS, svgText, syncChildren, textWidth } from "./dom";
-import { badge, figureLayers, markData } from "./figure";
+import { fitText, Listeners, s, svgText, syncChildren, textWidth } from "./dom";
+import { badge, figureLayers, markData, thumbEl } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
-import { GRAPH_CSS } from "./styles";
 import { typeColor } from "./palette";
 import type { Transform } from "./zoom";
 
@@ -43,6 +42,7 @@ export class GraphView {
   private selected: string | null = null;
   private focused: string | null = null;
   private current: string | null = null; // the stage playback shows (data-current)
+  private thumbOf: ((id: string) => string | null | undefined) | null = null; // data on the graph
   private matches = new Set<string>();
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
   private listeners = new Listeners();
@@ -253,21 +253,25 @@ export class GraphView {
     const title = s("title");
     title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}`;
     g.append(title);
+    // with data on the graph, the words take the top band and the picture the rest
+    const pic = this.thumbOf !== null && n.kind !== "fold";
+    const picture = () => (pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, this.thumbOf!(n.id))] : []);
     if (port) {
-      g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: h / 2 }));
-      g.append(svgText(fitText(n.title, w - 20, this.font("port")), { class: "nfw-t1", x: w / 2, y: h / 2 + 4, "text-anchor": "middle" }));
-      g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: h / 2 + 4 }));
+      const band = pic ? PORT_H : h;
+      g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : h / 2 }), ...picture());
+      g.append(svgText(fitText(n.title, w - 20, this.font("port")), { class: "nfw-t1", x: w / 2, y: band / 2 + 4, "text-anchor": "middle" }));
+      g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: pic ? 14 : h / 2 + 4 }));
       return g;
     }
     const cw = n.kind === "fold" ? w - 6 : w;
-    const ch = n.kind === "fold" ? h - 6 : h;
+    const ch = pic ? NODE_H : n.kind === "fold" ? h - 6 : h;
     if (n.kind === "fold") {
       g.append(s("rect", { class: "nfw-stack", x: 6, y: 6, width: cw, height: ch, rx: 8 }));
       g.append(s("rect", { class: "nfw-stack", x: 3, y: 3, width: cw, height: ch, rx: 8 }));
     }
-    const card = s("rect", { class: "nfw-card", width: cw, height: ch, rx: 8 });
+    const card = s("rect", { class: "nfw-card", width: cw, height: pic ? h : ch, rx: 8 });
     if (fill) card.style.fill = fill.fill;
-    g.append(card);
+    g.append(card, ...picture());
     g.append(s("rect", { x: 7, y: 11, width: 3.5, height: ch - 22, rx: 1.75, fill: typeColor(n.type) }));
     // Line 1: name (or the folded type) and, right-aligned, parameters (or the fold count).
     // Line 2: type (or the folded range) and the output shape.
@@ -294,28 +298,29 @@ export class GraphView {
     return g;
   }
 
-  /** The whole graph (nothing culled) as a standalone SVG document with resolved colours. */
-  exportSvg(vars: Record<string, string>, background: string): string {
+  /** The whole graph (nothing culled, the live layers in order) for `figure` (export.ts) to make a file of; "" without one. */
+  exportSvg(figure: (scene: Scene, drawing: SVGGElement, defs: SVGDefsElement, id: string) => string): string {
     const scene = this.scene;
     if (!scene) return "";
-    const pad = 24;
-    const w = Math.ceil(scene.width + 2 * pad);
-    const hgt = Math.ceil(scene.height + 2 * pad);
-    const svg = s("svg", { xmlns: SVG_NS, class: "nfw-graph", width: w, height: hgt, viewBox: `0 0 ${w} ${hgt}` });
-    for (const [k, v] of Object.entries(vars)) svg.style.setProperty(k, v);
-    const style = s("style");
-    style.textContent = GRAPH_CSS;
-    const world = s("g", { transform: `translate(${pad},${pad})` });
     const fig = figureLayers(scene, `url(#${this.uid}-arrow-flow)`);
-    world.append(
-      s("g", {}, ...fig.buses),
-      s("g", {}, ...scene.edges.map((e) => this.edgeEl(e))),
-      s("g", {}, ...scene.clusters.map((c) => this.clusterEl(c))),
-      s("g", {}, ...fig.joins),
-      s("g", {}, ...scene.nodes.map((n) => this.nodeEl(n))),
-    );
-    svg.append(style, s("rect", { width: w, height: hgt, fill: background }), this.defs.cloneNode(true), world);
-    return new XMLSerializer().serializeToString(svg);
+    const layers = [fig.buses, scene.edges.map((e) => this.edgeEl(e)), scene.clusters.map((c) => this.clusterEl(c)), fig.joins, scene.nodes.map((n) => this.nodeEl(n))];
+    const drawing = s("g", { class: "nfw-world" }, ...layers.map((els) => s("g", {}, ...els)));
+    return figure(scene, drawing, this.defs.cloneNode(true) as SVGDefsElement, this.uid);
+  }
+
+  /** Data on the graph: each stage's and port's picture by id (undefined: coming; null:
+   * none), or null to draw none. The layout must have made room (layoutRequest's thumbs). */
+  setThumbs(get: ((id: string) => string | null | undefined) | null) {
+    this.thumbOf = get;
+    if (this.scene) this.setFills(this.fills);
+  }
+
+  /** A picture came: redraw the nodes of that id. */
+  thumbArrived(id: string) {
+    for (const [key, el] of this.nodeEls) {
+      const n = this.nodeByKey.get(key);
+      if (n?.id === id) el.replaceWith(this.nodeEls.set(key, this.nodeEl(n)).get(key)!);
+    }
   }
 
   /** Highlight a node's inputs and outputs (null clears). */

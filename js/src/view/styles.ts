@@ -78,6 +78,8 @@ export const GRAPH_CSS = `
 .nfw-edge.nfw-live { opacity: 1; stroke-width: 2.6; stroke-dasharray: 8 5; animation: nfw-flow 0.65s linear infinite; }
 @keyframes nfw-flow { to { stroke-dashoffset: -13; } }
 @media (prefers-reduced-motion: reduce) { .nfw-edge.nfw-live { animation: none; } }
+.nfw-thumb { image-rendering: pixelated; }
+.nfw-thumb-wait { fill: var(--nfw-bg2); stroke: none; }
 .nfw-arrow-flow { fill: var(--nfw-flow); }
 .nfw-arrow-skip { fill: var(--nfw-skip); }
 .nfw-arrow-merge { fill: var(--nfw-merge); }
@@ -107,7 +109,7 @@ export function scopeCss(css: string, scope: string): string {
         else if (css[j] === "}" && --depth === 0) break;
       }
       // the rules of a conditional group are scoped too; a @keyframes block is kept as it is
-      const conditional = /^@(media|supports)\b/.test(selector);
+      const conditional = /^@(media|supports|container)\b/.test(selector);
       out += conditional ? `${selector} {\n${scopeCss(css.slice(open + 1, j), scope)}}\n` : `${selector} ${css.slice(open, j + 1)}\n`;
       i = j + 1;
       continue;
@@ -168,10 +170,25 @@ const ROOT_CSS = `
   font-family: var(--nfw-font); font-size: 12px; font-weight: 400; font-style: normal; line-height: 1.35;
   letter-spacing: normal; text-align: left; text-transform: none; color: var(--nfw-fg1);
   background: var(--nfw-bg); border: 1px solid var(--nfw-border2); border-radius: 8px;
-  box-shadow: none; overflow: hidden; box-sizing: border-box;
+  box-shadow: none; overflow: hidden; box-sizing: border-box; container: nfw / inline-size;
 }
 .nfw-root.nfw-root:focus-within { border-color: var(--nfw-border); }
 .nfw-root [hidden] { display: none !important; }
+.nfw-root.nfw-root.nfw-present {
+  position: fixed; inset: 0; z-index: 2147483000; width: 100vw; height: 100vh; min-height: 0; border: 0; border-radius: 0;
+  --nfw-bg: #ffffff; --nfw-bg1: #ffffff; --nfw-bg2: #eef0f3; --nfw-bg3: #dde1e6;
+  --nfw-fg0: #000000; --nfw-fg1: #0b0f19; --nfw-fg2: #1f2937; --nfw-fg3: #4b5563;
+  --nfw-border: #4b5563; --nfw-border2: #9ca3af; --nfw-flow: #1f2937; --nfw-skip: #c2410c; --nfw-merge: #6d28d9; --nfw-order: #4b5563;
+}
+.nfw-root.nfw-present .nfw-toolbar, .nfw-root.nfw-present .nfw-transport, .nfw-root.nfw-present .nfw-banners,
+.nfw-root.nfw-present .nfw-legend, .nfw-root.nfw-present .nfw-help { zoom: 1.35; }
+.nfw-root.nfw-present .nfw-toolbar > :is(.nfw-search, .nfw-search-count, .nfw-select, .nfw-sep, .nfw-export) { display: none; }
+.nfw-root.nfw-present .nfw-present-label { display: inline; }
+.nfw-root.nfw-present .nfw-inspector { zoom: 1.3; width: clamp(300px, 32%, 520px); }
+.nfw-root.nfw-present .nfw-edge { stroke-width: 2.4px; }
+.nfw-root.nfw-present .nfw-edge.nfw-live { stroke-width: 3.4px; }
+.nfw-root.nfw-present .nfw-node .nfw-card { stroke-width: 1.6px; }
+.nfw-root.nfw-present .nfw-node .nfw-t2, .nfw-root.nfw-present .nfw-node .nfw-num { fill: var(--nfw-fg1); }
 `;
 
 /**
@@ -197,12 +214,13 @@ const RESET_CSS = `
 /** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss. */
 const WIDGET_CSS = `
 .nfw-toolbar {
-  flex: none; display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
+  flex: none; display: flex; align-items: center; gap: 6px; flex-wrap: nowrap;
   padding: 6px 8px; border-bottom: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
-.nfw-title { display: flex; align-items: baseline; gap: 8px; margin-right: auto; min-width: 0; padding-left: 2px; }
-.nfw-title b { display: inline; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.nfw-title span { color: var(--nfw-fg2); white-space: nowrap; }
+.nfw-toolbar > * { flex: none; }
+.nfw-title { display: flex; flex: 0 1 auto; align-items: baseline; gap: 8px; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
+.nfw-title b { display: inline; flex: 0 1 auto; min-width: 3em; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-title span { flex: 0 1 auto; min-width: 0; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-btn, .nfw-select, .nfw-search {
   height: 26px; margin: 0; font: inherit; font-size: 12px; line-height: 24px; color: var(--nfw-fg1); background: var(--nfw-bg);
   border: 1px solid var(--nfw-border); border-radius: 5px; padding: 0 8px; min-width: 0; box-shadow: none;
@@ -218,8 +236,11 @@ const WIDGET_CSS = `
 .nfw-btn-group .nfw-btn:first-child { border-radius: 5px 0 0 5px; margin-left: 0; }
 .nfw-btn-group .nfw-btn:last-child { border-radius: 0 5px 5px 0; }
 .nfw-select { width: auto; padding: 0 4px; }
-.nfw-search { width: 170px; }
+.nfw-toolbar > .nfw-search { flex: 0 1 150px; width: 150px; min-width: 90px; }
+@container nfw (max-width: 860px) { .nfw-toolbar { flex-wrap: wrap; } }
 .nfw-search-count { display: inline-block; color: var(--nfw-fg2); min-width: 4.5em; font-size: 11px; }
+.nfw-search-count:empty { display: none; }
+.nfw-present-label { display: none; }
 .nfw-sep { display: inline-block; width: 1px; height: 18px; background: var(--nfw-border2); margin: 0 2px; }
 .nfw-play { min-width: 5.6em; font-weight: 600; }
 .nfw-play[aria-pressed="true"] { background: var(--nfw-accent); border-color: var(--nfw-accent); color: #fff; }
@@ -272,6 +293,17 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
 .nfw-canvas.nfw-dragging { cursor: grabbing; }
 .nfw-svg { display: block; width: 100%; height: 100%; max-width: none; max-height: none; margin: 0; user-select: none; -webkit-user-select: none; }
 
+.nfw-help {
+  position: absolute; top: 12px; right: 12px; z-index: 5; display: block; max-width: min(480px, 90%);
+  padding: 10px 14px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border); border-radius: 8px;
+  box-shadow: 0 4px 16px rgba(0,0,0,.15); color: var(--nfw-fg1); font-size: 12.5px;
+}
+.nfw-help-title { display: block; font-weight: 600; margin: 0 0 6px; color: var(--nfw-fg0); }
+.nfw-help-row { display: grid; grid-template-columns: 112px 1fr; gap: 8px; padding: 2px 0; align-items: baseline; }
+.nfw-kbd {
+  justify-self: start; font-family: var(--nfw-mono); font-size: 11.5px; padding: 0 6px; color: var(--nfw-fg0);
+  border: 1px solid var(--nfw-border); border-bottom-width: 2px; border-radius: 4px; background: var(--nfw-bg2);
+}
 .nfw-legend {
   position: absolute; left: 10px; bottom: 10px; display: flex; gap: 12px; align-items: center;
   padding: 5px 10px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;

@@ -1,0 +1,82 @@
+/**
+ * The lecture tools around the flow view: playback of the forward pass (player.ts),
+ * presentation mode (presenter.ts) and data on the graph (pictures.ts), made and wired
+ * together here so the flow view only tells them what happened (a scene drawn, a new run).
+ */
+import type { Box } from "../layout/layout";
+import type { EndTarget } from "../model/ends";
+import type { ViewState } from "../model/view_model";
+import type { Camera } from "../view/camera";
+import type { Chrome } from "../view/chrome";
+import type { GraphView } from "../view/graph_view";
+import type { Scene } from "../scene/types";
+import type { FetchStage } from "../view/inspector";
+import type { StageRequest, WireCall } from "../wire";
+import type { Framing } from "./framing";
+import { Pictures } from "./pictures";
+import { Player, type PlayerHost, type PlaybackState } from "./player";
+import { Presenter } from "./presenter";
+
+export interface LectureHost {
+  readonly ui: Chrome;
+  readonly graphView: GraphView;
+  readonly camera: Camera;
+  readonly framing: Framing;
+  shown: PlayerHost["shown"];
+  state(): ViewState;
+  /** Lay out and draw a state (the reason names why, for the painted event). */
+  setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }): Promise<void>;
+  open(target: WireCall | EndTarget): void;
+  fetchStage: FetchStage;
+  available?: (req: StageRequest) => boolean;
+  onPlayback?: (p: PlaybackState) => void;
+  onPresent?: (on: boolean) => void;
+}
+
+export class Lecture {
+  readonly player: Player;
+  readonly presenter: Presenter;
+  readonly pictures: Pictures;
+
+  constructor(host: LectureHost) {
+    const { ui } = host;
+    this.player = new Player({
+      graphView: host.graphView,
+      camera: host.camera,
+      shown: host.shown,
+      state: host.state,
+      setState: (state, anchor) => host.setState(state, "playback", anchor),
+      open: host.open,
+      changed: host.onPlayback,
+    });
+    this.presenter = new Presenter(ui.root, ui.present, host.camera, (on, fromUser) => {
+      if (fromUser) host.onPresent?.(on);
+      void host.setState(host.state(), "present"); // framed again for the type's new size
+    });
+    const relayout = () => {
+      host.camera.needsFit = true; // every node changes size: framed again
+      void host.setState(host.state(), "pictures");
+    };
+    this.pictures = new Pictures(ui.data, host.fetchStage, host.available ?? (() => true), host.graphView, host.framing, relayout);
+    ui.dirTB.parentElement!.before(this.player.button);
+    ui.banners.after(this.player.bar);
+  }
+
+  /** A scene was drawn. */
+  painted(scene: Scene) {
+    this.pictures.painted(scene);
+  }
+
+  /** A new run: of the same model (`same`: playback goes on), or of another. */
+  newRun(same: boolean) {
+    this.pictures.clear();
+    if (same) this.player.refresh();
+    else this.player.forget();
+  }
+
+  dispose() {
+    this.player.dispose();
+    this.presenter.dispose();
+    this.pictures.dispose();
+  }
+}
