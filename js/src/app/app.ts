@@ -90,7 +90,7 @@ export class FlowApp implements ControlsHost {
     );
     this.ui.canvas.prepend(this.graphView.svg);
     this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => flashHint(this.ui.hint));
-    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend);
+    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend, () => this.camera.zoom.dims());
     this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
     this.ui.main.append(this.inspector.el);
@@ -208,6 +208,7 @@ export class FlowApp implements ControlsHost {
 
   private onResize() {
     const width = this.ui.canvas.clientWidth;
+    this.camera.zoom.setSize(width, this.ui.canvas.clientHeight);
     const grew = this.lastWidth > 0 ? width - this.lastWidth : 0;
     this.lastWidth = width;
     if (!this.scene) return;

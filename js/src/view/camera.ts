@@ -25,7 +25,7 @@ export class Camera {
   }
 
   get attached(): boolean {
-    return this.surface.clientWidth > 0;
+    return this.zoom.measured || this.surface.clientWidth > 0;
   }
 
   viewport(): [number, number, number, number] {
@@ -49,8 +49,7 @@ export class Camera {
     const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
     if (all.k >= this.readK - 1e-6) return this.fit(scene, 0);
     this.needsFit = false;
-    const W = this.surface.clientWidth;
-    const H = this.surface.clientHeight;
+    const [W, H] = this.zoom.dims();
     const k = this.readK;
     const tb = dir === "TB";
     const x = tb ? Math.max(MARGIN, (W - MINIMAP_STRIP - scene.width * k) / 2) : MARGIN;
@@ -59,8 +58,7 @@ export class Camera {
   }
 
   centerOn(x: number, y: number, ms = 250, k = this.zoom.t.k) {
-    const W = this.surface.clientWidth || 800;
-    const H = this.surface.clientHeight || 500;
+    const [W, H] = this.zoom.dims();
     this.zoom.animateTo({ x: W / 2 - x * k, y: H / 2 - y * k, k }, ms);
   }
 
@@ -70,8 +68,7 @@ export class Camera {
     if (this.inView(box)) return;
     const [x, y, w, h] = box;
     const { k } = this.zoom.t;
-    const W = this.surface.clientWidth || 800;
-    const H = this.surface.clientHeight || 500;
+    const [W, H] = this.zoom.dims();
     if (k < minK || w * k > W - 2 * MARGIN || h * k > H - 2 * MARGIN) {
       this.centerOn(x + w / 2, y + h / 2, ms, Math.max(k, minK));
       return;
@@ -101,9 +98,9 @@ export class Camera {
   }
 
   /** Whether the whole scene is in view now. */
-  showsAll(scene: { width: number; height: number }, width = this.surface.clientWidth): boolean {
+  showsAll(scene: { width: number; height: number }, width = this.zoom.dims()[0]): boolean {
     const { x, y, k } = this.zoom.t;
-    const H = this.surface.clientHeight;
+    const H = this.zoom.dims()[1];
     return x >= -1 && y >= -1 && x + scene.width * k <= width + 1 && y + scene.height * k <= H + 1;
   }
 
@@ -126,8 +123,7 @@ export class Camera {
    */
   keepAnchor(before: Box, after: Box, scene?: { width: number; height: number }) {
     const { k } = this.zoom.t;
-    const W = this.surface.clientWidth || 800;
-    const H = this.surface.clientHeight || 500;
+    const [W, H] = this.zoom.dims();
     let x = this.zoom.t.x + (before[0] + before[2] / 2 - (after[0] + after[2] / 2)) * k;
     let y = this.zoom.t.y + (before[1] - after[1]) * k;
     const [ax, ay, aw, ah] = after;

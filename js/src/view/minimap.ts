@@ -64,7 +64,11 @@ export class Minimap {
   private collapsed = false;
   private corner: Corner = "top-right";
 
-  constructor(private readonly centerOn: (x: number, y: number) => void, private readonly legend: HTMLElement | null = null) {
+  constructor(
+    private readonly centerOn: (x: number, y: number) => void,
+    private readonly legend: HTMLElement | null = null,
+    private readonly hostSize: () => [number, number] = () => [this.el.parentElement?.clientWidth ?? 0, this.el.parentElement?.clientHeight ?? 0],
+  ) {
     this.canvas = h("canvas", { class: "nfw-minimap-map", "aria-label": "minimap", title: "Overview: click or drag to move" });
     this.toggleBtn = h("button", { class: "nfw-minimap-toggle", type: "button" });
     this.el = h("div", { class: "nfw-minimap", hidden: true, "data-corner": this.corner }, this.canvas, this.toggleBtn);
@@ -106,7 +110,7 @@ export class Minimap {
 
   setScene(scene: Scene) {
     this.scene = scene;
-    this.update();
+    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.update()));
   }
 
   /** The visible part of the graph (graph coordinates) and the transform that shows it. */
@@ -156,7 +160,8 @@ export class Minimap {
     // Nodes, and the header strips of groups (their names and collapse buttons).
     const boxes = scene.nodes.map((n) => screen(n.box));
     for (const c of scene.clusters) boxes.push(screen([c.box[0], c.box[1], c.box[2], GROUP_HEADER]));
-    const corner = pickCorner(boxes, host.clientWidth, host.clientHeight, this.corner);
+    const [hw, hh] = this.hostSize();
+    const corner = pickCorner(boxes, hw, hh, this.corner);
     if (corner !== this.corner) {
       this.corner = corner;
       this.el.dataset.corner = corner;
@@ -166,8 +171,8 @@ export class Minimap {
   private draw() {
     const scene = this.scene;
     if (!scene || this.el.hidden || this.collapsed) return;
-    const cssW = this.canvas.clientWidth || W;
-    const cssH = this.canvas.clientHeight || H;
+    const cssW = W; // its size in the CSS: read, it would make the browser lay out the page
+    const cssH = H;
     const dpr = globalThis.devicePixelRatio || 1;
     if (this.canvas.width !== Math.round(cssW * dpr)) this.canvas.width = Math.round(cssW * dpr);
     if (this.canvas.height !== Math.round(cssH * dpr)) this.canvas.height = Math.round(cssH * dpr);

@@ -101,10 +101,27 @@ export class PanZoom {
     this.anim = requestAnimationFrame(step);
   }
 
+  private size: [number, number] | null = null;
+
+  /** The surface's size as its resize observer last saw it: read from here, the view never
+   * forces the browser to lay out the page between changing the drawing and painting it. */
+  setSize(w: number, h: number) {
+    this.size = w > 0 && h > 0 ? [w, h] : null;
+  }
+
+  /** Whether the resize observer has seen the surface laid out. */
+  get measured(): boolean {
+    return this.size !== null;
+  }
+
+  /** The surface's width and height (css px). */
+  dims(): [number, number] {
+    return this.size ?? [this.surface.clientWidth || 800, this.surface.clientHeight || 500];
+  }
+
   /** The transform that shows a box of the graph, with a margin, no larger than maxK. */
   fitBox(x: number, y: number, w: number, h: number, maxK = 1.2, margin = 32): Transform {
-    const W = this.surface.clientWidth || 800;
-    const H = this.surface.clientHeight || 500;
+    const [W, H] = this.dims();
     const k = Math.min(maxK, Math.max(MIN_K, Math.min((W - 2 * margin) / Math.max(w, 1), (H - 2 * margin) / Math.max(h, 1))));
     return { x: W / 2 - (x + w / 2) * k, y: H / 2 - (y + h / 2) * k, k };
   }
@@ -112,7 +129,8 @@ export class PanZoom {
   /** The visible part of the graph, in graph coordinates. */
   viewport(): [number, number, number, number] {
     const { x, y, k } = this.t;
-    return [-x / k, -y / k, (this.surface.clientWidth || 800) / k, (this.surface.clientHeight || 500) / k];
+    const [W, H] = this.dims();
+    return [-x / k, -y / k, W / k, H / k];
   }
 
   dispose() {
