@@ -145,6 +145,15 @@ describe("U-Net", () => {
     assert.ok((await count(page, ".nfw-match")) >= 3);
     await page.press(".nfw-search", "Escape");
     assert.equal(await count(page, ".nfw-match"), 0);
+    // Enter goes to the match and opens it: focused, in the inspector, selected in Python
+    await page.fill(".nfw-search", "up2");
+    await page.waitForFunction(() => document.querySelector(".nfw-search-count").textContent.includes("match"));
+    await page.press(".nfw-search", "Enter");
+    await page.waitForFunction(() => document.querySelector(".nfw-ins-title b")?.textContent === "up2");
+    assert.equal(await page.evaluate(() => window.__t.model.get("selected")), "up2");
+    assert.equal(await count(page, '.nfw-node.nfw-focus[data-stage-id="up2"]'), 1);
+    await page.press(".nfw-search", "Escape");
+    await page.keyboard.press("Escape");
   });
 
   it("exports SVG and PNG when the kernel asks", async () => {
