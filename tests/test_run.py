@@ -296,3 +296,19 @@ def test_a_torchscript_submodule_is_one_op_of_its_call_made_from_its_inputs():
         ("input:0", "lin2", "skip"),
         ("lin2", "output:0", "flow"),
     }
+
+
+def test_tracing_a_plain_model_does_not_load_dynamo():
+    """Only a model with torch.compile'd parts needs dynamo's stance: loading it for every trace
+    cost some 75 MiB of the process's memory (the peak-memory benchmark caught it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, neural_flow_widget as nfw\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())\n"
+        "nfw.trace(model, torch.randn(2, 3))\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
