@@ -28,7 +28,6 @@ for (const dir of ["TB", "LR"] as const) {
 
 describe.each(cases)("ports: %s", (_, sc) => {
   const tb = sc.dir === "TB";
-  const box = (key: string) => sc.nodes.find((n) => n.key === key)!.box;
   const ends = (key: string, out: boolean) =>
     sc.edges.filter((e) => (out ? e.src : e.dst) === key).map((e) => {
       const p = e.points;

@@ -93,6 +93,7 @@ export class FlowApp implements ControlsHost {
     this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend, () => this.camera.zoom.dims());
     this.ui.canvas.append(this.minimap.el);
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
+    this.inspector.onOpen = (id) => ((this.selectedId = id), this.opts.onSelect?.(id), this.syncMarks());
     this.ui.main.append(this.inspector.el);
     const open = (target: WireCall | EndTarget) => this.inspector.open(target);
     const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) => this.setState(state, reason, anchor);

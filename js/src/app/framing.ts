@@ -8,10 +8,8 @@
  */
 import type { LayoutClient } from "../layout/client";
 import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
-import type { CallTree } from "../model/tree";
 import { buildView, levelStates, type ViewGraph, type ViewState } from "../model/view_model";
 import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
-import type { WireGraph } from "../wire";
 
 const MARGIN = 32; // PanZoom.fitBox's margin
 

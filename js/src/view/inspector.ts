@@ -7,11 +7,10 @@
 import { diffOf, onlyInA } from "../model/ends";
 import { formatNumber, formatParams, formatShape } from "../model/format";
 import type { Problems } from "../model/problems";
-import type { RunName, StageReply, StageRequest, Summary, WireCall, WireEnd, WireGraph } from "../wire";
+import type { AttentionData, RunName, StageReply, StageRequest, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
-import { ATTENTION, OutputSection, type OkReply, type PanelState } from "./inspector_output";
-import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
-import { drawHistogram } from "./plots";
+import { ATTENTION, OutputSection, type AttentionChoice, type OkReply, type PanelState } from "./inspector_output";
+import { summarySection } from "./inspector_summary";
 import { Resizer } from "./resize";
 
 /** Where stage data comes from: the kernel (live) or baked replies (static export). */
@@ -39,10 +38,14 @@ export class Inspector {
   private others: { b: PanelState | null; diff: PanelState | null } = { b: null, diff: null };
   private tab: string | null = null; // a view kind or "attention"
   private perTile = false;
+  private attention: AttentionChoice = { mode: "map", scale: "absolute" }; // probabilities as they are: near-uniform looks uniform
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
   private graph: WireGraph | null = null;
   private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null } = EMPTY_RUN;
+
+  /** The inspector moved to another stage by itself (a map of the model view clicked). */
+  onOpen: ((id: string) => void) | null = null;
 
   constructor(private readonly fetchStage: FetchStage, private readonly onClose: () => void, private readonly opts: InspectorOptions = {}) {
     this.head = h("div", { class: "nfw-ins-head" });
@@ -280,46 +283,53 @@ export class Inspector {
           this.perTile = on;
           this.show(reply);
         },
+        attention: this.attention,
+        setAttention: (change) => {
+          this.attention = { ...this.attention, ...change };
+          this.show(reply);
+        },
+        attentionRows: () => this.attentionRows(),
+        openAttention: (stage, head) => this.openAttention(stage, head),
       });
       parts.push(output.el);
     }
     const hists: (() => void)[] = [];
-    reply.summaries.forEach((s, i) => parts.push(this.summarySection(s, reply.summaries.length > 1 ? i : -1, hists)));
+    reply.summaries.forEach((s, i) => parts.push(summarySection(s, reply.summaries.length > 1 ? i : -1, this.others.b !== null, () => this.width(), hists)));
     this.body.replaceChildren(...parts);
     output?.draw();
     for (const f of hists) f();
     this.body.scrollTop = scroll;
   }
 
-  private width(): number {
-    return Math.max(200, (this.body.clientWidth || 380) - 26);
+  /** Every stage of the run that recorded attention, with its first attention call (the
+   * model view), fetched through the same cache as the stages themselves. */
+  private async attentionRows(): Promise<{ id: string; a: AttentionData | null }[]> {
+    const g = this.graph;
+    if (!g) return [];
+    const controller = new AbortController();
+    return Promise.all(g.attention.map(async (c) => {
+      const id = g.calls[c].id;
+      const req = { stage: id, view: null, channel: null, head: null, sample: null };
+      if (!this.available(req)) return { id, a: null };
+      const reply = await this.fetchCached(req, controller.signal).catch(() => null);
+      return { id, a: reply?.ok ? reply.attention[0] ?? null : null };
+    }));
   }
 
-  private summarySection(s: Summary, index: number, draws: (() => void)[]): HTMLElement {
-    const compared = this.others.b !== null;
-    const title = `Statistics${compared ? " · run A" : ""}${index >= 0 ? ` · output ${s.leaf ?? index}` : ""}`;
-    const sec = h("section", { class: "nfw-section" }, heading(title));
-    const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
-    const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
-    row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
-    for (const [k, v] of statRows(s)) row(k, v);
-    if (s.numel !== null) row("elements", s.numel.toLocaleString("en-US"));
-    if (s.sampled !== null) row("sampled", `${s.sampled.toLocaleString("en-US")} elements`);
-    if (s.values) row("values", s.values.slice(0, 8).map(([v, n]) => `${String(v)}: ${n}`).join(", ") + (s.values.length > 8 ? ", …" : ""));
-    const bad = nonfiniteNote(s);
-    if (bad) sec.append(h("div", { class: "nfw-errorbox nfw-nonfinite-note", "data-nonfinite-note": "" }, bad));
-    sec.append(table);
-    if (s.error) sec.append(h("div", { class: "nfw-errorbox" }, s.error));
-    const empty = emptyNote(s);
-    if (empty) {
-      sec.append(h("div", { class: "nfw-note" }, empty));
-    } else if (s.hist) {
-      const canvas = h("canvas", { class: "nfw-hist", "aria-label": "histogram" });
-      sec.append(canvas);
-      const hist = s.hist;
-      draws.push(() => drawHistogram(canvas, hist, this.width()));
-    }
-    return sec;
+  /** A map of the model view clicked: that stage's attention, at that head. */
+  private openAttention(stage: string, head: number) {
+    const c = this.graph?.calls.find((x) => x.id === stage);
+    if (!c) return;
+    this.attention = { ...this.attention, mode: "map" };
+    this.target = { kind: "stage", id: c.id, call: c };
+    this.tab = ATTENTION;
+    this.renderHead();
+    this.onOpen?.(c.id);
+    void this.load({ stage: c.id, view: null, channel: null, head, sample: null });
+  }
+
+  private width(): number {
+    return Math.max(200, (this.body.clientWidth || 380) - 26);
   }
 
   private pickTab(tab: string) {

@@ -172,13 +172,13 @@ function maxOf(values: Float32Array, from = 0, n = values.length, abs = false): 
   return m || 1;
 }
 
-/** Small multiples of every head (each scaled to its own maximum). */
-export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: number) {
+/** Small multiples of every head: each scaled to its own maximum, or all to `top`. */
+export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: number, top?: number) {
   if (!a.grid || !a.gridShape) return;
   const [heads, gq, gk] = a.gridShape;
   const grid = a.grid;
   const per = gq * gk;
-  const src = strip(heads, gq, gk, (img, i) => mapPixels(grid, i * per, per, maxOf(grid, i * per, per), img));
+  const src = strip(heads, gq, gk, (img, i) => mapPixels(grid, i * per, per, top ?? maxOf(grid, i * per, per), img));
   tiles(canvas, src, heads, gq, gk, width, Array.from({ length: heads }, (_, i) => `head ${i}`), 260);
 }
 
@@ -194,13 +194,15 @@ export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, token
   // Labels only for exact (unpooled) maps, one token per position.
   const labelled = tokens !== null && q === a.q_len && k === a.k_len && tokens.length >= Math.max(q, k) && q <= 64 && k <= 64;
   if (!labelled) {
-    tiles(canvas, src, 1, q, k, width, null, 360);
+    const g = tiles(canvas, src, 1, q, k, width, null, 360);
+    canvas.dataset.cells = `0,0,${g.cellW / k},${g.cellH / q}`;
     return vmax;
   }
   const margin = Math.min(96, 10 + 7 * Math.max(...tokens.map((t) => Math.min(t.length, 12))));
   const cell = Math.max(3, Math.min((width - margin) / k, 360 / q));
   const ctx = sized(canvas, Math.round(margin + cell * k), Math.round(margin + cell * q));
   ctx.drawImage(src, 0, 0, k, q, margin, margin, cell * k, cell * q);
+  canvas.dataset.cells = `${margin},${margin},${cell},${cell}`; // where the cells are (hover reads it)
   const fontPx = Math.max(7, Math.min(11, cell - 1));
   ctx.font = `${fontPx}px ${inkOf(canvas, "--nfw-mono", "monospace")}`;
   ctx.fillStyle = inkOf(canvas, "--nfw-fg2", "#6b7280");

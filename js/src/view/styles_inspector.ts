@@ -89,4 +89,22 @@ export const INSPECTOR_CSS = `
 .nfw-errorbox .nfw-btn { margin-top: 6px; }
 .nfw-note { display: block; margin: 4px 0 0; color: var(--nfw-fg2); font-size: 11px; }
 .nfw-fatal { display: block; padding: 16px; color: var(--nfw-error); white-space: pre-wrap; font-family: var(--nfw-mono); }
+.nfw-subtabs { margin: 0; }
+.nfw-subtabs .nfw-tab { height: 22px; line-height: 20px; font-size: 11.5px; }
+.nfw-chips { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin: 6px 0; }
+.nfw-chip-btn {
+  min-width: 24px; height: 22px; padding: 0 6px; border-radius: 11px; font: inherit; font-size: 11px; font-weight: 600; cursor: pointer;
+  color: #fff; background: var(--nfw-chip); border: 1px solid var(--nfw-chip); opacity: 1;
+}
+.nfw-chip-btn[aria-pressed="false"] { color: var(--nfw-fg2); background: transparent; border-color: var(--nfw-border); opacity: 0.8; }
+.nfw-chip-all { height: 22px; line-height: 20px; font-size: 11px; padding: 0 6px; }
+.nfw-head-view { display: block; cursor: crosshair; }
+.nfw-model-view { display: grid; gap: 2px; align-items: center; margin: 6px 0; overflow-x: auto; }
+.nfw-mv-corner, .nfw-mv-head, .nfw-mv-label { display: block; font-size: 10.5px; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-mv-head { text-align: center; }
+.nfw-mv-label { font-family: var(--nfw-mono); color: var(--nfw-fg1); }
+.nfw-mv-cell { display: block; cursor: pointer; border-radius: 2px; }
+.nfw-mv-cell:hover, .nfw-mv-cell:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: 1px; }
+.nfw-mv-empty { display: block; color: var(--nfw-fg3); font-size: 10px; text-align: center; }
+.nfw-readout { display: block; min-height: 1.4em; margin: 2px 0; font-family: var(--nfw-mono); font-size: 11px; color: var(--nfw-fg1); }
 `;

@@ -1,0 +1,153 @@
+"""Attention views beyond one heatmap, live in real Chromium for GPT-2 and BERT built from
+configs (no download) with a word-level tokenizer trained here: the head view (a line per
+weight, one colour per head, heads toggled, a token hovered keeps its lines), the model view
+(every attention stage × every head; a click opens that layer and head), the colour scale
+stated, and a weight read under the pointer with its decoded tokens."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from live import CHROMIUM, open_live
+from word_models import SENTENCES, gpt2_inputs, small_gpt2, word_tokenizer
+
+import neural_flow_widget as nfw
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return word_tokenizer()
+
+
+def gpt2_widget(tokenizer):
+    model = small_gpt2(len(tokenizer))
+    return nfw.NeuralFlowWidget(model, gpt2_inputs(tokenizer, 16), tokenizer=tokenizer), 2, 12
+
+
+def bert_widget(tokenizer):
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=64,
+    )  # fmt: skip
+    model = BertModel(config).eval()
+    encoded = tokenizer(SENTENCES[0], return_tensors="pt")
+    return nfw.NeuralFlowWidget(model, dict(encoded), tokenizer=tokenizer), 3, 4
+
+
+def open_attention(browser, widget, stage: str, size=(1280, 800)):
+    context, page, errors = open_live(browser, widget, width=size[0], height=size[1])
+    page.wait_for_selector("[data-stage-id]")
+    page.evaluate(f"() => window.__t.model.set('selected', {stage!r})")
+    page.wait_for_selector(".nfw-tab[data-view=attention]", timeout=30_000)
+    page.click(".nfw-tab[data-view=attention]")
+    page.wait_for_selector('canvas[data-view-kind="attention"]', timeout=30_000)
+    return context, page, errors
+
+
+def attention_stages(widget) -> list[str]:
+    return [widget.flow.calls[i].id for i in widget.graph["attention"]]
+
+
+@pytest.mark.parametrize("make", [gpt2_widget, bert_widget], ids=["gpt2", "bert"])
+def test_head_view_draws_a_line_per_weight_one_colour_per_head(browser, tokenizer, make):
+    widget, _layers, heads = make(tokenizer)
+    stage = attention_stages(widget)[0]
+    context, page, errors = open_attention(browser, widget, stage)
+    page.click('[data-attention-mode="heads"]')
+    canvas = page.locator('canvas[data-view-kind="attention-head-view"]')
+    canvas.wait_for()
+    assert page.locator(".nfw-chip-btn").count() == heads  # a toggle per head
+    lines = int(canvas.get_attribute("data-lines"))
+    assert int(canvas.get_attribute("data-heads")) == heads and lines > 0
+    q = widget.flow.attention(stage)[0].q_len
+    assert lines <= heads * q * q
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"attention_head_view_{make.__name__}.png"))
+    # a query token hovered keeps its own lines: at most one per key and head
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 20, box["y"] + 6 + 16 * 2.5)
+    focus = "() => document.querySelector('[data-view-kind=attention-head-view]').dataset.focus"
+    page.wait_for_function(f"() => ({focus})() === 'q:2'")
+    focused = int(canvas.get_attribute("data-lines"))
+    assert 0 < focused <= heads * q and focused < lines
+    page.mouse.move(5, 5)
+    # shift-click: one head alone; "none": no line
+    page.locator('.nfw-chip-btn[data-head="1"]').click(modifiers=["Shift"])
+    assert canvas.get_attribute("data-heads") == "1"
+    assert 0 < int(canvas.get_attribute("data-lines")) < lines
+    page.get_by_role("button", name="none", exact=True).click()
+    assert canvas.get_attribute("data-lines") == "0"
+    context.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("make", [gpt2_widget, bert_widget], ids=["gpt2", "bert"])
+def test_model_view_shows_every_layer_and_head_and_opens_one(browser, tokenizer, make):
+    widget, layers, heads = make(tokenizer)
+    stages = attention_stages(widget)
+    assert len(stages) == layers
+    context, page, errors = open_attention(browser, widget, stages[0])
+    page.click('[data-attention-mode="model"]')
+    page.wait_for_selector(".nfw-mv-cell", timeout=30_000)
+    cells = page.eval_on_selector_all(".nfw-mv-cell", "els => els.map(e => e.dataset.cell)")
+    assert sorted(cells) == sorted(f"{s}|{h}" for s in stages for h in range(heads))
+    page.screenshot(path=str(ARTIFACTS / f"attention_model_view_{make.__name__}.png"))
+    last = stages[-1]
+    page.click(f'[data-cell="{last}|{heads - 1}"]')
+    page.wait_for_function(
+        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {last!r}"
+    )
+    page.wait_for_selector('canvas[data-view-kind="attention"]')
+    assert page.locator('select[aria-label="attention head"]').input_value() == str(heads - 1)
+    assert page.evaluate("() => window.__t.model.get('selected')") == last
+    context.close()
+    assert errors == []
+
+
+def test_the_scale_is_stated_and_a_weight_reads_with_its_decoded_tokens(browser, tokenizer):
+    widget, _layers, _heads = gpt2_widget(tokenizer)
+    stage = attention_stages(widget)[0]
+    context, page, errors = open_attention(browser, widget, stage)
+    # probabilities as they are by default (near-uniform attention looks uniform), or one
+    # map's own range, said beside the colour bar
+    page.wait_for_selector('.nfw-colorbar-what[data-scale="absolute"]')
+    assert "0–1" in page.text_content('.nfw-colorbar-what[data-scale="absolute"]')
+    scale = page.locator('select[aria-label="attention colour scale"]')
+    scale.select_option("per map")
+    page.wait_for_selector('.nfw-colorbar-what[data-scale="per map"]')
+    assert "this map" in page.text_content('.nfw-colorbar-what[data-scale="per map"]')
+    canvas = page.locator('canvas[data-view-kind="attention"]')
+    x0, y0, cw, ch = (float(v) for v in canvas.get_attribute("data-cells").split(","))
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + x0 + 0.5 * cw, box["y"] + y0 + 1.5 * ch)  # query 1, key 0
+    readout = page.locator(".nfw-readout")
+    tokens = widget.tokens
+    page.wait_for_function("() => document.querySelector('.nfw-readout').textContent.includes('→')")
+    text = readout.text_content()
+    weight = widget.flow.attention(stage)[0].weights.mean(0)[1, 0]
+    assert f"query 1 “{tokens[1]}” → key 0 “{tokens[0]}”: {weight:.3f}" in text, text
+    context.close()
+    assert errors == []
