@@ -302,3 +302,46 @@ def test_difference_reply_is_signed_a_minus_b_and_names_why_there_is_none():
     assert msg["ok"] is False and "topk view is not defined" in msg["error"]
     msg, _ = wire.encode_difference_reply(a, b, {"stage": "nope"})
     assert msg["ok"] is False and "no stage 'nope'" in msg["error"]
+
+
+def _block_means(full: np.ndarray, f: int) -> np.ndarray:
+    q, k = full.shape
+    return full.reshape(q // f, f, k // f, f).mean(axis=(1, 3))
+
+
+def test_a_long_sequence_s_map_comes_as_an_overview_and_zooms_into_the_kept_blocks():
+    """1,024 positions: the run keeps 2x2 block means (512 a side); the reply's overview is at
+    most 256 a side (4x4 blocks), a zoom answers its window from the kept blocks (2x2), and
+    every entry is the exact block mean of the model's own attention (its need_weights)."""
+    torch.manual_seed(0)
+    model = torch.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = model
+
+        def forward(self, x):
+            return self.attn(x, x, x, need_weights=False)[0]
+
+    x = torch.randn(1, 1024, 16)
+    flow = nfw.trace(Wrap().eval(), x)
+    with torch.no_grad():
+        own = model(x, x, x, need_weights=True, average_attn_weights=True)[1][0].numpy()
+    msg, buffers = wire.encode_stage_reply(flow, {"stage": "attn"})
+    (att,) = msg["attention"]
+    assert (att["pool"], att["window"], att["map"]["shape"]) == (
+        [4, 4],
+        [0, 1024, 0, 1024],
+        [256, 256],
+    )
+    overview = np.frombuffer(buffers[att["map"]["buffer"]], "<f4").reshape(256, 256)
+    np.testing.assert_allclose(overview, _block_means(own, 4), rtol=1e-4, atol=1e-7)
+    msg, buffers = wire.encode_stage_reply(flow, {"stage": "attn", "window": [257, 512, 0, 255]})
+    (att,) = msg["attention"]
+    assert att["pool"] == [2, 2] and att["window"] == [256, 512, 0, 256]  # whole kept blocks
+    zoom = np.frombuffer(buffers[att["map"]["buffer"]], "<f4").reshape(att["map"]["shape"])
+    np.testing.assert_allclose(zoom, _block_means(own[256:512, 0:256], 2), rtol=1e-4, atol=1e-7)
+    for bad in ([0, 2000, 0, 10], [5, 5, 0, 10], "all", [0, 1, 2]):
+        reply, _ = wire.encode_stage_reply(flow, {"stage": "attn", "window": bad})
+        assert not reply["ok"] and "window=" in reply["error"], bad

@@ -23,7 +23,7 @@ export {
   type WireBuffer,
 } from "./wire_reply";
 
-export const SCHEMA = 2;
+export const SCHEMA = 3;
 
 export type Topology = "dataflow" | "fx" | "sequential";
 const TOPOLOGIES: readonly Topology[] = ["dataflow", "fx", "sequential"];

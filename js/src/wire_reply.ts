@@ -17,6 +17,7 @@ export interface StageRequest {
   sample: number | null; // null: the sample the trace captured
   page?: number | null; // grid views: which page of 16 channels (null: 0)
   channels?: number[] | null; // grid views: these channels instead of a page (B at A's tiles)
+  window?: number[] | null; // attention: [q0, q1, k0, k1] positions to zoom into (null: all)
   run?: RunName | null; // null / absent: run A
 }
 
@@ -79,6 +80,7 @@ export interface AttentionData {
   source: string; // "sdpa" | "mha" | "softmax"
   causal: boolean;
   head: number | null; // the head shown in `map`; null = mean over heads
+  window: [number, number, number, number]; // q0, q1, k0, k1: the positions `map` covers
   map: Float32Array; // probabilities, mapShape[0] x mapShape[1]
   mapShape: [number, number];
   grid: Float32Array | null; // every head, each pooled to <= 64 x 64
@@ -224,6 +226,9 @@ function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): Atte
   const [map, mapShape] = floatsOfShape(a.map, buffers, 2, `${where}.map`);
   const grid = a.grid === null || a.grid === undefined ? null : floatsOfShape(a.grid, buffers, 3, `${where}.grid`);
   const pool = Array.isArray(a.pool) && a.pool.length === 2 ? (intList(a.pool, `${where}.pool`) as [number, number]) : ([1, 1] as [number, number]);
+  const window = Array.isArray(a.window) && a.window.length === 4
+    ? (intList(a.window, `${where}.window`) as [number, number, number, number])
+    : ([0, a.q_len, 0, a.k_len] as [number, number, number, number]);
   return {
     heads: a.heads,
     q_len: a.q_len,
@@ -232,6 +237,7 @@ function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): Atte
     source: typeof a.source === "string" ? a.source : "",
     causal: a.causal === true,
     head: isInt(a.head) ? a.head : null,
+    window,
     map,
     mapShape: mapShape as [number, number],
     grid: grid ? grid[0] : null,

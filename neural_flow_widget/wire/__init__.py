@@ -72,6 +72,8 @@ Two messages exist.
                                          #   channels (null: 0); every channel is kept, <= 64 px
                "channels": [int] | null, # the grid views: these channels (1..16), in this
                                          #   order, instead of a page (run B at A's tiles)
+               "window": [q0, q1, k0, k1] | null,  # attention: the query and key
+                                         #   positions to zoom into (null: the whole map)
                "run": "a" | "b" | "diff" | null}   # the widget's runs (compare): null / "a"
                                          #   this run, "b" the compared run, "diff" A - B
     reply:    {"ok": true, "stage": "enc1",
@@ -105,10 +107,15 @@ Two messages exist.
                                                  #   null: the codes are not a clipped ramp
                "attention": [{                    # one per attention call inside the stage
                    "heads": 4, "q_len": 16, "k_len": 16,   # original lengths
-                   "pool": [1, 1],                # query / key block size; [1, 1] = exact
+                   "pool": [1, 1],                # positions per row / column of "map"
+                                                  #   (block means); [1, 1] = exact
                    "source": "sdpa" | "mha" | "softmax", "causal": false,
                    "head": int | null,            # the head of "map"; null = mean over heads
-                   "map": {"shape": [16, 16], "buffer": 2},          # float32 probabilities
+                   "window": [0, 16, 0, 16],      # the positions "map" covers: all, or the
+                                                  #   zoom asked for (widened to whole blocks
+                                                  #   of what the run kept)
+                   "map": {"shape": [16, 16], "buffer": 2},          # float32 probabilities,
+                                                  #   at most 256 a side (pooled further)
                    "grid": {"shape": [4, 16, 16], "buffer": 3}}],    # float32, every head,
                                                                      #   pooled to <= 64 x 64
                "tokens": ["12", ...] | null,      # labels of the query / key positions
@@ -157,7 +164,7 @@ __all__ = [
     "error_reply",
 ]
 
-SCHEMA = 2
+SCHEMA = 3
 COMMAND = "_stage_data"
 
 # -- the messages, typed (the fields are documented above) ------------------------------------

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
+MAP_SIDE = 256  # an attention map on the wire: at most this many rows and columns
 
 
 class Buffer(TypedDict):
@@ -60,6 +61,7 @@ class AttentionMessage(TypedDict):
     source: str
     causal: bool
     head: int | None
+    window: list[int]  # [q0, q1, k0, k1]: the positions "map" covers (the whole map, or a zoom)
     map: Buffer  # float32 probabilities of one head, or the mean over heads
     grid: Buffer  # float32, every head pooled to <= GRID_SIDE x GRID_SIDE
 
@@ -136,7 +138,10 @@ def encode_stage_reply(
     elif kind is not None:
         return error_reply(stage_id, f"stage {stage_id!r} has no views")
     try:
-        attention = [_attention(m, request.get("head"), buffers) for m in flow.attention(stage_id)]
+        window = request.get("window")
+        attention = [
+            _attention(m, request.get("head"), buffers, window) for m in flow.attention(stage_id)
+        ]
     except ValueError as error:
         return error_reply(stage_id, str(error))
     reply: Reply = {
@@ -192,7 +197,8 @@ def encode_difference_reply(
             diff = stage_difference(flow_a, flow_b, stage_id, request.get("view"), **picked)
             view = _view(_named(diff, vocab), buffers)
         maps = attention_difference(flow_a.attention(stage_id), flow_b.attention(stage_id))
-        attention = [_attention(m, request.get("head"), buffers) for m in maps]
+        window = request.get("window")
+        attention = [_attention(m, request.get("head"), buffers, window) for m in maps]
     except (ValueError, KeyError) as error:
         return error_reply(stage_id, str(error.args[0]) if error.args else str(error))
     reply: Reply = {
@@ -290,7 +296,9 @@ def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
     }
 
 
-def _attention(m: Any, head: int | None, buffers: list[bytes]) -> AttentionMessage:
+def _attention(
+    m: Any, head: int | None, buffers: list[bytes], window: Any = None
+) -> AttentionMessage:
     weights = np.asarray(m.weights, dtype="<f4")
     heads = weights.shape[0]
     if head is not None and not 0 <= head < heads:
@@ -298,15 +306,63 @@ def _attention(m: Any, head: int | None, buffers: list[bytes]) -> AttentionMessa
             f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
         )
     chosen = weights[head] if head is not None else weights.mean(axis=0)
+    shown, covered, pool = _window(chosen, m, window)
     grid = m.heads_grid(GRID_SIDE)
     return {
         "heads": heads,
         "q_len": m.q_len,
         "k_len": m.k_len,
-        "pool": list(m.pool),
+        "pool": pool,
         "source": m.source,
         "causal": bool(m.causal),
         "head": head,
-        "map": {"shape": list(chosen.shape), "buffer": _add(buffers, chosen)},
+        "window": covered,
+        "map": {"shape": list(shown.shape), "buffer": _add(buffers, shown)},
         "grid": {"shape": list(grid.shape), "buffer": _add(buffers, grid)},
     }
+
+
+def _window(chosen: np.ndarray, m: Any, window: Any) -> tuple[np.ndarray, list[int], list[int]]:
+    """The part of a map (rows, columns of block means of ``m.pool`` positions) that covers
+    ``window`` = [q0, q1, k0, k1] (positions; None: all of it), pooled further to at most
+    MAP_SIDE a side (exact block means, a short last block weighed by its size); the
+    positions it covers, and the positions per row and column."""
+    pq, pk = (int(f) for f in m.pool)
+    if window is None:
+        q0, q1, k0, k1 = 0, m.q_len, 0, m.k_len
+    elif (
+        not isinstance(window, list)
+        or len(window) != 4
+        or not all(isinstance(v, int) for v in window)
+        or not (0 <= window[0] < window[1] <= m.q_len and 0 <= window[2] < window[3] <= m.k_len)
+    ):
+        raise ValueError(
+            f"window={window!r}: expected [q0, q1, k0, k1] with 0 <= q0 < q1 <= {m.q_len} "
+            f"and 0 <= k0 < k1 <= {m.k_len}"
+        )
+    else:
+        q0, q1, k0, k1 = window
+    r0, r1, c0, c1 = q0 // pq, -(-q1 // pq), k0 // pk, -(-k1 // pk)
+    part = chosen[r0:r1, c0:c1]
+    covered = [r0 * pq, min(r1 * pq, m.q_len), c0 * pk, min(c1 * pk, m.k_len)]
+    fq, fk = -(-part.shape[0] // MAP_SIDE), -(-part.shape[1] // MAP_SIDE)
+    if fq > 1 or fk > 1:
+        part = _block_means(part, covered[0], covered[1], pq, fq, axis=0)
+        part = _block_means(part, covered[2], covered[3], pk, fk, axis=1)
+    return np.ascontiguousarray(part, dtype="<f4"), covered, [pq * fq, pk * fk]
+
+
+def _block_means(part: np.ndarray, lo: int, hi: int, size: int, f: int, axis: int) -> np.ndarray:
+    """Means of ``f`` neighbouring blocks along ``axis``, each weighed by how many positions
+    it holds (blocks of ``size`` from ``lo``; the last ends at ``hi``)."""
+    if f == 1:
+        return part
+    n = part.shape[axis]
+    sizes = np.full(n, size, np.float64)
+    sizes[-1] = hi - lo - size * (n - 1)
+    starts = np.arange(0, n, f)
+    shape = [1, 1]
+    shape[axis] = n
+    total = np.add.reduceat(part * sizes.reshape(shape), starts, axis=axis)
+    count = np.add.reduceat(sizes, starts).reshape([-1, 1] if axis == 0 else [1, -1])
+    return total / count

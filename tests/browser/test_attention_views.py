@@ -151,3 +151,42 @@ def test_the_scale_is_stated_and_a_weight_reads_with_its_decoded_tokens(browser,
     assert f"query 1 “{tokens[1]}” → key 0 “{tokens[0]}”: {weight:.3f}" in text, text
     context.close()
     assert errors == []
+
+
+def test_a_long_sequence_s_map_zooms_in_where_clicked_and_back(browser):
+    """1,024 positions: the overview is block means (4x4 on the wire); a click zooms in ×4
+    around the point, the kernel answering from the blocks the run kept (2x2); "whole map"
+    goes back."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=100, n_positions=1024, n_embd=64, n_layer=1, n_head=4)
+    model = GPT2LMHeadModel(config).eval()
+    widget = nfw.NeuralFlowWidget(model, torch.randint(0, 100, (1, 1024)))
+    stage = attention_stages(widget)[0]
+    log: list = []
+    context, page, errors = open_live(browser, widget, width=1280, height=800, log=log)
+    page.wait_for_selector("[data-stage-id]")
+    page.evaluate(f"() => window.__t.model.set('selected', {stage!r})")
+    page.wait_for_selector(".nfw-tab[data-view=attention]", timeout=30_000)
+    page.click(".nfw-tab[data-view=attention]")
+    canvas = page.locator('canvas[data-view-kind="attention"]')
+    canvas.wait_for()
+    assert "block means of 4×4 positions" in page.text_content(".nfw-ins-body")
+    x0, y0, cw, ch = (float(v) for v in canvas.get_attribute("data-cells").split(","))
+    box = canvas.bounding_box()
+    page.mouse.click(box["x"] + x0 + 200.5 * cw, box["y"] + y0 + 200.5 * ch)  # row 200, col 200
+    page.wait_for_selector(".nfw-zoom", timeout=30_000)
+    q0, q1, k0, k1 = log[-1][0]["window"]  # 256 positions around position ~802 (200.5 × 4)
+    assert q1 - q0 == k1 - k0 == 256
+    assert abs((q0 + q1) / 2 - 802) <= 8 and abs((k0 + k1) / 2 - 802) <= 8
+    zoom = page.text_content(".nfw-zoom")
+    assert f"queries {q0}–{q1 - 1} × keys {k0}–{k1 - 1}" in zoom, zoom  # (even: whole blocks)
+    assert "block means of 2×2 positions" in page.text_content(".nfw-ins-body")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "attention_zoom.png"))
+    page.get_by_role("button", name="whole map").click()
+    page.wait_for_function("() => !document.querySelector('.nfw-zoom')")
+    assert "block means of 4×4 positions" in page.text_content(".nfw-ins-body")  # (cached)
+    context.close()
+    assert errors == []

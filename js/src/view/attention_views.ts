@@ -37,6 +37,28 @@ function maxIn(values: Float32Array, from: number, n: number): number {
   return m || 1;
 }
 
+/** The label of row (or column) i of a map that covers positions start..end in blocks of
+ * `size`: the token (or the position) for a single position, else the range of positions. */
+export function windowLabel(i: number, start: number, end: number, size: number, tokens: string[] | null): string {
+  const lo = start + i * size;
+  if (size === 1) return tokens && lo < tokens.length ? tokens[lo] : String(lo);
+  return `${lo}–${Math.min(end, lo + size) - 1}`;
+}
+
+/** A zoom ×4 around row i, column j of a map: the new window of positions, or null when the
+ * map is exact and small enough already. At least 64 positions a side, within the sequence. */
+export function zoomWindow(a: AttentionData, i: number, j: number): [number, number, number, number] | null {
+  const [q0, q1, k0, k1] = a.window;
+  if (a.pool[0] === 1 && a.pool[1] === 1 && q1 - q0 <= 64 && k1 - k0 <= 64) return null;
+  const around = (start: number, end: number, size: number, at: number, length: number): [number, number] => {
+    const span = Math.min(length, Math.max(64, Math.ceil((end - start) / 4)));
+    const centre = start + (at + 0.5) * size;
+    const lo = Math.max(0, Math.min(length - span, Math.round(centre - span / 2)));
+    return [lo, lo + span];
+  };
+  return [...around(q0, q1, a.pool[0], i, a.q_len), ...around(k0, k1, a.pool[1], j, a.k_len)];
+}
+
 /** The top of the colour scale for head `h` of `maps` under `scale` (shared: over `heads`). */
 export function topOf(maps: Float32Array, per: number, head: number, heads: Iterable<number>, scale: AttentionScale): number {
   if (scale === "absolute") return 1;

@@ -9,7 +9,8 @@ import { formatNumber, formatParams, formatShape } from "../model/format";
 import type { Problems } from "../model/problems";
 import type { AttentionData, RunName, StageReply, StageRequest, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
-import { ATTENTION, OutputSection, type AttentionChoice, type OkReply, type PanelState } from "./inspector_output";
+import type { AttentionChoice } from "./attention_section";
+import { ATTENTION, OutputSection, type OkReply, type PanelState } from "./inspector_output";
 import { summarySection } from "./inspector_summary";
 import { Resizer } from "./resize";
 
@@ -38,7 +39,7 @@ export class Inspector {
   private others: { b: PanelState | null; diff: PanelState | null } = { b: null, diff: null };
   private tab: string | null = null; // a view kind or "attention"
   private perTile = false;
-  private attention: AttentionChoice = { mode: "map", scale: "absolute" }; // probabilities as they are: near-uniform looks uniform
+  private attention: AttentionChoice = { mode: "map", scale: "auto" };
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
   private graph: WireGraph | null = null;
@@ -77,7 +78,7 @@ export class Inspector {
     if (!this.el.hidden && this.target?.id === t.id) return;
     this.target = t;
     this.el.hidden = false;
-    this.tab = null;
+    this.tab = this.tab === ATTENTION ? ATTENTION : null; // going through the layers: their attention
     this.renderHead();
     void this.load({ stage: t.id, view: null, channel: null, head: null, sample: null });
   }
@@ -360,8 +361,8 @@ export class Inspector {
 
 /** A request without the optional fields it leaves at their defaults (page, channels, run A). */
 function plain(req: StageRequest): StageRequest {
-  const { page, channels, run, ...rest } = req;
-  return { ...rest, ...(page ? { page } : {}), ...(channels ? { channels } : {}), ...(run && run !== "a" ? { run } : {}) };
+  const { page, channels, run, window, ...rest } = req;
+  return { ...rest, ...(page ? { page } : {}), ...(channels ? { channels } : {}), ...(window ? { window } : {}), ...(run && run !== "a" ? { run } : {}) };
 }
 
 /** A section heading: a div, since hosts restyle h1..h6 (sizes, margins, borders). */

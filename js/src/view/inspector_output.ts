@@ -11,7 +11,8 @@ import { type ColorRange, gradientStops, markCounts, unionRange } from "./colorm
 import { h } from "./dom";
 import { colorBar, drawAttention, drawHeads, drawView, tileAt, type TileGeometry } from "./plots";
 import { barChart, classLegend, idChips } from "./plots_ends";
-import { headMaps, headView, modelView, positionLabel, topOf, type AttentionScale, type ModelRow } from "./attention_views";
+import { attentionControls, hoverReadout, scaleFor, SCALE_WORDS, zoomControls, type AttentionChoice } from "./attention_section";
+import { headMaps, headView, modelView, topOf, type ModelRow } from "./attention_views";
 import { drawStrip, drawTokenMap } from "./plots_tokens";
 
 export type OkReply = Extract<StageReply, { ok: true }>;
@@ -39,14 +40,7 @@ export interface OutputContext {
   openAttention: (stage: string, head: number) => void; // a cell of the model view clicked
 }
 
-/** How attention is shown: one map (the mean or a head), the head view, the model view; on
- * which colour scale. */
-export interface AttentionChoice {
-  mode: "map" | "heads" | "model";
-  scale: AttentionScale;
-}
 
-const SCALE_WORDS: Record<AttentionScale, string> = { shared: "one scale for the maps shown", "per map": "each map its own scale", absolute: "probability 0–1" };
 
 /** How a view is drawn. */
 type Form = "bars" | "ids" | "tokens" | "strip" | "map" | "grid";
@@ -231,29 +225,15 @@ export class OutputSection {
     return box;
   }
 
-  /** The attention section's choices: how (map, head view, model view) and the scale. */
-  private attentionControls(controls: HTMLElement) {
-    const { ctx } = this;
-    const modes = h("div", { class: "nfw-tabs nfw-subtabs", role: "tablist", "aria-label": "attention view" });
-    for (const [m, label] of [["map", "map"], ["heads", "head view"], ["model", "model view"]] as const) {
-      const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(ctx.attention.mode === m), "data-attention-mode": m }, label);
-      b.addEventListener("click", () => ctx.setAttention({ mode: m }));
-      modes.append(b);
-    }
-    const scale = h("select", { class: "nfw-select", "aria-label": "attention colour scale" },
-      ...(["absolute", "shared", "per map"] as const).map((v) => h("option", { value: v }, SCALE_WORDS[v])));
-    scale.value = ctx.attention.scale;
-    scale.addEventListener("change", () => ctx.setAttention({ scale: scale.value as AttentionScale }));
-    controls.append(modes, h("label", { class: "nfw-label" }, "colours ", scale));
-  }
-
   private attentionModel() {
     const { ctx } = this;
     const box = h("div", { class: "nfw-note" }, "Loading every attention stage …");
     this.el.append(box);
     void ctx.attentionRows().then((rows) => {
-      const grid = modelView(rows, ctx.width, ctx.attention.scale, ctx.openAttention) as HTMLElement & { draw?: () => void };
-      const words = `${rows.length} attention stages × their heads · ${SCALE_WORDS[ctx.attention.scale]} · click a map to open it`;
+      const keys = Math.max(0, ...rows.map((r) => r.a?.k_len ?? 0));
+      const scale = scaleFor(ctx.attention.scale, keys);
+      const grid = modelView(rows, ctx.width, scale, ctx.openAttention) as HTMLElement & { draw?: () => void };
+      const words = `${rows.length} attention stages × their heads · ${SCALE_WORDS[scale]} · click a map to open it`;
       box.replaceWith(grid, h("div", { class: "nfw-note" }, words));
       grid.draw?.();
     });
@@ -262,14 +242,14 @@ export class OutputSection {
   private attention(controls: HTMLElement, a: AttentionData, index: number) {
     const { ctx } = this;
     const count = ctx.reply.attention.length;
-    if (index === 0) this.attentionControls(controls);
+    if (index === 0) controls.append(...attentionControls(ctx));
     if (ctx.attention.mode === "model") {
       if (index === 0) this.attentionModel();
       return;
     }
     if (count > 1) this.el.append(heading(`Attention ${index + 1} of ${count}`));
     if (ctx.attention.mode === "heads") {
-      const view = headView(a, ctx.reply.tokens, ctx.width, ctx.attention.scale) as HTMLElement & { draw?: () => void };
+      const view = headView(a, ctx.reply.tokens, ctx.width, scaleFor(ctx.attention.scale, a.k_len)) as HTMLElement & { draw?: () => void };
       this.el.append(view);
       this.draws.push(() => view.draw?.());
       return;
@@ -296,7 +276,7 @@ export class OutputSection {
     this.el.append(readout);
     const pooled = a.pool[0] > 1 || a.pool[1] > 1;
     const what = a.head === null ? "mean over heads" : `head ${a.head}`;
-    this.el.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]}` : ""}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
+    this.el.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions` : ""}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
     const other = (s: PanelState | null) => (s?.state === "ok" ? s.reply.attention[index] ?? null : null);
     const ab = other(ctx.b);
     const ad = other(ctx.diff);
@@ -313,7 +293,7 @@ export class OutputSection {
       grid = h("canvas", { class: "nfw-plot", "data-view-kind": "attention-heads", "aria-label": "attention heads" });
       this.el.append(heading(compared ? "Heads · run A" : "Heads"), grid);
     }
-    const scale = ctx.attention.scale;
+    const scale = scaleFor(ctx.attention.scale, a.k_len);
     // the top of the colours: 1, the map's own, or the top of every head of this call
     const hm = headMaps(a);
     const all = hm ? Array.from({ length: hm.heads }, (_, i) => i) : [];
@@ -323,6 +303,8 @@ export class OutputSection {
       const top = ab ? Math.max(own ?? maxOf(a.map), maxOf(ab.map)) : own;
       const vmax = drawAttention(main, a, ctx.reply.tokens, width, { vmax: top });
       hoverReadout(main, a, ctx.reply.tokens, readout);
+      const zoom = zoomControls(main, a, ctx);
+      if (zoom) readout.before(zoom);
       const cb = colorBar(gradientStops(false, 0, vmax), 0, vmax);
       cb.prepend(h("span", { class: "nfw-colorbar-what", "data-scale": scale }, scale === "absolute" ? "0–1" : scale === "shared" && a.head !== null ? "all heads" : "this map"));
       bar.replaceWith(cb);
@@ -357,23 +339,3 @@ function numberPicker(label: string, value: number, max: number, change: (v: num
   input.addEventListener("change", () => change(Math.max(0, Math.min(max, Math.round(Number(input.value) || 0)))));
   return h("label", { class: "nfw-label" }, `${label} `, input, ` / ${max}`);
 }
-
-/** Read the weight under the pointer, with its query and key (tokens where known). */
-function hoverReadout(canvas: HTMLCanvasElement, a: AttentionData, tokens: string[] | null, out: HTMLElement) {
-  const [q, k] = a.mapShape;
-  const [x0, y0, cw, ch] = (canvas.dataset.cells ?? "0,0,1,1").split(",").map(Number);
-  const what = a.head === null ? "mean over heads" : `head ${a.head}`;
-  canvas.addEventListener("mousemove", (e) => {
-    const r = canvas.getBoundingClientRect();
-    const i = Math.floor((e.clientY - r.top - y0) / ch);
-    const j = Math.floor((e.clientX - r.left - x0) / cw);
-    if (i < 0 || j < 0 || i >= q || j >= k) return;
-    const name = (p: number, n: number, len: number) => {
-      const label = positionLabel(p, n, len, tokens);
-      return n === len && tokens ? `${p} “${label}”` : label;
-    };
-    out.textContent = `query ${name(i, q, a.q_len)} → key ${name(j, k, a.k_len)}: ${fmtWeight(a.map[i * k + j])} (${what}${q === a.q_len && k === a.k_len ? "" : ", block mean"})`;
-  });
-}
-
-const fmtWeight = (w: number) => (Math.abs(w) >= 0.01 || w === 0 ? w.toFixed(3) : w.toExponential(2));

@@ -191,8 +191,10 @@ export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, token
   const [q, k] = a.mapShape;
   const vmax = opts.vmax ?? maxOf(a.map, 0, a.map.length, opts.signed);
   const src = strip(1, q, k, (img) => mapPixels(a.map, 0, q * k, vmax, img, opts.signed));
-  // Labels only for exact (unpooled) maps, one token per position.
-  const labelled = tokens !== null && q === a.q_len && k === a.k_len && tokens.length >= Math.max(q, k) && q <= 64 && k <= 64;
+  // Labels only for exact (unpooled) maps of at most 64 positions a side, a token each.
+  const [wq, , wk] = a.window;
+  const exact = a.pool[0] === 1 && a.pool[1] === 1;
+  const labelled = tokens !== null && exact && tokens.length >= Math.max(wq + q, wk + k) && q <= 64 && k <= 64;
   if (!labelled) {
     const g = tiles(canvas, src, 1, q, k, width, null, 360);
     canvas.dataset.cells = `0,0,${g.cellW / k},${g.cellH / q}`;
@@ -210,13 +212,13 @@ export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, token
   ctx.textBaseline = "middle";
   const label = (t: string) => (t.length > 12 ? `${t.slice(0, 11)}…` : t);
   if (cell >= 7) {
-    for (let i = 0; i < q; i++) ctx.fillText(label(tokens[i]), margin - 4, margin + (i + 0.5) * cell);
+    for (let i = 0; i < q; i++) ctx.fillText(label(tokens[wq + i]), margin - 4, margin + (i + 0.5) * cell);
     for (let j = 0; j < k; j++) {
       ctx.save();
       ctx.translate(margin + (j + 0.5) * cell, margin - 4);
       ctx.rotate(-Math.PI / 2);
       ctx.textAlign = "left";
-      ctx.fillText(label(tokens[j]), 0, 0);
+      ctx.fillText(label(tokens[wk + j]), 0, 0);
       ctx.restore();
     }
   }

@@ -107,4 +107,6 @@ export const INSPECTOR_CSS = `
 .nfw-mv-cell:hover, .nfw-mv-cell:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: 1px; }
 .nfw-mv-empty { display: block; color: var(--nfw-fg3); font-size: 10px; text-align: center; }
 .nfw-readout { display: block; min-height: 1.4em; margin: 2px 0; font-family: var(--nfw-mono); font-size: 11px; color: var(--nfw-fg1); }
+.nfw-zoomable { cursor: zoom-in; }
+.nfw-zoom { display: flex; align-items: center; gap: 8px; margin: 4px 0; font-size: 11.5px; color: var(--nfw-fg1); }
 `;

@@ -1,0 +1,157 @@
+"""Long sequences: how fast the overview of a 4,096-token attention stage reaches the view, and
+what a run keeps for its attention maps against a plain forward's peak memory.
+
+    python benchmarks/bench_attention.py [--tokens 4096] [--layers 2] [--repeat 5]
+
+Builds GPT-2 small's width (768, 12 heads) from a config with ``--layers`` layers and
+``--tokens`` positions (random weights, no download), traces it, and prints
+  * the kernel's answer for the stage (``_stage_data``: the pooled overview and every head),
+  * the time from selecting the stage in a live widget in headless Chromium to the attention
+    map painted on its canvas (the kernel's answer, the bytes across, the drawing),
+  * the bytes the Flow keeps for attention and in all, against the forward's own peak (the
+    resident set of a fresh process running the plain forward, above its baseline).
+Medians over ``--repeat`` stages not asked for before (each layer's first look counts once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+PEAK = r"""
+import json, os, resource, sys, torch, transformers
+torch.manual_seed(0)
+cfg = transformers.GPT2Config(
+    n_layer={layers}, n_head=12, n_embd=768, n_positions={tokens}, vocab_size=1000
+)
+model = transformers.GPT2LMHeadModel(cfg).eval()
+ids = torch.randint(0, 1000, (1, {tokens}))
+with open("/proc/self/statm") as f:
+    base = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+with torch.no_grad():
+    model(ids)
+print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base))
+"""
+
+
+def model_and_ids(tokens: int, layers: int):
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(
+        n_layer=layers, n_head=12, n_embd=768, n_positions=tokens, vocab_size=1000
+    )
+    return transformers.GPT2LMHeadModel(cfg).eval(), torch.randint(0, 1000, (1, tokens))
+
+
+def forward_peak(tokens: int, layers: int) -> int:
+    code = PEAK.format(tokens=tokens, layers=layers)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    import torch
+
+    import neural_flow_widget as nfw
+
+    torch.set_num_threads(2)
+    model, ids = model_and_ids(args.tokens, args.layers)
+    t0 = time.perf_counter()
+    widget = nfw.NeuralFlowWidget(model, ids)
+    traced = time.perf_counter() - t0
+    stages = [widget.flow.calls[i].id for i in widget.graph["attention"]]
+    request = {"view": None, "channel": None, "head": None, "sample": None}
+    kernel = []
+    for stage in stages:
+        t0 = time.perf_counter()
+        widget._stage_data({**request, "stage": stage}, [])
+        kernel.append(time.perf_counter() - t0)
+    m = widget.flow.attention(stages[0])[0]
+    print(
+        f"GPT-2 width 768, 12 heads, {args.layers} layers, {args.tokens} tokens on 2 threads: "
+        f"trace {traced:.1f} s; maps pooled {m.pool[0]}x{m.pool[1]} -> {tuple(m.weights.shape)}"
+    )
+    print(f"kernel's answer per stage: median {statistics.median(kernel) * 1e3:.0f} ms "
+          f"({min(kernel) * 1e3:.0f}-{max(kernel) * 1e3:.0f})")  # fmt: skip
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if os.path.exists(chromium):
+        print(f"select -> map painted: {view_times(widget, stages, args.repeat, chromium)}")
+    maps = sum(a.weights.nbytes for s in stages for a in widget.flow.attention(s))
+    peak = forward_peak(args.tokens, args.layers)
+    print(f"attention maps kept: {maps / 2**20:.1f} MiB = {100 * maps / peak:.1f} % of the "
+          f"plain forward's peak ({peak / 2**20:.0f} MiB above its baseline)")  # fmt: skip
+
+
+def view_times(widget, stages, repeat, chromium) -> str:
+    """Select a stage in a fresh page, open its attention: the time to the painted map, and
+    the part of it the test bridge to the kernel took (the kernel's work and the reply's bytes
+    crossing as base64 through Playwright; a notebook's comm sends them as binary frames)."""
+    from live import open_live
+    from playwright.sync_api import sync_playwright
+
+    totals, bridges, nexts = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
+        )
+        for r in range(repeat):
+            context, page, _ = open_live(browser, widget, width=1280, height=800)
+            page.wait_for_selector("[data-stage-id]")
+            first, following = stages[r % len(stages)], stages[(r + 1) % len(stages)]
+            for stage, into in ((first, totals), (following, nexts)):
+                total, bridge = page.evaluate(SELECT, stage)
+                into.append(total)
+                if into is totals:
+                    bridges.append(bridge)
+            context.close()
+        browser.close()
+    med = statistics.median
+    return (
+        f"median {med(totals):.0f} ms ({min(totals):.0f}-{max(totals):.0f}), of which the "
+        f"test bridge {med(bridges):.0f} ms; the next layer's (its attention tab kept): "
+        f"{med(nexts):.0f} ms"
+    )
+
+
+#: select a stage, open its attention (when the inspector has not kept that tab): the ms to the
+#: painted map, and those between asking the kernel and having its answer
+SELECT = """async (stage) => {
+  const ask = window.nfwKernel; let asked = 0, answered = 0;
+  window.nfwKernel = async (...a) => { asked = performance.now(); const r = await ask(...a);
+    answered = performance.now(); return r; };
+  const old = document.querySelector('canvas[data-view-kind="attention"]');
+  const t0 = performance.now();
+  window.__t.model.set("selected", stage);
+  try {
+    for (;;) {
+      await new Promise((r) => requestAnimationFrame(r));
+      const tab = document.querySelector(".nfw-tab[data-view=attention]");
+      if (tab && tab.getAttribute("aria-selected") !== "true") tab.click();
+      const c = document.querySelector('canvas[data-view-kind="attention"]');
+      const done = c && c !== old && c.width > 0 && answered;
+      if (done) return [performance.now() - t0, answered - asked];
+      if (performance.now() - t0 > 30000) return [-1, -1];
+    }
+  } finally { window.nfwKernel = ask; }
+}"""
+
+
+if __name__ == "__main__":
+    main()
