@@ -1,7 +1,11 @@
-// Builds wire-format graphs (schema 2, see neural_flow_widget/wire/__init__.py) by replaying a
+// Builds wire-format graphs (the schema of js/src/wire.ts, see neural_flow_widget/wire/__init__.py) by replaying a
 // forward pass by hand: module calls nest, every tensor op records its owner call and its
 // parent ops. Only the benchmark's synthetic graphs (synth.mjs) come from here: the test
 // fixtures are real traces, written by scripts/make_fixtures.py.
+
+import { readFileSync } from "node:fs";
+
+const SCHEMA = Number(/export const SCHEMA = (\d+);/.exec(readFileSync(new URL("../src/wire.ts", import.meta.url), "utf8"))[1]);
 
 function hash(text) {
   let h = 0x811c9dc5;
@@ -99,7 +103,7 @@ export class GraphBuilder {
     // Where data of two or more ops meets: the residual adds, the cross-attention's mix.
     const joins = this.ops.flatMap(([, parents], op) => (parents.length > 1 ? [[op, "add"]] : []));
     return {
-      schema: 2,
+      schema: SCHEMA,
       model: this.model,
       topology: this.topology,
       inputs: this.inputs,

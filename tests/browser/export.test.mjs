@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { launch, newPage, openWidget, paintedAfter, REPO } from "./harness.mjs";
+import { launch, newPage, openWidget, paintedAfter, REPO, SCHEMA } from "./harness.mjs";
 
 const ART = `${REPO}test-artifacts`;
 mkdirSync(ART, { recursive: true });
@@ -171,7 +171,7 @@ function denseChain(n) {
     ops.push([i, inOps]);
   }
   return {
-    schema: 2, model: "DenseChain", topology: "dataflow", inputs: ["input:0"], outputs: ["output:0"], calls, ops,
+    schema: SCHEMA, model: "DenseChain", topology: "dataflow", inputs: ["input:0"], outputs: ["output:0"], calls, ops,
     input_ops: [["input:0", 0]], output_ops: [["output:0", [n]]], joins: [], selected: calls.map((_, i) => i), initial: null,
     attention: [], stats: calls.map(() => null), nonfinite: [], failure: null, notes: [], ends: {},
   };

@@ -10,6 +10,8 @@ const { chromium } = require("playwright-core");
 
 export const REPO = fileURLToPath(new URL("../../", import.meta.url));
 export const ORIGIN = "http://nfw.test";
+/** The wire schema the front end reads (js/src/wire.ts), for graphs a test builds by hand. */
+export const SCHEMA = Number(/export const SCHEMA = (\d+);/.exec(readFileSync(`${REPO}js/src/wire.ts`, "utf8"))[1]);
 export const CHROMIUM = process.env.NFW_CHROMIUM ?? "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
 
@@ -67,7 +69,11 @@ export async function openWidget(page, graphOrFixture, { failing = [], mutate = 
     // Like the Python traitlet: `selected` is a stage id or null, never "".
     const model = new FakeModel({ graph, selected });
     const log = [];
-    const painted = new Promise((r) => el.addEventListener("nfw-painted", (e) => r(e.detail), { once: true }));
+    const painted = new Promise((resolve, reject) => {
+      el.addEventListener("nfw-painted", (e) => resolve(e.detail), { once: true });
+      // never hang a suite: a graph the front end refuses shows a message and paints no frame
+      setTimeout(() => reject(new Error(`no frame painted within 20 s; the widget shows: ${el.textContent.slice(0, 300)}`)), 20000);
+    });
     const t0 = performance.now();
     const cleanup = mod.default.render({ model, el, experimental: fakeExperimental(graph, { failing, log }) });
     const info = await painted;
