@@ -11,7 +11,7 @@ import { h } from "./dom";
  * which colour scale ("auto": probabilities 0–1 where a map has at most 64 keys, where they
  * read; beyond, one scale for the maps shown, where weights of 1/n would all look dark). */
 export interface AttentionChoice {
-  mode: "map" | "heads" | "model";
+  mode: "map" | "heads" | "model" | "image";
   scale: AttentionScale | "auto";
 }
 
@@ -32,11 +32,13 @@ export const SCALE_WORDS: Record<AttentionScale | "auto", string> = {
   auto: "auto (0–1 up to 64 keys)", shared: "one scale for the maps shown", "per map": "each map its own scale", absolute: "probability 0–1",
 };
 
-/** The attention section's choices: how (map, head view, model view) and the scale. */
-export function attentionControls(ctx: AttentionHost): HTMLElement[] {
+/** The attention section's choices: how (map, head view, model view, over the input image
+ * where the keys are its patches: `mode` is the one shown) and the scale. */
+export function attentionControls(ctx: AttentionHost, mode: AttentionChoice["mode"], image: boolean): HTMLElement[] {
   const modes = h("div", { class: "nfw-tabs nfw-subtabs", role: "tablist", "aria-label": "attention view" });
-  for (const [m, label] of [["map", "map"], ["heads", "head view"], ["model", "model view"]] as const) {
-    const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(ctx.attention.mode === m), "data-attention-mode": m }, label);
+  const all = [["map", "map"], ["heads", "head view"], ["model", "model view"], ["image", "on the image"]] as const;
+  for (const [m, label] of all.filter(([m]) => m !== "image" || image)) {
+    const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(mode === m), "data-attention-mode": m }, label);
     b.addEventListener("click", () => ctx.setAttention({ mode: m }));
     modes.append(b);
   }
@@ -44,7 +46,8 @@ export function attentionControls(ctx: AttentionHost): HTMLElement[] {
     ...(["auto", "absolute", "shared", "per map"] as const).map((v) => h("option", { value: v }, SCALE_WORDS[v])));
   scale.value = ctx.attention.scale;
   scale.addEventListener("change", () => ctx.setAttention({ scale: scale.value as AttentionChoice["scale"] }));
-  return [modes, h("label", { class: "nfw-label" }, "colours ", scale)];
+  // over the image, each panel has its own scale, said on its colour bar
+  return mode === "image" ? [modes] : [modes, h("label", { class: "nfw-label" }, "colours ", scale)];
 }
 
 /** The map's row and column under a pointer event, or null outside it. */

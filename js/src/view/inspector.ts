@@ -5,9 +5,10 @@
  * edge drags to resize it.
  */
 import { diffOf, onlyInA } from "../model/ends";
+import { patchGrid } from "../model/patches";
 import { formatNumber, formatParams, formatShape } from "../model/format";
 import type { Problems } from "../model/problems";
-import type { AttentionData, RunName, StageReply, StageRequest, WireCall, WireEnd, WireGraph } from "../wire";
+import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
 import type { AttentionChoice } from "./attention_section";
 import { ATTENTION, OutputSection, type OkReply, type PanelState } from "./inspector_output";
@@ -291,6 +292,8 @@ export class Inspector {
         },
         attentionRows: () => this.attentionRows(),
         openAttention: (stage, head) => this.openAttention(stage, head),
+        patches: (keys) => (this.graph ? patchGrid(this.graph, keys) : null),
+        inputImage: (input) => this.inputImage(input),
       });
       parts.push(output.el);
     }
@@ -315,6 +318,14 @@ export class Inspector {
       const reply = await this.fetchCached(req, controller.signal).catch(() => null);
       return { id, a: reply?.ok ? reply.attention[0] ?? null : null };
     }));
+  }
+
+  /** The picture of a model input (its "image" reading), through the same cache. */
+  private async inputImage(input: string): Promise<ViewData | null> {
+    const req = { stage: input, view: null, channel: null, head: null, sample: null };
+    if (!this.available(req)) return null;
+    const reply = await this.fetchCached(req, new AbortController().signal).catch(() => null);
+    return reply?.ok && reply.view?.kind === "image" ? reply.view : null;
   }
 
   /** A map of the model view clicked: that stage's attention, at that head. */

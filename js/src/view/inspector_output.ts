@@ -14,6 +14,8 @@ import { barChart, classLegend, idChips } from "./plots_ends";
 import { attentionControls, hoverReadout, scaleFor, SCALE_WORDS, zoomControls, type AttentionChoice } from "./attention_section";
 import { headMaps, headView, modelView, topOf, type ModelRow } from "./attention_views";
 import { drawStrip, drawTokenMap } from "./plots_tokens";
+import { imageAttention } from "./attention_image";
+import type { PatchGrid } from "../model/patches";
 
 export type OkReply = Extract<StageReply, { ok: true }>;
 /** What a panel of run B or A − B holds: its reply, or why not yet / not at all. */
@@ -38,6 +40,8 @@ export interface OutputContext {
   setAttention: (change: Partial<AttentionChoice>) => void;
   attentionRows: () => Promise<ModelRow[]>; // every attention stage of the run (the model view)
   openAttention: (stage: string, head: number) => void; // a cell of the model view clicked
+  patches: (keys: number) => PatchGrid | null; // the input image a sequence of `keys` tiles, if any
+  inputImage: (input: string) => Promise<ViewData | null>; // that input's picture
 }
 
 
@@ -239,16 +243,34 @@ export class OutputSection {
     });
   }
 
+  /** Attention over the input image's patches: this layer's and the rollout's. */
+  private attentionImage(a: AttentionData, grid: PatchGrid) {
+    const { ctx } = this;
+    const box = h("div", { class: "nfw-note" }, "Loading the image and every attention stage …");
+    this.el.append(box);
+    void imageAttention(a, grid, { stage: ctx.reply.stage, width: ctx.width, image: ctx.inputImage, rows: ctx.attentionRows }).then((el) => {
+      box.replaceWith(el);
+      (el as HTMLElement & { draw?: () => void }).draw?.();
+    });
+  }
+
   private attention(controls: HTMLElement, a: AttentionData, index: number) {
     const { ctx } = this;
     const count = ctx.reply.attention.length;
-    if (index === 0) controls.append(...attentionControls(ctx));
-    if (ctx.attention.mode === "model") {
+    const patches = ctx.patches(a.k_len);
+    // "on the image" where this stage's keys are the image's patches, else the map
+    const mode = ctx.attention.mode === "image" && !patches ? "map" : ctx.attention.mode;
+    if (index === 0) controls.append(...attentionControls(ctx, mode, patches !== null));
+    if (mode === "model") {
       if (index === 0) this.attentionModel();
       return;
     }
+    if (mode === "image") {
+      if (index === 0) this.attentionImage(a, patches!);
+      return;
+    }
     if (count > 1) this.el.append(heading(`Attention ${index + 1} of ${count}`));
-    if (ctx.attention.mode === "heads") {
+    if (mode === "heads") {
       const view = headView(a, ctx.reply.tokens, ctx.width, scaleFor(ctx.attention.scale, a.k_len)) as HTMLElement & { draw?: () => void };
       this.el.append(view);
       this.draws.push(() => view.draw?.());

@@ -50,6 +50,15 @@ export function strip(count: number, hh: number, w: number, fill: (img: Uint8Cla
   return c;
 }
 
+/** An image view ([h, w, 3] colours) at its own size, or null for any other view. */
+export function pictureOf(view: ViewData): HTMLCanvasElement | null {
+  if (view.palette !== "rgb" || view.shape.length !== 3 || view.shape[2] !== 3) return null;
+  const [h, w] = view.shape;
+  return strip(1, h, w, (img) => {
+    for (let i = 0; i < h * w; i++) img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
+  });
+}
+
 /** A grid of tiles scaled to `width` css pixels, with labels when tiles are big enough. */
 function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number, th: number, tw: number, width: number, labels: string[] | null, maxH = 420): TileGeometry {
   const aspect = th / tw;
@@ -127,13 +136,8 @@ export function paint(view: ViewData, img: Uint8ClampedArray, from: number, n: n
 
 /** Draw a kernel view ([tiles, h, w], [h, w], [n] uint8 codes, or [h, w, 3] colours) in its palette; NaN / ±Inf in their own colours. Returns where its tiles are. */
 export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: number, opts: DrawOptions = {}): TileGeometry {
-  if (view.palette === "rgb" && view.shape.length === 3 && view.shape[2] === 3) {
-    const [ih, iw] = view.shape;
-    const src = strip(1, ih, iw, (img) => {
-      for (let i = 0; i < ih * iw; i++) img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
-    });
-    return tiles(canvas, src, 1, ih, iw, width, null, opts.maxH ?? 420);
-  }
+  const picture = pictureOf(view);
+  if (picture) return tiles(canvas, picture, 1, picture.height, picture.width, width, null, opts.maxH ?? 420);
   const own = opts.range ? lutOnRange(view.vmin, view.vmax, opts.range) : lut(view.vmin, view.vmax, view.signed);
   const [count, th, tw] = view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
   const src = strip(count, th, tw, (img, i) => {

@@ -7,7 +7,7 @@
  */
 import type { StageRequest, ViewData } from "../wire";
 import { lut } from "./colormap";
-import { paint, strip } from "./plots";
+import { paint, pictureOf, strip } from "./plots";
 import type { FetchStage } from "./inspector";
 
 const PARALLEL = 4;
@@ -16,12 +16,8 @@ const PARALLEL = 4;
  * colours of an image, a vector as a band; null when there is nothing to draw. */
 export function thumbnail(view: ViewData): HTMLCanvasElement | null {
   const { shape } = view;
-  if (view.palette === "rgb" && shape.length === 3 && shape[2] === 3) {
-    const [h, w] = shape;
-    return strip(1, h, w, (img) => {
-      for (let i = 0; i < h * w; i++) img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
-    });
-  }
+  const picture = pictureOf(view);
+  if (picture) return picture;
   const [h, w] = shape.length === 3 ? [shape[1], shape[2]] : shape.length === 2 ? shape : [1, shape[0] ?? 0];
   if (!h || !w) return null;
   const table = lut(view.vmin, view.vmax, view.signed);
