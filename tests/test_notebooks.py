@@ -40,6 +40,7 @@ class Expect:
     selected: dict[str, str] = field(default_factory=dict)  # model -> saved widget.selected
     text: tuple[str, ...] = ()  # snippets that must appear in the outputs
     passed: str = ""  # what the notebook's last cell prints when its assertions pass
+    controls: tuple[str, ...] = ()  # ipywidgets controls displayed (their _model_name), in order
 
 
 EXPECT = {
@@ -90,6 +91,18 @@ EXPECT = {
             "<--",
         ),
         passed="multimodal: all checks passed",
+    ),
+    "07_debugging_with_compare.ipynb": Expect(
+        models=("UNet", "Tower"),
+        selected={"UNet": "dec1", "Tower": "blocks.4.norm"},
+        controls=("FloatSliderModel",),
+        text=(
+            "first stage above 5 %: enc1.conv1",
+            "first divergent above 1 %: blocks.4.norm",
+            "stages with NaN/Inf in their output: ()",
+            "first divergent above 1 % after the fix: None",
+        ),
+        passed="debugging with compare: all checks passed",
     ),
     "05_trace_without_widget.ipynb": Expect(
         models=(),
@@ -204,12 +217,15 @@ def problems(nb, expect: Expect) -> list[str]:
             if out.get("output_type") == "stream" and out.get("name") == "stderr":
                 found.append(f"cell {i} wrote to stderr: {out.get('text', '')[:300]!r}")
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    models = []
+    models, controls = [], []
     for model_id in widget_views(nb):
         if model_id not in state:
             found.append(f"widget view {model_id} has no saved widget state")
             continue
         widget = state[model_id]["state"]
+        if state[model_id].get("model_module") == "@jupyter-widgets/controls":
+            controls.append(state[model_id].get("model_name"))
+            continue
         if widget.get("_anywidget_id") != WIDGET_CLASS:
             found.append(
                 f"widget view {model_id} is a {widget.get('_anywidget_id')}, not a NeuralFlowWidget"
@@ -230,6 +246,8 @@ def problems(nb, expect: Expect) -> list[str]:
             found.append(f"the {model} widget's graph has no stage {want!r}")
     if tuple(models) != expect.models:
         found.append(f"widgets shown: {models}, expected {list(expect.models)}")
+    if tuple(controls) != expect.controls:
+        found.append(f"controls shown: {controls}, expected {list(expect.controls)}")
     joined = "\n".join(output_texts(nb.cells))
     for snippet in expect.text:
         if snippet not in joined:
@@ -304,6 +322,21 @@ def test_checks_catch_a_broken_notebook():
     assert problems(notebook(outputs=[error]), Expect())
     warning = {"output_type": "stream", "name": "stderr", "text": "UserWarning: careful"}
     assert problems(notebook(outputs=[warning]), Expect())
+    # a control (a slider) is counted as one, never as the model's widget
+    slider = {
+        "model_module": "@jupyter-widgets/controls",
+        "model_name": "FloatSliderModel",
+        "state": {},
+    }
+    with_slider = notebook()
+    with_slider.cells[0].outputs.insert(
+        0, {**with_slider.cells[0].outputs[0], "data": {WIDGET_VIEW: {"model_id": "s1"}}}
+    )
+    with_slider.metadata["widgets"][WIDGET_STATE]["state"]["s1"] = slider
+    assert problems(with_slider, expect)  # a control not expected
+    assert (
+        problems(with_slider, Expect(**{**vars(expect), "controls": ("FloatSliderModel",)})) == []
+    )
 
 
 def test_a_failing_assertion_fails_the_run(tmp_path):
