@@ -1,6 +1,6 @@
 """The ``neural-flow`` command: trace a model and write its interactive, offline HTML page.
 
-    neural-flow demo [unet|fusion|resnet|transformer] [--out FILE] [--open]
+    neural-flow demo [unet|fusion|resnet|transformer|vit] [--out FILE] [--open]
     neural-flow export MODULE:FACTORY --input-shape 1,3,224,224 [--dtype float32] [--out FILE]
 
 Exit codes: 0 success, 1 the model or the export failed, 2 bad usage.
@@ -17,7 +17,7 @@ import webbrowser
 from typing import Any
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
-DEMOS = ("unet", "fusion", "resnet", "transformer")
+DEMOS = ("unet", "fusion", "resnet", "transformer", "vit")  # demos.DEMOS, without importing torch
 
 
 class UsageError(Exception):

@@ -67,6 +67,12 @@ def resnet_loss(model: nn.Module, n: int, seed: int) -> torch.Tensor:
     return F.cross_entropy(model(images), labels)
 
 
+def vit_loss(model: nn.Module, n: int, seed: int) -> torch.Tensor:
+    """Cross-entropy of the cell the shape lies in."""
+    images, labels = data.shape_place_batch(n, seed=seed)
+    return F.cross_entropy(model(images), labels)
+
+
 def _sequence_codes(tokens: torch.Tensor) -> torch.Tensor:
     """One integer per sequence from its first ``REVERSAL_DIGITS`` tokens (the digits)."""
     powers = 10 ** torch.arange(data.REVERSAL_DIGITS, dtype=torch.long)
@@ -91,6 +97,7 @@ RECIPES: dict[str, Recipe] = {
     "transformer": Recipe(
         steps=800, batch_size=128, lr=2e-3, loss=transformer_loss, weight_decay=0.01
     ),
+    "vit": Recipe(steps=1500, batch_size=64, lr=2e-3, loss=vit_loss, weight_decay=0.05),
 }
 
 

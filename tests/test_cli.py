@@ -102,3 +102,10 @@ def test_help_lists_the_commands():
     done = run("--help")
     assert done.returncode == 0 and "demo" in done.stdout and "export" in done.stdout
     assert "--input-shape" in run("export", "--help").stdout
+
+
+def test_the_command_offers_every_demo():
+    """The command lists the demos without importing torch; the list is the catalogue's."""
+    from neural_flow_widget import cli, demos
+
+    assert cli.DEMOS == demos.DEMOS

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from neural_flow_widget import demos
-from neural_flow_widget.demos import data, fusion, resnet, transformer, unet
+from neural_flow_widget.demos import data, fusion, resnet, transformer, unet, vit
 
 ROOT = Path(__file__).resolve().parents[1]
 FRESH_SEEDS = (data.EVAL_SEED, 2024)  # the script's held-out seed and one it never printed
@@ -33,8 +33,8 @@ def _as_tensors(out) -> list[torch.Tensor]:
 # -- loading and shapes ---------------------------------------------------------------------
 
 
-def test_demos_lists_the_four_models():
-    assert demos.DEMOS == ("unet", "fusion", "resnet", "transformer")
+def test_demos_lists_the_five_models():
+    assert demos.DEMOS == ("unet", "fusion", "resnet", "transformer", "vit")
 
 
 @pytest.mark.parametrize("name", demos.DEMOS)
@@ -54,6 +54,7 @@ EXPECTED_SHAPES = {
     "fusion": {"inputs": [(1, 1, 32, 32), (1, 8)], "outputs": [(1, 4), (1,)]},
     "resnet": {"inputs": [(1, 3, 32, 32)], "outputs": [(1, 4)]},
     "transformer": {"inputs": [(1, 16)], "outputs": [(1, 16, data.VOCAB_SIZE)]},
+    "vit": {"inputs": [(1, 1, 32, 32)], "outputs": [(1, 16)]},
 }
 
 
@@ -103,7 +104,9 @@ def test_random_init_is_repeatable_and_leaves_the_global_rng_alone(name):
 
 
 def test_unknown_demo_names_the_choices():
-    with pytest.raises(ValueError, match="unknown demo 'vgg'.*unet, fusion, resnet, transformer"):
+    with pytest.raises(
+        ValueError, match="unknown demo 'vgg'.*unet, fusion, resnet, transformer, vit"
+    ):
         demos.load("vgg")
 
 
@@ -161,10 +164,17 @@ def test_transformer_reverses_held_out_sequences(seed):
     assert demos.evaluate("transformer", n=1000, seed=seed)["token_accuracy"] >= 0.95
 
 
+@pytest.mark.parametrize("seed", FRESH_SEEDS)
+def test_vit_finds_where_the_shape_lies(seed):
+    # 16 cells; a shape near a cell border is ambiguous
+    assert demos.evaluate("vit", n=1000, seed=seed)["accuracy"] >= 0.8  # chance: 1 in 16
+
+
 def test_random_init_does_not_solve_the_tasks():
     assert demos.evaluate("resnet", demos.load("resnet", pretrained=False).model)["accuracy"] < 0.5
     random_transformer = demos.load("transformer", pretrained=False).model
     assert demos.evaluate("transformer", random_transformer)["token_accuracy"] < 0.3
+    assert demos.evaluate("vit", demos.load("vit", pretrained=False).model)["accuracy"] < 0.2
 
 
 # -- attention maps -------------------------------------------------------------------------
@@ -200,6 +210,40 @@ def test_trained_attention_reads_the_mirrored_position():
     )
 
 
+def test_vit_attention_rollout_from_the_cls_token_peaks_on_the_shape():
+    """The model's own attention (computed here from its q, k: no capture involved), rolled
+    out through the blocks (Abnar & Zuidema), peaks on a patch the shape covers: the trained
+    model finds the shape; a random one does not."""
+    images, _ = data.shape_place_batch(200, seed=data.EVAL_SEED)
+    bright = images[:, 0].reshape(200, 8, 4, 8, 4).mean(dim=(2, 4))
+    ground = bright.flatten(1).median(dim=1).values[:, None, None]
+
+    def peak_on_shape(model) -> float:
+        maps = []
+
+        def grab(module, args, _out):
+            (x,) = args
+            q, k, _ = module.qkv(x).view(*x.shape[:2], 3, module.heads, -1).permute(2, 0, 3, 1, 4)
+            maps.append((q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5).softmax(-1).mean(1))
+
+        hooks = [block.attn.register_forward_hook(grab) for block in model.blocks]
+        with torch.no_grad():
+            model(images)
+        for hook in hooks:
+            hook.remove()
+        n = maps[0].shape[-1]
+        rolled = torch.eye(n).expand(len(images), n, n)
+        for a in maps:
+            mixed = 0.5 * torch.eye(n) + 0.5 * a
+            rolled = (mixed / mixed.sum(-1, keepdim=True)) @ rolled
+        at = rolled[:, 0, 1:].argmax(-1)
+        hit = (bright - ground).flatten(1)[torch.arange(len(images)), at] > 0.3
+        return hit.float().mean().item()
+
+    assert peak_on_shape(demos.load("vit").model) >= 0.8
+    assert peak_on_shape(demos.load("vit", pretrained=False).model) < 0.5
+
+
 def test_too_long_sequences_name_the_limit():
     model = demos.load("transformer", pretrained=False).model
     with pytest.raises(ValueError, match="max_len is 16"):
@@ -213,6 +257,7 @@ GENERATORS = [
     lambda seed: data.clinical_batch(3, seed=seed),
     lambda seed: data.stripes_batch(3, seed=seed),
     lambda seed: data.reversal_batch(3, seed=seed),
+    lambda seed: data.shape_place_batch(3, seed=seed),
 ]
 
 
@@ -243,7 +288,7 @@ def test_clinical_labels_follow_the_documented_rule():
 # -- docstrings and the training script -----------------------------------------------------
 
 
-@pytest.mark.parametrize("module", [demos, data, unet, fusion, resnet, transformer])
+@pytest.mark.parametrize("module", [demos, data, unet, fusion, resnet, transformer, vit])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

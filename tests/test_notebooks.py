@@ -92,6 +92,22 @@ EXPECT = {
         ),
         passed="multimodal: all checks passed",
     ),
+    "06_attention_lecture.ipynb": Expect(
+        models=("TinyTransformer", "GPT2LMHeadModel", "VisionTransformer"),
+        selected={
+            "TinyTransformer": "blocks.1.attn",
+            "GPT2LMHeadModel": "transformer.h.1.attn",
+            "VisionTransformer": "blocks.2.attn",
+        },
+        controls=("TextModel", "IntSliderModel"),
+        text=(
+            "tokens: 3 1 4 1 5 9 2 6 SEP 6 2 9 5 1 4 1",
+            "heads reading the mirrored digit: 100%",
+            "blocks of 4×4 positions",
+            "'rollout': '6 of 6 on the shape'",
+        ),
+        passed="attention lecture: all checks passed",
+    ),
     "07_debugging_with_compare.ipynb": Expect(
         models=("UNet", "Tower"),
         selected={"UNet": "dec1", "Tower": "blocks.4.norm"},

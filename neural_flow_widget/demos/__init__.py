@@ -2,13 +2,13 @@
 
 >>> from neural_flow_widget import demos
 >>> demos.DEMOS
-('unet', 'fusion', 'resnet', 'transformer')
+('unet', 'fusion', 'resnet', 'transformer', 'vit')
 >>> demo = demos.load("unet")
 >>> tuple(demo.run().shape)
 (1, 1, 64, 64)
 
 Each demo is a plain PyTorch model defined in its own module (``unet``, ``fusion``, ``resnet``,
-``transformer``) and trained on seeded synthetic data from ``data`` by
+``transformer``, ``vit``) and trained on seeded synthetic data from ``data`` by
 ``scripts/train_demos.py``. The weights ship inside the package (``weights/<name>.pt``, state
 dicts with floats stored as float16) and are read with ``torch.load(weights_only=True)``;
 nothing is downloaded.

@@ -10,13 +10,14 @@ from types import ModuleType
 import torch
 from torch import nn
 
-from . import data, fusion, resnet, transformer, unet  # noqa: F401  (data: generators)
+from . import data, fusion, resnet, transformer, unet, vit  # noqa: F401  (data: generators)
 
 _MODULES: dict[str, ModuleType] = {
     "unet": unet,
     "fusion": fusion,
     "resnet": resnet,
     "transformer": transformer,
+    "vit": vit,
 }
 DEMOS: tuple[str, ...] = tuple(_MODULES)
 
@@ -120,7 +121,7 @@ def evaluate(name: str, model: nn.Module | None = None, **kwargs) -> dict[str, f
     ``model`` defaults to the shipped pretrained one; ``kwargs`` (``n``, ``seed``) go to the
     demo module's ``evaluate``. The keys differ per demo: ``iou`` and ``pixel_accuracy``
     (unet), ``accuracy`` (resnet, fusion; fusion adds ``severity_mse`` and its baselines),
-    ``token_accuracy`` and ``sequence_accuracy`` (transformer).
+    ``token_accuracy`` and ``sequence_accuracy`` (transformer), ``accuracy`` (vit).
     """
     module = _module(name)
     if model is None:

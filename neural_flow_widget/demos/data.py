@@ -58,6 +58,7 @@ DIAGNOSES = (
     "angular lesion, low marker",
     "angular lesion, high marker",
 )
+PLACES = tuple(f"row {r}, column {c}" for r in range(4) for c in range(4))  # shape_place_batch
 STRIPE_CLASSES = ("horizontal", "diagonal \\", "vertical", "diagonal /")  # as seen, y down
 
 REVERSAL_DIGITS = 8  # digits per sequence in the reversal task
@@ -147,6 +148,32 @@ def shapes_batch(n: int, seed: int, size: int = 64) -> tuple[torch.Tensor, torch
     noise = 0.2 * torch.randn((n, size, size), generator=gen)
     images = (background + shapes + noise)[:, None]
     return images, masks.any(dim=1, keepdim=True).float()
+
+
+def shape_place_batch(n: int, seed: int, size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grayscale scenes of one shape on a wavy, noisy ground; the label is where it lies.
+
+    >>> images, labels = shape_place_batch(3, seed=0)
+    >>> tuple(images.shape), labels.dtype
+    ((3, 1, 32, 32), torch.int64)
+
+    Returns ``images (n, 1, size, size)`` and ``labels (n,)``: the cell of a 4 x 4 grid over
+    the image that holds the shape's centroid (see ``PLACES``). The shape (an ellipse,
+    rectangle or triangle, 4-8 px in radius) is placed, stretched and rotated at random: a
+    model must find it to answer (the vision transformer demo's attention rollout does).
+    """
+    gen = _generator(seed)
+    kinds = torch.randint(0, 3, (n, 1), generator=gen)
+    radius = _uniform(gen, (n, 1), 4.0, 8.0)
+    masks = _shape_masks(gen, kinds, radius, size)[:, 0]
+    contrast = _uniform(gen, (n, 1, 1), 0.6, 1.0)
+    background = _texture(gen, n, size, amplitude=0.2)
+    noise = 0.15 * torch.randn((n, size, size), generator=gen)
+    yy, xx = _grid(size)
+    area = masks.sum(dim=(1, 2)).clamp(min=1)
+    row = ((masks * yy).sum(dim=(1, 2)) / area * 4 / size).long().clamp(max=3)
+    col = ((masks * xx).sum(dim=(1, 2)) / area * 4 / size).long().clamp(max=3)
+    return (background + masks * contrast + noise)[:, None], 4 * row + col
 
 
 def clinical_batch(

@@ -79,7 +79,8 @@ def reading(page, heat: str, at: tuple[int, int]) -> float:
     cell = box["width"] / (SIDE // PATCH)
     page.mouse.move(box["x"] + (at[1] + 0.5) * cell, box["y"] + (at[0] + 0.5) * cell)
     want = f"patch row {at[0]}, column {at[1]} "
-    page.wait_for_function(f"() => document.querySelector('.nfw-attention-image .nfw-readout').textContent.startsWith({want!r})")
+    readout = "document.querySelector('.nfw-attention-image .nfw-readout').textContent"
+    page.wait_for_function(f"() => {readout}.startsWith({want!r})")
     text = page.text_content(".nfw-attention-image .nfw-readout")
     label = "this layer" if heat == "layer" else "rollout through"
     return float(re.search(rf"{label}[^·]*? ([0-9.e-]+)(?: ·|$)", text).group(1))
@@ -98,7 +99,9 @@ def test_cls_attention_and_rollout_over_the_image_equal_the_models_own(browser, 
     page.wait_for_selector(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click(".nfw-tab[data-view=attention]")
     page.click('[data-attention-mode="image"]', timeout=30_000)
-    page.wait_for_selector('[data-heat="rollout"] canvas[data-view-kind="attention-image"]', timeout=30_000)
+    page.wait_for_selector(
+        '[data-heat="rollout"] canvas[data-view-kind="attention-image"]', timeout=30_000
+    )
     grid = SIDE // PATCH
     words = page.text_content(".nfw-attention-image")
     source = widget.graph["inputs"][0]
@@ -109,11 +112,18 @@ def test_cls_attention_and_rollout_over_the_image_equal_the_models_own(browser, 
     flow = numpy_rollout(maps[: layer + 1])
     for heat, want in (("layer", cls), ("rollout", flow)):
         peak = np.unravel_index(int(np.argmax(want)), (grid, grid))
-        shown = tuple(int(v) for v in page.get_attribute(f'[data-heat="{heat}"] canvas', "data-peak").split(","))
+        shown = tuple(
+            int(v)
+            for v in page.get_attribute(f'[data-heat="{heat}"] canvas', "data-peak").split(",")
+        )
         assert want.reshape(grid, grid)[shown] >= want.max() - 1e-5, (heat, shown, peak)
         for at in (tuple(int(v) for v in peak), (0, grid - 1)):
             got = reading(page, heat, at)
-            assert abs(got - want.reshape(grid, grid)[at]) <= 5e-4 * max(1.0, 100 * want.max()), (heat, at, got)
+            assert abs(got - want.reshape(grid, grid)[at]) <= 5e-4 * max(1.0, 100 * want.max()), (
+                heat,
+                at,
+                got,
+            )
     assert not np.allclose(cls, flow, atol=1e-3)  # two different things are drawn
 
     # the image is under the heat: with the heat's opacity at 0 the panel shows the picture
@@ -137,7 +147,9 @@ def test_text_attention_offers_no_image_view(browser):
     from transformers import GPT2Config, GPT2Model
 
     torch.manual_seed(0)
-    model = GPT2Model(GPT2Config(vocab_size=50, n_positions=32, n_embd=32, n_layer=1, n_head=2)).eval()
+    model = GPT2Model(
+        GPT2Config(vocab_size=50, n_positions=32, n_embd=32, n_layer=1, n_head=2)
+    ).eval()
     widget = nfw.NeuralFlowWidget(model, torch.randint(0, 50, (1, 17)))
     stage = widget.flow.calls[widget.graph["attention"][0]].id
     context, page, errors = open_live(browser, widget)
@@ -166,12 +178,18 @@ def test_the_image_view_works_on_an_offline_page(browser, vit, tmp_path):
     page.goto(path.as_uri())
     page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
     page.fill(".nfw-search", stage)
-    page.wait_for_function("() => document.querySelector('.nfw-search-count').textContent.includes('match')")
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-search-count').textContent.includes('match')"
+    )
     page.press(".nfw-search", "Enter")
-    page.wait_for_function(f"() => document.querySelector('.nfw-ins-title b')?.textContent === {stage!r}")
+    page.wait_for_function(
+        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {stage!r}"
+    )
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click('[data-attention-mode="image"]')
-    page.wait_for_selector('[data-heat="rollout"] canvas[data-view-kind="attention-image"]', timeout=30_000)
+    page.wait_for_selector(
+        '[data-heat="rollout"] canvas[data-view-kind="attention-image"]', timeout=30_000
+    )
     assert f"rollout through {LAYERS} layers" in page.text_content(".nfw-attention-image")
     assert "not available" not in page.text_content(".nfw-attention-image")  # the image is there
     page.wait_for_timeout(200)

@@ -183,3 +183,67 @@ def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(
         assert page.locator('[data-cluster-id="enc1"]').count() == 0
         browser.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
+
+
+def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_jupyterlab(
+    tmp_path,
+):
+    """The vision transformer demo beside an ipywidgets slider, at projector size (1024×768):
+    the attention tab's "on the image" view draws the CLS token's attention and the rollout
+    over the scene; moving the slider (keyboard, as a lecturer would) traces the next scene
+    and the view follows, the same stage still open."""
+    from playwright.sync_api import sync_playwright
+
+    write_notebook(
+        tmp_path,
+        "vit.ipynb",
+        [
+            "import ipywidgets, neural_flow_widget as nfw\n"
+            "from IPython.display import display\n"
+            "from neural_flow_widget import demos\n"
+            "from neural_flow_widget.demos import data\n"
+            "vit = demos.load('vit')\n"
+            "scene = lambda seed: data.shape_place_batch(1, seed=seed)[0]\n"
+            "w = nfw.NeuralFlowWidget(vit.model, scene(0))\n"
+            "w.height, w.selected = 560, 'blocks.2.attn'\n"
+            "pick = ipywidgets.IntSlider(value=0, min=0, max=20, description='scene')\n"
+            "pick.observe(lambda change: w.update(scene(change['new'])), names='value')\n"
+            "display(pick, w)",
+            "print('SCENE=%d SELECTED=%s' % (pick.value, w.selected))",
+        ],
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(tmp_path, "vit.ipynb") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1024, "height": 768})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_and_run_first_cell(page, url, ARTIFACTS)
+        page.locator(".nfw-tab[data-view=attention]").click(timeout=90_000)
+        page.locator('[data-attention-mode="image"]').click(timeout=30_000)
+        rollout = page.locator('[data-heat="rollout"] canvas[data-view-kind="attention-image"]')
+        rollout.wait_for(timeout=30_000)
+        page.wait_for_function(PAINTED, arg=rollout.element_handle(), timeout=30_000)
+        assert "rollout through 3 layers" in page.text_content(".nfw-attention-image")
+        first = page.locator(".nfw-attention-image").inner_text()
+        # as a lecturer shows it: the file browser closed, the view scrolled to the images
+        page.locator(".jp-SideBar .lm-TabBar-tab.lm-mod-current").first.click()
+        page.locator(".nfw-attention-image").scroll_into_view_if_needed()
+        page.mouse.move(5, 5)
+        page.wait_for_timeout(600)
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab_vit_on_the_image.png"))
+        # the slider, moved from the keyboard: the next scene is traced, the view follows
+        page.locator(".widget-slider .ui-slider-handle, .widget-slider .noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(before) => { const el = document.querySelector('.nfw-attention-image');"
+            " return el && el.innerText !== before; }",
+            arg=first,
+            timeout=60_000,
+        )
+        assert page.locator(".nfw-ins-title b").text_content() == "blocks.2.attn"
+        page.locator(".jp-Cell").nth(1).click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_selector("text=SCENE=1 SELECTED=blocks.2.attn", timeout=30_000)
+        browser.close()
+    assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
