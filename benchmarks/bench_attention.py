@@ -9,7 +9,9 @@ Builds GPT-2 small's width (768, 12 heads) from a config with ``--layers`` layer
   * the time from selecting the stage in a live widget in headless Chromium to the attention
     map painted on its canvas (the kernel's answer, the bytes across, the drawing),
   * the bytes the Flow keeps for attention and in all, against the forward's own peak (the
-    resident set of a fresh process running the plain forward, above its baseline).
+    resident set of a fresh process running the plain forward, above its baseline),
+  * a zoom beyond the kept block means: a 256 x 256 window answered at full resolution (the
+    kernel runs the model again), against a plain forward of the same model.
 Medians over ``--repeat`` stages not asked for before (each layer's first look counts once).
 """
 
@@ -90,6 +92,25 @@ def main() -> None:
     )
     print(f"kernel's answer per stage: median {statistics.median(kernel) * 1e3:.0f} ms "
           f"({min(kernel) * 1e3:.0f}-{max(kernel) * 1e3:.0f})")  # fmt: skip
+    zoom, plain = [], []
+    window = [
+        args.tokens // 2,
+        args.tokens // 2 + 256,
+        args.tokens // 2 - 128,
+        args.tokens // 2 + 128,
+    ]
+    for stage in stages[: args.repeat]:
+        t0 = time.perf_counter()
+        reply, _ = widget._stage_data({**request, "stage": stage, "window": window}, [])
+        zoom.append(time.perf_counter() - t0)
+        assert reply["attention"][0]["pool"] == [1, 1], reply["attention"][0]["pool"]
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            model(ids)
+        plain.append(time.perf_counter() - t0)
+    print(f"zoom to a 256x256 window at full resolution (the model run again): median "
+          f"{statistics.median(zoom) * 1e3:.0f} ms ({min(zoom) * 1e3:.0f}-{max(zoom) * 1e3:.0f}); "
+          f"a plain forward {statistics.median(plain) * 1e3:.0f} ms")  # fmt: skip
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if os.path.exists(chromium):
         print(f"select -> map painted: {view_times(widget, stages, args.repeat, chromium)}")

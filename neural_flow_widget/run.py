@@ -166,6 +166,55 @@ def trace(
     return flow
 
 
+def attention_window(
+    model: torch.nn.Module,
+    inputs: Any,
+    flow: Flow,
+    stage_id: str,
+    index: int,
+    window: tuple[int, int, int, int],
+    *,
+    kwargs: Mapping[str, Any] | None = None,
+    sample: int = 0,
+) -> Any:
+    """Attention map ``index`` of ``flow.attention(stage_id)`` at full resolution over
+    ``window`` = (q0, q1, k0, k1), made by running ``model`` on ``inputs`` again (as
+    :func:`trace` ran them; see :mod:`.capture.attention.window`): an AttentionMap of the
+    window's rows and columns, or a ``str`` saying why it cannot be made."""
+    from .capture.attention.window import WindowMode
+
+    if flow.capture is None:
+        return "this flow was traced with capture=False: it has no attention maps"
+    origins = flow.capture.attention_origins(flow, stage_id)
+    if not 0 <= index < len(origins):
+        return f"stage {stage_id!r} has no attention map {index}"
+    call, entry = origins[index]
+    model = uncompiled(model)
+    args, kw = _split_inputs(inputs, kwargs)
+    tracker = CallTracker(model)
+    flags = [(m, m.training) for m in (model, *tracker.modules)]
+    mode = WindowMode(
+        lambda: tracker.stack[-1],
+        calls=flow.calls_within(flow.calls[call].id),
+        call=call,
+        entry=entry,
+        window=window,
+        sample=sample,
+    )
+    try:
+        model.eval()
+        with torch.no_grad(), _eager(), tracker, mode:
+            model(*map_tensors(args, _detached), **map_tensors(kw, _detached))
+    finally:
+        for module, flag in flags:
+            module.training = flag
+    return mode.map if mode.map is not None else mode.why
+
+
+def _detached(_path: str, tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach()
+
+
 def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
     args: tuple
     if isinstance(inputs, Mapping):

@@ -11,8 +11,10 @@ import { decodeStageReply, type StageRequest, type WireBuffer } from "./wire";
 export { renderStatic, bakedSource, type Baked, type BakedByStage, type BakedEntry, type StaticHandle } from "./static";
 export { SCHEMA } from "./wire";
 
-/** How long the inspector waits for the kernel before it shows an error. */
+/** How long the inspector waits for the kernel before it shows an error; for a window of an
+ * attention map (a zoom, which the kernel may answer by running the model again), longer. */
 export const STAGE_TIMEOUT_MS = 10_000;
+export const ZOOM_TIMEOUT_MS = 120_000;
 
 type Callback = (...args: any[]) => void;
 
@@ -67,7 +69,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
   const app = new FlowApp(el, {
     fetchStage: async (req: StageRequest, signal: AbortSignal) => {
       if (!experimental?.invoke) throw new Error("this Jupyter front end has no anywidget command support (anywidget >= 0.9 is needed)");
-      const [msg, buffers] = await experimental.invoke("_stage_data", req, { signal: withTimeout(signal, STAGE_TIMEOUT_MS) });
+      const [msg, buffers] = await experimental.invoke("_stage_data", req, { signal: withTimeout(signal, req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS) });
       return decodeStageReply(msg, buffers ?? []);
     },
     onSelect: (id) => {

@@ -25,7 +25,7 @@ from ..tracing.protocols import WriteLog
 from . import accelerator
 from .attention import AttentionRecorder, AttentionTracer
 from .attention.budget import DEFAULT_ATTENTION_BUDGET, fit_budget
-from .attention.maps import AttentionMap, DeviceMap
+from .attention.maps import DeviceMap
 from .dense import read_dense
 from .host import to_host
 from .meaning import Meaning, PendingMeaning, read_input, read_output
@@ -303,15 +303,19 @@ class Capture:
         return first + (available_views(kept) if kept is not None else ())
 
     def attention(self, flow: Flow, stage_id: str) -> list[Any]:
+        return [
+            self.maps[call][entry].resolve()
+            for call, entry in self.attention_origins(flow, stage_id)
+        ]
+
+    def attention_origins(self, flow: Flow, stage_id: str) -> list[tuple[int, int]]:
+        """Where each of :meth:`attention`'s maps was made: (module call, its n-th map)."""
         if stage_id in flow.inputs or stage_id in flow.outputs:
             return []
-        stage = flow.stage(stage_id)
-        parents = flow.graph.call_parents
-        found: list[AttentionMap] = []
-        for call in sorted(self.maps):
-            c = call
-            while c >= 0 and c != stage.index:
-                c = parents[c]
-            if c == stage.index:
-                found.extend(m.resolve() for m in self.maps[call])
-        return found
+        inside = flow.calls_within(stage_id)
+        return [
+            (call, i)
+            for call in sorted(self.maps)
+            if call in inside
+            for i in range(len(self.maps[call]))
+        ]

@@ -36,6 +36,7 @@ class CaptureRecord(Protocol):
     ) -> Any: ...
     def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]: ...
     def attention(self, flow: Flow, stage_id: str) -> list[Any]: ...
+    def attention_origins(self, flow: Flow, stage_id: str) -> list[tuple[int, int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,25 @@ class Flow:
                 return call
         close = difflib.get_close_matches(stage_id, [c.id for c in self.calls], n=5)
         raise KeyError(f"no stage {stage_id!r} in this flow; closest: {close or 'none'}")
+
+    def calls_within(self, stage_id: str) -> frozenset[int]:
+        """The indices of this stage's call and of every call made inside it.
+
+        >>> import torch, neural_flow_widget as nfw
+        >>> model = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(2, 2)), torch.nn.ReLU())
+        >>> sorted(nfw.trace(model, torch.ones(1, 2)).calls_within("0"))
+        [0, 1]
+        """
+        top = self.stage(stage_id).index
+        parents = self.graph.call_parents
+        inside = set()
+        for call in range(top, len(parents)):
+            c = call
+            while c > top:
+                c = parents[c]
+            if c == top:
+                inside.add(call)
+        return frozenset(inside)
 
     def select(self, stages: Any) -> Flow:
         """The same run re-projected onto another selection, without running the model again.

@@ -20,7 +20,7 @@ from .. import wire
 from ..compare import Comparison
 from ..compare import compare as compare_runs
 from ..graph import Flow, TraceError
-from ..run import trace
+from ..run import attention_window, trace
 from . import export as _export
 
 #: the front end, bundled into the package (``js/`` -> ``static/widget.js``)
@@ -93,6 +93,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
                 )
             flow, self.error = self._trace(model, inputs)
         self.flow = flow
+        self._inputs = inputs  # (run A's: a zoom into attention may run them again)
         self.tokens = self._labels(inputs) if tokens is None and model is not None else tokens
         self._exports: dict[int, pathlib.Path] = {}
         self._requests = itertools.count(1)
@@ -133,7 +134,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             raise TypeError("this widget was made from a Flow: pass model= to update it")
         self._model = model
         flow, self.error = self._trace(model, inputs)
-        self.flow = flow
+        self.flow, self._inputs = flow, inputs
         self.tokens = self._labels(inputs)
         if self.selected is not None and self.selected not in {c.id for c in flow.calls}:
             self.selected = None
@@ -233,12 +234,22 @@ class NeuralFlowWidget(anywidget.AnyWidget):
                 return wire.encode_stage_reply(self.flow_b, msg, self.tokens, vocab)
             if run == "diff":
                 return wire.encode_difference_reply(self.flow, self.flow_b, msg, self.tokens, vocab)
-            return wire.encode_stage_reply(self.flow, msg, self.tokens, vocab)
+            return wire.encode_stage_reply(self.flow, msg, self.tokens, vocab, self._refine)
         except Exception as error:  # a reply, never a kernel traceback or a hung spinner
             return wire.error_reply(
                 msg.get("stage") if isinstance(msg, dict) else None,
                 f"{type(error).__name__}: {error}",
             )
+
+    def _refine(self, stage: str, index: int, window: tuple[int, int, int, int]) -> Any:
+        """Attention map ``index`` of ``stage`` over ``window`` at full resolution, the model
+        run again on run A's inputs (a zoom beyond the block means the run kept)."""
+        if self._model is None:
+            return "this widget was made from a Flow: there is no model to run again"
+        options = {k: v for k, v in self._options.items() if k in ("kwargs", "sample")}
+        return attention_window(
+            self._model, self._inputs, self.flow, stage, index, window, **options
+        )
 
     def to_html(
         self, path: str | pathlib.Path, *, budget_bytes: int = 8_000_000, title: str | None = None

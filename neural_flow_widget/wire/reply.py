@@ -94,11 +94,15 @@ def encode_stage_reply(
     request: Any,
     tokens: list[str] | None = None,
     vocab: Callable[[list[int]], list[str]] | None = None,
+    refine: Callable[[str, int, tuple[int, int, int, int]], Any] | None = None,
 ) -> tuple[Reply, list[bytes]]:
     """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
     stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise.
     ``vocab`` names token ids (a tokenizer's ``convert_ids_to_tokens``) in the views of ids
-    and of a predicted next token."""
+    and of a predicted next token. ``refine(stage, index, window)``, where the model can run
+    again (a live kernel), makes a map's window exact where the run kept block means and the
+    window is small enough to show every position (an AttentionMap of the window, or a str:
+    why not; the kept blocks are shown then)."""
     if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
         return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
     stage_id = request["stage"]
@@ -139,9 +143,10 @@ def encode_stage_reply(
         return error_reply(stage_id, f"stage {stage_id!r} has no views")
     try:
         window = request.get("window")
-        attention = [
-            _attention(m, request.get("head"), buffers, window) for m in flow.attention(stage_id)
-        ]
+        attention = []
+        for i, m in enumerate(flow.attention(stage_id)):
+            fine = _finer(m, window, stage_id, i, refine) if refine else None
+            attention.append(_attention(m, request.get("head"), buffers, window, fine))
     except ValueError as error:
         return error_reply(stage_id, str(error))
     reply: Reply = {
@@ -296,17 +301,36 @@ def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
     }
 
 
+def _finer(m: Any, window: Any, stage_id: str, index: int, refine: Callable[..., Any]) -> Any:
+    """Map ``index`` of the stage over ``window``, made exact by ``refine``, where ``m`` keeps
+    block means over it and every position of it fits on the wire; else None."""
+    if m.pool == (1, 1) or not isinstance(window, list) or len(window) != 4:
+        return None
+    q0, q1, k0, k1 = window
+    if q1 - q0 > MAP_SIDE or k1 - k0 > MAP_SIDE:
+        return None
+    _window(m.weights[0], m, window)  # (a window out of range is refused as ever)
+    fine = refine(stage_id, index, (q0, q1, k0, k1))
+    return fine if getattr(fine, "weights", None) is not None else None
+
+
 def _attention(
-    m: Any, head: int | None, buffers: list[bytes], window: Any = None
+    m: Any, head: int | None, buffers: list[bytes], window: Any = None, fine: Any = None
 ) -> AttentionMessage:
+    """One map's message: ``m`` over ``window``, or ``fine`` (that window, exact) if given."""
     weights = np.asarray(m.weights, dtype="<f4")
     heads = weights.shape[0]
     if head is not None and not 0 <= head < heads:
         raise ValueError(
             f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
         )
-    chosen = weights[head] if head is not None else weights.mean(axis=0)
-    shown, covered, pool = _window(chosen, m, window)
+    if fine is not None:
+        exact = np.asarray(fine.weights, dtype="<f4")
+        shown = np.ascontiguousarray(exact[head] if head is not None else exact.mean(axis=0))
+        covered, pool = list(window), [1, 1]
+    else:
+        chosen = weights[head] if head is not None else weights.mean(axis=0)
+        shown, covered, pool = _window(chosen, m, window)
     grid = m.heads_grid(GRID_SIDE)
     return {
         "heads": heads,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import sys
 
 import pytest
@@ -155,14 +156,16 @@ def test_the_scale_is_stated_and_a_weight_reads_with_its_decoded_tokens(browser,
 
 def test_a_long_sequence_s_map_zooms_in_where_clicked_and_back(browser):
     """1,024 positions: the overview is block means (4x4 on the wire); a click zooms in ×4
-    around the point, the kernel answering from the blocks the run kept (2x2); "whole map"
+    around the point, and the kernel answers that window at full resolution (the run kept
+    2x2 block means: it runs the model again), every weight the model's own; "whole map"
     goes back."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=100, n_positions=1024, n_embd=64, n_layer=1, n_head=4)
     model = GPT2LMHeadModel(config).eval()
-    widget = nfw.NeuralFlowWidget(model, torch.randint(0, 100, (1, 1024)))
+    ids = torch.randint(0, 100, (1, 1024)).tolist()
+    widget = nfw.NeuralFlowWidget(model, torch.tensor(ids))
     stage = attention_stages(widget)[0]
     log: list = []
     context, page, errors = open_live(browser, widget, width=1280, height=800, log=log)
@@ -182,7 +185,22 @@ def test_a_long_sequence_s_map_zooms_in_where_clicked_and_back(browser):
     assert abs((q0 + q1) / 2 - 802) <= 8 and abs((k0 + k1) / 2 - 802) <= 8
     zoom = page.text_content(".nfw-zoom")
     assert f"queries {q0}–{q1 - 1} × keys {k0}–{k1 - 1}" in zoom, zoom  # (even: whole blocks)
-    assert "block means of 2×2 positions" in page.text_content(".nfw-ins-body")
+    body = page.text_content(".nfw-ins-body")
+    assert "every position exact" in body and "block means" not in body
+    # a weight under the pointer, against the model's own (eager attention, same weights)
+    model.config._attn_implementation = "eager"
+    with torch.no_grad():
+        own = model(torch.tensor(ids), output_attentions=True).attentions[0][0].mean(0)
+    model.config._attn_implementation = "sdpa"
+    x0, y0, cw, ch = (float(v) for v in canvas.get_attribute("data-cells").split(","))
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + x0 + 100.5 * cw, box["y"] + y0 + 200.5 * ch)  # row 200, col 100
+    page.wait_for_function("() => document.querySelector('.nfw-readout').textContent.includes('→')")
+    text = page.text_content(".nfw-readout")
+    q, k, read = re.match(r"query (\d+) “[^”]*” → key (\d+) “[^”]*”: ([0-9.e-]+)", text).groups()
+    q, k = int(q), int(k)
+    assert abs(q - (q0 + 200)) <= 1 and abs(k - (k0 + 100)) <= 1, text  # (the cell pointed at)
+    assert float(read) == pytest.approx(float(own[q, k]), rel=6e-3), (text, float(own[q, k]))
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "attention_zoom.png"))
     page.get_by_role("button", name="whole map").click()

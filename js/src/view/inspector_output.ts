@@ -298,7 +298,9 @@ export class OutputSection {
     this.el.append(readout);
     const pooled = a.pool[0] > 1 || a.pool[1] > 1;
     const what = a.head === null ? "mean over heads" : `head ${a.head}`;
-    this.el.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions` : ""}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
+    const zoomed = a.window[1] - a.window[0] < a.q_len || a.window[3] - a.window[2] < a.k_len;
+    const grain = pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions` : zoomed ? " · every position exact" : "";
+    this.el.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${grain}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
     const other = (s: PanelState | null) => (s?.state === "ok" ? s.reply.attention[index] ?? null : null);
     const ab = other(ctx.b);
     const ad = other(ctx.diff);

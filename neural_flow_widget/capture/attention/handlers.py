@@ -35,6 +35,7 @@ __all__ = [
     "Provenance",
     "Recorder",
     "register",
+    "sdpa_arguments",
     "sdpa_entry",
 ]
 
@@ -150,16 +151,22 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) 
     return args[index] if len(args) > index else kwargs.get(name, default)
 
 
-@register(F.scaled_dot_product_attention)
-def _on_sdpa(rec: Recorder, args: tuple, kwargs: dict, result: Any) -> None:
+def sdpa_arguments(args: tuple, kwargs: dict) -> tuple[Any, Any, Any, tuple]:
+    """Query, key, mask and settings (is_causal, scale, enable_gqa, packed query heads) of a
+    ``F.scaled_dot_product_attention`` call's arguments."""
     q, k = _arg(args, kwargs, 0, "query"), _arg(args, kwargs, 1, "key")
-    mask = _arg(args, kwargs, 3, "attn_mask")
     settings = (
         bool(_arg(args, kwargs, 5, "is_causal", False)),
         _arg(args, kwargs, 6, "scale"),
         bool(_arg(args, kwargs, 7, "enable_gqa", False)),
         _packed_queries(q, k),
     )
+    return q, k, _arg(args, kwargs, 3, "attn_mask"), settings
+
+
+@register(F.scaled_dot_product_attention)
+def _on_sdpa(rec: Recorder, args: tuple, kwargs: dict, result: Any) -> None:
+    q, k, mask, settings = sdpa_arguments(args, kwargs)
     if rec.writes is not None and _held_fits(q, k, mask, rec.max_exact):
         # the arguments themselves, until the pass ends or something writes in place (see
         # AttentionRecorder.settle)

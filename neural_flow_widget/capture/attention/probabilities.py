@@ -175,18 +175,25 @@ def sdpa_inputs(
         )
 
 
-def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
+def sdpa_map(
+    inputs: SdpaInputs, window: tuple[int, int, int, int] | None = None
+) -> AttentionMap | DeviceMap:
     """softmax(q kᵀ · scale + mask) of :func:`sdpa_inputs`, block by block (see
-    :func:`attention_probs`)."""
+    :func:`attention_probs`). ``window`` = (q0, q1, k0, k1): only those rows and columns,
+    unpooled (each row still normalised over all its keys); the map's lengths are then the
+    window's."""
     qs, ks, mask, head_shape, is_causal, enable_gqa, factor, (pq, pk), rows, packed = inputs
+    if window is not None and (pq, pk, packed) != (1, 1, 1):
+        raise ValueError("sdpa_map: a window is made from unpooled, unpacked inputs")
     with torch.no_grad():
         ks = _match_kv_heads(qs, ks, enable_gqa)
         q_len, k_len = qs.shape[1], ks.shape[1]
+        q0, q1, k0, k1 = (0, q_len, 0, k_len) if window is None else window
         kt = ks.transpose(1, 2)
         blocks = []
         pooled_keys = -(-k_len // pk)
-        for r0 in range(0, q_len, rows):
-            r1 = min(r0 + rows, q_len)
+        for r0 in range(q0, q1, rows):
+            r1 = min(r0 + rows, q1)
             # causal (top-left aligned): rows r0..r1 see keys < r1 only, so the keys beyond
             # (whole key blocks of zeros) are neither multiplied nor normalised
             keys = min(k_len, -(-r1 // pk) * pk) if is_causal and mask is None else k_len
@@ -201,11 +208,17 @@ def sdpa_map(inputs: SdpaInputs) -> AttentionMap | DeviceMap:
             probs = torch.softmax(scores, dim=-1)
             if blank is not None:  # (asking whether any row is blank would wait for a GPU)
                 probs.masked_fill_(blank, 0.0)
+            if window is not None:  # (fewer keys than k1: those beyond are zeros)
+                block = probs[..., k0:k1]
+                blocks.append(F.pad(block, (0, k1 - k0 - block.shape[-1])))
+                continue
             block = _pool(probs, pq, pk)  # (fewer keys: whole key blocks, as in the full rows)
             if block.shape[-1] < pooled_keys:
                 block = F.pad(block, (0, pooled_keys - block.shape[-1]))
             blocks.append(block)
         out = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
+        if window is not None:
+            return make_map(out, q1 - q0, k1 - k0, (1, 1), "sdpa", is_causal, owned=True)
         if packed > 1:  # back to the model's own heads: (H_kv, rows, S) -> (H, 1, S)
             out, q_len = out.reshape(-1, 1, out.shape[-1]), 1
         return make_map(out, q_len, k_len, (pq, pk), "sdpa", is_causal, owned=True)
