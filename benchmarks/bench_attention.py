@@ -1,7 +1,7 @@
 """Long sequences: how fast the overview of a 4,096-token attention stage reaches the view, and
 what a run keeps for its attention maps against a plain forward's peak memory.
 
-    python benchmarks/bench_attention.py [--tokens 4096] [--layers 2] [--repeat 5]
+    python benchmarks/bench_attention.py [--tokens 4096] [--layers 2] [--repeat 5] [--lab]
 
 Builds GPT-2 small's width (768, 12 heads) from a config with ``--layers`` layers and
 ``--tokens`` positions (random weights, no download), traces it, and prints
@@ -11,7 +11,10 @@ Builds GPT-2 small's width (768, 12 heads) from a config with ``--layers`` layer
   * the bytes the Flow keeps for attention and in all, against the forward's own peak (the
     resident set of a fresh process running the plain forward, above its baseline),
   * a zoom beyond the kept block means: a 256 x 256 window answered at full resolution (the
-    kernel runs the model again), against a plain forward of the same model.
+    kernel runs the model again), against a plain forward of the same model,
+  * with ``--lab``, the same select -> painted time through a real JupyterLab, for a model of
+    ``--repeat`` + 1 layers (search + Enter opens the next layer, its attention tab kept; the
+    data crosses as the comm's binary frames, as in a user's notebook).
 Medians over ``--repeat`` stages not asked for before (each layer's first look counts once).
 """
 
@@ -52,7 +55,13 @@ def model_and_ids(tokens: int, layers: int):
 
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(
-        n_layer=layers, n_head=12, n_embd=768, n_positions=tokens, vocab_size=1000
+        n_layer=layers,
+        n_head=12,
+        n_embd=768,
+        n_positions=tokens,
+        vocab_size=1000,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     return transformers.GPT2LMHeadModel(cfg).eval(), torch.randint(0, 1000, (1, tokens))
 
@@ -68,6 +77,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--lab", action="store_true", help="also through a real JupyterLab")
     args = parser.parse_args()
     import torch
 
@@ -114,10 +124,68 @@ def main() -> None:
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if os.path.exists(chromium):
         print(f"select -> map painted: {view_times(widget, stages, args.repeat, chromium)}")
+        if args.lab:
+            got = lab_times(args.tokens, args.repeat, chromium)
+            print(f"the same in JupyterLab (search + Enter, the attention tab kept): {got}")
     maps = sum(a.weights.nbytes for s in stages for a in widget.flow.attention(s))
     peak = forward_peak(args.tokens, args.layers)
     print(f"attention maps kept: {maps / 2**20:.1f} MiB = {100 * maps / peak:.1f} % of the "
           f"plain forward's peak ({peak / 2**20:.0f} MiB above its baseline)")  # fmt: skip
+
+
+LAB_CELL = """
+import torch, transformers, neural_flow_widget as nfw
+torch.manual_seed(0)
+cfg = transformers.GPT2Config(n_layer={layers}, n_head=12, n_embd=768, n_positions={tokens},
+                              vocab_size=1000, bos_token_id=0, eos_token_id=0)
+model = transformers.GPT2LMHeadModel(cfg).eval()
+w = nfw.NeuralFlowWidget(model, torch.randint(0, 1000, (1, {tokens})))
+w
+"""
+
+#: search a stage, Enter (it opens in the inspector), its attention tab: ms to the painted map
+SEARCH = """async (stage) => {
+  const box = document.querySelector('.nfw-search');
+  box.value = stage; box.dispatchEvent(new Event('input', { bubbles: true }));
+  while (!document.querySelector('.nfw-search-count')?.textContent.includes('match'))
+    await new Promise((r) => setTimeout(r, 20));
+  const old = document.querySelector('canvas[data-view-kind="attention"]');
+  const t0 = performance.now();
+  box.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+  for (;;) {
+    await new Promise((r) => requestAnimationFrame(r));
+    const tab = document.querySelector('.nfw-tab[data-view=attention]');
+    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
+    const c = document.querySelector('canvas[data-view-kind="attention"]');
+    if (c && c !== old && c.width > 0) return performance.now() - t0;
+    if (performance.now() - t0 > 60000) return -1;
+  }
+}"""
+
+
+def lab_times(tokens: int, repeat: int, chromium: str) -> str:
+    """Select -> painted through a real JupyterLab, for a model of ``repeat + 1`` layers: the
+    first layer opens the attention tab; each next layer's first look is timed."""
+    import tempfile
+
+    from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook
+    from playwright.sync_api import sync_playwright
+
+    layers = repeat + 1
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="nfw-bench-"))
+    write_notebook(folder, "attention.ipynb", [LAB_CELL.format(tokens=tokens, layers=layers)])
+    stages = [f"transformer.h.{i}.attn" for i in range(layers)]
+    with jupyterlab(folder, "attention.ipynb") as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        open_and_run_first_cell(page, url)
+        page.wait_for_selector("[data-stage-id]", timeout=300_000)
+        page.evaluate(SEARCH, stages[0])
+        times = [page.evaluate(SEARCH, stage) for stage in stages[1:]]
+        browser.close()
+    shutil.rmtree(folder, ignore_errors=True)
+    med = statistics.median
+    return f"median {med(times):.0f} ms ({min(times):.0f}-{max(times):.0f}), {layers} layers"
 
 
 def view_times(widget, stages, repeat, chromium) -> str:
