@@ -128,9 +128,14 @@ def main() -> None:
             got = lab_times(args.tokens, args.repeat, chromium)
             print(f"the same in JupyterLab (search + Enter, the attention tab kept): {got}")
     maps = sum(a.weights.nbytes for s in stages for a in widget.flow.attention(s))
+    capture = widget.flow.capture
+    items = [i for kept in (*capture.outputs.values(), *capture.ends.values()) for i in kept]
+    held = maps + sum(i.retained.nbytes for i in items if i.retained is not None)
     peak = forward_peak(args.tokens, args.layers)
     print(f"attention maps kept: {maps / 2**20:.1f} MiB = {100 * maps / peak:.1f} % of the "
           f"plain forward's peak ({peak / 2**20:.0f} MiB above its baseline)")  # fmt: skip
+    print(f"all the Flow keeps (maps and every stage's kept copy): {held / 2**20:.1f} MiB = "
+          f"{100 * held / peak:.1f} % of that peak")  # fmt: skip
 
 
 LAB_CELL = """
