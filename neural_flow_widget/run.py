@@ -205,6 +205,8 @@ def attention_window(
         model.eval()
         with torch.no_grad(), _eager(), tracker, mode:
             model(*map_tensors(args, _detached), **map_tensors(kw, _detached))
+    except Exception as error:  # (the kept blocks are shown instead, with this reason)
+        return f"running the model again failed: {type(error).__name__}: {error}"
     finally:
         for module, flag in flags:
             module.training = flag

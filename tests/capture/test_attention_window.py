@@ -101,3 +101,15 @@ def test_maps_that_are_not_sdpa_say_why_and_keep_their_blocks():
     widget = nfw.NeuralFlowWidget(model, x)
     reply, _ = widget._stage_data({"stage": "attn", "window": [0, 50, 0, 50]}, [])
     assert reply["ok"] and reply["attention"][0]["pool"] == [2, 2]
+
+
+def test_a_model_that_cannot_run_again_keeps_the_blocks(gpt2):
+    """A widget made from a Flow and a model but no inputs: the zoom says why, as block means."""
+    model, ids, _ = gpt2
+    flow = nfw.trace(model, ids)
+    assert "running the model again failed" in attention_window(
+        model, (), flow, "transformer.h.0.attn", 0, (0, 10, 0, 10)
+    )
+    widget = nfw.NeuralFlowWidget(model, flow=flow)
+    reply, _ = widget._stage_data({"stage": "transformer.h.0.attn", "window": [0, 64, 0, 64]}, [])
+    assert reply["ok"] and reply["attention"][0]["pool"] == [2, 2]
