@@ -113,3 +113,16 @@ def tap(page, selector: str) -> None:
         "(s) => document.querySelector(s).dispatchEvent(new MouseEvent('click', {bubbles: true}))",
         selector,
     )
+
+
+def open_offline(browser, path, width, height):
+    """An exported page opened from disk with the network refused; returns (context, page,
+    errors) once its graph is drawn."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    context.route("http*://**", lambda route: route.abort())  # offline
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
+    return context, page, errors

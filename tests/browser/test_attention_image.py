@@ -15,7 +15,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live
+from live import CHROMIUM, open_live, open_offline
 
 import neural_flow_widget as nfw
 
@@ -23,16 +23,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 SIDE, PATCH, LAYERS = 64, 8, 4
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +160,7 @@ def test_the_image_view_works_on_an_offline_page(browser, vit, tmp_path):
     widget = nfw.NeuralFlowWidget(model, image)
     stage = widget.flow.calls[widget.graph["attention"][-1]].id
     path = widget.to_html(tmp_path / "vit.html")
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
-    context.route("http*://**", lambda route: route.abort())  # offline
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
+    context, page, errors = open_offline(browser, path, 1024, 768)
     page.fill(".nfw-search", stage)
     page.wait_for_function(
         "() => document.querySelector('.nfw-search-count').textContent.includes('match')"

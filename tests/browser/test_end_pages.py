@@ -18,7 +18,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live, push, state, tap
+from live import CHROMIUM, open_live, open_offline, push, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -35,31 +35,10 @@ PIXELS = """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def unet():
     from neural_flow_widget import demos
 
     return demos.load("unet")
-
-
-def _offline(browser, path, width, height):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.route("http*://**", lambda route: route.abort())  # offline
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
-    return context, page, errors
 
 
 def _shoot(page, name):
@@ -75,7 +54,7 @@ def test_the_unet_demo_input_opens_its_image_and_the_output_its_mask(
     import neural_flow_widget as nfw
 
     path = nfw.NeuralFlowWidget(unet.model, unet.inputs).to_html(tmp_path / "unet.html")
-    context, page, errors = _offline(browser, path, width, height)
+    context, page, errors = open_offline(browser, path, width, height)
     tap(page, '[data-stage-id="input:0"]')
     image = page.locator('canvas[data-view-kind="image"]')
     image.wait_for(timeout=15_000)
@@ -105,7 +84,7 @@ def test_a_classifier_output_shows_class_probability_bars(browser, tmp_path):
 
     demo = demos.load("resnet")
     path = nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(tmp_path / "resnet.html")
-    context, page, errors = _offline(browser, path, 1280, 720)
+    context, page, errors = open_offline(browser, path, 1280, 720)
     tap(page, '[data-stage-id="output:0"]')
     page.wait_for_selector(".nfw-bars")
     rows = page.eval_on_selector_all(
@@ -255,7 +234,7 @@ def test_a_page_of_a_comparison_shows_the_divergence_and_a_b_offline(browser, un
     widget = nfw.NeuralFlowWidget(unet.model, unet.inputs)
     widget.compare(unet.inputs, model=_perturbed(unet.model))
     path = widget.to_html(tmp_path / "compare.html")
-    context, page, errors = _offline(browser, path, 1280, 720)
+    context, page, errors = open_offline(browser, path, 1280, 720)
     page.locator('[data-banner="diverges"]').click()
     page.wait_for_selector('.nfw-panel[data-run="diff"] canvas')
     assert page.locator(".nfw-toolbar select").input_value() == "divergence"

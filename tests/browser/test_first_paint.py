@@ -29,16 +29,6 @@ NODES = """() => { const c = document.querySelector(".nfw-canvas").getBoundingCl
   }); }"""
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
 def first_paint(browser, model, x, name, width=1280, height=720, tmp=None):
     out = tmp / f"{name}.html"
     nfw.NeuralFlowWidget(model, x).to_html(out)

@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import problem_models
+from live import open_offline
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -46,30 +47,6 @@ def _page(tmp_path, name, make, **options):
     return widget, path, [str(w.message) for w in caught]
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield b
-        b.close()
-
-
-def _open(browser, path, width, height):
-    context = browser.new_context(viewport={"width": width, "height": height})
-    context.route("http*://**", lambda route: route.abort())  # offline
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
-    return context, page, errors
-
-
 def _clear_of_banners(page):
     top, bottom, nodes = page.evaluate(BOXES)
     assert bottom > top  # shown
@@ -90,7 +67,7 @@ def test_nan_page_badges_the_stage_and_its_banner_goes_there(tmp_path, browser, 
     widget, path, _ = _page(tmp_path, "nan", problem_models.nan_net, stages=1)
     first = widget.flow.nonfinite[0]
     assert first == "block.log"
-    context, page, errors = _open(browser, path, width, height)
+    context, page, errors = open_offline(browser, path, width, height)
     # block is drawn collapsed: it carries the badge of the log inside it, and of its own output.
     block = page.locator('.nfw-node[data-stage-id="block"]')
     assert block.get_attribute("data-nonfinite") == "3"  # block.log, block.norm, block
@@ -135,7 +112,7 @@ def test_failure_page_shows_the_partial_graph_and_the_stage_that_raised(
     widget, path, warned = _page(tmp_path, "failure", problem_models.shape_bug)
     assert isinstance(widget.error, nfw.TraceError)
     assert len(warned) == 1 and "classifier.0" in warned[0]
-    context, page, errors = _open(browser, path, width, height)
+    context, page, errors = open_offline(browser, path, width, height)
     failed = page.locator(".nfw-node[data-failed]")
     assert failed.count() == 1
     assert failed.get_attribute("data-stage-id") == "classifier.0"
@@ -159,7 +136,7 @@ def test_failure_page_shows_the_partial_graph_and_the_stage_that_raised(
 def test_meta_page_says_there_is_no_data(tmp_path, browser):
     widget, path, _ = _page(tmp_path, "meta", problem_models.meta_net)
     assert widget.error is None
-    context, page, errors = _open(browser, path, 1024, 768)
+    context, page, errors = open_offline(browser, path, 1024, 768)
     notes = page.locator('[data-banner="notes"]').text_content()
     assert "meta device" in notes and "no values" in notes, notes
     assert page.locator('[data-banner="nonfinite"], [data-banner="failure"]').count() == 0
