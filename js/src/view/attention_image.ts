@@ -11,6 +11,7 @@ import { gradientStops, viridis } from "./colormap";
 import { h } from "./dom";
 import { colorBar, pictureOf, sized, strip } from "./plots";
 import type { ModelRow } from "./attention_views";
+import { fmtWeight } from "./attention_section";
 
 export interface ImageAttentionHost {
   stage: string; // the stage shown
@@ -77,8 +78,6 @@ function patchAt(canvas: HTMLCanvasElement, grid: PatchGrid, e: MouseEvent): num
   return row < 0 || col < 0 || row >= grid.rows || col >= grid.cols ? -1 : row * grid.cols + col;
 }
 
-const fmt = (v: number) => (v >= 0.01 || v === 0 ? v.toFixed(3) : v.toExponential(2));
-
 /**
  * The "on the image" view of attention stage `host.stage`, whose map is `a`. Resolves to its
  * element once the image and (for the rollout) every layer's map have arrived.
@@ -118,7 +117,7 @@ export async function imageAttention(a: AttentionData, grid: PatchGrid, host: Im
       if (i < 0) return;
       const [r, c] = [Math.floor(i / grid.cols), i % grid.cols];
       const px = (n: number) => `${n * grid.patch}–${(n + 1) * grid.patch - 1}`;
-      const both = heats.map((x) => (x.values ? `${x.title.split(":")[0]} ${fmt(x.values[i])}` : "")).filter(Boolean).join(" · ");
+      const both = heats.map((x) => (x.values ? `${x.title.split(":")[0]} ${fmtWeight(x.values[i])}` : "")).filter(Boolean).join(" · ");
       readout.textContent = `patch row ${r}, column ${c} (pixels y ${px(r)}, x ${px(c)}): ${both}`;
     });
   }

@@ -99,4 +99,4 @@ export function zoomControls(canvas: HTMLCanvasElement, a: AttentionData, ctx: A
   return h("div", { class: "nfw-zoom" }, `zoomed: queries ${a.window[0]}–${a.window[1] - 1} × keys ${a.window[2]}–${a.window[3] - 1} `, back);
 }
 
-const fmtWeight = (w: number) => (Math.abs(w) >= 0.01 || w === 0 ? w.toFixed(3) : w.toExponential(2));
+export const fmtWeight = (w: number) => (Math.abs(w) >= 0.01 || w === 0 ? w.toFixed(3) : w.toExponential(2));
