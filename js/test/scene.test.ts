@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { computeLayout, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, initialState, toggleExpanded, toggleUnfolded, type ViewState } from "../src/model/view_model";
+import { signsDrawn } from "../src/model/junctions";
 import { segmentHitsBox } from "../src/scene/routing";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
@@ -154,5 +155,19 @@ describe("skip edges of a U", () => {
       expect(fromEnc1.map((e) => e.kind).sort()).toEqual(["flow", "skip"]);
       expect(fromEnc1[0].points.slice(0, 2)).not.toEqual(fromEnc1[1].points.slice(0, 2));
     }
+  });
+});
+
+describe("the legend's junction signs", () => {
+  it("name each sign drawn once, in a fixed order; a junction named by its function explains itself", () => {
+    const drawn = [{ glyph: "⧺" }, { glyph: "+" }, { glyph: "⧺" }, { glyph: "einsum" }];
+    expect(signsDrawn(drawn)).toEqual([["+", "added"], ["⧺", "concatenated"]]);
+    expect(signsDrawn([])).toEqual([]);
+  });
+
+  it("are the U-Net's concatenations and the transformer's additions, from their scenes", () => {
+    const signs = (name: string) => signsDrawn(cases.find(([n]) => n === name)![1].junctions).map(([sign]) => sign);
+    expect(signs("U-Net TB")).toEqual(["⧺"]);
+    expect(signs("transformer, block 3 open TB")).toContain("+");
   });
 });

@@ -114,8 +114,9 @@ describe("U-Net export, exported in the middle of work", () => {
     assert.equal(facts.junctions, facts.liveJunctions);
   });
 
-  it("has a legend in SVG text: the edge kinds drawn, in resolved colours", () => {
-    assert.deepEqual(facts.legend, ["flow", "skip"]); // no merge, no order edges in this U-Net
+  it("has a legend in SVG text: the edge kinds drawn, the junctions' signs, in resolved colours", () => {
+    // no merge, no order edges in this U-Net; its skips meet the decoder in concatenations
+    assert.deepEqual(facts.legend, ["flow", "skip", "⧺concatenated"]);
     assert.equal(facts.foreign, 0);
     assert.ok(facts.legendPaint.length >= 4);
     for (const paint of facts.legendPaint) assert.doesNotMatch(paint, /var\(/);

@@ -7,6 +7,7 @@
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
 import { endKey, endTarget, sameCalls, targetOf, type EndTarget } from "../model/ends";
+import { signsDrawn } from "../model/junctions";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
@@ -254,7 +255,7 @@ export class FlowApp implements ControlsHost {
 
   private legend() {
     const scale = this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
-    fillLegend(this.ui.legend, scale, new Set(this.scene?.edges.map((e) => e.kind)));
+    fillLegend(this.ui.legend, scale, new Set(this.scene?.edges.map((e) => e.kind)), signsDrawn(this.scene?.junctions ?? []));
   }
 
   private fills(): Map<string, NodeFill> | null {

@@ -49,6 +49,16 @@ export const junctionKey = (op: number) => `j:${op}`;
 const GLYPHS: Record<string, string> = { add: "+", sub: "−", mul: "×", div: "÷", cat: "⧺", concatenate: "⧺", concat: "⧺", stack: "⧺", matmul: "@" };
 const MAX_CANDIDATES = 8;
 
+/** What a junction's sign says in a legend. */
+const SIGN_WORDS: Record<string, string> = { "+": "added", "−": "subtracted", "×": "multiplied", "÷": "divided", "⧺": "concatenated", "@": "matrix product" };
+
+/** The legend's entries for the junctions drawn: [sign, what it does], each sign once, in the
+ * order above; a junction named by its function (no sign) explains itself. */
+export function signsDrawn(junctions: Iterable<{ glyph: string }>): [string, string][] {
+  const drawn = new Set([...junctions].map((j) => j.glyph));
+  return Object.entries(SIGN_WORDS).filter(([sign]) => drawn.has(sign));
+}
+
 /** The glyph of a join: a sign for the arithmetic ones, else the function's name, short. */
 export function glyphOf(what: string): string {
   return GLYPHS[what] ?? (what.length > 7 ? `${what.slice(0, 6)}…` : what);

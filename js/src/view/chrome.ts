@@ -115,11 +115,13 @@ function label(x: number): string {
   return x === 0 ? "0" : Math.abs(x) >= 1e4 || Math.abs(x) < 1e-3 ? x.toExponential(1) : String(Number(x.toPrecision(2)));
 }
 
-/** Edge kinds (flow, skip, merge always; "runs after" when drawn), then the colour scale, if any. */
-export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: ReadonlySet<EdgeKind>) {
+/** Edge kinds (flow, skip, merge always; "runs after" when drawn), the signs of the junctions
+ * drawn (where data meets: "+ added"), then the colour scale, if any. */
+export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: ReadonlySet<EdgeKind>, signs: [string, string][] = []) {
   const items: (HTMLElement | string)[] = (["flow", "skip", "merge", "order"] as const)
     .filter((k) => k !== "order" || kinds.has(k))
     .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
+  for (const [sign, words] of signs) items.push(h("span", { "data-legend": "junction" }, h("b", { class: "nfw-legend-sign" }, sign), words));
   if (scale) {
     const parts: (HTMLElement | string)[] = [scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B: rel. L2" : "mean |x|"];
     if (scale.hi > scale.lo) {

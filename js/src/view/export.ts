@@ -5,6 +5,7 @@
  * marks of selection, hover, search and playback), gains a legend in SVG, and a graph far
  * longer along its flow than across it is wrapped into strips, like a line of text.
  */
+import { signsDrawn } from "../model/junctions";
 import type { Scene } from "../scene/types";
 import type { EdgeKind } from "../wire";
 import { EDGE_NAMES } from "./chrome";
@@ -38,7 +39,7 @@ const LEGEND_GAP = 20; // between the graph and the legend under it
 function figureSvg(p: FigureParts): string {
   stripUi(p.drawing);
   const graph = wrapped(p);
-  const legend = legendEl(drawnKinds(p.scene), p.id, p.vars);
+  const legend = legendEl(drawnKinds(p.scene), signsDrawn(p.scene.junctions), p.id, p.vars);
   const w = Math.ceil(Math.max(graph.width, legend.width) + 2 * PAD);
   const h = Math.ceil(graph.height + LEGEND_GAP + legend.height + 2 * PAD);
   const svg = s("svg", { xmlns: SVG_NS, class: "nfw-graph", width: w, height: h, viewBox: `0 0 ${w} ${h}` });
@@ -112,7 +113,7 @@ function drawnKinds(scene: Scene): EdgeKind[] {
 }
 
 /** One row of swatches and names; colours are the resolved theme values, so any SVG reader shows them. */
-function legendEl(kinds: EdgeKind[], id: string, vars: Record<string, string>): { el: SVGGElement; width: number; height: number } {
+function legendEl(kinds: EdgeKind[], signs: [string, string][], id: string, vars: Record<string, string>): { el: SVGGElement; width: number; height: number } {
   const el = s("g", { class: "nfw-export-legend", "font-size": LEGEND_FONT });
   const font = `${LEGEND_FONT}px ${vars["--nfw-font"] || "sans-serif"}`;
   let x = 0;
@@ -127,7 +128,15 @@ function legendEl(kinds: EdgeKind[], id: string, vars: Record<string, string>): 
     el.append(s("g", { "data-legend": kind, transform: `translate(${x},${LEGEND_FONT / 2})` }, line, text));
     x += SWATCH + 6 + textWidth(name, font) + 22;
   }
-  return { el, width: Math.max(0, x - 22), height: kinds.length ? LEGEND_FONT + 4 : 0 };
+  for (const [sign, words] of signs) {
+    const ink = vars["--nfw-fg1"] || "#374151";
+    const ring = s("circle", { cx: 7, cy: 0, r: 7, fill: vars["--nfw-bg1"] || "#ffffff", stroke: vars["--nfw-flow"] || "#6b7280", "stroke-width": 1.5 });
+    const mark = svgText(sign, { x: 7, y: 4, fill: ink, "text-anchor": "middle", "font-size": LEGEND_FONT - 1 });
+    const text = svgText(words, { x: 20, y: 4, fill: ink });
+    el.append(s("g", { "data-legend": "junction", transform: `translate(${x},${LEGEND_FONT / 2})` }, ring, mark, text));
+    x += 20 + textWidth(words, font) + 22;
+  }
+  return { el, width: Math.max(0, x - 22), height: kinds.length || signs.length ? LEGEND_FONT + 4 : 0 };
 }
 
 // ---------------------------------------------------------------------------------------
