@@ -313,7 +313,7 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
 .nfw-legend span { display: inline-flex; align-items: center; }
 .nfw-legend svg { display: inline-block; width: 26px; height: 10px; max-width: none; margin: 0 4px 0 0; vertical-align: middle; }
 .nfw-legend .nfw-legend-stat { gap: 4px; }
-.nfw-legend .nfw-legend-sign { display: inline-grid; place-items: center; width: 15px; height: 15px; margin: 0 4px 0 0; border: 1.5px solid var(--nfw-flow); border-radius: 50%; font-size: 11px; line-height: 1; color: var(--nfw-fg1); background: var(--nfw-bg1); }
+.nfw-legend .nfw-legend-sign { display: inline-grid; place-items: center; width: 17px; height: 17px; margin: 0 4px 0 0; border: 1.5px solid var(--nfw-flow); border-radius: 50%; font-size: 13px; line-height: 1; color: var(--nfw-fg1); background: var(--nfw-bg1); }
 .nfw-legend .nfw-scale { font-style: italic; }
 .nfw-legend .nfw-chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 0 0 6px; vertical-align: middle; }
 .nfw-legend .nfw-grad { display: inline-block; width: 70px; height: 8px; border-radius: 2px; margin: 0 4px; vertical-align: middle; }
