@@ -111,6 +111,9 @@ def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
         banner.wait_for(timeout=90_000)
         assert "The forward raised at classifier.0" in banner.text_content()
         failed = page.locator(".nfw-node[data-failed]")
+        failed.first.wait_for(
+            timeout=30_000
+        )  # (the banner comes with the graph, before its layout)
         assert failed.count() == 1 and failed.get_attribute("data-stage-id") == "classifier.0"
         assert page.locator('[data-stage-id="features.0"]').count() == 1  # what ran before
         assert page.locator(".jp-OutputArea-output[data-mime-type*='error']").count() == 0
