@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-import sys
 import types
 import warnings
 import weakref
@@ -31,7 +29,9 @@ from .graph import (
 from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
 from .tracing.calls import uncompiled
 from .tracing.dataflow import join_kind
+from .tracing.eager import eager as _eager
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
+from .tracing.origin import find_origin, rng_state
 
 _MODES = ("auto", "dataflow", "fx", "sequential")
 
@@ -121,6 +121,7 @@ def trace(
         if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
             model.eval()
         with torch.no_grad(), _eager():
+            rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
             run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
             mode: Topology = "dataflow" if use_tracer else "sequential"
             failure = run.tracer.failure if run.tracer is not None else None
@@ -144,6 +145,8 @@ def trace(
                 )
                 mode = "sequential"
         flow = _build(model, run, stages, mode, modules)
+        if flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
+            flow = replace(flow, nonfinite_origin=find_origin(probe.fresh(), args, kw, flow, rng))
     finally:
         for module, flag in flags:
             if module.training != flag:
@@ -407,14 +410,3 @@ def model_weakref(model: Any) -> Any:
         return weakref.ref(model)
     except TypeError:  # pragma: no cover - every nn.Module is weak-referenceable
         return None
-
-
-def _eager() -> Any:
-    """Compiled code (``torch.compile``d submodules) runs eagerly during the trace: dynamo
-    would otherwise compile the tracer's own wrappers (graph breaks, seconds of compiling).
-    Only where dynamo is loaded: without it nothing can be compiled, and setting the stance
-    would import it (some 75 MiB of the process's memory, for every user)."""
-    set_stance = getattr(torch.compiler, "set_stance", None)  # (torch >= 2.6)
-    if set_stance is None or "torch._dynamo" not in sys.modules:
-        return contextlib.nullcontext()
-    return set_stance("force_eager")

@@ -69,10 +69,28 @@ export interface WireGraph {
   attention: number[]; // call indices that recorded attention maps
   stats: ([number, number] | null)[]; // per call: [mean |x|, std] of its first output
   nonfinite: number[]; // calls whose output held NaN or +/-Inf, in return order (first: where it began)
+  nonfinite_origin: WireOrigin | null; // the first of them received NaN/Inf in its input: where it was made
   failure: WireFailure | null; // the forward raised: the graph is what ran before it
   notes: string[]; // what the run could not show (e.g. the meta device: no data)
   ends: Record<string, WireEnd>; // inputs / outputs with captured data: they open like stages
   comparison: WireComparison | null; // from the `comparison` traitlet (decodeGraph's second argument)
+}
+
+/**
+ * Where the NaN / Inf was made that the first `nonfinite` call received in its input (between
+ * stages, in a parent's forward: graph/origin.py's NonfiniteOrigin). Every text is the user's
+ * code or names: shown as text, never as HTML.
+ */
+export interface WireOrigin {
+  op: string; // the torch function that made it ("torch.Tensor.div")
+  module: string; // qualified name of the module whose forward ran it ("": the model itself)
+  type: string; // that module's class name
+  function: string; // the user's function that called the op ("ConvNet.forward")
+  file: string; // its source file's name (no folders)
+  line: number; // the line in it (0: unknown)
+  text: string; // the op's expression in the source ("": unknown)
+  before: number | null; // call index of the call that returned last in that forward before it
+  after: number | null; // call index of the call in that forward that received it next
 }
 
 /** Why the traced forward raised; the graph holds what ran before. */
@@ -183,6 +201,7 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
   }
   const nonfinite = Array.isArray(g.nonfinite) ? intList(g.nonfinite, "graph.nonfinite") : [];
   if (nonfinite.some((c) => c < 0 || c >= nCalls)) fail("graph.nonfinite", "call index out of range");
+  const nonfinite_origin = decodeOrigin(g.nonfinite_origin, nCalls);
   let failure: WireFailure | null = null;
   if (g.failure !== null && g.failure !== undefined) {
     const f = g.failure;
@@ -210,9 +229,33 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
       return Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "number" ? [s[0], s[1]] : null;
     }),
     nonfinite,
+    nonfinite_origin,
     failure,
     notes: Array.isArray(g.notes) ? strList(g.notes, "graph.notes") : [],
     ends: decodeEnds(g.ends, [...inputs, ...outputs]),
     comparison: decodeComparison(comparison, nCalls),
+  };
+}
+
+/** `graph.nonfinite_origin`: null (or missing) when there is none. */
+function decodeOrigin(o: unknown, nCalls: number): WireOrigin | null {
+  if (o === null || o === undefined) return null;
+  const where = "graph.nonfinite_origin";
+  if (!isObj(o)) fail(where, "expected an object or null");
+  const text = (k: string) => {
+    const v = o[k];
+    if (typeof v !== "string") fail(`${where}.${k}`, "expected a string");
+    return v;
+  };
+  const call = (k: string) => {
+    const v = o[k];
+    if (v === null || v === undefined) return null;
+    if (!isInt(v) || v < 0 || v >= nCalls) fail(`${where}.${k}`, "call index out of range");
+    return v;
+  };
+  const line = isInt(o.line) && o.line > 0 ? o.line : 0;
+  return {
+    op: text("op"), module: text("module"), type: text("type"), function: text("function"), file: text("file"),
+    line, text: text("text"), before: call("before"), after: call("after"),
   };
 }

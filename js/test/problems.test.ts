@@ -27,7 +27,7 @@ describe("NaN / Inf marks", () => {
 
   it("starts where the first listed call returned", () => {
     expect(p.first).toBe(tree.byId.get("enc2.conv2"));
-    expect(nonfiniteHeadline(graph, p)).toEqual({ stage: "enc2.conv2", text: "First NaN/Inf at enc2.conv2", count: "4 stages hold NaN/Inf" });
+    expect(nonfiniteHeadline(graph, p)).toEqual({ stage: "enc2.conv2", text: "First NaN/Inf at enc2.conv2", count: "4 stages hold NaN/Inf", origin: null });
   });
 
   it("a collapsed group carries the marks of the stages it hides", () => {

@@ -120,7 +120,7 @@ class View:
 _LOW_PCT, _HIGH_PCT, _PCT_SAMPLE = 0.5, 99.5, 1 << 16
 
 
-def _nonfinite(values: np.ndarray) -> np.ndarray | None:
+def nonfinite_marks(values: np.ndarray) -> np.ndarray | None:
     """:attr:`View.nonfinite` of ``values`` (None when all are finite)."""
     bad = ~np.isfinite(values)
     if not bad.any():
@@ -177,5 +177,5 @@ def make_view(
     codes, vmin, vmax, signed, clipped = _quantise(values, symmetric)
     return View(
         kind, codes, vmin, vmax, signed, axes, **extra,
-        nonfinite=_nonfinite(values), clipped=clipped,
+        nonfinite=nonfinite_marks(values), clipped=clipped,
     )  # fmt: skip

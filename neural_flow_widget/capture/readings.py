@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .image import View, make_view
+from .image import View, make_view, nonfinite_marks
 from .meaning import Meaning
 
 __all__ = ["meaning_view", "reading_difference"]
@@ -40,26 +40,43 @@ def meaning_view(meaning: Meaning) -> View:
         view = make_view(kind, data[None].astype(np.float64), ("", "position"), note=note)
         return replace(view, labels=tuple(str(int(i)) for i in data), clipped=None)
     if kind == "mask":
-        codes = np.clip(np.rint(data * 255.0), 0, 255).astype(np.uint8)
-        return View(kind, codes, 0.0, 1.0, False, ("y", "x"), note=note)
+        return View(
+            kind, _codes(data), 0.0, 1.0, False, ("y", "x"), note=note,
+            nonfinite=nonfinite_marks(data),
+        )  # fmt: skip
     if kind == "segmentation":
         present = np.unique(data)
         share = meaning.confidence.mean() if meaning.confidence is not None else float("nan")
         labels = tuple(f"class {c}" for c in range(meaning.classes))
-        note += f"; {len(present)} classes present, mean winning probability {share:.0%}"
+        note += f"; {len(present)} classes present"
+        note += f", mean winning probability {share:.0%}" if np.isfinite(share) else ""
         return View(
             kind, data, 0.0, float(meaning.classes - 1), False, ("y", "x"),
             labels=labels, note=note, palette="categorical",
         )  # fmt: skip
     # probabilities, next token: a strip of the most likely, largest first
-    codes = np.clip(np.rint(data[None] * 255.0), 0, 255).astype(np.uint8)
     what = "class" if kind == "probabilities" else "id"
     indices = meaning.indices if meaning.indices is not None else np.arange(data.size)
-    labels = tuple(f"{what} {int(i)}: {float(p):.1%}" for i, p in zip(indices, data))
+    labels = tuple(f"{what} {int(i)}: {_percent(float(p))}" for i, p in zip(indices, data))
     return View(
-        kind, codes, 0.0, 1.0, False, ("", "rank"), labels=labels,
-        channels=tuple(int(i) for i in indices), note=note,
+        kind, _codes(data[None]), 0.0, 1.0, False, ("", "rank"), labels=labels,
+        channels=tuple(int(i) for i in indices), note=note, nonfinite=nonfinite_marks(data[None]),
     )  # fmt: skip
+
+
+def _codes(values: np.ndarray) -> np.ndarray:
+    """uint8 codes of probabilities; NaN and Inf get code 0 (the view's marks say what they
+    are), so that no cast of a value that is not a number is ever made."""
+    scaled = np.nan_to_num(np.asarray(values, np.float64) * 255.0, nan=0.0, posinf=0.0, neginf=0.0)
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+
+
+def _percent(p: float) -> str:
+    if np.isnan(p):
+        return "NaN"
+    if np.isinf(p):
+        return "+Inf" if p > 0 else "-Inf"
+    return f"{p:.1%}"
 
 
 def reading_difference(a: Meaning, b: Meaning) -> View:

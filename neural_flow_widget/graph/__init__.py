@@ -8,6 +8,7 @@ from .condense import condense
 from .edges import edges_for, sequential_edges, stage_edges
 from .errors import TraceError
 from .flow import CaptureRecord, Flow
+from .origin import NonfiniteOrigin
 from .records import (
     EDGE_KINDS,
     TOPOLOGIES,
@@ -30,6 +31,7 @@ __all__ = [
     "Failure",
     "Flow",
     "ModuleInfo",
+    "NonfiniteOrigin",
     "OpGraph",
     "Stage",
     "Topology",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from .edges import edges_for
+from .origin import NonfiniteOrigin
 from .records import EDGE_KINDS, TOPOLOGIES, Edge, Failure, ModuleInfo, OpGraph, Stage, Topology
 from .selection import resolve
 
@@ -66,6 +67,9 @@ class Flow:
     #: the call ids whose output held NaN or +/-Inf, in the order the calls returned (the first
     #: is where a NaN or an Inf appeared; the calls around it return it later)
     nonfinite: tuple[str, ...] = ()
+    #: where the NaN / Inf was made that the first of ``nonfinite`` received in its input (made
+    #: between stages, in a parent's forward); None when that call made it itself, or none is
+    nonfinite_origin: NonfiniteOrigin | None = None
     failure: Failure | None = None  # set on the partial Flow of a run whose forward raised
     #: how another selection gets its edges when the op graph cannot give them (``topology
     #: ="fx"`` traces the model again with the new stages as leaves); None when it can, or
@@ -160,7 +164,10 @@ class Flow:
             f"topology: {self.topology}"
         ]
         lines += [f"note: {note}" for note in self.notes]
-        if self.nonfinite:
+        if self.nonfinite_origin is not None:
+            where = self.nonfinite_origin.describe()
+            lines.append(f"first NaN/Inf in the input of {self.nonfinite[0]}: {where}")
+        elif self.nonfinite:
             lines.append(f"first NaN/Inf at {self.nonfinite[0]}")
         for r in rows:
             lines.append("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4])

@@ -10,6 +10,19 @@ from typing import Any
 from .records import ModuleInfo, Stage
 
 _WILDCARDS = frozenset("*?[")
+_COMPILED = "_orig_mod"  # where torch.compile's wrapper keeps the module it compiled
+
+
+def unwrapped(name: str) -> str:
+    """A module name as the tracer names it: without the ``_orig_mod`` parts that
+    ``torch.compile``'s wrappers add to ``named_modules()`` (as ``tracing.calls.compiled_names``).
+
+    >>> unwrapped("_orig_mod.blocks.0._orig_mod.attn")
+    'blocks.0.attn'
+    """
+    if _COMPILED not in name:
+        return name
+    return ".".join(part for part in name.split(".") if part != _COMPILED) or name
 
 
 def resolve(
@@ -24,6 +37,9 @@ def resolve(
       and ``?`` stay within one dotted component (``"blocks.*"`` is the blocks, not their
       children), ``**`` crosses dots (``"blocks.**"`` is everything inside ``blocks``);
     - a callable ``(name, module) -> bool``.
+
+    Names of a ``torch.compile``d model as its ``named_modules()`` lists them
+    (``"_orig_mod.stem"``) name the original modules (``"stem"``).
     """
     names = _module_names(stages, _run_leaves(modules, calls), model)
     if isinstance(stages, int) and not isinstance(stages, bool) and calls:
@@ -31,7 +47,8 @@ def resolve(
     picked_calls = set()
     if isinstance(stages, (list, tuple, set, frozenset)):
         ids = {c.id: c.index for c in calls}
-        picked_calls = {ids[s] for s in stages if isinstance(s, str) and "#" in s and s in ids}
+        picked = [unwrapped(s) for s in stages if isinstance(s, str) and "#" in s]
+        picked_calls = {ids[s] for s in picked if s in ids}
     return tuple(sorted({c.index for c in calls if c.module in names} | picked_calls))
 
 
@@ -96,21 +113,22 @@ def _module_names(stages: Any, modules: Sequence[ModuleInfo], model: Any) -> set
     for item in stages:
         if not isinstance(item, str):
             raise TypeError(f"stages= list items are module names or patterns, got {item!r}")
-        base = item.split("#", 1)[0] if "#" in item else None
+        name = unwrapped(item)  # (as given in the messages)
+        base = name.split("#", 1)[0] if "#" in name else None
         if base is not None and base in known:
             continue  # a stage id: the call itself is picked by resolve()
-        if _WILDCARDS & set(item):
-            hits = [name for name in known if _glob(item).fullmatch(name)]
+        if _WILDCARDS & set(name):
+            hits = [k for k in known if _glob(name).fullmatch(k)]
             if not hits:
                 raise ValueError(
                     f"stage pattern {item!r} matches no module; "
                     f"modules look like: {', '.join(known[:8])}"
                 )
             chosen.update(hits)
-        elif item in known:
-            chosen.add(item)
+        elif name in known:
+            chosen.add(name)
         else:
-            close = difflib.get_close_matches(item, known, n=5, cutoff=0.4)
+            close = difflib.get_close_matches(name, known, n=5, cutoff=0.4)
             hint = f"closest: {', '.join(close)}" if close else f"modules: {', '.join(known[:8])}"
             raise ValueError(f"no module named {item!r} in the model; {hint}")
     return chosen
@@ -151,8 +169,5 @@ def _by_callable(
             "pass names or a depth instead"
         )
     # (the names of torch.compile'd submodules are read without their wrapper's "_orig_mod")
-    by_name = {
-        ".".join(p for p in name.split(".") if p != "_orig_mod"): module
-        for name, module in model.named_modules()
-    }
+    by_name = {unwrapped(name): module for name, module in model.named_modules()}
     return {m.name for m in modules if m.name in by_name and predicate(m.name, by_name[m.name])}

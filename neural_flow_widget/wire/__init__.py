@@ -46,6 +46,22 @@ Two messages exist.
       "stats": [[0.1, 0.5]],           # per call: [mean |x|, std] of its first output, or null
       "nonfinite": [5, 6, 2],          # call indices whose output held NaN or +/-Inf, in the
                                        #   order the calls returned (the first: where it began)
+      "nonfinite_origin": {            # the first of "nonfinite" received NaN / Inf in its
+                                       #   input: where it was made (graph/origin.py); null
+                                       #   when that call made it itself, or there is none
+        "op": "torch.Tensor.div",      # the torch function that made it
+        "module": "",                  # qualified name of the module whose forward ran it
+                                       #   ("": the model itself)
+        "type": "ConvNet",             # that module's class name (text, never HTML)
+        "function": "ConvNet.forward", # the user's function that called the op
+        "file": "model.py",            # its source file, the name only (no folders)
+        "line": 12,                    # the line in it (0: unknown)
+        "text": "x / (x - x)",         # the op's expression in the source ("" unknown)
+        "before": 2 | null,            # call index of the call that returned last in that
+                                       #   forward before the op
+        "after": 3 | null},            # call index of the call in that forward that
+                                       #   received it next (the front end words it as
+                                       #   NonfiniteOrigin.describe() does)
       "failure": {                     # the forward raised: the graph is what ran before, or
         "message": "stage 'dec1' ...", #   null. What raised where, with the inputs' shapes
         "stage": 7 | null,             # call index of the selected stage that was running
@@ -193,6 +209,7 @@ class Graph(TypedDict):
     attention: list[int]
     stats: list[list[float | None] | None]
     nonfinite: list[int]
+    nonfinite_origin: dict[str, Any] | None  # {"op", "module", "type", "function", "file", ...}
     failure: dict[str, Any] | None  # {"message", "stage", "module"}
     notes: list[str]
     ends: dict[str, dict[str, Any]]  # node -> {"shape", "dtype", "reading"}
@@ -238,6 +255,7 @@ def encode_graph(flow: Any) -> Graph:
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
         "stats": [_stats(capture, c.index) for c in flow.calls],
         "nonfinite": [index_of[name] for name in flow.nonfinite],
+        "nonfinite_origin": _origin(flow, index_of),
         "failure": _failure(flow, index_of),
         "notes": list(flow.notes),
         "ends": _ends(flow),
@@ -256,6 +274,23 @@ def _ends(flow: Any) -> dict[str, dict[str, Any]]:
             "reading": meaning.kind if meaning is not None else None,
         }
     return ends
+
+
+def _origin(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
+    o = getattr(flow, "nonfinite_origin", None)
+    if o is None:
+        return None
+    return {
+        "op": o.op,
+        "module": o.module,
+        "type": o.type,
+        "function": o.function,
+        "file": o.file.replace("\\", "/").rpartition("/")[2],
+        "line": o.line,
+        "text": o.text,
+        "before": index_of.get(o.before) if o.before is not None else None,
+        "after": index_of.get(o.after) if o.after is not None else None,
+    }
 
 
 def _failure(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:

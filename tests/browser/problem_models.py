@@ -4,7 +4,9 @@
 (the first NaN of the run), which ``block.norm`` and ``head`` carry on; ``pos`` is a learned
 bias that receives no data (an "order" edge: it runs after ``block``). ``ShapeBug``: the
 classic classifier whose ``Linear`` expects the flattened size of another input: the forward
-raises at ``classifier.0``.
+raises at ``classifier.0``. ``ConvNet``: a division by zero in its own forward, between
+``block3`` and ``block4``, so that ``block4.0`` is the first stage to return NaN/Inf, which it
+only received.
 """
 
 from __future__ import annotations
@@ -65,6 +67,26 @@ class ShapeBug(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.flatten(self.features(x)))
+
+
+class ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=1)
+        self.block3 = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
+        self.block4 = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.block3(self.stem(x))
+        x = x / (x - x)  # Inf where x > 0, NaN where the ReLU gave 0
+        x = self.block4(x)
+        return self.head(x)
+
+
+def conv_net() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    return ConvNet(), torch.randn(1, 1, 24, 24)
 
 
 def nan_net() -> tuple[nn.Module, torch.Tensor]:

@@ -1,11 +1,13 @@
 """Pages of runs that went wrong, made by ``NeuralFlowWidget(model, x).to_html``, in headless
 Chromium at 1280x720 and 1024x768: the NaN badge and banner (clicking it goes to the first NaN),
 the partial graph of a forward that raised (the failing stage marked, its message in the
-inspector), the meta device's note. Saves test-artifacts/{nonfinite,failure}_<size>.png and
-test-artifacts/notes_1024x768.png."""
+inspector), the meta device's note, a NaN made between stages (the banner names the forward and
+the line that made it). Saves test-artifacts/{nonfinite,failure}_<size>.png,
+test-artifacts/notes_1024x768.png and test-artifacts/nonfinite_origin{,_inspector}_1280x720.png."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import pathlib
 import shutil
@@ -146,5 +148,38 @@ def test_meta_page_says_there_is_no_data(tmp_path, browser):
     page.wait_for_selector("text=No values: the meta device holds shapes only.", timeout=10_000)
     assert page.locator(".nfw-stat-k").all_text_contents() == ["shape", "elements"]
     _shoot(page, "notes_1024x768.png")
+    context.close()
+    assert errors == []
+
+
+def test_a_nan_made_in_a_parents_forward_is_named_by_its_forward_and_line(tmp_path, browser):
+    widget, path, warned = _page(tmp_path, "origin", problem_models.conv_net, stages=1)
+    assert warned == []  # (no numpy warning from the NaN views either)
+    flow = widget.flow
+    assert flow.nonfinite[0] == "block4.0"
+    lines, first = inspect.getsourcelines(problem_models.ConvNet.forward)
+    line = first + next(i for i, text in enumerate(lines) if "x / (x - x)" in text)
+    said = f"produced between block3 and block4, in ConvNet.forward (line {line}: x / (x - x))"
+    assert flow.nonfinite_origin.describe() == said
+    context, page, errors = open_offline(browser, path, 1280, 720)
+    banner = page.locator('[data-banner="nonfinite"]')
+    text = banner.text_content()
+    # the pill, then the words of flow.nonfinite_origin.describe()
+    assert text.startswith(f"NaN/Inf{said[0].upper()}{said[1:]} · block4.0 received it first · ")
+    label = banner.get_attribute("aria-label")
+    assert label.startswith(f"NaN/Inf {said}; block4.0 received it first"), label
+    assert "First NaN/Inf at" not in text  # (block4.0 did not make it)
+    box = banner.bounding_box()
+    assert box["height"] < 48, box  # one line at 1280 px, two at most
+    _clear_of_banners(page)
+    # block4 is drawn collapsed: its badge says the first NaN/Inf is inside
+    assert page.locator('.nfw-node[data-stage-id="block4"][data-nonfinite-first]').count() == 1
+    assert page.locator('.nfw-node[data-stage-id="block3"][data-nonfinite]').count() == 0
+    _shoot(page, "nonfinite_origin_1280x720.png")
+    banner.click()
+    page.wait_for_selector('.nfw-node.nfw-selected[data-stage-id="block4.0"]', timeout=10_000)
+    facts = page.locator(".nfw-meta").text_content()
+    assert f"already in its input: {said}" in facts, facts
+    _shoot(page, "nonfinite_origin_inspector_1280x720.png")
     context.close()
     assert errors == []

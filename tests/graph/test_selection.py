@@ -103,3 +103,46 @@ def test_callable_selection_needs_the_model_alive():
     gc.collect()
     with pytest.raises(ValueError, match="no longer alive"):
         flow.select(lambda name, module: True)
+
+
+class Compiled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.blocks = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 1))
+        self.head = torch.nn.Conv2d(4, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.blocks(self.stem(x)))
+
+
+def test_a_compiled_models_own_names_select_the_original_modules():
+    """``torch.compile(model).named_modules()`` lists ``_orig_mod.stem``: those names (and
+    patterns, and ids) select what ``stem`` does; a compiled submodule's ``_orig_mod`` part
+    anywhere in the path too. (The trace runs the model's own code eagerly: nothing compiles.)"""
+    torch.manual_seed(0)
+    model = Compiled()
+    compiled = torch.compile(model)
+    listed = [name for name, _ in compiled.named_modules() if name.count(".") == 1]
+    assert listed == ["_orig_mod.stem", "_orig_mod.blocks", "_orig_mod.head"]
+    x = torch.randn(1, 1, 8, 8)
+    flow = nfw.trace(compiled, x, stages=listed)
+    assert ids(flow) == ["stem", "blocks", "head"]
+    assert ids(flow.select(["_orig_mod.blocks.*"])) == ["blocks.0", "blocks.1"]
+    assert ids(nfw.trace(compiled, x, stages="_orig_mod.head")) == ["head"]
+    model.blocks = torch.compile(model.blocks)  # a compiled submodule: blocks._orig_mod.1
+    inner = [n for n, _ in model.named_modules() if n.endswith("_orig_mod.1")]
+    assert inner == ["blocks._orig_mod.1"]
+    assert ids(nfw.trace(model, x, stages=inner)) == ["blocks.1"]
+    with pytest.raises(ValueError, match="no module named '_orig_mod.tail'"):
+        nfw.trace(compiled, x, stages=["_orig_mod.stem", "_orig_mod.tail"])
+
+
+@pytest.mark.parametrize(
+    "name", ["stem", "_orig_mod.stem", "a._orig_mod.b._orig_mod.c", "x._orig_mod"]
+)
+def test_selection_reads_compiled_names_as_the_tracer_names_them(name):
+    from neural_flow_widget.graph.selection import unwrapped
+    from neural_flow_widget.tracing.calls import compiled_names
+
+    assert unwrapped(name) == compiled_names(name)

@@ -4,12 +4,13 @@
  * collapsed group or a fold carries the marks of what it hides); the banners' words.
  * Pure and DOM-free; every text here is shown as text, never as HTML.
  */
-import type { WireFailure, WireGraph } from "../wire";
+import type { WireFailure, WireGraph, WireOrigin } from "../wire";
 import type { CallTree } from "./tree";
 import { clusterKey, nodeKeyForCall, type Item, type ViewGraph } from "./view_model";
 
 export interface Problems {
   nonfinite: number[]; // call indices whose output held NaN / ±Inf, in the order they returned
+  origin: WireOrigin | null; // the first of them received it in its input: where it was made
   first: number | null; // where NaN / Inf appeared (the first of them)
   failure: WireFailure | null;
   failedStage: number | null; // the stage the failure names (what its banner selects)
@@ -37,6 +38,7 @@ export function problemsOf(graph: WireGraph): Problems {
   const failedCall = failure ? innermostFailed(graph, failure) : null;
   return {
     nonfinite: graph.nonfinite,
+    origin: graph.nonfinite_origin,
     first: graph.nonfinite.length ? graph.nonfinite[0] : null,
     failure,
     failedStage: failure ? (failure.stage ?? failedCall) : null,
@@ -129,10 +131,45 @@ export function divergesHeadline(graph: WireGraph): { stage: string | null; text
   return { stage: graph.calls[c.first].id, text: "Runs part at", detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}` };
 }
 
-/** The NaN / Inf banner's words: "First NaN/Inf at <id>", and how many stages hold any. */
-export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: string; text: string; count: string } | null {
+/** A piece of a sentence: plain words, a stage id, or the user's code (all shown as text). */
+export interface Phrase {
+  text: string;
+  kind?: "id" | "code";
+}
+
+/**
+ * Where the first NaN / Inf was made (it came into the first stage that holds it with its
+ * input), in the words of graph/origin.py's `NonfiniteOrigin.describe()`, which `flow.to_text()`
+ * prints: "produced between block3 and block4, in ConvNet.forward (line 12: x / (x - x))".
+ */
+export function originPhrases(graph: WireGraph, o: WireOrigin): Phrase[] {
+  const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
+  const before = id(o.before);
+  const after = id(o.after);
+  const out: Phrase[] = [{ text: "produced" }];
+  if (!o.text) out.push({ text: ` by ${o.op}` });
+  if (before && after) out.push({ text: " between " }, { text: before, kind: "id" }, { text: " and " }, { text: after, kind: "id" });
+  else if (after) out.push({ text: " before " }, { text: after, kind: "id" });
+  else if (before) out.push({ text: " after " }, { text: before, kind: "id" });
+  const fn = o.function || `${o.type}.forward`;
+  out.push({ text: ", in " }, { text: fn, kind: "code" });
+  if (o.line && o.text) out.push({ text: ` (line ${o.line}: ` }, { text: o.text, kind: "code" }, { text: ")" });
+  else if (o.line) out.push({ text: ` (line ${o.line})` });
+  if (!fn.startsWith(`${o.type}.`)) out.push({ text: `, run by ${o.module ? `${o.module} (${o.type})` : o.type}'s forward` });
+  return out;
+}
+
+/**
+ * The NaN / Inf banner's words: "First NaN/Inf at <id>", and how many stages hold any; when
+ * that stage received it with its input, where it was made instead ("NaN/Inf produced between
+ * …", `origin` its phrases).
+ */
+export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: string; text: string; count: string; origin: Phrase[] | null } | null {
   if (p.first === null) return null;
   const stage = graph.calls[p.first].id;
   const n = p.nonfinite.length;
-  return { stage, text: `First NaN/Inf at ${stage}`, count: n > 1 ? `${n} stages hold NaN/Inf` : "the only stage with NaN/Inf" };
+  const count = n > 1 ? `${n} stages hold NaN/Inf` : "the only stage with NaN/Inf";
+  if (!p.origin) return { stage, text: `First NaN/Inf at ${stage}`, count, origin: null };
+  const origin = originPhrases(graph, p.origin);
+  return { stage, text: `NaN/Inf ${origin.map((x) => x.text).join("")}`, count, origin };
 }

@@ -1,11 +1,13 @@
 /**
  * The banners above the graph, part of the widget's frame (the graph is laid out below them,
  * never under them): the forward raised (where, what; a button selects the failing stage),
- * the first NaN / Inf (the banner is a button that goes to that stage), and the run's notes
+ * the first NaN / Inf (or, when that stage received it, where it was made: the forward, the
+ * line of code; the banner is a button that goes to that stage), and the run's notes
  * (e.g. the meta device: no data); comparing two runs, where they part (a button that goes
  * there). Names and messages come from the user's model: text only.
  */
 import { divergesHeadline, failureHeadline, nonfiniteHeadline, type Problems } from "../model/problems";
+import type { Phrase } from "../model/problems";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
 
@@ -33,13 +35,22 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
   }
   const nonfinite = nonfiniteHeadline(graph, p);
   if (nonfinite) {
+    const { stage, origin } = nonfinite;
+    // made between stages: where (the user's code; "Produced …" after the pill), then the stage it reached first
+    const phrase = (x: Phrase, i: number) => {
+      const text = i === 0 ? x.text.charAt(0).toUpperCase() + x.text.slice(1) : x.text;
+      return x.kind === "id" ? h("b", {}, text) : x.kind === "code" ? h("span", { class: "nfw-banner-code" }, text) : text;
+    };
+    const words = origin
+      ? [...origin.map(phrase), " · ", h("b", {}, stage), ` received it first · ${nonfinite.count}`]
+      : ["First NaN/Inf at ", h("b", {}, stage), ` · ${nonfinite.count}`];
     const banner = h("button", {
       class: "nfw-banner nfw-banner-nonfinite", type: "button", "data-banner": "nonfinite",
-      "aria-label": `${nonfinite.text} (${nonfinite.count}): show ${nonfinite.stage}`,
-      title: `Select ${nonfinite.stage}, where NaN/Inf first appeared`,
+      "aria-label": origin ? `${nonfinite.text}; ${stage} received it first (${nonfinite.count}): show ${stage}` : `${nonfinite.text} (${nonfinite.count}): show ${stage}`,
+      title: origin ? `Select ${stage}, the first stage that holds NaN/Inf (its input already did)` : `Select ${stage}, where NaN/Inf first appeared`,
     },
       pill("NaN/Inf", "nonfinite"),
-      h("span", { class: "nfw-banner-text" }, "First NaN/Inf at ", h("b", {}, nonfinite.stage), ` · ${nonfinite.count}`),
+      h("span", { class: "nfw-banner-text" }, ...words),
       h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
     banner.addEventListener("click", () => show(nonfinite.stage));
     banners.push(banner);

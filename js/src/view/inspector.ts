@@ -7,7 +7,7 @@
 import { diffOf, onlyInA } from "../model/ends";
 import { patchGrid } from "../model/patches";
 import { formatNumber, formatParams, formatShape } from "../model/format";
-import type { Problems } from "../model/problems";
+import { originPhrases, type Problems } from "../model/problems";
 import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
 import type { AttentionChoice } from "./attention_section";
@@ -26,7 +26,7 @@ export interface InspectorOptions {
   available?: (req: StageRequest) => boolean;
 }
 
-const EMPTY_RUN = { failure: null, failed: new Set<string>(), nonfinite: new Set<string>(), first: null };
+const EMPTY_RUN = { failure: null, failed: new Set<string>(), nonfinite: new Set<string>(), first: null, origin: null };
 
 export class Inspector {
   readonly el: HTMLElement;
@@ -44,7 +44,7 @@ export class Inspector {
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
   private graph: WireGraph | null = null;
-  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null } = EMPTY_RUN;
+  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null; origin: string | null } = EMPTY_RUN;
 
   /** The inspector moved to another stage by itself (a map of the model view clicked). */
   onOpen: ((id: string) => void) | null = null;
@@ -66,6 +66,7 @@ export class Inspector {
       failed: new Set([id(p.failedStage), id(p.failedCall)].filter((x): x is string => x !== null)),
       nonfinite: new Set(p.nonfinite.map((c) => graph.calls[c].id)),
       first: id(p.first),
+      origin: p.origin ? originPhrases(graph, p.origin).map((x) => x.text).join("") : null,
     };
   }
 
@@ -222,7 +223,9 @@ export class Inspector {
     row("dtype", [...new Set(c.dtypes)].join(", "));
     row("params", c.params ? `${formatParams(c.params)} (${c.params.toLocaleString("en-US")})` : "0");
     if (this.run.nonfinite.has(c.id)) {
-      row("NaN/Inf", this.run.first === c.id ? "in its output; the first of the run" : `in its output (first at ${this.run.first})`);
+      const first = this.run.first === c.id;
+      row("NaN/Inf", first && this.run.origin ? `already in its input: ${this.run.origin}`
+        : first ? "in its output; the first of the run" : `in its output (first at ${this.run.first})`);
       for (const el of [meta.lastElementChild, meta.lastElementChild?.previousElementSibling]) el?.classList.add("nfw-meta-bad");
     }
     if (c.error && !failed) row("error", c.error);

@@ -264,6 +264,7 @@ const WIDGET_CSS = `
 .nfw-banner-nonfinite:hover { background: color-mix(in srgb, var(--nfw-error) 11%, var(--nfw-bg1)); }
 .nfw-banner-nonfinite:focus-visible { outline: 2px solid var(--nfw-accent); outline-offset: -2px; }
 .nfw-banner-nonfinite b { font-family: var(--nfw-mono); font-weight: 700; }
+.nfw-banner-code { font-family: var(--nfw-mono); font-size: 0.95em; padding: 0 3px; border-radius: 3px; background: color-mix(in srgb, var(--nfw-fg0) 7%, transparent); }
 .nfw-banner-notes { border-left-color: var(--nfw-fg3); background: var(--nfw-bg2); color: var(--nfw-fg1); }
 .nfw-banner-text { display: block; flex: 1; min-width: 0; overflow-wrap: anywhere; }
 .nfw-banner-failure .nfw-banner-text { display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; overflow: hidden; }
