@@ -17,19 +17,40 @@ a size, up to 8,192 of them). The figures are exact for outputs of at most that 
 elements (``exact``) and estimates from those elements beyond (``elements`` of ``numel``
 compared). Stages are in the order they returned (the innermost first), so the first
 divergent stage is where the runs began to part.
+
+A run whose forward raised (the ``partial`` Flow of a :class:`~neural_flow_widget.TraceError`)
+is never equal to the other: a stage that raised in it has no output to compare and diverges
+(``raised``), and when no stage of both runs raised, ``stopped`` says where it stopped, so that
+``first_divergent()`` is never None with a failed run:
+
+>>> class Broken(torch.nn.Sequential):
+...     def forward(self, x):
+...         return self[2](self[1](self[0](x)).T)  # a transpose that the last Linear refuses
+>>> broken = Broken(*model)
+>>> try:
+...     nfw.trace(broken, x)
+... except nfw.TraceError as error:
+...     c = nfw.compare(nfw.trace(model, x), error.partial)
+>>> c.first_divergent().id, c.first_divergent().raised
+('2', 'b')
+>>> print(c.to_text().splitlines()[-1])
+run B raised at stage '2': RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x1 and 4x2)
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 import numpy as np
 
-from .graph import Flow
+from .graph import Failure, Flow
 
 __all__ = ["Comparison", "StageDifference", "compare"]
+
+#: which run raised in a stage: run A, run B, or both
+Raised = Literal["a", "b", "both"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +65,17 @@ class StageDifference:
     elements: int  # elements compared
     numel: int  # elements of the outputs
     note: str | None = None  # why the figures are what they are (shapes differ, no data ...)
+    raised: Raised | None = None  # the run whose forward raised here (it has no output here)
 
     def diverges(self, rtol: float = 1e-3) -> bool:
         """Whether the outputs differ by more than ``rtol`` (relative L2); a NaN in them counts,
-        a stage without data to compare does not."""
-        return (self.elements > 0 and not self.rel_l2 <= rtol) or math.isinf(self.rel_l2)
+        and so does a stage that raised in either run; a stage without data to compare (an
+        integer output, no tensor) does not."""
+        return (
+            (self.elements > 0 and not self.rel_l2 <= rtol)
+            or math.isinf(self.rel_l2)
+            or self.raised is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +86,23 @@ class Comparison:
     only_a: tuple[str, ...]  # stage ids that ran in run A only (control flow, another model)
     only_b: tuple[str, ...]
     ends: tuple[StageDifference, ...] = ()  # the model inputs and outputs of both runs
+    failure_a: Failure | None = None  # run A's forward raised: where and what (flow.failure)
+    failure_b: Failure | None = None
+    #: a run raised but no stage of both runs did (it raised in the model's own forward, or in
+    #: a stage the other run lacks): where it stopped, the stage that raised, else the first
+    #: stage (or output) of the other run that it never reached; ``raised`` says which run
+    stopped: StageDifference | None = None
 
     def first_divergent(self, rtol: float = 1e-3) -> StageDifference | None:
         """The first stage to return whose output differs by more than ``rtol`` (relative
-        L2 difference); None when no stage does."""
-        return next((d for d in self.stages if d.diverges(rtol)), None)
+        L2 difference) or that raised in either run, else where a run that raised stopped
+        (``stopped``); None only when both runs completed and no stage differs."""
+        return next((d for d in self.stages if d.diverges(rtol)), self.stopped)
+
+    @property
+    def failed(self) -> bool:
+        """Whether either run's forward raised (the two runs cannot agree)."""
+        return self.failure_a is not None or self.failure_b is not None
 
     def stage(self, stage_id: str) -> StageDifference:
         for d in (*self.stages, *self.ends):
@@ -85,6 +124,11 @@ class Comparison:
         lines = ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
         lines += [f"only in run A: {', '.join(self.only_a)}"] if self.only_a else []
         lines += [f"only in run B: {', '.join(self.only_b)}"] if self.only_b else []
+        if self.stopped is not None:
+            lines.append(f"{self.stopped.id}: {self.stopped.note}")
+        for run, failure in (("A", self.failure_a), ("B", self.failure_b)):
+            if failure is not None:
+                lines.append(f"run {run} raised {_where(failure)}: {_what(failure)}")
         return "\n".join(line.rstrip() for line in lines)
 
 
@@ -92,11 +136,26 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if math.isfinite(x) else str(x)
 
 
+def _where(failure: Failure) -> str:
+    if failure.stage is not None:
+        return f"at stage {failure.stage!r}"
+    return f"in module {failure.module!r}" if failure.module else "in the model's own forward"
+
+
+def _what(failure: Failure) -> str:
+    """The error of a Failure's message, without its "stage 'x' (module T) raised" lead."""
+    text = failure.message
+    cut = text.find(" raised ")
+    text = text[cut + len(" raised ") :] if cut >= 0 else text
+    return text.split("; it received inputs", 1)[0].split(". Check that the inputs", 1)[0]
+
+
 def compare(a: Flow, b: Flow) -> Comparison:
     """Compare two runs traced with ``capture=True`` stage by stage (see the module doc).
 
     Stages are matched by id (``block#1`` is the second call of ``block`` in both runs), the
-    model's inputs and outputs by node id.
+    model's inputs and outputs by node id. Either run may be the partial Flow of a forward that
+    raised (``err.partial``): its stages that raised diverge, never equal (see the module doc).
     """
     for name, flow in (("a", a), ("b", b)):
         if flow.capture is None:
@@ -106,13 +165,71 @@ def compare(a: Flow, b: Flow) -> Comparison:
             )
     ids_b = {c.id for c in b.calls}
     order = _return_order(a)
-    stages = tuple(_difference(a, b, a.calls[i].id) for i in order if a.calls[i].id in ids_b)
+    raised_a, raised_b = _raised(a), _raised(b)
+    stages = tuple(
+        _raised_difference(a, b, c, raised_a, raised_b) or _difference(a, b, c)
+        for c in (a.calls[i].id for i in order)
+        if c in ids_b
+    )
     ids_a = {c.id for c in a.calls}
     only_a = tuple(a.calls[i].id for i in order if a.calls[i].id not in ids_b)
     only_b = tuple(b.calls[i].id for i in _return_order(b) if b.calls[i].id not in ids_a)
     both = [n for n in (*a.inputs, *a.outputs) if n in (*b.inputs, *b.outputs)]
     ends = tuple(_difference(a, b, n) for n in both)
-    return Comparison(stages, only_a, only_b, ends)
+    stopped = None
+    if not any(d.raised for d in stages):
+        stopped = _stopped(a, "b", b, only_a) or _stopped(b, "a", a, only_b)
+    return Comparison(stages, only_a, only_b, ends, a.failure, b.failure, stopped)
+
+
+def _raised(flow: Flow) -> dict[str, str]:
+    """The calls that raised in a run (stage id -> its error): the innermost that raised and
+    the calls around it, which it ended; none when the run did not fail, or when its forward
+    raised outside every module call."""
+    failure = flow.failure
+    if failure is None or failure.module is None:
+        return {}
+    hits = [c.index for c in flow.calls if c.module == failure.module and c.error is not None]
+    found: dict[str, str] = {}
+    call = hits[-1] if hits else -1  # (the last call of that module: the run stopped in it)
+    while call >= 0:
+        found[flow.calls[call].id] = flow.calls[call].error or failure.message
+        call = flow.graph.call_parents[call]
+    return found
+
+
+def _raised_difference(
+    a: Flow, b: Flow, node: str, raised_a: dict[str, str], raised_b: dict[str, str]
+) -> StageDifference | None:
+    """A stage that raised in either run: no output to compare, and never equal."""
+    if node not in raised_a and node not in raised_b:
+        return None
+    runs: Raised = (
+        "both" if node in raised_a and node in raised_b else "a" if node in raised_a else "b"
+    )
+    errors = [
+        f"run {r.upper()} raised here: {e[node]}"
+        for r, e in (("a", raised_a), ("b", raised_b))
+        if node in e
+    ]
+    return replace(_missing(node, "; ".join(errors)), raised=runs)
+
+
+def _stopped(
+    done: Flow, run: Literal["a", "b"], failed: Flow, only_done: tuple[str, ...]
+) -> StageDifference | None:
+    """Where ``failed`` (run ``run``) stopped when no stage of both runs raised: the stage
+    that raised in it, else the first stage of ``done`` it never reached, else ``done``'s
+    first output, else the model itself."""
+    failure = failed.failure
+    if failure is None:
+        return None
+    what, inner = _what(failure), next(iter(_raised(failed)), None)
+    if inner is not None:
+        return replace(_missing(inner, f"run {run.upper()} raised here: {what}"), raised=run)
+    where = only_done[0] if only_done else next(iter(done.outputs), None) or failed.model
+    note = f"run {run.upper()} raised {_where(failure)} before it: {what}"
+    return replace(_missing(where, note), raised=run)
 
 
 def _return_order(flow: Flow) -> list[int]:

@@ -135,3 +135,102 @@ def test_flows_without_capture_are_refused_with_the_fix():
     flow = nfw.trace(model, torch.ones(1, 2), capture=False)
     with pytest.raises(ValueError, match="capture=True"):
         nfw.compare(flow, flow)
+
+
+class Boom(nn.Linear):
+    """A Linear whose forward raises: run B of a model with it in place of a stage."""
+
+    def forward(self, x):
+        raise ValueError("boom: run B cannot go on")
+
+
+def _failing(model: nn.Sequential, at: int) -> nn.Sequential:
+    """A copy of ``model`` whose stage ``at`` raises (ids and weights as before)."""
+    other = copy.deepcopy(model)
+    boom = Boom(32, 32)
+    boom.load_state_dict(other[at].state_dict())
+    other[at] = boom
+    return other
+
+
+def _partial(model, x) -> nfw.Flow:
+    with pytest.raises(nfw.TraceError) as caught:
+        nfw.trace(model, x)
+    return caught.value.partial
+
+
+def test_a_run_b_that_raises_diverges_at_the_stage_that_raised_never_equal():
+    model = mlp()
+    x = torch.randn(4, 32)
+    c = nfw.compare(nfw.trace(model, x), _partial(_failing(model, 4), x))
+    first = c.first_divergent()
+    assert first is not None and first.id == "4" and first.raised == "b"
+    assert "run B raised here: ValueError: boom" in first.note
+    assert [d.id for d in c.stages] == ["0", "1", "2", "3", "4"]
+    assert all(d.rel_l2 == 0.0 and not d.diverges() for d in c.stages[:4])  # ran equal before
+    assert c.stage("4").diverges(rtol=math.inf)  # whatever the tolerance
+    assert c.failed and c.failure_a is None and c.failure_b.stage == "4"
+    assert c.only_a == tuple(str(i) for i in range(5, 12))
+    text = c.to_text()
+    assert "4  " in text and "<- first divergent" in text.splitlines()[6]
+    assert "run B raised at stage '4': ValueError: boom: run B cannot go on" in text
+
+
+def test_run_a_raising_counts_the_same_way_and_so_does_both():
+    model = mlp()
+    x = torch.randn(4, 32)
+    broken = _partial(_failing(model, 2), x)
+    c = nfw.compare(broken, nfw.trace(model, x))
+    assert (c.first_divergent().id, c.first_divergent().raised) == ("2", "a")
+    both = nfw.compare(broken, broken)
+    assert (both.first_divergent().id, both.first_divergent().raised) == ("2", "both")
+
+
+def test_the_model_given_as_the_inputs_of_run_b_is_a_failure_not_an_all_clear():
+    """The issue's case: ``compare=model_b`` once ran ``model(model_b)``; every stage of run B
+    raised, and the comparison said the runs agree everywhere."""
+    model, other = mlp(), mlp()
+    c = nfw.compare(nfw.trace(model, torch.randn(4, 32)), _partial(model, other))
+    assert c.first_divergent() is not None and c.first_divergent().id == "0"
+    assert "must be Tensor, not Sequential" in c.first_divergent().note
+
+
+class GivesUp(nn.Module):
+    """Raises in its own forward, outside every stage, after ``a`` (or, ``late``, after ``b``)."""
+
+    def __init__(self, fail: bool = False, late: bool = False) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.fail, self.late = fail, late
+
+    def forward(self, x):
+        h = self.a(x)
+        if self.fail and not self.late:
+            raise RuntimeError("the forward gave up")
+        h = self.b(h)
+        if self.fail:
+            raise RuntimeError("the forward gave up late")
+        return h
+
+
+def test_a_forward_that_raises_outside_every_stage_stops_the_comparison_where_it_raised():
+    torch.manual_seed(0)
+    model = GivesUp().eval()
+    x = torch.ones(1, 4)
+    failing = copy.deepcopy(model)
+    failing.fail = True
+    c = nfw.compare(nfw.trace(model, x), _partial(failing, x))
+    assert c.failure_b is not None and c.failure_b.stage is None
+    assert [(d.id, d.rel_l2) for d in c.stages] == [("a", 0.0)] and c.only_a == ("b",)
+    first = c.first_divergent()
+    assert first is c.stopped and (first.id, first.raised) == ("b", "b")
+    assert first.note == (
+        "run B raised in the model's own forward before it: RuntimeError: the forward gave up"
+    )
+    failing.late = True  # every stage ran, and equal: the output is where run B stopped
+    late = nfw.compare(nfw.trace(model, x), _partial(failing, x))
+    assert all(not d.diverges() for d in late.stages) and late.only_a == ()
+    assert late.first_divergent().id == "output:0"
+    assert "run B raised in the model's own forward: RuntimeError: the forward gave up late" in (
+        late.to_text()
+    )

@@ -9,7 +9,7 @@ import { fail, intList, isInt, isObj, strList, WireError } from "./wire_check";
 import { decodeComparison, decodeEnds, type WireComparison, type WireEnd } from "./wire_compare";
 
 export { WireError };
-export { decodeComparison, type StageDiff, type WireComparison, type WireEnd } from "./wire_compare";
+export { decodeComparison, type RunFailure, type StageDiff, type WireComparison, type WireEnd } from "./wire_compare";
 export {
   decodeStageReply,
   type AttentionData,

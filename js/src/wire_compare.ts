@@ -11,7 +11,17 @@ export interface StageDiff {
   cosine: number | null;
   maxAbs: number | null; // max |a - b| over the elements compared
   exact: boolean; // every element compared (else the fixed sample)
-  diverges: boolean; // relative L2 above rtol (or NaN)
+  diverges: boolean; // relative L2 above rtol (or NaN), or a run raised here
+  raised?: "a" | "b" | "both"; // a run's forward raised in this stage: no output to compare
+}
+
+/** A run of the comparison whose forward raised (run B's: the view must not say A = B). */
+export interface RunFailure {
+  run: "a" | "b";
+  stage: string | null; // the stage that was running, its id in that run (null: outside every stage)
+  call: number | null; // that stage's call index in run A (null: run A has no such stage)
+  module: string | null; // the innermost module that raised
+  message: string; // what raised where (text, never HTML)
 }
 
 export interface WireComparison {
@@ -21,6 +31,7 @@ export interface WireComparison {
   ends: Map<string, StageDiff>; // by input / output node id
   onlyA: number[]; // call indices that ran in run A only
   onlyB: string[]; // stage ids that ran in run B only
+  failed: RunFailure[]; // the runs whose forward raised ([]: both ran to the end)
 }
 
 /** A model input or output with captured data: it opens like a stage. */
@@ -55,6 +66,19 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
   });
   const ends = new Map<string, StageDiff>();
   if (isObj(raw.ends)) for (const [k, r] of Object.entries(raw.ends)) ends.set(k, row(r, `comparison.ends.${k}`));
+  if (Array.isArray(raw.raised)) raw.raised.forEach((r: unknown, i: number) => {
+    const where = `comparison.raised[${i}]`;
+    if (!Array.isArray(r) || (r[1] !== "a" && r[1] !== "b" && r[1] !== "both")) fail(where, 'expected [call index, "a" | "b" | "both"]');
+    const d = stages.get(inRange(r[0] as number, where));
+    if (d) d.raised = r[1] as "a" | "b" | "both";
+  });
+  const failed = (Array.isArray(raw.failed) ? raw.failed : []).map((f: unknown, i: number): RunFailure => {
+    const where = `comparison.failed[${i}]`;
+    if (!isObj(f) || (f.run !== "a" && f.run !== "b") || typeof f.message !== "string") fail(where, "expected {run, stage, call, module, message}");
+    const text = (x: unknown) => (typeof x === "string" ? x : null);
+    const call = f.call === null || f.call === undefined ? null : inRange(f.call as number, `${where}.call`);
+    return { run: f.run, stage: text(f.stage), call, module: text(f.module), message: f.message };
+  });
   const first = raw.first === null || raw.first === undefined ? null : inRange(raw.first as number, "comparison.first");
   return {
     rtol: typeof raw.rtol === "number" ? raw.rtol : 1e-3,
@@ -63,6 +87,7 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
     ends,
     onlyA: Array.isArray(raw.only_a) ? intList(raw.only_a, "comparison.only_a").map((c) => inRange(c, "comparison.only_a")) : [],
     onlyB: Array.isArray(raw.only_b) ? strList(raw.only_b, "comparison.only_b") : [],
+    failed,
   };
 }
 

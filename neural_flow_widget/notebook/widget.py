@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anywidget
+import torch
 import traitlets
 from anywidget.experimental import command
 
@@ -49,8 +50,13 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     ``kwargs``, ``sample``, ...). ``tokens`` labels the positions of attention maps; by default
     they are the token ids when the first input is an integer tensor, decoded by ``tokenizer``
     (any object with ``convert_ids_to_tokens``, e.g. a Hugging Face tokenizer) when given.
-    ``compare=inputs_b`` compares this run with one on other inputs (see :meth:`compare`);
-    :meth:`update` shows a run on new inputs in place.
+    ``compare=`` compares this run with a run B (see :meth:`compare`): ``compare=inputs_b``
+    the same model on other inputs, ``compare=model_b`` another model on the same inputs,
+    ``compare=(model_b, inputs_b)`` both. :meth:`update` shows a run on new inputs in place.
+
+    A forward that raises is shown, not raised: the graph of what ran before, the failing
+    stage marked, a banner saying where and what; ``widget.error`` keeps the
+    :class:`~neural_flow_widget.TraceError` (run A's, else run B's).
     """
 
     _esm = BUNDLE  # anywidget reads the file (and watches it with ANYWIDGET_HMR=1)
@@ -78,20 +84,21 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         compare: Any = None,
         **trace_options: Any,
     ) -> None:
-        #: the TraceError of a forward that raised (the widget then shows what ran before)
-        self.error: TraceError | None = None
+        #: the TraceErrors of run A's and run B's forwards that raised (see ``error``)
+        self._error_a: TraceError | None = None
+        self._error_b: TraceError | None = None
         #: the run compared with (see :meth:`compare`), and the comparison
         self.flow_b: Flow | None = None
         self.comparison_result: Comparison | None = None
         self._model, self._options, self._tokenizer = model, trace_options, tokenizer
         self._given_tokens = tokens
-        self._compare_with: tuple[Any, Any, float] | None = None  # (inputs_b, model_b, rtol)
+        self._compare_with: tuple[Any, Any, float] | None = None  # compare()'s arguments
         if flow is None:
             if model is None:
                 raise TypeError(
                     "NeuralFlowWidget(model, inputs) or NeuralFlowWidget.from_flow(flow)"
                 )
-            flow, self.error = self._trace(model, inputs)
+            flow, self._error_a = self._trace(model, inputs)
         self.flow = flow
         self._inputs = inputs  # (run A's: a zoom into attention may run them again)
         self.tokens = self._labels(inputs) if tokens is None and model is not None else tokens
@@ -101,14 +108,26 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         super().__init__(graph=wire.encode_graph(flow))
         self.on_msg(self._on_message)
         if compare is not None:
-            self.compare(compare)
+            self._compare(compare, None, 1e-3, stacklevel=4)
 
-    def _trace(self, model: Any, inputs: Any) -> tuple[Flow, TraceError | None]:
+    @property
+    def error(self) -> TraceError | None:
+        """The TraceError of a forward that raised, shown in the view as a failure (the graph
+        of what ran before it): run A's, else run B's (a comparison whose run B raised; its
+        message starts with "run B"); None when both ran to the end."""
+        return self._error_a or self._error_b
+
+    def _trace(
+        self, model: Any, inputs: Any, *, run: str = "", stacklevel: int = 3
+    ) -> tuple[Flow, TraceError | None]:
         try:
             return trace(model, inputs, **self._options), None
         except TraceError as error:  # shown, not raised: the partial graph says where
+            if run:
+                error = _of_run(error, run)
             warnings.warn(
-                f"{error} The widget shows it; the error is in widget.error.", stacklevel=3
+                f"{error} The widget shows it; the error is in widget.error.",
+                stacklevel=stacklevel + 1,
             )
             return error.partial, error
 
@@ -133,26 +152,58 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         if model is None:
             raise TypeError("this widget was made from a Flow: pass model= to update it")
         self._model = model
-        flow, self.error = self._trace(model, inputs)
+        flow, self._error_a = self._trace(model, inputs)
         self.flow, self._inputs = flow, inputs
         self.tokens = self._labels(inputs)
         if self.selected is not None and self.selected not in {c.id for c in flow.calls}:
             self.selected = None
         self.graph = dict(wire.encode_graph(flow))
         if self._compare_with is not None:
-            inputs_b, model_b, rtol = self._compare_with
-            self.compare(inputs_b, model=model_b, rtol=rtol)
+            self._compare(*self._compare_with, stacklevel=3)
 
-    def compare(self, inputs_b: Any, *, model: Any = None, rtol: float = 1e-3) -> Comparison:
-        """Trace run B (``inputs_b``, and ``model`` if another model of the same structure is
-        given) and compare this run with it stage by stage (:func:`neural_flow_widget.compare`):
-        the view colours the graph by divergence and flags the first divergent stage; a
-        stage's inspector shows A, B and A - B. Returns the :class:`Comparison`."""
-        model_b = model if model is not None else self._model
-        if model_b is None:
-            raise TypeError("this widget was made from a Flow: pass model= to compare")
-        flow_b, _ = self._trace(model_b, inputs_b)
-        self.flow_b, self._compare_with = flow_b, (inputs_b, model, rtol)
+    def compare(self, run_b: Any, *, model: Any = None, rtol: float = 1e-3) -> Comparison:
+        """Trace a run B and compare this run with it stage by stage
+        (:func:`neural_flow_widget.compare`): the view colours the graph by divergence (the
+        stages equal within ``rtol`` in a pale "same"), flags the first divergent stage, and
+        a stage's inspector shows A, B and A - B. Returns the :class:`Comparison`.
+
+        ``run_b`` is inputs (this model on them; ``model=`` another model of the same
+        structure), another ``nn.Module`` (it runs on this run's inputs) or a tuple
+        ``(model_b, inputs_b)``; a tuple of tensors is inputs, as in :func:`trace`:
+
+        >>> import copy, torch, neural_flow_widget as nfw
+        >>> _ = torch.manual_seed(0)
+        >>> nn = torch.nn
+        >>> model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+        >>> x = torch.randn(3, 4)
+        >>> widget = nfw.NeuralFlowWidget(model, x)
+        >>> tuned = copy.deepcopy(model)
+        >>> _ = tuned[2].bias.data.add_(0.5)
+        >>> widget.compare(tuned).first_divergent().id  # two models, the same inputs
+        '2'
+        >>> widget.compare(x + 1).first_divergent().id  # the same model, other inputs
+        '0'
+        >>> widget.compare((tuned, x)).first_divergent().id  # both given
+        '2'
+
+        A run B whose forward raises is shown as a failure ("run B failed at <stage>: ..."),
+        never as agreement; its partial graph answers the inspector, ``widget.error`` keeps
+        its TraceError, and the stage that raised is the first divergent one:
+
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     widget.compare(torch.randn(3, 5)).first_divergent().id
+        '0'
+        >>> str(widget.error)[:52]
+        "run B: stage '0' (module Linear) raised RuntimeError"
+        """
+        return self._compare(run_b, model, rtol, stacklevel=3)
+
+    def _compare(self, run_b: Any, model: Any, rtol: float, *, stacklevel: int) -> Comparison:
+        model_b, inputs_b = _run_b(run_b, model, self._model, self._inputs)
+        flow_b, self._error_b = self._trace(model_b, inputs_b, run="B", stacklevel=stacklevel)
+        self.flow_b, self._compare_with = flow_b, (run_b, model, rtol)
         self.comparison_result = compare_runs(self.flow, flow_b)
         self.comparison = wire.encode_comparison(self.comparison_result, self.flow, rtol)
         return self.comparison_result
@@ -300,3 +351,43 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             path.write_bytes(bytes(buffers[0]))
         elif isinstance(content.get("data"), str):
             path.write_text(content["data"], encoding="utf-8")
+
+
+def _run_b(run_b: Any, model: Any, model_a: Any, inputs_a: Any) -> tuple[Any, Any]:
+    """What :meth:`NeuralFlowWidget.compare` runs as run B: (model, inputs)."""
+    pair = isinstance(run_b, tuple) and bool(run_b) and isinstance(run_b[0], torch.nn.Module)
+    if pair and len(run_b) != 2:
+        raise TypeError(
+            f"compare=(model_b, inputs_b): got a tuple of {len(run_b)} items starting with a "
+            f"module; pass several inputs as one tuple, (model_b, (x, mask))"
+        )
+    if (pair or isinstance(run_b, torch.nn.Module)) and model is not None:
+        raise TypeError(
+            "compare() got run B's model twice (a module and model=): pass "
+            "compare(model_b), compare((model_b, inputs_b)) or compare(inputs_b, model=model_b)"
+        )
+    if isinstance(run_b, torch.nn.Module):
+        if model_a is None:
+            raise TypeError(
+                "this widget was made from a Flow: it has no inputs to run model_b on; "
+                "pass compare=(model_b, inputs_b)"
+            )
+        return run_b, inputs_a
+    if pair:
+        return run_b[0], run_b[1]
+    model_b = model if model is not None else model_a
+    if model_b is None:
+        raise TypeError(
+            "this widget was made from a Flow: pass compare(inputs_b, model=model_b) or "
+            "compare((model_b, inputs_b))"
+        )
+    return model_b, run_b
+
+
+def _of_run(error: TraceError, run: str) -> TraceError:
+    """``error`` as run ``run``'s (its message says which run raised)."""
+    named = TraceError(
+        f"run {run}: {error}", partial=error.partial, stage=error.stage, module=error.module
+    )
+    named.__cause__ = error
+    return named

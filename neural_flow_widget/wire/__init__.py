@@ -318,10 +318,30 @@ def encode_comparison(comparison: Any, flow: Any, rtol: float) -> dict[str, Any]
        "stages": [[5, 0.02, 0.999, 0.1, true, true], ...],  # [call index, relative L2,
                   #   cosine, max |a - b| (null where not finite), exact, diverges]
        "ends": {"input:0": [0.5, 0.8, 1.0, true, true]},  # the same for inputs and outputs
-       "only_a": [7], "only_b": ["head#1"]}``  # calls of one run only (A: indices; B: ids)
+       "only_a": [7], "only_b": ["head#1"],  # calls of one run only (A: indices; B: ids)
+       "raised": [[5, "b"]],  # [call index, "a" | "b" | "both"]: stages where a run's forward
+                              #   raised (no output to compare: they diverge, never equal)
+       "failed": [{"run": "b",  # a run whose forward raised ("a" | "b"); []: both completed
+                   "stage": "dec1" | null,  # the stage that was running (its id in that run)
+                   "call": 5 | null,   # that stage's call index in run A (null: none there)
+                   "module": "dec1.conv" | null,  # the innermost module that raised
+                   "message": "stage 'dec1' (module Conv2d) raised ..."}]}``  # what, where
+    ``first`` is never null when ``failed`` is not empty, unless the place a run stopped is
+    not a stage of run A (an output, a stage of run B only).
     """
     index_of = {c.id: c.index for c in flow.calls}
     first = comparison.first_divergent(rtol)
+    failed = [
+        {
+            "run": run,
+            "stage": failure.stage,
+            "call": index_of.get(failure.stage) if failure.stage is not None else None,
+            "module": failure.module,
+            "message": failure.message,
+        }
+        for run, failure in (("a", comparison.failure_a), ("b", comparison.failure_b))
+        if failure is not None
+    ]
 
     def row(d: Any) -> list[Any]:
         return [
@@ -339,4 +359,8 @@ def encode_comparison(comparison: Any, flow: Any, rtol: float) -> dict[str, Any]
         "ends": {d.id: row(d) for d in comparison.ends},
         "only_a": [index_of[i] for i in comparison.only_a if i in index_of],
         "only_b": list(comparison.only_b),
+        "raised": [
+            [index_of[d.id], d.raised] for d in comparison.stages if d.raised and d.id in index_of
+        ],
+        "failed": failed,
     }

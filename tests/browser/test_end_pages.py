@@ -209,7 +209,7 @@ def test_a_comparison_with_a_perturbed_copy_flags_where_the_runs_part_and_shows_
     )
     assert flagged in (["dec2"], ["dec2.conv1"])  # the node that shows it
     fill = page.locator('[data-stage-id="enc1"] .nfw-card').evaluate("(r) => r.style.fill")
-    assert fill == "rgb(68, 1, 84)"  # before the parting: no difference, the ramp's low end
+    assert fill == "rgb(226, 238, 232)"  # before the parting: no difference, pale "same"
     banner.click()
     page.wait_for_selector('.nfw-panel[data-run="diff"] canvas[data-view-kind="grid"]')
     assert state(page, "selected") == "dec2.conv1"

@@ -222,6 +222,81 @@ def test_the_widget_answers_a_minus_b_and_says_when_it_cannot():
     assert not bad["ok"] and "run='c'" in bad["error"]
 
 
+def test_compare_takes_another_model_on_the_same_inputs_or_a_model_and_its_inputs():
+    _w, model, other = _compared()
+    x = torch.randn(2, 8)
+    w = nfw.NeuralFlowWidget(model, x, compare=other)  # two models, the same inputs
+    assert w.error is None and w.comparison["failed"] == []
+    assert w.comparison_result.first_divergent().id == "2"
+    assert w.comparison["first"] == w.flow.stage("2").index
+    with torch.no_grad():
+        assert w.flow_b.summary("3")[0].mean == pytest.approx(float(other(x).mean()), rel=1e-5)
+    w.update(x + 1)  # run B is model_b on the new inputs again
+    assert w.comparison_result.stage("1").rel_l2 == 0.0
+    assert w.comparison_result.first_divergent().id == "2"
+    both = nfw.NeuralFlowWidget(model, x, compare=(other, x + 1))
+    assert both.comparison_result.first_divergent().id == "0"  # other inputs too
+    assert both.compare((model, x)).first_divergent() is None
+    assert both.compare(x, model=other).first_divergent().id == "2"  # the keyword form
+    with pytest.raises(TypeError, match="model twice"):
+        both.compare(other, model=model)
+    with pytest.raises(TypeError, match=r"\(model_b, \(x, mask\)\)"):
+        both.compare((other, x, x))
+
+
+def test_a_tuple_of_tensors_given_to_compare_is_inputs():
+    class Two(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+
+        def forward(self, x, y):
+            return self.a(x) + self.b(y)
+
+    torch.manual_seed(0)
+    x, y = torch.randn(1, 3), torch.randn(1, 3)
+    w = nfw.NeuralFlowWidget(Two(), (x, y), compare=(x, y * 2))
+    c = w.comparison_result
+    assert (c.stage("a").rel_l2, c.first_divergent().id) == (0.0, "b")
+
+
+class Boom(torch.nn.Linear):
+    def forward(self, x):
+        raise ValueError("boom in run B")
+
+
+def test_a_run_b_that_raises_is_shown_as_a_failure_never_as_agreement():
+    """The issue's false all-clear: compare=model_b once ran model(model_b), every stage of run
+    B raised and the view said "A = B"."""
+    _w, model, other = _compared()
+    x = torch.randn(2, 8)
+    boom = Boom(8, 8)
+    boom.load_state_dict(other[2].state_dict())
+    broken = torch.nn.Sequential(model[0], model[1], boom, model[3]).eval()
+    with pytest.warns(UserWarning, match=r"run B: stage '2' .*boom in run B.*widget\.error"):
+        w = nfw.NeuralFlowWidget(model, x, compare=broken)
+    assert isinstance(w.error, nfw.TraceError) and w.error.stage == "2"
+    assert str(w.error).startswith("run B: stage '2' (module Boom) raised ValueError")
+    c = w.comparison
+    two = w.flow.stage("2").index
+    assert c["first"] == two and [two, "b"] in c["raised"]
+    assert c["failed"] == [
+        {"run": "b", "stage": "2", "call": two, "module": "2", "message": w.flow_b.failure.message}
+    ]
+    assert w.comparison_result.first_divergent().id == "2"
+    assert [d.diverges() for d in w.comparison_result.stages] == [False, False, True]
+    assert w.comparison_result.only_a == ("3",)
+    ran, _ = w._stage_data({"stage": "1", "run": "b"}, [])  # run B's partial graph answers
+    assert ran["ok"] and ran["summaries"][0]["shape"] == [2, 8]
+    raised, _ = w._stage_data({"stage": "2", "run": "b"}, [])
+    assert "boom in run B" in raised["error"] and raised["summaries"] == []
+    with pytest.warns(UserWarning, match="run B"):  # model(model_b): every stage raised
+        w.compare((model, other))
+    assert w.comparison["first"] == w.flow.stage("0").index and w.comparison["failed"]
+    w.compare(other)  # a run B that completes: no error left
+    assert w.error is None and w.comparison["failed"] == [] and w.comparison["raised"] == []
+
+
 def test_inputs_and_outputs_can_be_selected_like_stages(widget):
     widget.selected = "input:0"
     assert widget.selected == "input:0"

@@ -17,6 +17,7 @@ export interface Problems {
   failedCall: number | null; // the innermost call that raised (what carries the mark)
   notes: string[];
   diverges: number | null; // compared with run B: the first stage whose output differs (graph.comparison)
+  failedB?: number | null; // compared with run B: the stage (in run A's graph) where run B's forward raised
 }
 
 /** The innermost call of the failing module, within the failing stage when there is one. */
@@ -45,6 +46,7 @@ export function problemsOf(graph: WireGraph): Problems {
     failedCall,
     notes: graph.notes,
     diverges: graph.comparison?.first ?? null,
+    failedB: graph.comparison?.failed.find((f) => f.run === "b")?.call ?? null,
   };
 }
 
@@ -54,6 +56,7 @@ export interface Mark {
   first: boolean; // it shows the call where NaN / Inf appeared
   failed: boolean; // it shows the call that raised
   diverges?: boolean; // it shows the first stage where runs A and B part (a comparison)
+  failedB?: boolean; // it shows the stage where a compared run B raised
 }
 
 /**
@@ -96,6 +99,10 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
     const key = keyOf(p.diverges);
     if (key) at(key).diverges = true;
   }
+  if (p.failedB !== null && p.failedB !== undefined) {
+    const key = keyOf(p.failedB);
+    if (key) at(key).failedB = true;
+  }
   return marks;
 }
 
@@ -120,13 +127,20 @@ export function failureHeadline(graph: WireGraph, p: Problems): { where: string;
   return { where, what };
 }
 
-/** The comparison banner's words: where runs A and B part, or that they agree everywhere. */
+/**
+ * The comparison banner's words: where runs A and B part, or that they agree everywhere; null
+ * where the failure banners say it all (a run raised at the first divergent stage). Never
+ * "agree" when a run raised: a run that stopped cannot equal one that ran on.
+ */
 export function divergesHeadline(graph: WireGraph): { stage: string | null; text: string; detail: string } | null {
   const c = graph.comparison;
   if (!c) return null;
   const parting = [...c.stages.values()].filter((d) => d.diverges).length;
   const only = c.onlyA.length + c.onlyB.length;
   const ran = only ? ` · ${only} stage${only === 1 ? "" : "s"} ran in one run only` : "";
+  const raised = c.failed.length > 0 || graph.failure !== null || [...c.stages.values()].some((d) => d.raised);
+  if (c.first === null && raised) return null;
+  if (c.first !== null && c.failed.some((f) => f.call === c.first)) return null;
   if (c.first === null) return { stage: null, text: "Runs A and B agree at every stage", detail: `relative L2 ≤ ${c.rtol}${ran}` };
   return { stage: graph.calls[c.first].id, text: "Runs part at", detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}` };
 }
@@ -172,4 +186,20 @@ export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: strin
   if (!p.origin) return { stage, text: `First NaN/Inf at ${stage}`, count, origin: null };
   const origin = originPhrases(graph, p.origin);
   return { stage, text: `NaN/Inf ${origin.map((x) => x.text).join("")}`, count, origin };
+}
+
+/**
+ * The banner's words for a compared run B whose forward raised: "Run B failed at <stage>"
+ * (or "in the model's own forward (…)") and what it raised; `call` is the stage in run A's
+ * graph (what the banner's button selects), `message` the whole text. Null: run B ran to the end.
+ */
+export function runFailureHeadline(graph: WireGraph): { lead: string; what: string; call: number | null; message: string } | null {
+  const f = graph.comparison?.failed.find((r) => r.run === "b");
+  if (!f) return null;
+  const line = firstLine(f.message);
+  const cut = line.indexOf(" raised ");
+  const what = cut >= 0 ? line.slice(cut + 8) : line;
+  const inner = f.module !== null && f.module !== f.stage ? ` (${f.module})` : "";
+  const lead = f.stage !== null ? `Run B failed at ${f.stage}${inner}` : cut >= 0 ? `Run B failed in ${line.slice(0, cut)}` : "Run B failed";
+  return { lead, what, call: f.call, message: f.message };
 }

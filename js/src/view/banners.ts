@@ -4,9 +4,10 @@
  * the first NaN / Inf (or, when that stage received it, where it was made: the forward, the
  * line of code; the banner is a button that goes to that stage), and the run's notes
  * (e.g. the meta device: no data); comparing two runs, where they part (a button that goes
- * there). Names and messages come from the user's model: text only.
+ * there), or that run B raised (where, what; never "A = B" then). Names and messages come
+ * from the user's model: text only.
  */
-import { divergesHeadline, failureHeadline, nonfiniteHeadline, type Problems } from "../model/problems";
+import { divergesHeadline, failureHeadline, nonfiniteHeadline, runFailureHeadline, type Problems } from "../model/problems";
 import type { Phrase } from "../model/problems";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
@@ -53,6 +54,18 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
       h("span", { class: "nfw-banner-text" }, ...words),
       h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
     banner.addEventListener("click", () => show(nonfinite.stage));
+    banners.push(banner);
+  }
+  const failedB = runFailureHeadline(graph);
+  if (failedB) {
+    const text = h("span", { class: "nfw-banner-text", title: failedB.message }, h("b", {}, failedB.lead), failedB.what ? `: ${failedB.what}` : "");
+    const banner = h("div", { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure-b" }, pill("B raised", "failed"), text);
+    const stage = failedB.call !== null ? graph.calls[failedB.call].id : null;
+    if (stage !== null) {
+      const go = h("button", { class: "nfw-btn nfw-banner-btn", type: "button", "aria-label": `Show the stage where run B failed, ${stage}`, title: `Select ${stage}: run A's output, and run B's error` }, "Show stage");
+      go.addEventListener("click", () => show(stage));
+      banner.append(go);
+    }
     banners.push(banner);
   }
   const parting = divergesHeadline(graph);

@@ -1,9 +1,9 @@
 /** The widget's frame: toolbar, banners, legend, hint; plain DOM built once per render. */
 import type { EdgeKind } from "../wire";
-import { cssColor, gradientStops, NAN_MARK, nonfiniteColor } from "./colormap";
+import { cssColor, gradientStops, NAN_MARK, nonfiniteColor, viridis } from "./colormap";
 import { h, s } from "./dom";
 import { buildHelp } from "./help";
-import { ONLY_A_FILL, type ColorMode, type StatScale } from "./stat_colors";
+import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, type ColorMode, type StatScale } from "./stat_colors";
 
 export type { ColorMode };
 
@@ -123,27 +123,32 @@ export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: 
     .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
   for (const [sign, words] of signs) items.push(h("span", { "data-legend": "junction" }, h("b", { class: "nfw-legend-sign" }, sign), words));
   if (scale) {
-    const parts: (HTMLElement | string)[] = [scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B: rel. L2" : "mean |x|"];
-    if (scale.hi > scale.lo) {
+    const parts: (HTMLElement | string)[] = [h("span", {}, scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B:" : "mean |x|")];
+    const chip = (fill: string, words: string, key: string) => {
+      const box = h("i", { class: "nfw-chip" });
+      box.style.background = fill;
+      parts.push(h("span", { class: "nfw-legend-chip", "data-legend-fill": key }, box, words));
+    };
+    // Comparing: the stages equal within the tolerance first, pale and off the ramp, which starts above it.
+    if (scale.mode === "divergence" && scale.same) chip(SAME_FILL.fill, `same (≤ ${label(scale.rtol ?? 1e-3)})`, "same");
+    if (scale.mode === "divergence" && !scale.unramped) parts.push(h("span", {}, "rel. L2"));
+    if (scale.mode === "divergence" && scale.unramped) {
+      // no drawn stage differs: no ramp
+    } else if (scale.hi > scale.lo) {
       const grad = h("i", { class: "nfw-grad" });
       grad.style.background = `linear-gradient(to right, ${gradientStops(false, 0, 1)})`;
       parts.push(
         h("span", { class: "nfw-scale" }, scale.log ? "log scale" : "linear"),
-        `${scale.clippedLo ? "≤" : ""}${label(scale.lo)}`, grad, `${scale.clippedHi ? "≥" : ""}${label(scale.hi)}`,
+        h("span", { class: "nfw-legend-ramp" }, `${scale.clippedLo ? "≤" : ""}${label(scale.lo)}`, grad, `${scale.clippedHi ? "≥" : ""}${label(scale.hi)}`),
       );
+    } else if (scale.mode === "divergence") {
+      chip(cssColor(viridis(0.5)), label(scale.lo), "differs"); // one value differs (rampPosition: the middle)
     } else if (scale.hi === scale.lo && !scale.nonfinite) {
       parts.push(` ${label(scale.lo)} everywhere`);
     }
-    if (scale.nonfinite) {
-      const box = h("i", { class: "nfw-chip" });
-      box.style.background = cssColor(nonfiniteColor(NAN_MARK));
-      parts.push(box, "NaN/Inf");
-    }
-    if (scale.onlyA) {
-      const box = h("i", { class: "nfw-chip" });
-      box.style.background = ONLY_A_FILL.fill;
-      parts.push(box, "run A only");
-    }
+    if (scale.nonfinite) chip(cssColor(nonfiniteColor(NAN_MARK)), "NaN/Inf", "nonfinite");
+    if (scale.raised) chip(RAISED_FILL.fill, "raised", "raised");
+    if (scale.onlyA) chip(ONLY_A_FILL.fill, "run A only", "onlyA");
     items.push(h("span", { class: "nfw-legend-stat", "data-legend": "stat" }, ...parts));
   }
   legend.replaceChildren(...items);

@@ -7,7 +7,7 @@
 import { diffOf, onlyInA } from "../model/ends";
 import { patchGrid } from "../model/patches";
 import { formatNumber, formatParams, formatShape } from "../model/format";
-import { originPhrases, type Problems } from "../model/problems";
+import { originPhrases, runFailureHeadline, type Problems } from "../model/problems";
 import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireEnd, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
 import type { AttentionChoice } from "./attention_section";
@@ -156,6 +156,11 @@ export class Inspector {
 
   /** Run B's reply and A − B, at run A's view, channels and page. */
   private async loadOthers(req: StageRequest, a: OkReply, controller: AbortController) {
+    if (this.graph && this.target && ["b", "both"].includes(diffOf(this.graph, this.target.id)?.raised ?? "")) { // run B raised here: no output to ask for
+      const why = runFailureHeadline(this.graph)?.what;
+      this.others = { b: { state: "error", message: `Run B raised here${why ? `: ${why}` : ""}` }, diff: { state: "error", message: "No A − B: run B has no output here." } };
+      return this.show(a);
+    }
     const view = a.view;
     const tiles = view && (view.kind === "grid" || view.kind === "first") ? view.channels : null;
     const at: StageRequest = { ...req, view: view?.kind ?? req.view, channel: view?.kind === "channel" ? (view.channels?.[0] ?? req.channel) : req.channel };
@@ -253,8 +258,9 @@ export class Inspector {
     row("compared", d.exact ? "every element" : "the fixed sample of elements");
     const first = g.comparison.first !== null && g.calls[g.comparison.first].id === t.id;
     const verdict = h("div", { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },
+      d.raised ? `${d.raised === "both" ? "Both runs" : `Run ${d.raised.toUpperCase()}`} raised here: there is no output to compare` :
       d.diverges ? `Differs (relative L2 > ${g.comparison.rtol})${first ? ": the first stage where the runs part" : ""}` : `Agrees (relative L2 ≤ ${g.comparison.rtol})`);
-    sec.append(verdict, table);
+    sec.append(verdict, ...(d.raised ? [] : [table])); // (a run that raised has no figures)
     return sec;
   }
 

@@ -5,9 +5,12 @@
  * stages on, the 5th–95th percentiles), so that one outlier does not wash out every other
  * stage. A stage whose
  * output held NaN or ±Inf gets the NaN colour, never a ramp colour. Comparing two runs,
- * "divergence" colours each stage by the relative L2 difference of its output (A vs B, the
- * same robust log scale; a fold shows its largest), stages of one run only in a grey of
- * their own. DOM-free.
+ * "divergence" colours each stage that differs by the relative L2 difference of its output
+ * (A vs B, the same robust log scale over the differing stages only, so that it starts above
+ * the comparison's tolerance; a fold shows its largest); a stage equal within the tolerance
+ * is "same", pale and off the ramp (an identical stage and one at 0.086 never share a
+ * colour), a stage where a run raised has the raised colour, stages of one run only a grey
+ * of their own. DOM-free.
  */
 import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
@@ -29,36 +32,53 @@ export interface StatScale {
   nonfinite: boolean; // some drawn stages held NaN / Inf (drawn in the NaN colour)
   onlyA?: boolean; // divergence: some drawn stages ran in run A only (ONLY_A_FILL)
   rtol?: number; // divergence: the threshold above which a stage counts as diverging
+  same?: boolean; // divergence: some drawn stages are equal within rtol (SAME_FILL)
+  raised?: boolean; // divergence: in some drawn stages a run raised (RAISED_FILL)
+  unramped?: boolean; // divergence: no drawn stage differs: the ramp is not shown
 }
+
+/** How a node compares between runs A and B, for its fill. */
+export type Divergence =
+  | { kind: "raised" } // a run's forward raised in a call it shows: no output to compare
+  | { kind: "nonfinite" } // a NaN / Inf difference (NaN in an output, shapes that differ)
+  | { kind: "onlyA" } // every call it shows ran in run A only
+  | { kind: "differs"; relL2: number } // its largest relative L2 above the tolerance
+  | { kind: "same" }; // every call it shows with data is equal within the tolerance
 
 /** A node's calls: a fold's members, else the node's own call. */
 function callsOf(view: ViewGraph, n: SceneNode): number[] {
   return n.kind === "fold" ? (view.byKey.get(n.key)?.run?.members ?? [n.call]) : [n.call];
 }
 
-/** A node's statistic; a fold averages its members. */
+/** How a node compares (null: no comparison, or nothing of it to compare); see Divergence. */
+export function divergenceOf(tree: CallTree, view: ViewGraph, n: SceneNode): Divergence | null {
+  const c = tree.graph.comparison;
+  if (!c || n.call < 0) return null;
+  const calls = callsOf(view, n);
+  const rows = calls.map((m) => c.stages.get(m)).filter((d) => d !== undefined);
+  if (rows.some((d) => d.raised)) return { kind: "raised" };
+  if (rows.some((d) => d.relL2 === null && d.diverges)) return { kind: "nonfinite" };
+  if (c.onlyA.length && calls.every((m) => c.onlyA.includes(m))) return { kind: "onlyA" };
+  const differs = rows.filter((d) => d.diverges && d.relL2 !== null).map((d) => d.relL2 as number);
+  if (differs.length) return { kind: "differs", relL2: Math.max(...differs) };
+  return rows.some((d) => d.relL2 !== null) ? { kind: "same" } : null;
+}
+
+/** A node's statistic; a fold averages its members. By divergence: the relative L2 of a stage that differs (null for the rest). */
 export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: ColorMode): number | null {
   if (mode === "type" || n.call < 0) return null;
   if (mode === "divergence") {
-    const rows = callsOf(view, n).map((m) => tree.graph.comparison?.stages.get(m)?.relL2).filter((v): v is number => typeof v === "number");
-    return rows.length ? Math.max(...rows) : null;
+    const d = divergenceOf(tree, view, n);
+    return d?.kind === "differs" ? d.relL2 : null;
   }
   const col = mode === "std" ? 1 : 0;
   const vals = callsOf(view, n).map((m) => tree.graph.stats[m]?.[col]).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
 }
 
-/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest); by divergence: a NaN difference. */
-function isNonfinite(tree: CallTree, view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>, mode: ColorMode = "type"): boolean {
-  if (n.call < 0) return false;
-  if (mode === "divergence") return callsOf(view, n).some((c) => { const d = tree.graph.comparison?.stages.get(c); return d !== undefined && d.relL2 === null && d.diverges; });
-  return callsOf(view, n).some((c) => nonfinite.has(c));
-}
-
-/** Whether every call a node shows ran in run A only (divergence: there is no B). */
-function isOnlyA(tree: CallTree, view: ViewGraph, n: SceneNode): boolean {
-  const only = tree.graph.comparison?.onlyA;
-  return n.call >= 0 && !!only?.length && callsOf(view, n).every((c) => only.includes(c));
+/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest). */
+function isNonfinite(view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>): boolean {
+  return n.call >= 0 && callsOf(view, n).some((c) => nonfinite.has(c));
 }
 
 /** The q-quantile (0..1) of sorted values, linear between neighbours. */
@@ -111,29 +131,47 @@ function fillOf([r, g, b]: RGB): NodeFill {
 export const NONFINITE_FILL = fillOf(nonfiniteColor(NAN_MARK));
 /** The fill of a stage that ran in run A only (coloured by divergence): off the ramp. */
 export const ONLY_A_FILL: NodeFill = { fill: "rgb(209, 213, 219)", ink: "#111827" };
+/** The fill of a stage equal in both runs within the tolerance (coloured by divergence): pale, off the ramp. */
+export const SAME_FILL: NodeFill = { fill: "rgb(226, 238, 232)", ink: "#374151" };
+/** The fill of a stage where a run's forward raised (coloured by divergence): the raised colour (--nfw-raised). */
+export const RAISED_FILL: NodeFill = { fill: "rgb(127, 29, 29)", ink: "#f9fafb" };
+
+const OFF_RAMP: Record<Exclude<Divergence["kind"], "differs">, NodeFill> = { raised: RAISED_FILL, nonfinite: NONFINITE_FILL, onlyA: ONLY_A_FILL, same: SAME_FILL };
 
 /** The scale of the drawn nodes' statistic, or null (colour by type, or no statistics). */
 export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): StatScale | null {
-  if (mode === "type" || (mode === "divergence" && !tree.graph.comparison)) return null;
+  if (mode === "type") return null;
+  if (mode === "divergence") return divergenceRange(tree, view, scene);
   const nonfinite = new Set(tree.graph.nonfinite);
   const values: number[] = [];
   let bad = false;
-  let onlyA = false;
   for (const n of scene.nodes) {
-    if (isNonfinite(tree, view, n, nonfinite, mode)) {
+    if (isNonfinite(view, n, nonfinite)) {
       bad = true;
-      continue;
-    }
-    if (mode === "divergence" && isOnlyA(tree, view, n)) {
-      onlyA = true;
       continue;
     }
     const v = statOf(tree, view, n, mode);
     if (v !== null) values.push(v);
   }
-  const scale = statScale(mode, values, bad);
-  if (scale && mode === "divergence") Object.assign(scale, { onlyA, rtol: tree.graph.comparison?.rtol });
-  return scale ?? (onlyA ? { mode, lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite: bad, onlyA } : null);
+  return statScale(mode, values, bad);
+}
+
+/** By divergence: the ramp over the stages that differ (all above rtol), and which off-ramp fills are drawn. */
+function divergenceRange(tree: CallTree, view: ViewGraph, scene: Scene): StatScale | null {
+  const c = tree.graph.comparison;
+  if (!c) return null;
+  const seen = new Set<Divergence["kind"]>();
+  const values: number[] = [];
+  for (const n of scene.nodes) {
+    const d = divergenceOf(tree, view, n);
+    if (!d) continue;
+    seen.add(d.kind);
+    if (d.kind === "differs") values.push(d.relL2);
+  }
+  if (!seen.size) return null;
+  const off = { onlyA: seen.has("onlyA"), same: seen.has("same"), raised: seen.has("raised"), rtol: c.rtol, unramped: !values.length };
+  const ramp = statScale("divergence", values, seen.has("nonfinite"));
+  return { ...(ramp ?? { mode: "divergence", lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite: seen.has("nonfinite") }), ...off };
 }
 
 export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): Map<string, NodeFill> | null {
@@ -142,12 +180,13 @@ export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: C
   const nonfinite = new Set(tree.graph.nonfinite);
   const out = new Map<string, NodeFill>();
   for (const n of scene.nodes) {
-    if (isNonfinite(tree, view, n, nonfinite, mode)) {
-      out.set(n.key, NONFINITE_FILL);
+    if (mode === "divergence") {
+      const d = divergenceOf(tree, view, n);
+      if (d) out.set(n.key, d.kind === "differs" ? fillOf(viridis(rampPosition(scale, d.relL2))) : OFF_RAMP[d.kind]);
       continue;
     }
-    if (mode === "divergence" && isOnlyA(tree, view, n)) {
-      out.set(n.key, ONLY_A_FILL);
+    if (isNonfinite(view, n, nonfinite)) {
+      out.set(n.key, NONFINITE_FILL);
       continue;
     }
     const v = statOf(tree, view, n, mode);

@@ -316,7 +316,11 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
 .nfw-legend .nfw-legend-stat { gap: 4px; }
 .nfw-legend .nfw-legend-sign { display: inline-grid; place-items: center; width: 17px; height: 17px; margin: 0 4px 0 0; border: 1.5px solid var(--nfw-flow); border-radius: 50%; font-size: 13px; line-height: 1; color: var(--nfw-fg1); background: var(--nfw-bg1); }
 .nfw-legend .nfw-scale { font-style: italic; }
-.nfw-legend .nfw-chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 0 0 6px; vertical-align: middle; }
+.nfw-legend .nfw-chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 0 0 6px; vertical-align: middle; box-shadow: inset 0 0 0 1px rgba(0, 0, 0, .18); }
+.nfw-legend .nfw-legend-chip { gap: 4px; }
+.nfw-legend .nfw-legend-stat { flex-wrap: wrap; row-gap: 2px; }
+.nfw-legend .nfw-legend-stat span { white-space: nowrap; }
+.nfw-legend .nfw-legend-chip .nfw-chip { margin: 0 0 0 4px; }
 .nfw-legend .nfw-grad { display: inline-block; width: 70px; height: 8px; border-radius: 2px; margin: 0 4px; vertical-align: middle; }
 
 .nfw-minimap {
