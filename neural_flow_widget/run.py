@@ -307,6 +307,8 @@ def _build(
             tuple(run.input_ops),
             output_ops,
             tuple((op, join_kind(func)) for op, func in tracer.joins.items()),
+            tuple(r.arguments for r in tracker.calls),
+            tuple(r.state for r in tracker.calls),
         )
         graph = condense(full)  # (the same edges for every selection, fewer nodes)
     else:

@@ -6,7 +6,8 @@
 - ``edges_golden.json``: the differential test of the two stage-edge walks (``graph/edges.py``
   and its JS twin ``js/src/model/topology.ts``, held to it by ``js/test/golden.test.ts``). Per
   case (the zoo, the demos, the graph fixtures' models, transformers' GPT-2, a padded BERT and
-  T5, diffusers' UNet2DConditionModel, seeded random architectures from
+  T5, diffusers' UNet2DConditionModel, torchvision-style ResNet and DenseNet and recurrent
+  cells over an embedding (``tests/written_out.py``), seeded random architectures from
   ``tests/random_models.py``; a few in the sequential topology): the graph, the runs of
   repeated blocks the front end folds, and one record per distinct selection with the edges of
   ``flow.select(selection)`` (stages named by call index). The selections are those of view
@@ -45,6 +46,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import fixture_models  # noqa: E402
 import random_models  # noqa: E402
+import written_out  # noqa: E402
 import zoo  # noqa: E402
 
 import neural_flow_widget as nfw  # noqa: E402
@@ -147,6 +149,18 @@ def flows():
     except nfw.TraceError as err:  # the graph up to the failing stage
         yield "broken", err.partial
     yield "cell_loop", _trace(zoo.seeded(zoo.CellLoop), torch.randn(4, 2, 3))
+    for kind in ("gru", "lstm"):  # a state continued: the chain of cells is the trunk
+        loop = zoo.seeded(lambda kind=kind: written_out.EmbeddedLoop(kind))
+        yield f"embedded_{kind}", _trace(loop, torch.randint(0, 10, (2, 4)))
+    yield (
+        "torchvision_resnet",
+        _trace(zoo.seeded(written_out.ResNet).eval(), torch.randn(1, 3, 32, 32)),
+    )
+    # a list argument: each layer continues the newest feature
+    yield (
+        "torchvision_densenet",
+        _trace(zoo.seeded(written_out.DenseNet).eval(), torch.randn(1, 3, 16, 16)),
+    )
     yield "flat_mlp", _trace(flat_mlp(), torch.randn(2, 4))
     yield "unet_sequential", _trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), "sequential")
     for name in demos.DEMOS:

@@ -8,8 +8,10 @@ blocks with glue inside, two-argument calls (positional or keyword, keywords in 
 the mask passed or not), nested containers (a block of blocks with a residual, an
 ``nn.Sequential``, a stack of three equal residual blocks, which the front end folds), a second
 call of an earlier block, and blocks that read no value at all (``torch.arange`` /
-``torch.zeros``). After a step its value may be added to the stream, which later steps read
-(a residual stream read by several stages: relays, see ``neural_flow_widget/graph/edges.py``).
+``torch.zeros``). A step's value may be kept as ``tanh`` of its stage's output (one op of the
+model's body that later readers share: one source's data, never a relayed stream). After a
+step its value may be added to the stream, which later steps read (a residual stream read by
+several stages: relays, see ``neural_flow_widget/graph/edges.py``).
 
 One generator serves both ways of drawing: :func:`architecture` takes a :class:`Draw`, which
 :func:`architectures` (a hypothesis strategy) and :func:`sample` (a seeded ``random.Random``)
@@ -55,6 +57,8 @@ class Step:
     call: str = ""  # a pair: one of PAIR_CALLS
     module: int = -1  # a reuse: the step whose block it calls again
     stream: bool = False  # the value is added to the stream after the step
+    squash: bool = False  # the value kept is tanh of the stage's output, made in the model's
+    #   body once and read by every later step that uses it (one source's data, many readers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +96,8 @@ def architecture(draw: Draw, most: int = 8) -> Architecture:
                     module = draw.choice(earlier)
                 else:
                     kind = "block"
-        steps.append(Step(kind, sources, combine, before, after, call, module, draw.coin()))
+        stream, squash = draw.coin(), draw.coin()
+        steps.append(Step(kind, sources, combine, before, after, call, module, stream, squash))
     return Architecture(tuple(steps), draw.coin(), draw.coin())
 
 
@@ -282,6 +287,8 @@ class RandomModel(nn.Module):
                     value = block(h, step.after)
                 else:
                     value = block(h)
+            if step.squash:
+                value = torch.tanh(value)
             values.append(value)
             if step.stream:
                 stream = stream + value

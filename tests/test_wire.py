@@ -210,7 +210,10 @@ def test_graph_message_fields_and_size():
         "sig",
         "error",
         "in",
+        "args",
+        "state",
     }
+    assert len(call["args"]) == len(call["in"]) and call["state"] == -1
     blocks = [c for c in graph["calls"] if c["type"] == "GPT2Block"]
     assert len({c["sig"] for c in blocks}) == 1  # repeated blocks share a signature
 

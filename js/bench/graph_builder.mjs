@@ -71,6 +71,8 @@ export class GraphBuilder {
       sig: "",
       error: opts.error ?? null,
       in: [...inOps],
+      args: inOps.map((_, k) => k),
+      state: -1,
     });
     this.kids.push([]);
     if (parent >= 0) this.kids[parent].push(index);

@@ -23,7 +23,7 @@ export {
   type WireBuffer,
 } from "./wire_reply";
 
-export const SCHEMA = 3;
+export const SCHEMA = 4;
 
 export type Topology = "dataflow" | "fx" | "sequential";
 const TOPOLOGIES: readonly Topology[] = ["dataflow", "fx", "sequential"];
@@ -43,6 +43,8 @@ export interface WireCall {
   sig: string; // structure signature: equal for blocks of equal structure
   error: string | null; // why the call (or its summary) failed, else null
   in: number[]; // op ids that produced this call's input tensors
+  args: number[]; // per op of `in`: the argument it came in (a list or tuple argument is one)
+  state: number; // the argument that is a state the call continues (an RNN cell's), else -1
 }
 
 /** A condensed op: [owner call index (-1 = the model's own forward), parent op ids]. */
@@ -143,6 +145,11 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     }
     const inOps = intList(c.in, `${where}.in`);
     if (inOps.some((o) => o < 0 || o >= nOps)) fail(`${where}.in`, "op id out of range");
+    const args = intList(c.args, `${where}.args`);
+    if (args.length !== inOps.length || args.some((a) => a < 0)) {
+      fail(`${where}.args`, "expected one argument index (>= 0) per op of `in`");
+    }
+    if (!isInt(c.state) || c.state < -1) fail(`${where}.state`, "expected an argument index or -1");
     if (!Array.isArray(c.shapes) || !c.shapes.every((s) => Array.isArray(s) && s.every(isInt))) {
       fail(`${where}.shapes`, "expected a list of integer lists");
     }
@@ -160,6 +167,8 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
       sig: typeof c.sig === "string" ? c.sig : "",
       error: typeof c.error === "string" ? c.error : null,
       in: inOps,
+      args,
+      state: c.state,
     };
   });
   const ops = g.ops.map((o: unknown, i: number): WireOp => {

@@ -58,7 +58,7 @@ describe("NaN / Inf marks", () => {
   it("a fold carries its members' marks", () => {
     const gpt = graphWith("wire_transformer12.json", (g) => (g.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) => index(g, id))));
     const t = buildTree(gpt);
-    const folded = viewMarks(t, buildView(t, initialState(t)), problemsOf(gpt));
+    const folded = viewMarks(t, buildView(t, none), problemsOf(gpt));
     expect(folded.get("f:layers.0")).toEqual({ nonfinite: 3, first: true, failed: false });
     expect(folded.get("s:norm")?.nonfinite).toBe(1);
     const unfolded = viewMarks(t, buildView(t, toggleUnfolded(initialState(t), "layers.0")), problemsOf(gpt));
@@ -112,7 +112,7 @@ describe("failure marks", () => {
 describe("order edges", () => {
   // head receives nothing from a stage (as a learned bias called with no input would): it
   // is attached to the stage before it, "runs after, no data".
-  const graph = graphWith("wire_unet.json", (g) => (g.calls[index(g, "head")].in = []));
+  const graph = graphWith("wire_unet.json", (g) => Object.assign(g.calls[index(g, "head")], { in: [], args: [] }));
   const tree = buildTree(graph);
   const view = buildView(tree, none);
   const scene = buildScene(tree, view, computeLayout(layoutRequest(view, "TB")), "TB");

@@ -66,9 +66,9 @@ describe("stageEdges on the U-Net", () => {
       inputs: ["image", "clinical"],
       outputs: ["out"],
       calls: [
-        { ...g.calls[0], id: "cnn", module: "cnn", parent: -1, in: [0] },
-        { ...g.calls[0], id: "mlp", module: "mlp", parent: -1, in: [1] },
-        { ...g.calls[0], id: "fusion", module: "fusion", parent: -1, in: [4] },
+        { ...g.calls[0], id: "cnn", module: "cnn", parent: -1, in: [0], args: [0], state: -1 },
+        { ...g.calls[0], id: "mlp", module: "mlp", parent: -1, in: [1], args: [0], state: -1 },
+        { ...g.calls[0], id: "fusion", module: "fusion", parent: -1, in: [4], args: [0], state: -1 },
       ],
       ops: [[-1, []], [-1, []], [0, [0]], [1, [1]], [-1, [2, 3]], [2, [4]]],
       input_ops: [["image", 0], ["clinical", 1]],
@@ -87,8 +87,8 @@ describe("stageEdges on the U-Net", () => {
     const lonely: WireGraph = {
       ...g,
       calls: [
-        { ...g.calls[0], id: "a", module: "a", parent: -1, in: [0] },
-        { ...g.calls[0], id: "const", module: "const", parent: -1, in: [] },
+        { ...g.calls[0], id: "a", module: "a", parent: -1, in: [0], args: [0], state: -1 },
+        { ...g.calls[0], id: "const", module: "const", parent: -1, in: [], args: [], state: -1 },
       ],
       ops: [[-1, []], [0, [0]], [1, []]],
       input_ops: [["input:0", 0]],

@@ -57,4 +57,6 @@ def condense(graph: OpGraph) -> OpGraph:
         input_ops=tuple((name, new_id[op]) for name, op in graph.input_ops),
         output_ops=tuple((name, tuple(new_id[op] for op in ops)) for name, ops in graph.output_ops),
         joins=tuple((new_id[op], kind) for op, kind in graph.joins if new_id[op] >= 0),
+        call_arguments=graph.call_arguments,  # (per call input, which condense keeps)
+        call_states=graph.call_states,
     )

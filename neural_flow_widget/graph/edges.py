@@ -13,23 +13,33 @@ The walk, for a selection S of call indices:
    ancestor of s (source: that stage). Ops of the model body and of unselected calls, and ops of
    s's own ancestors, are walked through.
 3. Model outputs: the same walk, stopping at any selected owner.
-4. Kinds: the primary incoming edge, ``flow``, is the trunk the stage continues. It comes
-   from the first tensor the call receives (positional arguments first, then keywords in the
-   order given: the order of its input ops) whose sources, walking on through relays, include
-   a stage; if none does, from the first that has a source at all. Of that argument's sources
-   the one with the most ancestors (the deepest pathway) is primary, then the earliest node.
-   So a UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
-   merges into it; a decoder layer's own stream is its trunk and the encoder's output merges;
-   an RNN cell called as ``cell(x[t], h)`` continues the state, and the input merges; a stage
-   reading one tensor (``x + f(x)``, a concatenation) takes its deepest source. Another
-   source that is an ancestor of the primary source is a ``skip``; any other is a ``merge``.
+4. Kinds. The primary incoming edge, ``flow``, is the trunk: the data the stage continues.
+   The trunk is an *argument* of the call (positional arguments first, then keywords in the
+   order given; a list, tuple or dict argument is one argument): the state the call
+   continues, if any (an argument that came from the previous call of the same module and
+   has the shapes this call returns: an RNN cell unrolled as ``cell(x[t], (h, c))``
+   continues ``(h, c)``), else the first argument whose sources, walking on through relays,
+   include a stage, else the first that has a source at all. Of the trunk's sources the one
+   with the most ancestors (the deepest pathway) is primary, then the earliest node. So a
+   UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
+   merges into it; a decoder layer's own stream is its trunk and the encoder's output
+   merges; a DenseNet layer given ``[x0, f1, ..., fk]`` continues ``fk``; a stage reading one
+   tensor (``x + f(x)``, a concatenation) takes its deepest source. The stage's *path* is its
+   primary source and that source's path: the chain of flow edges behind it. Another source
+   on the path is a ``skip`` (a residual, a U-Net's encoder feature into its decoder, a
+   DenseNet's earlier layers); any other source is a ``merge``: conditioning (a timestep or
+   text embedding, an attention mask, an encoder's output into a decoder's cross-attention,
+   a second modality), even when it entered the trunk earlier.
 5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
-   takes as input (a residual stream in a pre-norm transformer is read by every block's first
-   norm).  A non-primary source reached only through a relay, and that is an ancestor of
-   another non-primary source, gets no edge: it was shown entering the stage that read the
-   relay, and is carried on by the newer source.  Without this every stage after a long
-   residual stream would get an edge from every earlier sublayer; with it each gets its
-   predecessor and the latest residual.  Ancestry (step 4) still counts every source, and
+   takes as input and that carries data of two or more sources (a join, or an op after
+   one): a residual stream in a pre-norm transformer, read by every block's first norm. A
+   non-primary source reached only through a relay, and that is an ancestor of another
+   non-primary source, gets no edge: it was shown entering the stage that read the relay,
+   and is carried on by the newer source. Without this every stage after a long residual
+   stream would get an edge from every earlier sublayer; with it each gets its predecessor
+   and the latest residual. An op that carries one source's data (``tanh(n0)`` read by two
+   stages) is no stream: what is behind it counts as reached directly, since nothing else
+   draws that data entering the stage. Ancestry (step 4) still counts every source, and
    sources reached directly (a DenseNet's concatenation of all earlier features) all stay.
 6. A stage with no source at all (a position embedding reading ``torch.arange``) is attached
    to the previous stage (or the first input) by an ``order`` edge, "runs after, no data", so
@@ -114,12 +124,13 @@ def stage_edges(
         return result
 
     def walk(
-        start: Sequence[int], skip: set[int], key: frozenset[int]
+        start: Sequence[int], groups: Sequence[Sequence[int]], skip: set[int], key: frozenset[int]
     ) -> tuple[set[str], list[frozenset[str]], set[str]]:
         """Sources reached from ``start`` (owners in ``skip`` are walked through); what each
-        start op reaches, when there are several and more than one source (step 4); and the
-        sources reached only through a relay: a walked-through op that another selected stage
-        also takes as input (step 5)."""
+        argument (``groups`` of start ops, in trunk order) reaches, when there are several
+        and more than one source (step 4); and the sources reached only through a relay: a
+        walked-through op that another selected stage also takes as input and that carries
+        data of two or more sources (step 5)."""
         found: set[str] = set()
         seen: set[int] = set()
         starts = set(start)
@@ -130,25 +141,31 @@ def stage_edges(
                 op = todo.pop()
                 if op in seen:
                     continue
+                seen.add(op)
                 name = input_of_op.get(op)
                 if name is not None:
-                    seen.add(op)
                     found.add(name)
                     continue
                 who = own[op]
                 if who != -1 and who not in skip:
-                    seen.add(op)
                     found.add(node_ids[who])
                     continue
                 if op not in starts and any(r not in skip for r in readers.get(op, ())):
-                    relays.append(op)
+                    behind = reach(op, skip, key)
+                    if len(behind) > 1:  # a stream: crossed after the direct part
+                        relays.append(op)
+                    else:  # one source's data: nothing else shows it entering this stage
+                        found |= behind
                     continue
-                seen.add(op)
                 todo.extend(parents[op])
         direct = set(found)  # then on through the relays
         for op in relays:
             found |= reach(op, skip, key)
-        by_argument = [reach(op, skip, key) for op in start] if len(start) > 1 < len(found) else []
+        by_argument = (
+            [frozenset().union(*(reach(op, skip, key) for op in g)) for g in groups]
+            if len(groups) > 1 < len(found)
+            else []
+        )
         return found, by_argument, found - direct
 
     sources: dict[str, set[str]] = {}
@@ -159,15 +176,38 @@ def stage_edges(
         key = frozenset(skip & chosen)  # (the selected ancestors)
         skip.add(s)
         node = node_ids[s]
-        sources[node], arguments[node], relayed[node] = walk(graph.call_inputs[s], skip, key)
+        start = graph.call_inputs[s]
+        sources[node], arguments[node], relayed[node] = walk(
+            start, argument_groups(graph, s), skip, key
+        )
     outputs_of = dict(graph.output_ops)
     for name in outputs:
+        start = outputs_of.get(name, ())
         sources[name], arguments[name], relayed[name] = walk(
-            outputs_of.get(name, ()), set(), frozenset()
+            start, [(op,) for op in start], set(), frozenset()
         )
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
     stages = set(node_ids.values())
     return _classify(order, sources, arguments, relayed, stages, inputs[0] if inputs else None)
+
+
+def argument_groups(graph: OpGraph, call: int) -> list[tuple[int, ...]]:
+    """The start ops of ``call``'s walk grouped by the argument they came in, in the order
+    the trunk is looked for: the state the call continues first, then its arguments in order
+    (step 4).
+
+    >>> g = OpGraph(owners=(-1, -1, -1), parents=((), (), ()), call_parents=(-1,),
+    ...             call_inputs=((0, 1, 2),), input_ops=(), output_ops=(),
+    ...             call_arguments=((0, 1, 1),), call_states=(1,))
+    >>> argument_groups(g, 0)
+    [(1, 2), (0,)]
+    """
+    groups: dict[int, list[int]] = {}
+    for op, arg in zip(graph.call_inputs[call], graph.arguments(call)):
+        groups.setdefault(arg, []).append(op)
+    state = graph.state(call)
+    order = sorted(groups, key=lambda arg: (arg != state, arg))
+    return [tuple(groups[arg]) for arg in order]
 
 
 def sequential_edges(
@@ -192,6 +232,7 @@ def _classify(
     rank = {name: i for i, name in enumerate(order)}
     ancestors: dict[str, int] = {}  # node -> bitset of its ancestors, by rank
     closed: dict[str, int] = {}  # node -> the same with the node itself
+    path: dict[str, int] = {}  # node -> its primary path: itself and the flow chain behind it
     depth: dict[str, int] = {}
     edges: list[Edge] = []
     for node in order:
@@ -200,6 +241,7 @@ def _classify(
             (src,) = found
             bits = ancestors[node] = closed[src]
             closed[node] = bits | (1 << rank[node])
+            path[node] = path[src] | (1 << rank[node])
             depth[node] = bits.bit_count()
             edges.append(Edge(src, node, "flow"))
             if node in stages:
@@ -221,9 +263,10 @@ def _classify(
         )
         ancestors[node] = bits
         closed[node] = bits | (1 << rank[node])
+        path[node] = path.get(primary, 0) | (1 << rank[node])
         depth[node] = bits.bit_count()
         if ordered:
-            below = ancestors[primary]
+            below = path[primary]
             covered = 0  # ancestors of the other sources (a source is never its own)
             for src in ordered:
                 if src != primary:

@@ -65,6 +65,23 @@ class OpGraph:
     #: ops that read tensors of two or more ops, and what they do ("add", "cat", "mul", ...:
     #: where data meets, drawn as a junction)
     joins: tuple[tuple[int, str], ...] = ()
+    #: per call, per op of ``call_inputs``: the argument it came in (0 = the first; positional
+    #: arguments, then keywords in the order given; a list, tuple or dict argument is one).
+    #: Empty for a call (or for the whole graph): each op is an argument of its own.
+    call_arguments: tuple[tuple[int, ...], ...] = ()
+    #: per call: the argument that is a state the call continues (it came from the previous
+    #: call of the same module and has the shapes of this call's output: an RNN cell's
+    #: ``(h, c)``), else -1. Empty: no call continues a state.
+    call_states: tuple[int, ...] = ()
+
+    def arguments(self, call: int) -> tuple[int, ...]:
+        """Per op of ``call_inputs[call]``: the argument it came in (see ``call_arguments``)."""
+        args = self.call_arguments[call] if self.call_arguments else ()
+        return args if args else tuple(range(len(self.call_inputs[call])))
+
+    def state(self, call: int) -> int:
+        """The argument of ``call`` that is a state it continues, or -1."""
+        return self.call_states[call] if self.call_states else -1
 
 
 @dataclass(frozen=True, slots=True)

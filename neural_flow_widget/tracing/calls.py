@@ -29,6 +29,10 @@ class CallRecord:
     module: int  # index into the tracker's module list
     parent: int
     inputs: tuple[int, ...] = ()  # op ids of the input tensors' producers
+    arguments: tuple[int, ...] = ()  # per op of ``inputs``: the argument it came in
+    state: int = -1  # the argument that is a state this call continues (see ``_end``)
+    previous: int = -1  # the previous call of the same module
+    ends: tuple[int, ...] | None = None  # per argument: where its tensors end in ``found``
     input_shapes: tuple[tuple[int, ...], ...] = ()
     outputs: tuple[tuple[torch.Size, torch.dtype], ...] = ()  # per tensor leaf (as read)
     error: str | None = None
@@ -73,6 +77,20 @@ def compiled_names(name: str) -> str:
     if "_orig_mod" not in name:
         return name
     return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def _arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[int, ...]]:
+    """The tensors of a call's arguments, in order, and where each argument's end: positional
+    arguments, then keywords in the order given; a container argument is one argument."""
+    found: list = []
+    ends = []
+    for arg in args:
+        tensors_in(arg, found)
+        ends.append(len(found))
+    for arg in kwargs.values():
+        tensors_in(arg, found)
+        ends.append(len(found))
+    return found, tuple(ends)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -121,6 +139,7 @@ class CallTracker:
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
         self._lifts: dict[type, bool] = {}  # opaque class -> whether its calls are lifted
         self._ended = 0
+        self._last: dict[int, int] = {}  # module -> its latest call
 
     def fresh(self) -> CallTracker:
         """A new tracker for another run of the same model (its module list is reused)."""
@@ -232,20 +251,43 @@ class CallTracker:
     def _begin(self, module: int, args: tuple, kwargs: dict) -> None:
         """A call of ``self.modules[module]`` starts, with these arguments."""
         record = CallRecord(module, self.stack[-1])
+        index = len(self.calls)
+        record.previous = self._last.get(module, -1)
+        self._last[module] = index
         tracer = self.tracer
         if tracer is not None:
             if not kwargs and len(args) == 1 and type(args[0]) is torch.Tensor:
                 found = [args[0]]  # (most calls)
+                ends = None
             else:
-                found = tensors_in(kwargs, tensors_in(args, [])) if kwargs else tensors_in(args, [])
+                found, ends = _arguments(args, kwargs)
             if tracer.writes:  # (reading where in-place writes went calls torch)
                 with _unobserved():
-                    record.inputs = tracer.ops_of(found)
+                    self._inputs(record, tracer, found, ends)
             else:
-                record.inputs = tracer.ops_of(found)
+                self._inputs(record, tracer, found, ends)
             record.found = found
         self.calls.append(record)
-        self.stack.append(len(self.calls) - 1)
+        self.stack.append(index)
+
+    @staticmethod
+    def _inputs(
+        record: CallRecord, tracer: DataflowTracer, found: list, ends: tuple[int, ...] | None
+    ) -> None:
+        """The call's input ops, and the argument each came in."""
+        if ends is None or len(ends) < 2:
+            record.inputs = inputs = tracer.ops_of(found)
+            record.arguments = (0,) * len(inputs)
+            return
+        ops: dict[int, int] = {}  # op -> its first argument
+        begin = 0
+        for arg, end in enumerate(ends):
+            if end > begin:
+                for op in tracer.ops_of(found[begin:end]):
+                    ops.setdefault(op, arg)
+            begin = end
+        record.inputs, record.arguments = tuple(ops), tuple(ops.values())
+        record.ends = ends
 
     def _fail(self, error: BaseException) -> None:
         """The innermost call raised ``error``."""
@@ -278,6 +320,8 @@ class CallTracker:
                 record.outputs = tuple((t.shape, t.dtype) for _, t in found)
                 same = [t for _, t in found if among(t, passed)] if passed else None
             tracer = self.tracer
+            if record.previous >= 0 and record.ends is not None and passed:
+                record.state = self._state(record, passed)
             if same:  # outputs that are inputs, unchanged (nn.Identity; only when traced)
                 tracer.retag(same, index)  # type: ignore[union-attr]
             if tracer is not None and not tracer.paused:
@@ -289,6 +333,29 @@ class CallTracker:
                     tracer.record_call(passed or [], untagged, call=index)
             if self.on_output is not None:
                 self.on_output(index, found)
+
+    def _state(self, record: CallRecord, passed: list) -> int:
+        """The argument (after the first) that is a state this call continues: its tensors
+        came from the previous call of the same module and have the shapes of this call's
+        output (an RNN cell's ``(h, c)``); -1 if none."""
+        tracer, ends = self.tracer, record.ends
+        assert tracer is not None and ends is not None
+        shapes = [shape for shape, _ in record.outputs]
+        begin = ends[0]
+        for arg, end in enumerate(ends[1:], 1):
+            group, begin = passed[begin:end], end
+            if [t.shape for t in group] == shapes and all(
+                self._within(op, record.previous) for op in tracer.ops_of(group)
+            ):
+                return arg
+        return -1
+
+    def _within(self, op: int, call: int) -> bool:
+        """Whether op ``op`` ran inside ``call`` (or a call within it)."""
+        c = self.tracer.owners[op] if self.tracer is not None else -1
+        while c > call:  # (a call's children start after it)
+            c = self.calls[c].parent
+        return c == call
 
     # -- results ------------------------------------------------------------------------------
 

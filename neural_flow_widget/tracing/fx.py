@@ -123,8 +123,13 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
             parents.append(ops_in((node.args, node.kwargs)))
             reps[node] = (len(owners) - 1,)
     call_inputs: list[tuple[int, ...]] = [()] * len(flow.calls)
+    call_arguments: list[tuple[int, ...]] = [()] * len(flow.calls)
     for key, (args, kwargs) in tracer.entered.items():
-        call_inputs[index[key]] = ops_in(_nodes_of((args, kwargs)))
+        first: dict[int, int] = {}  # op -> the argument it came in first (as the runtime tracer)
+        for arg, value in enumerate((*args, *kwargs.values())):
+            for op in ops_in(_nodes_of(value)):
+                first.setdefault(op, arg)
+        call_inputs[index[key]], call_arguments[index[key]] = tuple(first), tuple(first.values())
     return OpGraph(
         tuple(owners),
         tuple(parents),
@@ -132,6 +137,7 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
         tuple(call_inputs),
         tuple(input_ops),
         tuple(output_ops),
+        call_arguments=tuple(call_arguments),  # (fx knows no shapes: no state continued)
     )
 
 

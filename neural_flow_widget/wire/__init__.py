@@ -10,7 +10,7 @@ Two messages exist.
 1. The **graph** (traitlet ``graph``, plain JSON, no images), from :func:`encode_graph`::
 
     {
-      "schema": 2,
+      "schema": 4,
       "model": "UNet",                 # class name of the traced model
       "topology": "dataflow",          # "dataflow" | "fx" | "sequential": what made the edges
       "inputs": ["input:0"],           # model input node ids, in argument order
@@ -29,7 +29,12 @@ Two messages exist.
           "dtypes": ["float32"],       # output tensor dtypes, torch names without "torch."
           "sig": "3f2a9c1e",           # structure signature: equal for blocks of equal structure
           "error": null,               # why the call failed (or its summary failed), else null
-          "in": [4, 7]                 # op ids (below) that produced this call's input tensors
+          "in": [4, 7],                # op ids (below) that produced this call's input tensors
+          "args": [0, 1],              # per op of "in": the argument it came in (positional,
+                                       #   then keywords as given; a list or tuple is one)
+          "state": -1                  # the argument that is a state the call continues (the
+                                       #   previous call of its module returned it: an RNN
+                                       #   cell's (h, c)), else -1
         }
       ],
       "ops": [[-1, []], [0, [0]]],     # the condensed op graph: [owner call index, parent op ids];
@@ -180,7 +185,7 @@ __all__ = [
     "error_reply",
 ]
 
-SCHEMA = 3
+SCHEMA = 4
 COMMAND = "_stage_data"
 
 # -- the messages, typed (the fields are documented above) ------------------------------------
@@ -189,7 +194,7 @@ WireCall = TypedDict(
     "WireCall",
     {"id": str, "module": str, "type": str, "call": int, "parent": int, "depth": int,
      "leaf": bool, "params": int, "shapes": list[list[int]], "dtypes": list[str], "sig": str,
-     "error": "str | None", "in": list[int]},
+     "error": "str | None", "in": list[int], "args": list[int], "state": int},
 )  # fmt: skip
 
 
@@ -237,6 +242,8 @@ def encode_graph(flow: Any) -> Graph:
                 "sig": c.sig,
                 "error": c.error,
                 "in": list(flow.graph.call_inputs[c.index]),
+                "args": list(flow.graph.arguments(c.index)),
+                "state": flow.graph.state(c.index),
             }
         )
     return {

@@ -167,7 +167,7 @@ function denseChain(n) {
     const inOps = i === 0 ? [0] : [i, i - 1];
     calls.push({
       id: `stage${i}`, module: `stage${i}`, type: i % 2 ? "Linear" : "GELU", call: 0, parent: -1, depth: 1, leaf: true,
-      params: i % 2 ? 4160 : 0, shapes: [[1, 64]], dtypes: ["float32"], sig: `s${i}`, error: null, in: inOps,
+      params: i % 2 ? 4160 : 0, shapes: [[1, 64]], dtypes: ["float32"], sig: `s${i}`, error: null, in: inOps, args: inOps.map((_, k) => k), state: -1,
     });
     ops.push([i, inOps]);
   }

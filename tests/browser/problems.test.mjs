@@ -27,7 +27,7 @@ describe("order edges: a stage that receives no data", () => {
   let page, errors;
   before(async () => {
     ({ page, errors } = await newPage(browser));
-    await openWidget(page, "wire_unet.json", { mutate: `graph.calls[${idx("head")}].in = [];` });
+    await openWidget(page, "wire_unet.json", { mutate: `Object.assign(graph.calls[${idx("head")}], { in: [], args: [] });` });
   });
 
   it("is drawn as a thin dotted, muted line, unlike flow, skip and merge", async () => {

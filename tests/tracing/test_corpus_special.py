@@ -86,7 +86,8 @@ class MessagePassing(nn.Module):
 def test_message_passing_with_index_add():
     """``message(h[src])``: the embeddings (1 ancestor) -> flow, the edge index -> merge.
     ``update(cat(h, zeros_like(h).index_add_(0, dst, m)))``: the in-place sum brings the
-    messages (3 ancestors) -> flow, the edge index (``dst``) and the embeddings -> skips."""
+    messages (3 ancestors) -> flow; the embeddings lie on its primary path (message <- embed)
+    -> skip; the edge index (``dst``) does not -> merge."""
     model = seeded(MessagePassing)
     x = torch.randn(5, 3)
     edge_index = torch.tensor([[0, 1, 2, 3, 4, 0], [1, 2, 3, 4, 0, 2]])
@@ -100,7 +101,7 @@ def test_message_passing_with_index_add():
             ("input:1", "message", "merge"),
             ("message", "update", "flow"),
             ("embed", "update", "skip"),
-            ("input:1", "update", "skip"),
+            ("input:1", "update", "merge"),
             ("update", "readout", "flow"),
             ("readout", "output:0", "flow"),
         ]

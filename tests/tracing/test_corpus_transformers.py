@@ -75,8 +75,9 @@ def llama_depth2_edges(layers: int) -> list[tuple[str, str, str]]:
       ``(cos, sin)`` from ``rotary_emb``. Layer 0: its first tensor is ``embed_tokens``'s
       output -> flow; ``rotary_emb`` is no ancestor of ``embed_tokens`` (it is the other way
       round) -> merge; the mask -> merge. Later layers: the first tensor is the previous
-      layer's output -> flow; ``rotary_emb`` and the mask are its ancestors -> skips (read
-      directly, so no relay drops them);
+      layer's output -> flow; ``rotary_emb`` and the mask are its ancestors but not on its
+      chain of flow edges (layers.0 <- embed_tokens <- the ids) -> merges: conditioning, read
+      directly by every layer;
     - ``slice_logits_to_keep`` and ``lm_head``: a chain to ``output:logits``.
     """
     e = [
@@ -89,8 +90,8 @@ def llama_depth2_edges(layers: int) -> list[tuple[str, str, str]]:
     for i in range(1, layers):
         e += [
             (f"model.layers.{i - 1}", f"model.layers.{i}", "flow"),
-            ("model.rotary_emb", f"model.layers.{i}", "skip"),
-            ("input:attention_mask", f"model.layers.{i}", "skip"),
+            ("model.rotary_emb", f"model.layers.{i}", "merge"),
+            ("input:attention_mask", f"model.layers.{i}", "merge"),
         ]
     e += [
         (f"model.layers.{layers - 1}", "model.norm", "flow"),
@@ -131,9 +132,11 @@ def test_llama_gqa_padded_batch_at_depth_2(padded):
 
 def test_llama_sublayers_get_their_predecessor_and_the_latest_residual(padded):
     """``model.layers.0.*``: the residual ``embeddings + attention`` is read by
-    ``post_attention_layernorm`` and by the output's walk; the output's walk reaches the ids,
-    the mask and the attention only through relays (the residual, the causal mask that
-    ``self_attn`` also reads), and the ids and mask are ancestors of ``self_attn``: dropped."""
+    ``post_attention_layernorm`` and by the output's walk; the output's walk reaches the ids
+    and the attention only through that relay (a stream: it carries two sources' data), and
+    the ids are an ancestor of ``self_attn``: dropped. The causal mask, which ``self_attn``
+    also reads, carries the mask's data alone: no stream, so the mask that layer 1 (walked
+    through) reads is drawn entering the output -> merge (it lies on no primary path)."""
     flow = nfw.trace(llama(), padded, stages=["model.layers.0.*"], capture=False)
     assert edge_list(flow) == sorted(
         [
@@ -147,6 +150,7 @@ def test_llama_sublayers_get_their_predecessor_and_the_latest_residual(padded):
             # layer 1 and the head are walked through
             ("model.layers.0.mlp", "output:logits", "flow"),
             ("model.layers.0.self_attn", "output:logits", "skip"),
+            ("input:attention_mask", "output:logits", "merge"),  # layer 1's causal mask
         ]
     )
 
@@ -279,9 +283,9 @@ def test_t5_at_depth_1(t5_inputs, use_cache):
     encoder_hidden_states=encoder output, encoder_attention_mask=attention_mask)``: the
     decoder's own ids come first but from no stage (a model input), so the trunk is the first
     argument that comes from one: ``encoder_hidden_states`` -> flow from the encoder; the ids
-    are no ancestor of the encoder -> merge; the mask is (the encoder read it) -> skip. With a
-    cache (an ``EncoderDecoderCache`` the decoder makes and returns: no tensor leaf) the
-    same."""
+    are no ancestor of the encoder -> merge; the mask is (the encoder read it), but it is not
+    on the encoder's chain of flow edges (encoder <- the ids) -> merge. With a cache (an
+    ``EncoderDecoderCache`` the decoder makes and returns: no tensor leaf) the same."""
     model = t5()
     kw = {"use_cache": use_cache}
     with torch.no_grad():
@@ -295,7 +299,7 @@ def test_t5_at_depth_1(t5_inputs, use_cache):
             ("input:attention_mask", "encoder", "merge"),
             ("input:decoder_input_ids", "decoder", "merge"),  # input_ids=: no stage
             ("encoder", "decoder", "flow"),  # encoder_hidden_states=: the first from a stage
-            ("input:attention_mask", "decoder", "skip"),  # encoder_attention_mask=
+            ("input:attention_mask", "decoder", "merge"),  # encoder_attention_mask=
             ("decoder", "lm_head", "flow"),
             ("lm_head", "output:logits", "flow"),
             ("encoder", "output:encoder_last_hidden_state", "flow"),
@@ -315,7 +319,9 @@ def test_t5_cross_attention_merges_the_encoder_into_the_decoder(t5_inputs):
     - ``decoder.block.1`` gets the hidden states (``layer.2``), the self-attention position
       bias (made by ``layer.0``), the cross-attention position bias (the zeros made by
       ``layer.1``'s attention), the encoder output and its mask: all four are ancestors of
-      ``layer.2`` -> skips.
+      ``layer.2``; the first two lie on its chain of flow edges (layer.2 <- layer.1 <-
+      layer.0) -> skips; the encoder's output and the mask do not -> merges (the encoder
+      merges into each decoder layer).
     """
     stages = [
         "encoder",
@@ -339,8 +345,8 @@ def test_t5_cross_attention_merges_the_encoder_into_the_decoder(t5_inputs):
             ("decoder.block.0.layer.2", "decoder.block.1", "flow"),
             ("decoder.block.0.layer.0", "decoder.block.1", "skip"),
             ("decoder.block.0.layer.1", "decoder.block.1", "skip"),
-            ("encoder", "decoder.block.1", "skip"),
-            ("input:attention_mask", "decoder.block.1", "skip"),
+            ("encoder", "decoder.block.1", "merge"),
+            ("input:attention_mask", "decoder.block.1", "merge"),
             ("decoder.block.1", "decoder.final_layer_norm", "flow"),
             ("decoder.final_layer_norm", "lm_head", "flow"),
             ("lm_head", "output:logits", "flow"),
@@ -416,7 +422,8 @@ def test_clip_towers_join_at_the_logits(clip_inputs):
     - text: ``position_embedding`` reads the ``position_ids`` buffer: no data source -> an
       ``order`` edge from the previous stage (``token_embedding``), and no ancestry: in
       ``encoder.layers.0`` it merges beside the token embeddings (flow) and the causal+padding
-      mask built from ``attention_mask``;
+      mask built from ``attention_mask``, which merges into ``layers.1`` too (it is never on
+      the text's chain of flow edges);
     - the pooled text token is ``last_hidden_state[arange, input_ids.argmax(-1)]``: the ids
       reach ``text_projection`` (through the ids' view, which ``token_embedding`` also reads:
       a relay, but the ids are no ancestor of another non-primary source, so the edge stays)
@@ -459,7 +466,7 @@ def test_clip_towers_join_at_the_logits(clip_inputs):
             ("text_model.embeddings.position_embedding", f"{tt}.0", "merge"),
             ("input:attention_mask", f"{tt}.0", "merge"),
             (f"{tt}.0", f"{tt}.1", "flow"),
-            ("input:attention_mask", f"{tt}.1", "skip"),
+            ("input:attention_mask", f"{tt}.1", "merge"),
             (f"{tt}.1", "text_model.final_layer_norm", "flow"),
             ("text_model.final_layer_norm", "text_projection", "flow"),
             ("input:input_ids", "text_projection", "skip"),
@@ -538,7 +545,9 @@ def test_whisper_encoder_and_decoder(whisper_inputs):
     node, ``embed_tokens`` -> flow; ``embed_positions`` -> merge), the causal mask is made of
     aranges (no source), and the encoder output (no ancestor of ``embed_tokens``) -> merge:
     the decoder's own stream is its trunk. Layer 1: the previous layer first -> flow; the
-    encoder output is read directly and is an ancestor of layer 0 -> skip."""
+    encoder output is read directly and is an ancestor of layer 0, but not on the decoder's
+    chain of flow edges (layers.0 <- embed_tokens <- the ids) -> merge, into every decoder
+    layer."""
     model = whisper()
     with torch.no_grad():
         before = model(**whisper_inputs).logits
@@ -571,7 +580,7 @@ def test_whisper_encoder_and_decoder(whisper_inputs):
             (f"{dec}.embed_positions", f"{dec}.layers.0", "merge"),  # the same tensor, later node
             (f"{enc}.layer_norm", f"{dec}.layers.0", "merge"),  # encoder_hidden_states
             (f"{dec}.layers.0", f"{dec}.layers.1", "flow"),
-            (f"{enc}.layer_norm", f"{dec}.layers.1", "skip"),
+            (f"{enc}.layer_norm", f"{dec}.layers.1", "merge"),
             (f"{dec}.layers.1", f"{dec}.layer_norm", "flow"),
             (f"{dec}.layer_norm", "proj_out", "flow"),
             ("proj_out", "output:logits", "flow"),
@@ -668,7 +677,8 @@ def test_qwen2_moe_experts_and_the_shared_expert_merge(padded):
     its deepest source before any relay, the experts, 5 ancestors against 4 -> flow), the
     shared expert and its gate are no ancestors of the experts -> merges; the residual
     (read by ``post_attention_layernorm`` too: a relay) brings the attention and the ids, both
-    ancestors of the shared expert -> no edge; the causal mask is read directly -> skip.
+    ancestors of the shared expert -> no edge; the causal mask is read directly, an ancestor
+    of the experts but not on their chain of flow edges -> merge.
     The inputs come mask first, but ``self_attn`` is called ``hidden_states=`` first (the ids,
     through the unselected embeddings and norm) -> flow, ``attention_mask=`` -> merge."""
     inputs = {"attention_mask": padded["attention_mask"], "input_ids": padded["input_ids"]}
@@ -706,7 +716,7 @@ def test_qwen2_moe_experts_and_the_shared_expert_merge(padded):
             (f"{p}.mlp.experts", "model.layers.1", "flow"),
             (f"{p}.mlp.shared_expert", "model.layers.1", "merge"),
             (f"{p}.mlp.shared_expert_gate", "model.layers.1", "merge"),
-            ("input:attention_mask", "model.layers.1", "skip"),
+            ("input:attention_mask", "model.layers.1", "merge"),
             ("model.layers.1", "output:logits", "flow"),
         ]
     )

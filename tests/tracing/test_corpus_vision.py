@@ -269,27 +269,31 @@ def unet_blocks() -> list[tuple[str, str, str]]:
       ancestors of ``conv_in`` -> merges;
     - ``down_block_res_samples`` = (conv_in, down_blocks.0's attention output, down_blocks.0's
       downsampler output, down_blocks.1's resnet output); ``up_blocks.0`` (2 resnets) takes
-      the last two, ``up_blocks.1`` the first two: skips from the down path;
-    - after down_blocks.0 everything else is an ancestor of the trunk: skips.
+      the last two, ``up_blocks.1`` the first two: they lie on the trunk's chain of flow
+      edges (mid_block <- down_blocks.1 <- down_blocks.0 <- conv_in) -> skips from the down
+      path;
+    - the timestep embedding and the text (``encoder_hidden_states``) never lie on that
+      chain, though every block after down_blocks.0 has them as ancestors: conditioning,
+      merges into every block that reads them.
     """
     return [
         ("conv_in", "down_blocks.0", "flow"),
         ("time_embedding", "down_blocks.0", "merge"),
         ("input:encoder_hidden_states", "down_blocks.0", "merge"),
         ("down_blocks.0", "down_blocks.1", "flow"),
-        ("time_embedding", "down_blocks.1", "skip"),
+        ("time_embedding", "down_blocks.1", "merge"),
         ("down_blocks.1", "mid_block", "flow"),
-        ("time_embedding", "mid_block", "skip"),
-        ("input:encoder_hidden_states", "mid_block", "skip"),
+        ("time_embedding", "mid_block", "merge"),
+        ("input:encoder_hidden_states", "mid_block", "merge"),
         ("mid_block", "up_blocks.0", "flow"),
-        ("time_embedding", "up_blocks.0", "skip"),
+        ("time_embedding", "up_blocks.0", "merge"),
         ("down_blocks.0", "up_blocks.0", "skip"),
         ("down_blocks.1", "up_blocks.0", "skip"),
         ("up_blocks.0", "up_blocks.1", "flow"),
-        ("time_embedding", "up_blocks.1", "skip"),
+        ("time_embedding", "up_blocks.1", "merge"),
         ("conv_in", "up_blocks.1", "skip"),
         ("down_blocks.0", "up_blocks.1", "skip"),
-        ("input:encoder_hidden_states", "up_blocks.1", "skip"),
+        ("input:encoder_hidden_states", "up_blocks.1", "merge"),
         ("up_blocks.1", "conv_norm_out", "flow"),
         ("conv_norm_out", "conv_act", "flow"),
         ("conv_act", "conv_out", "flow"),
@@ -302,7 +306,7 @@ def test_unet_image_path_is_the_trunk_and_the_timestep_merges(unet, unet_inputs)
     so ``time_proj`` has no data source (an ``order`` edge from the first input, no ancestry)
     and ``time_embedding`` has one ancestor. Into ``down_blocks.0`` ``hidden_states=sample``
     (``conv_in``) is the call's first tensor -> the image path is the flow, the timestep
-    embedding merges (and is a skip into every later block)."""
+    embedding merges (into every later block too: it is never on the image path)."""
     inputs = {"timestep": 10, **unet_inputs}
     with torch.no_grad():
         before = unet(**inputs).sample

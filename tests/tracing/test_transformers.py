@@ -122,9 +122,9 @@ def test_bert_with_batch_encoding_like_dict_and_embeddings_merging(bert):
     assert ("embeddings.position_embeddings", "embeddings.LayerNorm", "merge") in got
     assert ("embeddings.LayerNorm", "encoder.layer.0", "flow") in got
     assert ("encoder.layer.0", "encoder.layer.1", "flow") in got
-    # The padding mask really reaches every layer: it merges into the first, and is a skip
-    # into the second (it is already an ancestor of layer 0).
+    # The padding mask really reaches every layer, and merges into each: it is an ancestor of
+    # layer 0 but never on the hidden states' chain of flow edges (conditioning, not a skip).
     assert ("input:attention_mask", "encoder.layer.0", "merge") in got
-    assert ("input:attention_mask", "encoder.layer.1", "skip") in got
+    assert ("input:attention_mask", "encoder.layer.1", "merge") in got
     assert ("pooler", "output:pooler_output", "flow") in got
     assert ("encoder.layer.1", "output:last_hidden_state", "flow") in got

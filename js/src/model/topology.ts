@@ -11,16 +11,20 @@
  *   3. Each model output walks from its output ops: input op -> input, owned op -> owner.
  *   4. Canonical order: inputs, stages by call index, outputs. ancestors(n) is the union over
  *      its sources m of ancestors(m) + {m}, over these real edges only.
- *   5. primary ("flow"): the trunk is the first start op (calls[s].in, in argument order)
- *      whose sources, walking on through relays, include a stage (else the first that has a
- *      source; a single start: all sources); of the trunk's sources the one with most
- *      ancestors, then the earliest canonical. Another source inside ancestors(primary) ->
- *      "skip"; else -> "merge".
+ *   5. primary ("flow"): the trunk is an argument of the call (its start ops grouped by
+ *      calls[s].args; an output's ops: one argument each): the state it continues
+ *      (calls[s].state), else the first argument whose sources, walking on through relays,
+ *      include a stage, else the first that has a source (one argument: all sources); of the
+ *      trunk's sources the one with most ancestors, then the earliest canonical. path(n) =
+ *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
+ *      path(primary) -> "skip"; else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
- *      ancestor of s; any stage for an output) takes as input. The walk crosses relays only
- *      after its direct part; a non-primary source found only beyond a relay that is an
- *      ancestor of another non-primary source gets no edge (it was shown entering the stage
- *      that read the relay). Ancestry (4) still counts every source.
+ *      ancestor of s; any stage for an output) takes as input and that carries data of two
+ *      or more sources (an op carrying one source's data is walked through as direct). The
+ *      walk crosses relays only after its direct part; a non-primary source found only
+ *      beyond a relay that is an ancestor of another non-primary source gets no edge (it was
+ *      shown entering the stage that read the relay). Ancestry (4) still counts every
+ *      source.
  *   6. A stage without sources is attached ("order": runs after, no data) to the previous
  *      selected stage by call index, or to inputs[0]; attachments do not count for 4-5.
  *   7. topology "sequential" ignores ops: inputs[0] -> stages in order -> every output.
@@ -105,11 +109,50 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   for (const s of stages) for (const o of calls[s].in) (readers.get(o) ?? readers.set(o, []).get(o)!).push(s);
   const isRelay = (o: number, stage: number): boolean =>
     (readers.get(o) ?? []).some((r) => stage < 0 || (r !== stage && !isCallAncestor(graph, r, stage)));
+  // What an op reaches, walking through everything (relays too), by the walking stage's
+  // selected ancestors (the nearest one stands for them all): an op the walk reaches
+  // precedes the stage, so what lies behind it depends on nothing else.
+  const reached = new Map<number, Map<number, Set<number>>>();
+  const reachStamp = new Int32Array(ops.length);
+  let reachWalk = 0;
+  const owns = (w: number, stage: number) =>
+    w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)));
+  const reach = (first: number, stage: number): Set<number> => {
+    const key = stage < 0 ? -2 : calls[stage].parent >= 0 ? owner[calls[stage].parent] : -1;
+    const memo = reached.get(key) ?? reached.set(key, new Map()).get(key)!;
+    const hit = memo.get(first);
+    if (hit) return hit;
+    const found = new Set<number>();
+    const todo = [first];
+    reachStamp[first] = ++reachWalk;
+    while (todo.length) {
+      const o = todo.pop()!;
+      const known = o !== first ? memo.get(o) : undefined;
+      if (known) {
+        for (const m of known) found.add(m);
+        continue;
+      }
+      const input = inputOfOp.get(o);
+      if (input !== undefined) {
+        const pos = inputPos.get(input);
+        if (pos !== undefined) found.add(pos);
+        continue;
+      }
+      const w = own(o);
+      if (owns(w, stage)) {
+        found.add(stagePos.get(w)!);
+        continue;
+      }
+      for (const p of ops[o][1]) if (reachStamp[p] !== reachWalk) (reachStamp[p] = reachWalk), todo.push(p);
+    }
+    memo.set(first, found);
+    return found;
+  };
   const stamp = new Int32Array(ops.length);
   let walk = 0;
   const relayed: Set<number>[] = [];
-  const byArgument: Set<number>[][] = []; // per node: what each start op reaches (step 5)
-  const sourcesOf = (start: number[], stage: number, node: number): number[] => {
+  const byArgument: Set<number>[][] = []; // per node: what each argument reaches (step 5)
+  const sourcesOf = (start: number[], groups: number[][], stage: number, node: number): number[] => {
     let stack: number[] = [];
     const held: number[] = [];
     // from the ops on the stack, into `found`; relays held back unless `crossRelays`
@@ -123,12 +166,14 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
           continue;
         }
         const w = own(o);
-        if (w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)))) {
+        if (owns(w, stage)) {
           found.add(stagePos.get(w)!);
           continue;
         }
         if (!crossRelays && !starts.has(o) && isRelay(o, stage)) {
-          held.push(o);
+          const behind = reach(o, stage);
+          if (behind.size > 1) held.push(o); // a stream: crossed after the direct part
+          else for (const m of behind) found.add(m); // one source's data: direct
           continue;
         }
         for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
@@ -151,28 +196,39 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     }
     relayed[node] = new Set([...found].filter((m) => !direct.has(m)));
     byArgument[node] = [];
-    if (start.length > 1 && found.size > 1) {
-      for (const o of start) {
+    if (groups.length > 1 && found.size > 1) {
+      for (const group of groups) {
         walk++;
-        stamp[o] = walk;
-        stack = [o];
-        const reached = new Set<number>();
-        visit(reached, true, starts);
-        byArgument[node].push(reached);
+        for (const o of group) (stamp[o] = walk), stack.push(o);
+        const reachedHere = new Set<number>();
+        visit(reachedHere, true, starts);
+        byArgument[node].push(reachedHere);
       }
     }
     return [...found].sort((a, b) => a - b);
   };
+  // a call's start ops by argument: the state it continues first, then in argument order
+  const groupsOf = (s: number): number[][] => {
+    const { in: inOps, args, state } = calls[s];
+    const by = new Map<number, number[]>();
+    inOps.forEach((o, i) => (by.get(args[i]) ?? by.set(args[i], []).get(args[i])!).push(o));
+    const order = [...by.keys()].sort((a, b) => Number(a !== state) - Number(b !== state) || a - b);
+    return order.map((a) => by.get(a)!);
+  };
 
   const nNodes = nodeIds.length;
   const sources: number[][] = new Array(nNodes);
-  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, s, nIn + i)));
+  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, groupsOf(s), s, nIn + i)));
   const outputOps = new Map(graph.output_ops);
-  graph.outputs.forEach((name, i) => (sources[outBase + i] = sourcesOf(outputOps.get(name) ?? [], -1, outBase + i)));
+  graph.outputs.forEach((name, i) => {
+    const start = outputOps.get(name) ?? [];
+    sources[outBase + i] = sourcesOf(start, start.map((o) => [o]), -1, outBase + i);
+  });
 
   // 4. Ancestor bitsets in canonical order (sources always precede their destination).
   const words = (nNodes + 31) >>> 5;
   const anc = new Uint32Array(nNodes * words);
+  const path = new Uint32Array(nNodes * words); // a node and the flow chain behind it (5)
   const ancCount = new Int32Array(nNodes);
   for (let n = nIn; n < nNodes; n++) {
     const src = sources[n];
@@ -186,11 +242,13 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     ancCount[n] = popcount(anc, row, words);
   }
 
+  for (let n = 0; n < nIn; n++) path[n * words + (n >>> 5)] |= 1 << (n & 31);
   // 5.-6. Kinds, attachments; destinations and sources are already in canonical order.
   let prevStage = -1;
   for (let n = nIn; n < nNodes; n++) {
     const src = sources[n];
     const isStage = n < outBase;
+    path[n * words + (n >>> 5)] |= 1 << (n & 31);
     if (!src || src.length === 0) {
       if (isStage) {
         const from = prevStage >= 0 ? prevStage : nIn > 0 ? 0 : -1;
@@ -205,6 +263,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
       let primary = -1;
       for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m] > ancCount[primary])) primary = m;
       const prow = primary * words;
+      for (let w = 0; w < words; w++) path[n * words + w] |= path[prow + w];
       // 5b. ancestors of the other sources (a source is never its own ancestor)
       const covered = new Uint32Array(words);
       for (const u of src) if (u !== primary) for (let w = 0; w < words; w++) covered[w] |= anc[u * words + w];
@@ -212,7 +271,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         // an older contributor of a relayed stream: shown where the relay was read
         if (m !== primary && relayed[n].has(m) && covered[m >>> 5] & (1 << (m & 31))) continue;
         const kind: EdgeKind =
-          m === primary ? "flow" : anc[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
+          m === primary ? "flow" : path[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
         edge(m, n, kind);
       }
     }

@@ -99,7 +99,7 @@ export function showFatal(canvas: HTMLElement, err: unknown) {
 }
 
 /** The legend's names of the edge kinds. */
-export const EDGE_NAMES: Record<EdgeKind, string> = { flow: "flow", skip: "skip", merge: "merge", order: "runs after (no data)" };
+export const EDGE_NAMES: Record<EdgeKind, string> = { flow: "flow", skip: "skip", merge: "merge / conditioning", order: "runs after (no data)" };
 
 function swatch(kind: EdgeKind): SVGSVGElement {
   // Styled inline: data-edge-kind is reserved for the graph's edges (tests count them).
