@@ -106,7 +106,8 @@ describe("layout", () => {
     // inside dec1 the data rises: conv1 at the bottom, act2 at the top
     expect(lay.boxes["s:dec1.act2"][1]).toBeLessThan(lay.boxes["s:dec1.conv1"][1]);
     expect(edgePath(scene.edges.find((e) => e.srcId === "enc2")!.points)).toMatch(/^M[\d.]+,[\d.]+L/);
-    const fold = buildScene(gpt, buildView(gpt, initialState(gpt)), computeLayout(layoutRequest(buildView(gpt, initialState(gpt)), "TB")), "TB");
+    const folded = buildView(gpt, { ...initialState(gpt), stacked: undefined }); // it opens as a stack: stack.test.ts
+    const fold = buildScene(gpt, folded, computeLayout(layoutRequest(folded, "TB")), "TB");
     expect(fold.nodes.find((n) => n.kind === "fold")!.title).toBe("TransformerBlock × 12");
   });
 });

@@ -57,7 +57,7 @@ describe("folding", () => {
   });
 
   it("draws one fold node; edges to members go to it, internal ones vanish", () => {
-    const s = initialState(gpt);
+    const s = { ...initialState(gpt), stacked: undefined }; // it opens as a stack (stack.test.ts)
     expect(s.expanded.size).toBe(0);
     const v = buildView(gpt, s);
     // The trace names the model's inputs and outputs `input:<argument>` and `output:<key>`:
@@ -91,7 +91,7 @@ describe("folding", () => {
 
   it("reveal unfolds and expands what hides a call; search matches name or type", () => {
     const target = gpt.byId.get("layers.7.mlp.fc1")!;
-    const s = revealCall(gpt, initialState(gpt), target);
+    const s = revealCall(gpt, none, target); // from the fold (a stack shows layer 7 instead: stack.test.ts)
     const v = buildView(gpt, s);
     expect(v.byKey.has("s:layers.7.mlp.fc1")).toBe(true);
     expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual(["layers.7.mlp", "layers.7.mlp.fc1", "layers.7.mlp.act", "layers.7.mlp.fc2"]);

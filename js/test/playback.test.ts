@@ -29,7 +29,7 @@ function expectedIds(tree: typeof unet, state: ViewState): string[] {
 describe.each([
   ["U-Net", unet, initialState(unet)],
   ["U-Net, bottleneck open", unet, toggleExpanded(unet, initialState(unet), unet.byId.get("bottleneck")!)],
-  ["12-block transformer", gpt, initialState(gpt)],
+  ["12-block transformer, folded", gpt, { ...initialState(gpt), stacked: undefined }], // a stack: stack.test.ts
 ] as const)("playback steps: %s", (_, tree, state) => {
   const steps = playbackSteps(tree, state);
 
@@ -58,7 +58,7 @@ describe.each([
 
 describe("playback of a folded run", () => {
   it("unfolds it and visits each member in turn, closed", () => {
-    const steps = playbackSteps(gpt, initialState(gpt));
+    const steps = playbackSteps(gpt, { ...initialState(gpt), stacked: undefined });
     const layers = steps.filter((s) => /^layers\.\d+$/.test(s.id));
     expect(layers.map((s) => s.id)).toEqual(Array.from({ length: 12 }, (_, i) => `layers.${i}`));
     for (const s of layers) expect(s.state.unfolded.size).toBe(1);

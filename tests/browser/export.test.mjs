@@ -137,7 +137,7 @@ describe("12-block transformer, unfolded, in LR", () => {
   before(async () => {
     ({ page, errors } = await newPage(browser));
     await openWidget(page, "wire_transformer12.json");
-    await paintedAfter(page, `document.querySelector('[data-fold="layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
     await paintedAfter(page, LR);
   });
 

@@ -204,11 +204,12 @@ describe("12-block transformer", () => {
     await openWidget(page, "wire_transformer12.json");
   });
 
-  it("folds the 12 blocks into one node and unfolds on click", async () => {
-    assert.equal(await count(page, "[data-fold]"), 1);
-    assert.equal(await page.$eval("[data-fold]", (g) => g.dataset.fold), "layers.0");
-    assert.match(await page.$eval("[data-fold]", (g) => g.textContent), /TransformerBlock.*× 12/s);
-    await paintedAfter(page, `document.querySelector('[data-fold="layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+  it("draws the 12 blocks as one block × 12 (a stack) and unfolds them from its header", async () => {
+    assert.equal(await count(page, ".nfw-stacked"), 1);
+    assert.equal(await page.$eval(".nfw-stacked", (g) => g.dataset.key), "k:layers.0");
+    assert.match(await page.$eval(".nfw-stacked", (g) => g.textContent), /TransformerBlock × 12/);
+    assert.equal(await count(page, '.nfw-node[data-stage-id="layers.0.attn"]'), 1);
+    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node[data-stage-id^="layers."]'), 12);
     assert.equal(await count(page, '[data-edge-kind="flow"][data-src="layers.3"][data-dst="layers.4"]'), 1);
@@ -218,7 +219,7 @@ describe("12-block transformer", () => {
     await page.waitForTimeout(350); // the unfold's pan
     await paintedAfter(page, `document.querySelector('[data-cluster-id] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
     await page.waitForTimeout(350);
-    assert.equal(await count(page, "[data-fold]"), 1);
+    assert.equal(await count(page, ".nfw-stacked"), 1); // back to the stack it was unfolded from
     const { canvas, nodes } = await page.evaluate(() => ({
       canvas: document.querySelector(".nfw-canvas").getBoundingClientRect().toJSON(),
       nodes: [...document.querySelectorAll(".nfw-node")].map((g) => g.getBoundingClientRect().toJSON()),
@@ -227,7 +228,7 @@ describe("12-block transformer", () => {
       assert.ok(n.top >= canvas.top - 0.5 && n.bottom <= canvas.bottom + 0.5, JSON.stringify([n, canvas]));
       assert.ok(n.left >= canvas.left - 0.5 && n.right <= canvas.right + 0.5, JSON.stringify([n, canvas]));
     }
-    await paintedAfter(page, `document.querySelector('[data-fold="layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
   });
 
   it("draws attention heads with token labels as text", async () => {
@@ -277,8 +278,8 @@ describe("`selected` from Python reveals stages hidden in folds and groups", () 
 
   it("a stage inside a fold, and one inside a block of a fold", async () => {
     await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
-    assert.equal(await count(page, "[data-fold]"), 1);
-    await paintedAfter(page, `t.model.set("selected", "layers.7.mlp.fc1")`);
+    assert.equal(await count(page, ".nfw-stacked"), 1); // the blocks as one, layer 1 shown
+    await paintedAfter(page, `t.model.set("selected", "layers.7.mlp.fc1")`); // the stack shows layer 8
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.7.mlp.fc1"]'), 1);
     assert.equal(await count(page, '[data-cluster-id="layers.7.mlp"]'), 1);

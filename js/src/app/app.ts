@@ -11,7 +11,7 @@ import { signsDrawn } from "../model/junctions";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import {
-  buildView, initialState, isShown, nodeKeyForCall, revealCall, stageKey, toggleKey,
+  buildView, followStepper, initialState, isShown, nodeKeyForCall, revealCall, stageKey, toggleKey,
   type ViewGraph, type ViewState,
 } from "../model/view_model";
 import { buildScene } from "../scene/scene";
@@ -278,6 +278,8 @@ export class FlowApp implements ControlsHost {
     const grouped = next.key.startsWith("c:") || next.key.startsWith("r:");
     if (this.focusKey === key) this.focusKey = grouped ? null : next.key;
     void this.setState(next.state, grouped ? "expand" : "collapse", before ? { key: next.key, box: before } : undefined);
+    const follow = followStepper(this.tree!, next.state, this.selectedId); // the stage of the member a stack now shows
+    if (follow) this.selectStage(follow, true);
   }
 
   async reveal(call: number) {

@@ -229,6 +229,7 @@ export class Player {
     const container = shown.view.byKey.get(key)?.path.at(-1);
     const box = container ? shown.scene.clusters.find((c) => c.key === container)?.box : undefined;
     if (!container || !box) return { key, box: n.box };
+    if (container.startsWith("k:")) return { key: container, box }; // a stack stays one while it steps
     return { key: `${container.startsWith("c:") ? "s" : "f"}:${container.slice(2)}`, box };
   }
 

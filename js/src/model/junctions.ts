@@ -16,7 +16,10 @@
  *      J' -> J(d) when s reaches J only through the junction J', and s -> d when the data of s
  *      does not pass J (a mask beside the stream); each junction draws one stub J -> d.
  *   5. A junction sits in the container of the call whose forward ran the op (an open group,
- *      or the model's body).
+ *      a stack for its member 0, or the model's body).
+ *   6. A stack (view_model.ts) draws member 0 for all its members: a walk that meets an op of
+ *      members 1..n-1 goes on from what member 1 reads (member 0's output), so the node after
+ *      the stack reads member 0's last junction; such ops are never junctions themselves.
  */
 import type { EdgeKind } from "../wire";
 import type { CallTree } from "./tree";
@@ -64,14 +67,16 @@ export function glyphOf(what: string): string {
   return GLYPHS[what] ?? (what.length > 7 ? `${what.slice(0, 6)}…` : what);
 }
 
-/** Container paths of the open groups (cluster and run keys), like VisibleNode.path. */
-function containerPaths(items: Item[]): Map<string, string[]> {
+/** Container paths of the open groups (cluster and run keys, a stack also as its member 0's
+ * cluster key), like VisibleNode.path. */
+function containerPaths(tree: CallTree, items: Item[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   const walk = (list: Item[], path: string[]) => {
     for (const it of list) {
-      if (it.kind === "cluster" || it.kind === "run") {
+      if (it.kind === "cluster" || it.kind === "run" || it.kind === "stack") {
         const inner = [...path, it.key];
         out.set(it.key, inner);
+        if (it.kind === "stack") out.set(clusterKey(tree.graph.calls[it.call].id), inner);
         walk(it.items, inner);
       }
     }
@@ -90,11 +95,20 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   // 1. the drawn node owning each call
   const drawnKey = new Map<number, string>();
   for (const n of view.nodes) {
-    if (n.kind === "stage") drawnKey.set(n.call, n.key);
+    if (n.kind === "stage") drawnKey.set(n.base ?? n.call, n.key);
     else if (n.kind === "fold" && n.run) for (const m of n.run.members) drawnKey.set(m, foldKey(n.run.key));
   }
   const ownerKey: (string | null)[] = new Array(calls.length).fill(null);
   for (let c = 0; c < calls.length; c++) ownerKey[c] = drawnKey.get(c) ?? (calls[c].parent >= 0 ? ownerKey[calls[c].parent] : null);
+  // 6. the ops of a stack's members 1..n-1 lead back to what member 1 reads
+  const reentry: (number[] | null)[] = new Array(calls.length).fill(null);
+  for (const st of view.stacks) {
+    const back = calls[st.run.members[1]].in;
+    for (const m of st.run.members.slice(1)) reentry[m] = back;
+  }
+  if (view.stacks.length) for (let c = 0; c < calls.length; c++) if (!reentry[c] && calls[c].parent >= 0) reentry[c] = reentry[calls[c].parent];
+  const hidden = (o: number) => ops[o][0] >= 0 && reentry[ops[o][0]] !== null;
+  const parentsOf = (o: number): readonly number[] => (hidden(o) ? reentry[ops[o][0]]! : ops[o][1]);
   const inputOf = tree.topo.inputOfOp;
   const outputOps = new Map(graph.output_ops);
   // What an op is for the walks: a model input or an op a drawn node owns (a source), else null.
@@ -125,7 +139,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
         via.add(o);
         continue;
       }
-      for (const p of ops[o][1]) if (!seen.has(p)) (seen.add(p), stack.push(p));
+      for (const p of parentsOf(o)) if (!seen.has(p)) (seen.add(p), stack.push(p));
     }
     return { nodes, via };
   };
@@ -136,7 +150,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   const startsOf = (key: string): number[] => {
     const n = view.byKey.get(key)!;
     if (n.kind === "output") return outputOps.get(n.id) ?? [];
-    if (n.kind === "stage") return calls[n.call].in;
+    if (n.kind === "stage") return calls[n.base ?? n.call].in;
     if (n.kind === "fold" && n.run) return calls[n.run.members[0]].in;
     return [];
   };
@@ -152,7 +166,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       for (const o of queue) {
         const src = sourceAt(o, d);
         if (src !== null) continue; // a source, or the node's own op
-        if (joinOf.has(o)) {
+        if (joinOf.has(o) && !hidden(o)) {
           tried++;
           const { nodes } = reach(ops[o][1], d, null);
           let hits = 0;
@@ -162,7 +176,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
             break search;
           }
         }
-        for (const p of ops[o][1]) if (!seen.has(p)) (seen.add(p), next.push(p));
+        for (const p of parentsOf(o)) if (!seen.has(p)) (seen.add(p), next.push(p));
       }
       queue = next;
     }
@@ -184,7 +198,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   };
 
   // 4. the edges, redrawn
-  const paths = containerPaths(view.items);
+  const paths = containerPaths(tree, view.items);
   const list: Junction[] = [];
   const byKey = new Map<string, Junction>();
   const junctionFor = (op: number): Junction => {

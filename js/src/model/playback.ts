@@ -3,10 +3,12 @@
  * execution order. The walk starts at the model's inputs and ends at its outputs; between
  * them it visits what the view draws, in call order, one level deeper than drawn: a collapsed
  * stage with children opens and its children are visited (then it closes again), a folded run
- * unfolds and each of its members is visited. Each step carries the expansion state that
+ * unfolds and each of its members is visited; a stack (a run drawn as one block) is walked
+ * once per member, the stack showing that member's data. Each step carries the state that
  * draws it, so the view opens and closes groups as the walk passes through them. Pure and
  * DOM-free.
  */
+import { counterpart, showMember } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, inputKey, outputKey, runKey, viewItems, type Item, type ViewState } from "./view_model";
 
@@ -19,18 +21,18 @@ export interface Step {
 }
 
 function withExpanded(state: ViewState, call: number): ViewState {
-  return { expanded: new Set([...state.expanded, call]), unfolded: state.unfolded };
+  return { expanded: new Set([...state.expanded, call]), unfolded: state.unfolded, stacked: state.stacked, inlined: state.inlined };
 }
 
 function withUnfolded(state: ViewState, run: string): ViewState {
-  return { expanded: state.expanded, unfolded: new Set([...state.unfolded, run]) };
+  return { expanded: state.expanded, unfolded: new Set([...state.unfolded, run]), stacked: state.stacked, inlined: state.inlined };
 }
 
 /** The steps of a walk through the view of `start`, in execution order (the states are
  * exact: none is `auto`, which the view may open less deep). */
 export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
   const { calls, inputs, outputs } = tree.graph;
-  const state: ViewState = { expanded: start.expanded, unfolded: start.unfolded };
+  const state: ViewState = { expanded: start.expanded, unfolded: start.unfolded, stacked: start.stacked, inlined: start.inlined };
   // the items of the container `key` (an expanded call's cluster, an unfolded run) in a state
   const containerItems = (at: ViewState, key: string): Item[] => {
     const find = (items: Item[]): Item[] | null => {
@@ -44,12 +46,19 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
     return find(viewItems(tree, at)) ?? [];
   };
   const steps: Step[] = inputs.map((name) => ({ key: inputKey(name), id: name, call: -1, state, depth: 0 }));
-  // `items` as drawn in `at`; `open`: the walk may open what they hide (one level deep)
-  const walk = (items: Item[], at: ViewState, open: boolean) => {
+  // `items` as drawn in `at`; `open`: the walk may open what they hide (one level deep);
+  // `map`: in a stack, member 0's calls -> those of the member shown
+  const walk = (items: Item[], at: ViewState, open: boolean, map: Map<number, number> | null = null) => {
     const depth = open ? 0 : 1;
     for (const it of items) {
       if (it.kind === "cluster" || it.kind === "run") {
-        walk(it.items, at, open);
+        walk(it.items, at, open, map);
+      } else if (it.kind === "stack") {
+        for (let k = 0; k < it.run.members.length; k++) {
+          const part = counterpart(tree, it.run, k);
+          if (!part) break; // a member whose tree differs: only those before it are shown
+          walk(it.items, { ...at, ...showMember(at, it.run.key, k) }, false, k > 0 ? part : null);
+        }
       } else if (it.kind === "fold" && open) {
         const inner = withUnfolded(at, it.run.key);
         walk(containerItems(inner, runKey(it.run.key)), inner, false);
@@ -59,7 +68,8 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
         const inner = withExpanded(at, it.call);
         walk(containerItems(inner, clusterKey(calls[it.call].id)), inner, false);
       } else {
-        steps.push({ key: it.key, id: calls[it.call].id, call: it.call, state: at, depth });
+        const call = map?.get(it.call) ?? it.call;
+        steps.push({ key: it.key, id: calls[call].id, call, state: at, depth });
       }
     }
   };
@@ -71,6 +81,7 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
 /** Whether two states draw the same view. */
 export function sameState(a: ViewState, b: ViewState): boolean {
   const same = (x: ReadonlySet<unknown>, y: ReadonlySet<unknown>) => x.size === y.size && [...x].every((v) => y.has(v));
-  return same(a.expanded, b.expanded) && same(a.unfolded, b.unfolded);
+  const stacks = (x: ViewState) => new Set([...(x.stacked ?? [])].map(([r, k]) => `${r}\u0000${k}`));
+  return same(a.expanded, b.expanded) && same(a.unfolded, b.unfolded) && same(stacks(a), stacks(b)) && same(a.inlined ?? new Set(), b.inlined ?? new Set());
 }
 

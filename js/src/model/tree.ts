@@ -136,3 +136,14 @@ export function buildTree(graph: WireGraph): CallTree {
   const runs = new Map(runList.map((r) => [r.key, r]));
   return { graph, topo: topologyIndex(graph), children, roots, byId, runs, runOf, runList };
 }
+
+/** Calls whose module name or type contains the query (case-insensitive). */
+export function searchCalls(tree: CallTree, query: string, limit = 200): number[] {
+  const q = query.trim().toLowerCase();
+  if (!q) return [];
+  const out: number[] = [];
+  tree.graph.calls.forEach((c, i) => {
+    if (out.length < limit && (c.id.toLowerCase().includes(q) || c.type.toLowerCase().includes(q))) out.push(i);
+  });
+  return out;
+}

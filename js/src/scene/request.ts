@@ -7,7 +7,7 @@
  * routes those pieces itself). The drawing and the trunk are computed once per view.
  * Pure and DOM-free.
  */
-import type { FitTarget, LayoutEdge, LayoutGroup, LayoutLeaf, LayoutRequest, Direction } from "../layout/layout";
+import { GROUP_PAD, type FitTarget, type LayoutEdge, type LayoutGroup, type LayoutLeaf, type LayoutRequest, type Direction } from "../layout/layout";
 import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
@@ -76,6 +76,12 @@ export function foldWidth(run: Run): number {
   return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length))));
 }
 
+/** What a stack's header needs: "GPT2Block × 12" in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
+export function stackHeaderWidth(run: Run): number {
+  const label = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
+  return Math.round(Math.min(340, 130 + 8.8 * label.length + 14 * String(run.count).length));
+}
+
 /** A port (a model input or output) is as wide as its name needs ("input:input_ids" in 13 px),
  * within reason; with a picture on it, at least as wide as a stage. */
 export function portWidth(id: string, thumbs = false): number {
@@ -117,14 +123,15 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     (inner.get(at) ?? inner.set(at, []).get(at)!).push(j);
   }
   const leaf = (key: string, w: number, h: number, junction = false): LayoutLeaf => ({ key, w, h, spine: trunk.spine.has(key), junction });
-  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = []): LayoutGroup => {
+  // `minW`: in a stack, its nodes are at least as wide as its header needs
+  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = [], minW = 0): LayoutGroup => {
     const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [] };
     groups.set(key, g);
     g.items.push(...ports);
     for (const it of items) {
-      if (it.kind === "stage") g.items.push(leaf(it.key, stageWidth(view.tree.graph.calls[it.call]), NODE_H + extra));
-      else if (it.kind === "fold") g.items.push(leaf(it.key, foldWidth(it.run), NODE_H + 6));
-      else g.items.push(build(it.key, it.items));
+      if (it.kind === "stage") g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call])), NODE_H + extra));
+      else if (it.kind === "fold") g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run)), NODE_H + 6));
+      else g.items.push(build(it.key, it.items, [], [], it.kind === "stack" ? stackHeaderWidth(it.run) - 2 * GROUP_PAD : 0));
     }
     g.items.push(...tail);
     for (const j of inner.get(key) ?? []) g.items.push(leaf(j.key, ...junctionSize(j), true));

@@ -8,8 +8,9 @@
 import type { Box, Direction, LayoutResult } from "../layout/layout";
 import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
+import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
-import type { Item, ViewGraph } from "../model/view_model";
+import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { drawnOf, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
@@ -58,12 +59,14 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     }
   }
   const clusters: SceneCluster[] = [];
-  const walk = (items: Item[]) => {
+  // `map`: in a stack showing member k, member 0's calls -> member k's (the labels are k's)
+  const walk = (items: Item[], map: Map<number, number> | null = null) => {
     for (const it of items) {
       if (it.kind === "cluster") {
-        const c = calls[it.call];
-        clusters.push({ key: it.key, id: c.id, kind: "cluster", call: it.call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth, mark: mark(it.key) });
-        walk(it.items);
+        const call = map?.get(it.call) ?? it.call;
+        const c = calls[call];
+        clusters.push({ key: it.key, id: c.id, kind: "cluster", call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth, mark: mark(it.key) });
+        walk(it.items, map);
       } else if (it.kind === "run") {
         const c = calls[it.run.members[0]];
         clusters.push({
@@ -71,7 +74,20 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
           label: it.run.period > 1 ? `${c.module} … ${calls[it.run.members[it.run.members.length - 1]].module}` : `${it.run.prefix}.* (${it.run.members.length})`,
           type: `${runType(it.run)} × ${it.run.count}`, depth: c.depth, mark: null,
         });
-        walk(it.items);
+        walk(it.items, map);
+      } else if (it.kind === "stack") {
+        const st = view.stacks.find((x) => x.key === it.key);
+        const shown = st?.shown ?? 0;
+        const c = calls[it.run.members[shown]];
+        clusters.push({
+          key: it.key, id: c.id, kind: "stack", call: it.run.members[shown], box: lay.boxes[it.key],
+          label: `${runType(it.run)} × ${it.run.count}`, type: c.module, depth: c.depth, mark: mark(it.key),
+          stack: {
+            count: it.run.count, shown, steppable: st?.steppable ?? false,
+            prev: prevMemberKey(it.run.key), next: nextMemberKey(it.run.key), unfold: unfoldStackKey(it.run.key), fold: it.key,
+          },
+        });
+        walk(it.items, shown > 0 ? counterpart(tree, it.run, shown) : null);
       }
     }
   };

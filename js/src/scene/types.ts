@@ -28,13 +28,25 @@ export interface SceneNode {
 export interface SceneCluster {
   key: string;
   id: string;
-  kind: "cluster" | "run";
-  call: number;
+  kind: "cluster" | "run" | "stack";
+  call: number; // a stack: the call of the member shown
   box: Box;
   label: string;
   type: string;
   depth: number;
   mark: Mark | null; // an open group whose own output held NaN / Inf, or that raised itself
+  stack?: SceneStack; // a run drawn as one block: what its header's stepper says
+}
+
+/** A stack's header: "GPT2Block × 12", the member shown and the keys of its controls. */
+export interface SceneStack {
+  count: number;
+  shown: number; // 0-based
+  steppable: boolean; // any member can be shown (their trees match)
+  prev: string; // action keys (view_model.ts toggleKey): previous / next member, unfold all, fold
+  next: string;
+  unfold: string;
+  fold: string;
 }
 
 export interface SceneEdge {

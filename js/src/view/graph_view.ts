@@ -5,6 +5,7 @@ import { fitText, Listeners, s, svgText, syncChildren, textWidth } from "./dom";
 import { badge, figureLayers, markData, thumbEl } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { typeColor } from "./palette";
+import { stackEl } from "./stack_header";
 import type { Transform } from "./zoom";
 
 export interface NodeFill {
@@ -47,15 +48,15 @@ export class GraphView {
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
   private listeners = new Listeners();
   private cullFrame = 0;
-  private fonts: Record<"t1" | "t2" | "num" | "ct" | "port" | "flag", string> | null = null;
+  private fonts: Record<"t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa", string> | null = null;
 
   /** Canvas fonts matching the CSS, for measuring labels (read once the SVG is in the page). */
-  private font(kind: "t1" | "t2" | "num" | "ct" | "port" | "flag"): string {
+  private font(kind: "t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa"): string {
     if (!this.fonts) {
       const style = getComputedStyle(this.svg);
       const fam = style.fontFamily || "sans-serif";
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}` };
+      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}`, st: `600 14px ${fam}`, sa: `13px ${fam}` }; // a stack's header, its stepper
     }
     return this.fonts[kind];
   }
@@ -211,6 +212,7 @@ export class GraphView {
   }
 
   private clusterEl(c: SceneCluster): SVGGElement {
+    if (c.stack) return stackEl(c, c.stack, (k) => this.font(k));
     const [x, y, w, h] = c.box;
     const g = s("g", { class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`, "data-cluster-id": c.id, "data-key": c.key, transform: `translate(${x},${y})` });
     markData(g, c.mark);

@@ -1,0 +1,226 @@
+// Runs drawn as a stack (the paper's "N×" figure): which runs stack, the stacked view's nodes
+// and edges (derived by hand from the models), the member shown, playback through a stack.
+import { describe, expect, it } from "vitest";
+import { computeLayout } from "../src/layout/layout";
+import { junctions } from "../src/model/junctions";
+import { playbackSteps } from "../src/model/playback";
+import { counterpart, stackable } from "../src/model/stack";
+import { buildTree, type CallTree } from "../src/model/tree";
+import {
+  buildView, followStepper, initialState, isShown, nodeKeyForCall, revealCall, stackedRuns, toggleKey, type ViewGraph, type ViewState,
+} from "../src/model/view_model";
+import { buildScene, layoutRequest } from "../src/scene/scene";
+import { decodeGraph } from "../src/wire";
+import { loadGraph, loadRaw } from "./fixtures";
+
+const gpt = buildTree(loadGraph("wire_transformer12.json"));
+const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+const edgeText = (v: ViewGraph) => v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`).sort();
+const keyText = (v: ViewGraph) => v.edges.map((e) => `${e.src} -> ${e.dst} ${e.kind}`).sort();
+const stacked = (tree: CallTree, k = 0, expanded: number[] = []): ViewState => ({
+  expanded: new Set(expanded), unfolded: new Set(), stacked: new Map([...stackedRuns(tree).keys()].map((r) => [r, k])),
+});
+
+describe("a 12-block transformer opens as one block, × 12", () => {
+  const state = initialState(gpt);
+  const view = buildView(gpt, state);
+
+  it("draws the stack with member 0's children, not twelve boxes", () => {
+    expect(state.stacked).toEqual(new Map([["layers.0", 0]]));
+    expect(view.items.map((i) => i.kind)).toEqual(["stage", "stack", "stage", "stage"]);
+    expect(view.nodes.map((n) => `${n.kind} ${n.id}`)).toEqual([
+      "input input:input_ids", "stage embed", "stage layers.0.norm1", "stage layers.0.attn", "stage layers.0.norm2", "stage layers.0.mlp",
+      "stage norm", "stage lm_head", "output output:logits",
+    ]);
+    expect(view.byKey.get("s:layers.0.attn")!.path).toEqual(["", "k:layers.0"]);
+    // the edge walk's selection: member 0's children, members 1..11 whole, the rest
+    const members = gpt.runs.get("layers.0")!.members;
+    expect(view.selection.filter((c) => members.includes(c))).toEqual(members.slice(1));
+  });
+
+  it("the residual stream enters and leaves the stack once: embed in, attn and mlp out to norm", () => {
+    // A pre-norm block: x + attn(norm1(x)), then + mlp(norm2(.)). embed feeds norm1 and (the
+    // residual) norm2; member 11's output is the last add, which reads the first add (embed +
+    // attn: attn's data as a skip) and the mlp; nothing enters or leaves members 1..11.
+    expect(edgeText(view)).toEqual([
+      "embed -> layers.0.norm1 flow",
+      "embed -> layers.0.norm2 skip",
+      "input:input_ids -> embed flow",
+      "layers.0.attn -> layers.0.norm2 flow",
+      "layers.0.attn -> norm skip",
+      "layers.0.mlp -> norm flow",
+      "layers.0.norm1 -> layers.0.attn flow",
+      "layers.0.norm2 -> layers.0.mlp flow",
+      "lm_head -> output:logits flow",
+      "norm -> lm_head flow",
+    ]);
+  });
+
+  it("draws both ⊕ of the block inside the stack, the second feeding norm", () => {
+    const d = junctions(gpt, view);
+    expect(d.junctions.map((j) => [j.glyph, j.path.at(-1), j.outs])).toEqual([
+      ["+", "k:layers.0", ["s:layers.0.norm2"]],
+      ["+", "k:layers.0", ["s:norm"]],
+    ]);
+    const [first, second] = d.junctions.map((j) => j.key);
+    expect(d.edges.filter((e) => e.dst === second).map((e) => e.src).sort()).toEqual([first, "s:layers.0.mlp"]); // attn -> norm, through the first add
+  });
+
+  it("a scene header says 'TransformerBlock × 12' and carries the stepper", () => {
+    const scene = buildScene(gpt, view, computeLayout(layoutRequest(view, "TB")), "TB");
+    const c = scene.clusters.find((x) => x.kind === "stack")!;
+    expect(c.label).toBe("TransformerBlock × 12");
+    expect(c.stack).toMatchObject({ count: 12, shown: 0, steppable: true, next: "n:layers.0", prev: "p:layers.0", unfold: "u:layers.0", fold: "k:layers.0" });
+    expect(scene.nodes.filter((n) => n.kind === "stage").length).toBe(7);
+  });
+});
+
+describe("the member shown only changes the data", () => {
+  const k2 = buildView(gpt, stacked(gpt, 2));
+  const k0 = buildView(gpt, stacked(gpt, 0));
+
+  it("keeps member 0's keys and edges, with layer k's ids and calls", () => {
+    expect(keyText(k2)).toEqual(keyText(k0));
+    const attn = k2.byKey.get("s:layers.0.attn")!;
+    expect(attn.id).toBe("layers.2.attn");
+    expect(attn.call).toBe(gpt.byId.get("layers.2.attn"));
+    expect(attn.base).toBe(gpt.byId.get("layers.0.attn"));
+    expect(k2.nodes.filter((n) => n.base !== undefined).map((n) => n.id)).toEqual(["layers.2.norm1", "layers.2.attn", "layers.2.norm2", "layers.2.mlp"]);
+    expect(k2.stacks.map((s) => [s.key, s.shown])).toEqual([["k:layers.0", 2]]);
+  });
+
+  it("maps every call of member 0 to member k's by relative path", () => {
+    const run = gpt.runs.get("layers.0")!;
+    const map = counterpart(gpt, run, 11)!;
+    expect(map.size).toBe(12); // the block and its 11 descendants
+    for (const [a, b] of map) expect(gpt.graph.calls[b].id).toBe(gpt.graph.calls[a].id.replace(/^layers\.0/, "layers.11"));
+  });
+
+  it("steps with n: / p:, within 1..12, and the inspector's stage follows", () => {
+    const s = stacked(gpt, 0);
+    expect(toggleKey(gpt, s, "p:layers.0")).toBeNull();
+    const next = toggleKey(gpt, s, "n:layers.0")!;
+    expect(next.key).toBe("k:layers.0");
+    expect(next.state.stacked!.get("layers.0")).toBe(1);
+    expect(followStepper(gpt, next.state, "layers.0.attn")).toBe("layers.1.attn");
+    expect(followStepper(gpt, next.state, "layers.1.attn")).toBeNull();
+    expect(followStepper(gpt, next.state, "norm")).toBeNull();
+    expect(toggleKey(gpt, stacked(gpt, 11), "n:layers.0")).toBeNull();
+  });
+
+  it("shows, reveals and finds a layer's calls in the stack", () => {
+    const s = stacked(gpt, 2);
+    expect(isShown(gpt, s, gpt.byId.get("layers.2.attn")!)).toBe(true);
+    expect(isShown(gpt, s, gpt.byId.get("layers.3.attn")!)).toBe(false);
+    expect(isShown(gpt, s, gpt.byId.get("layers.2")!)).toBe(false); // the block is the stack
+    expect(isShown(gpt, s, gpt.byId.get("layers.2.mlp.fc1")!)).toBe(false); // inside a collapsed mlp
+    const shown = revealCall(gpt, s, gpt.byId.get("layers.7.mlp.fc1")!);
+    expect(shown.stacked!.get("layers.0")).toBe(7);
+    expect(shown.unfolded.size).toBe(0);
+    expect([...shown.expanded].map((c) => gpt.graph.calls[c].id)).toEqual(["layers.0.mlp"]);
+    const v = buildView(gpt, shown);
+    expect(v.byKey.get("s:layers.0.mlp.fc1")!.id).toBe("layers.7.mlp.fc1");
+    expect(nodeKeyForCall(gpt, v, gpt.byId.get("layers.7.mlp.fc1")!)).toBe("s:layers.0.mlp.fc1");
+    expect(nodeKeyForCall(gpt, v, gpt.byId.get("layers.6.mlp.fc1")!)).toBeNull();
+    // a block itself has no node in a stack: revealing it unfolds its run
+    const block = revealCall(gpt, s, gpt.byId.get("layers.5")!);
+    expect([...block.unfolded]).toEqual(["layers.0"]);
+    expect(buildView(gpt, block).byKey.has("s:layers.5")).toBe(true);
+  });
+
+  it("folds, unfolds all, and opens again as a stack", () => {
+    const s = stacked(gpt, 3);
+    const fold = toggleKey(gpt, s, "k:layers.0")!;
+    expect(fold.key).toBe("f:layers.0");
+    expect(buildView(gpt, fold.state).items.map((i) => i.kind)).toEqual(["stage", "fold", "stage", "stage"]);
+    const open = toggleKey(gpt, fold.state, "f:layers.0")!;
+    expect(open.key).toBe("k:layers.0");
+    const all = toggleKey(gpt, s, "u:layers.0")!;
+    expect(all.key).toBe("r:layers.0");
+    expect(buildView(gpt, all.state).items.map((i) => i.kind)).toEqual(["stage", "run", "stage", "stage"]);
+    const back = toggleKey(gpt, all.state, "r:layers.0")!;
+    expect(back.key).toBe("k:layers.0");
+    expect(buildView(gpt, back.state).stacks[0].shown).toBe(3);
+  });
+});
+
+describe("which runs stack", () => {
+  it("a run that is not a pure chain keeps today's fold", () => {
+    // random_23: blocks.4.layers.0 feeds layers.2 (a skip over layers.1) and output:1 (an
+    // intermediate output); random_3: blocks.7 reads blocks.3, not blocks.6 (no chain).
+    for (const [name, key] of [["random_23", "blocks.4.layers.0"], ["random_3", "blocks.6"]]) {
+      const tree = goldenTree(name);
+      const run = tree.runs.get(key)!;
+      expect(stackable(tree, run), `${name} ${key}`).toBe(false);
+      const state: ViewState = { expanded: new Set(tree.graph.calls.map((_, i) => i).filter((i) => tree.children[i].length && tree.runOf[i] < 0)), unfolded: new Set(), stacked: new Map([[key, 0]]) };
+      const kinds = (items: ReturnType<typeof buildView>["items"]): string[] => items.flatMap((i) => [i.kind, ...("items" in i ? kinds(i.items) : [])]);
+      expect(kinds(buildView(tree, state).items)).not.toContain("stack");
+      expect(buildView(tree, state).nodes.some((n) => n.kind === "fold" && n.id === key)).toBe(true);
+    }
+  });
+
+  it("a flat pattern (Linear → ReLU) × 5 and a sequential-topology GPT-2 do not stack", () => {
+    for (const name of ["flat_mlp", "gpt2_sequential"]) {
+      const tree = goldenTree(name);
+      expect(tree.runList.length).toBeGreaterThan(0);
+      expect(stackedRuns(tree).size, name).toBe(0);
+    }
+  });
+
+  it("GPT-2: drop -> [ln_1 -> attn -> ⊕ -> ln_2 -> mlp -> ⊕] × 4 -> ln_f", () => {
+    const tree = goldenTree("gpt2");
+    const v = buildView(tree, stacked(tree, 0, [tree.byId.get("transformer")!]));
+    const e = edgeText(v);
+    const block = e.filter((x) => x.includes("h.0") || x.includes("ln_f"));
+    expect(block).toEqual([
+      "transformer.drop -> transformer.h.0.ln_1 flow",
+      "transformer.drop -> transformer.h.0.ln_2 skip",
+      "transformer.h.0.attn -> transformer.h.0.ln_2 flow",
+      "transformer.h.0.attn -> transformer.ln_f skip",
+      "transformer.h.0.ln_1 -> transformer.h.0.attn flow",
+      "transformer.h.0.ln_2 -> transformer.h.0.mlp flow",
+      "transformer.h.0.mlp -> transformer.ln_f flow",
+      "transformer.ln_f -> lm_head flow",
+    ]);
+    expect(junctions(tree, v).junctions.filter((j) => j.path.at(-1) === "k:transformer.h.0").map((j) => j.outs)).toEqual([["s:transformer.h.0.ln_2"], ["s:transformer.ln_f"]]);
+  });
+
+  it("BERT: the attention mask enters member 0's attention; the last layer's output leaves", () => {
+    const tree = goldenTree("bert_padded");
+    const v = buildView(tree, stacked(tree, 1, [tree.byId.get("encoder")!]));
+    const e = edgeText(v).map((x) => x.replace(/encoder\.layer\.1\./g, "L."));
+    expect(e.filter((x) => x.includes("L."))).toEqual([
+      "embeddings -> L.attention flow",
+      "L.attention -> L.intermediate flow",
+      "L.attention -> L.output skip",
+      "L.intermediate -> L.output flow",
+      "L.output -> output:last_hidden_state flow",
+      "L.output -> pooler flow",
+      "input:attention_mask -> L.attention merge",
+    ]);
+  });
+});
+
+describe("playback through a stack", () => {
+  const steps = playbackSteps(gpt, initialState(gpt));
+
+  it("walks the stack's children once per member, the stack showing that member", () => {
+    const inside = steps.filter((s) => s.key.startsWith("s:layers.0."));
+    expect(inside.length).toBe(4 * 12);
+    expect(inside.map((s) => s.id)).toEqual(Array.from({ length: 12 }, (_, k) => ["norm1", "attn", "norm2", "mlp"].map((p) => `layers.${k}.${p}`)).flat());
+    for (const s of inside) {
+      const k = Number(/^layers\.(\d+)\./.exec(s.id)![1]);
+      expect(s.state.stacked!.get("layers.0")).toBe(k);
+      const v = buildView(gpt, s.state);
+      expect(v.byKey.get(s.key)!.id).toBe(s.id);
+      expect(s.call).toBe(gpt.byId.get(s.id));
+    }
+    expect(steps.map((s) => s.id).filter((id) => !id.startsWith("layers."))).toEqual(["input:input_ids", "embed", "norm", "lm_head", "output:logits"]);
+  });
+
+  it("goes in execution order", () => {
+    const calls = steps.filter((s) => s.call >= 0).map((s) => s.call);
+    for (let i = 1; i < calls.length; i++) expect(calls[i]).toBeGreaterThan(calls[i - 1]);
+  });
+});

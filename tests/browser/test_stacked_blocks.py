@@ -1,0 +1,119 @@
+"""A run of identical blocks drawn as the paper's "N×" figure, in real Chromium: GPT-2 built
+from its config (no download) first paints as ONE block opened one level (its norms,
+attention, MLP and the residual stream's ⊕ junctions), headed "GPT2Block × 4", the other
+blocks stacked behind it; its stepper shows layer 2's data in the same drawing, the
+inspector following. Screenshots in test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from live import CHROMIUM, open_offline, tap
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
+
+#: what a lecturer sees: each node [id, kind, name px, inside the canvas], the stacks' header
+#: texts with their px, the junction glyphs inside the canvas, the inspector's title
+SEEN = """() => {
+  const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
+  const inside = (r) => r.left >= c.left - 1 && r.right <= c.right + 1 && r.top >= c.top - 1 && r.bottom <= c.bottom + 1;
+  const px = (t) => t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize);
+  const nodes = [...document.querySelectorAll(".nfw-node")].map((g) => {
+    const t = g.querySelector(".nfw-t1");
+    return [g.dataset.stageId, g.dataset.kind, px(t), inside(g.getBoundingClientRect())];
+  });
+  const stacks = [...document.querySelectorAll(".nfw-stacked")].map((g) => ({
+    key: g.dataset.key, id: g.dataset.clusterId, inside: inside(g.querySelector(".nfw-box").getBoundingClientRect()),
+    texts: [...g.querySelectorAll(":scope > text")].map((t) => [t.textContent, px(t)]),
+  }));
+  const joins = [...document.querySelectorAll(".nfw-junction")]
+    .filter((j) => inside(j.getBoundingClientRect())).map((j) => j.dataset.glyph);
+  const title = document.querySelector(".nfw-ins-title b");
+  return { nodes, stacks, joins, inspector: title ? title.textContent : null };
+}"""
+
+
+@pytest.fixture(scope="module")
+def gpt2_page(tmp_path_factory):
+    transformers = pytest.importorskip("transformers")
+    import neural_flow_widget as nfw
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=100)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 100, (1, 8))
+    path = tmp_path_factory.mktemp("stack") / "gpt2.html"
+    nfw.NeuralFlowWidget(model, ids).to_html(path)
+    return path
+
+
+def _shoot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_gpt2_first_paints_one_block_times_4_with_attention_and_the_residual_stream(
+    browser, gpt2_page, width, height
+):
+    context, page, errors = open_offline(browser, gpt2_page, width, height)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    page.wait_for_timeout(400)
+    seen = page.evaluate(SEEN)
+    _shoot(page, f"gpt2_stack_{width}x{height}")
+    [stack] = seen["stacks"]
+    assert stack["key"] == "k:transformer.h.0" and stack["inside"], stack
+    texts = dict(stack["texts"])
+    assert "GPT2Block × 4" in texts and texts["GPT2Block × 4"] >= 12, texts
+    assert texts.get("layer 1 of 4", texts.get("1 / 4", 0)) >= 11, texts  # the stepper
+    ids = [n[0] for n in seen["nodes"]]
+    # one block, opened one level: its norms, attention and MLP; no box for h.1 .. h.3
+    for part in ("ln_1", "attn", "ln_2", "mlp"):
+        assert f"transformer.h.0.{part}" in ids, ids
+    assert not any(
+        i.startswith(("transformer.h.1", "transformer.h.2", "transformer.h.3")) for i in ids
+    )
+    assert seen["joins"].count("+") >= 2, seen["joins"]  # the residual stream's two ⊕
+    for sid, kind, px, inside in seen["nodes"]:
+        assert inside, sid
+        assert px >= (12 if kind == "stage" else 11), (sid, px)  # ports: 13 px names at 1:1
+    context.close()
+    assert errors == []
+
+
+def test_the_stepper_shows_layer_2_and_the_inspector_follows(browser, gpt2_page):
+    context, page, errors = open_offline(browser, gpt2_page, 1280, 720)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    tap(page, '[data-stage-id="transformer.h.0.attn"]')
+    page.wait_for_selector(".nfw-ins-title b")
+    assert page.evaluate(SEEN)["inspector"] == "transformer.h.0.attn"
+    tap(page, '.nfw-stacked [data-action][data-key="n:transformer.h.0"]')
+    page.wait_for_selector('[data-stage-id="transformer.h.1.attn"]', timeout=10_000)
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-ins-title b')?.textContent === 'transformer.h.1.attn'",
+        timeout=10_000,
+    )
+    seen = page.evaluate(SEEN)
+    texts = [t for t, _ in seen["stacks"][0]["texts"]]
+    assert "layer 2 of 4" in texts or "2 / 4" in texts, texts
+    assert seen["stacks"][0]["id"] == "transformer.h.1"
+    # the same drawing, layer 2's stages: keys stay, ids move to h.1
+    ids = [n[0] for n in seen["nodes"]]
+    assert "transformer.h.1.mlp" in ids and "transformer.h.0.mlp" not in ids, ids
+    selected = page.locator(".nfw-node.nfw-selected")
+    selected.wait_for(timeout=5_000)
+    assert selected.get_attribute("data-stage-id") == "transformer.h.1.attn"
+    _shoot(page, "gpt2_stack_layer2_1280x720")
+    tap(page, '.nfw-stacked [data-action][data-key="p:transformer.h.0"]')
+    page.wait_for_selector('[data-stage-id="transformer.h.0.attn"]', timeout=10_000)
+    context.close()
+    assert errors == []
