@@ -81,7 +81,7 @@ export interface AttentionData {
   causal: boolean;
   head: number | null; // the head shown in `map`; null = mean over heads
   window: [number, number, number, number]; // q0, q1, k0, k1: the positions `map` covers
-  map: Float32Array; // probabilities, mapShape[0] x mapShape[1]
+  map: Float32Array; // probabilities, mapShape[0] x mapShape[1] (decoded from codes where a page stored them so)
   mapShape: [number, number];
   grid: Float32Array | null; // every head, each pooled to <= 64 x 64
   gridShape: [number, number, number] | null;
@@ -209,13 +209,32 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
   };
 }
 
+/**
+ * The values of a buffer of codes ({"bits": 8 | 16, "lo", "hi"}: little-endian unsigned
+ * integers, value = lo + (hi - lo) * code / (2^bits - 1)), as an offline page stores its
+ * attention maps (notebook/export.py).
+ */
+function decodeCodes(bytes: Uint8Array, codes: Record<string, unknown>, where: string): Float32Array {
+  const bits = codes.bits;
+  if (bits !== 8 && bits !== 16) fail(`${where}.codes`, `bits=${String(bits)}: expected 8 or 16`, "check notebook/export.py");
+  const lo = num(codes.lo, 0);
+  const step = (num(codes.hi, 1) - lo) / (bits === 8 ? 255 : 65535);
+  const size = bits / 8;
+  if (bytes.byteLength % size) fail(`${where}.codes`, `${bytes.byteLength} bytes is not a whole number of ${bits}-bit codes`, "check notebook/export.py");
+  const out = new Float32Array(bytes.byteLength / size);
+  const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < out.length; i++) out[i] = lo + step * (size === 1 ? bytes[i] : data.getUint16(2 * i, true));
+  return out;
+}
+
 function floatsOfShape(spec: unknown, buffers: WireBuffer[], rank: number, where: string): [Float32Array, number[]] {
   if (!isObj(spec)) fail(where, "expected {shape, buffer}", "check encode_stage_reply");
   const shape = intList(spec.shape, `${where}.shape`);
   if (shape.length !== rank) fail(where, `expected a shape of ${rank} sides, got ${JSON.stringify(shape)}`, "check encode_stage_reply");
-  const values = float32s(bufferAt(buffers, spec.buffer, where));
+  const bytes = bufferAt(buffers, spec.buffer, where);
+  const values = isObj(spec.codes) ? decodeCodes(bytes, spec.codes, where) : float32s(bytes);
   const n = shape.reduce((a, b) => a * b, 1);
-  if (values.length !== n) fail(where, `shape ${JSON.stringify(shape)} needs ${n} float32 values, buffer has ${values.length}`, "check encode_stage_reply");
+  if (values.length !== n) fail(where, `shape ${JSON.stringify(shape)} needs ${n} values, buffer has ${values.length}`, "check encode_stage_reply");
   return [values, shape];
 }
 

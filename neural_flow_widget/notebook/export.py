@@ -3,6 +3,15 @@
 The page holds the graph message, the stage replies the kernel would have sent (one per stage,
 default view, within a byte budget) and their binary buffers packed in one base64 blob: an
 HTML file can carry bytes no other way. Nothing is fetched: no CDN, no network.
+
+What a lecture needs comes first (:func:`page_order`): the model's inputs and outputs, every
+attention stage's maps, the stages chosen with ``stages=``, each block's view (shallowest
+first), then the leaves in execution order (a later, smaller one may still fit where an
+earlier did not). The attention maps travel as 16-bit codes (the wire's ``"codes"``, exact to
+1/65535 of each map's range) and a buffer equal to one already in the page (a block repeats
+its attention's maps) is stored once, so GPT-2 small at 128 tokens and ViT-base keep all
+their maps within the default 8 MB. A stage left out carries the reply that says so, why,
+and the budget that would keep it; the graph's notes say how many.
 """
 
 from __future__ import annotations
@@ -10,11 +19,120 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 import pathlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .. import wire
+
+DEFAULT_BUDGET = 8_000_000
+_NOTE_ROOM = 400  # bytes kept free for the graph note that says what a page left out
+_CODE_BITS = 16  # attention maps on a page: unsigned codes of this many bits
+
+
+@dataclass
+class Blob:
+    """The page's buffers back to back, each 8-byte aligned; a buffer equal to one already
+    in it is stored once (its slice is shared)."""
+
+    data: bytearray = field(default_factory=bytearray)
+    spans: dict[bytes, list[int]] = field(default_factory=dict)
+
+    def cost(self, buffers: list[bytes]) -> int:
+        """Bytes ``buffers`` would add (aligned), those already in the blob costing none."""
+        new = {b: None for b in buffers if b not in self.spans}
+        return sum(len(b) + (-len(b) % 8) for b in new)
+
+    def add(self, buffer: bytes) -> list[int]:
+        """The [offset, length] of ``buffer`` in the blob, added unless it is there."""
+        if buffer not in self.spans:
+            self.spans[buffer] = [len(self.data), len(buffer)]
+            self.data += buffer
+            self.data += b"\0" * (-len(self.data) % 8)  # keep every buffer 8-byte aligned
+        return list(self.spans[buffer])
+
+
+@dataclass(frozen=True, slots=True)
+class Baked:
+    """Replies baked within a budget: ``{node: {"msg", "buffers"}}``, the nodes left out
+    (in page order) and what keeping every node would have cost (bytes of the page)."""
+
+    replies: dict[str, Any]
+    left_out: list[str]
+    needed: int
+
+
+def page_order(flow: Any) -> list[str]:
+    """The nodes in the order a page keeps their data: the model's inputs and outputs, the
+    stages that recorded attention, the stages chosen with ``stages=``, the other blocks
+    (stages with children) shallowest first, then the leaves, in execution order."""
+    maps = flow.capture.maps if flow.capture is not None else {}
+    attention = [flow.calls[i].id for i in sorted(maps) if i >= 0]
+    chosen = [flow.calls[i].id for i in flow.selected] if flow.explicit else []
+    blocks = sorted((c for c in flow.calls if not c.leaf), key=lambda c: (c.depth, c.index))
+    leaves = [c.id for c in flow.calls if c.leaf]
+    order = [*flow.inputs, *flow.outputs, *attention, *chosen, *(c.id for c in blocks), *leaves]
+    return list(dict.fromkeys(order))
+
+
+def bake(
+    flow: Any,
+    tokens: list[str] | None,
+    budget_bytes: int,
+    vocab: Callable[[list[int]], list[str]] | None = None,
+    *,
+    blob: Blob | None = None,
+    make: Callable[[str], tuple[Any, list[bytes]]] | None = None,
+    order: list[str] | None = None,
+    left_out: Callable[[str, int], str] | None = None,
+) -> Baked:
+    """Replies for the nodes of ``order`` (default :func:`page_order`), in that order, while
+    their JSON and their buffers (as base64) fit in ``budget_bytes``. Each carries its
+    default view, and offers only that one (the page has no kernel to make another); a stage
+    with no data carries the error reply that says why. ``make`` (node -> reply) bakes other
+    replies (run B, A - B) into the same ``blob``. ``left_out(node, bytes it needed)``, if
+    given, words the error reply a node that did not fit carries instead: room for those
+    words is kept for every node still to come, so each node left out says so (where the
+    budget holds them all; the words charged are the longest they can be)."""
+    order = page_order(flow) if order is None else order
+    if make is None:
+
+        def make(node: str) -> tuple[Any, list[bytes]]:
+            return wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
+
+    blob = Blob() if blob is None else blob
+    after = [0] * (len(order) + 1)  # room kept for the words of the nodes after each one
+    if left_out is not None:
+        for i in reversed(range(len(order))):
+            longest = wire.error_reply(order[i], left_out(order[i], 10**12))[0]
+            after[i] = after[i + 1] + _entry_cost(order[i], longest)
+    replies: dict[str, Any] = {}
+    dropped: list[str] = []
+    spent = needed = 0
+    for i, node in enumerate(order):
+        msg, buffers = make(node)
+        if msg.get("ok"):
+            view = msg.get("view")
+            msg["views"] = [view["kind"]] if view else []
+            buffers = _attention_codes(msg, buffers)
+        cost = _entry_cost(node, msg, len(buffers)) + _base64_size(blob.cost(buffers))
+        needed += cost
+        if spent + cost + after[i + 1] <= budget_bytes:
+            spent += cost
+            replies[node] = {"msg": msg, "buffers": [blob.add(b) for b in buffers]}
+            continue
+        dropped.append(node)
+        if left_out is not None:
+            missing, _ = wire.error_reply(node, left_out(node, cost))
+            cost = _entry_cost(node, missing)
+            if spent + cost <= budget_bytes:
+                spent += cost
+                replies[node] = {"msg": missing, "buffers": []}
+    return Baked(replies, dropped, needed)
 
 
 def bake_replies(
@@ -23,46 +141,43 @@ def bake_replies(
     budget_bytes: int,
     vocab: Callable[[list[int]], list[str]] | None = None,
     *,
-    blob: bytearray | None = None,
+    blob: Blob | None = None,
     make: Callable[[str], tuple[Any, list[bytes]]] | None = None,
     order: list[str] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
-    """Replies for the model's inputs and outputs and the selected stages first, then the
-    rest of the calls, while their JSON and their buffers (as base64) fit in
-    ``budget_bytes``. Each carries its default view, and offers only that one (the page has
-    no kernel to make another); a stage with no data carries the error reply that says why.
-    Returns ``{node id: {"msg": ..., "buffers": [[offset, length], ...]}}`` and the packed
-    buffers. ``make`` (node -> reply) and ``order`` bake other replies (run B, A - B) into
-    the same ``blob``."""
-    if order is None:
-        chosen = set(flow.selected)
-        order = [*flow.inputs, *flow.outputs, *(flow.calls[i].id for i in flow.selected)]
-        order += [c.id for c in flow.calls if c.index not in chosen]
-    if make is None:
+    """:func:`bake`'s replies ``{node id: {"msg": ..., "buffers": [[offset, length], ...]}}``
+    and the packed buffers."""
+    blob = Blob() if blob is None else blob
+    baked = bake(flow, tokens, budget_bytes, vocab, blob=blob, make=make, order=order)
+    return baked.replies, bytes(blob.data)
 
-        def make(node: str) -> tuple[Any, list[bytes]]:
-            return wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
 
-    replies: dict[str, Any] = {}
-    blob = bytearray() if blob is None else blob
-    spent = 0
-    for node in order:
-        msg, buffers = make(node)
-        if msg.get("ok"):
-            view = msg.get("view")
-            msg["views"] = [view["kind"]] if view else []
-        aligned = sum(len(b) + (-len(b) % 8) for b in buffers)
-        cost = len(_script_json(msg)) + len(_script_json(node)) + 40 + _base64_size(aligned)
-        if spent + cost > budget_bytes:
-            continue
-        spent += cost
-        spans = []
-        for buffer in buffers:
-            spans.append([len(blob), len(buffer)])
-            blob += buffer
-            blob += b"\0" * (-len(blob) % 8)  # keep every buffer 8-byte aligned
-        replies[node] = {"msg": msg, "buffers": spans}
-    return replies, bytes(blob)
+def _entry_cost(node: str, msg: Any, spans: int = 0) -> int:
+    """Bytes one reply adds to the page's replies JSON, its buffers aside: the message, the
+    node id, the keys and ``spans`` slices of the blob ("[offset,length]", <= 24 each)."""
+    return len(_script_json(msg)) + len(_script_json(node)) + 24 + 24 * spans
+
+
+def _attention_codes(msg: dict[str, Any], buffers: list[bytes]) -> list[bytes]:
+    """The reply's attention maps (float32 "map" and "grid") as unsigned 16-bit codes over
+    [lo, hi] (the wire's ``"codes"``), half the bytes; a map holding NaN or Inf stays float32.
+    ``lo`` is 0 for probabilities, so a masked weight stays exactly 0."""
+    buffers = list(buffers)
+    top = (1 << _CODE_BITS) - 1
+    for a in msg.get("attention") or []:
+        for key in ("map", "grid"):
+            spec = a.get(key)
+            if not spec or "codes" in spec:
+                continue
+            values = np.frombuffer(buffers[spec["buffer"]], dtype="<f4")
+            if values.size == 0 or not np.isfinite(values).all():
+                continue
+            lo, hi = min(0.0, float(values.min())), max(0.0, float(values.max()))
+            scale = top / (hi - lo) if hi > lo else 0.0
+            codes = np.rint((values.astype(np.float64) - lo) * scale).astype("<u2")
+            buffers[spec["buffer"]] = codes.tobytes()
+            spec["codes"] = {"bits": _CODE_BITS, "lo": lo, "hi": hi}
+    return buffers
 
 
 def bake_comparison(
@@ -70,7 +185,7 @@ def bake_comparison(
     flow_b: Any,
     comparison: dict[str, Any],
     replies_a: dict[str, Any],
-    blob: bytearray,
+    blob: Blob,
     budget_bytes: int,
     tokens: list[str] | None = None,
     vocab: Callable[[list[int]], list[str]] | None = None,
@@ -99,13 +214,64 @@ def bake_comparison(
         return wire.encode_difference_reply(flow, flow_b, request(node, "diff"), tokens, vocab)
 
     half = budget_bytes // 2
-    b, _ = bake_replies(flow_b, tokens, half, vocab, blob=blob, make=make_b, order=order)
-    diff, _ = bake_replies(flow, tokens, half, vocab, blob=blob, make=make_diff, order=order)
-    return {"comparison": comparison, "b": b, "diff": diff}
+    b = bake(flow_b, tokens, half, vocab, blob=blob, make=make_b, order=order)
+    diff = bake(flow, tokens, half, vocab, blob=blob, make=make_diff, order=order)
+    return {"comparison": comparison, "b": b.replies, "diff": diff.replies}
 
 
 def _base64_size(n: int) -> int:
     return 4 * -(-n // 3)
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f}".removesuffix(".0")
+
+
+def _size(n: int) -> str:
+    return f"{_mb(n)} MB" if n >= 1e6 else f"{max(1, round(n / 1e3))} kB"
+
+
+def _left_out_words(budget_bytes: int, suggest: int) -> Callable[[str, int], str]:
+    """The error reply of a stage a page left out: what (on the node: the first sentence),
+    why, and the budget that keeps every stage (``suggest``, the longest it can be: the
+    words are charged before the page knows the number)."""
+
+    def words(node: str, cost: int) -> str:
+        return (
+            f"Not in this page: over its {_mb(budget_bytes)} MB budget (this stage needs "
+            f"{_size(cost)}; attention maps come first, then blocks, then leaves). Export "
+            f"with budget_bytes={suggest:_} to keep every stage, or open the live widget."
+        )
+
+    return words
+
+
+def _left_out_note(flow: Any, baked: Baked, budget_bytes: int, suggest: int) -> str:
+    """The graph note of a page that left stages out: how many, of which kind, and the
+    budget that keeps them all."""
+    ends = {*flow.inputs, *flow.outputs}
+    leaf = {c.id: c.leaf for c in flow.calls}
+    maps = flow.capture.maps if flow.capture is not None else {}
+    attention = {flow.calls[i].id for i in maps if i >= 0}
+    kinds = {"attention stage": 0, "block": 0, "leaf": 0, "input or output": 0}
+    for node in baked.left_out:
+        if node in ends:
+            kinds["input or output"] += 1
+        elif node in attention:
+            kinds["attention stage"] += 1
+        else:
+            kinds["leaf" if leaf.get(node) else "block"] += 1
+    plural = {"leaf": "leaves", "input or output": "inputs and outputs"}
+    which = ", ".join(
+        f"{n} {kind if n == 1 else plural.get(kind, kind + 's')}" for kind, n in kinds.items() if n
+    )
+    total = len(page_order(flow))
+    return (
+        f"this page keeps the data of {total - len(baked.left_out)} of the run's {total} "
+        f"stages, inputs and outputs (attention maps first, then blocks, then leaves); over "
+        f"its {_mb(budget_bytes)} MB budget: {which}. Export with budget_bytes={suggest:_} "
+        f"to keep them all"
+    )
 
 
 def token_labels(inputs: Any, flow: Any) -> list[str] | None:
@@ -141,42 +307,63 @@ def write_html(
     bundle: str,
     tokens: list[str] | None = None,
     vocab: Callable[[list[int]], list[str]] | None = None,
-    budget_bytes: int = 8_000_000,
+    budget_bytes: int = DEFAULT_BUDGET,
     title: str | None = None,
     flow_b: Any = None,
     comparison: dict[str, Any] | None = None,
 ) -> pathlib.Path:
     """Write the page, at most ``budget_bytes`` of it where the graph and the front end
-    leave room for stage data (stages beyond it open without data, and say so); returns its
-    path. With ``comparison`` (:func:`wire.encode_comparison`) and run B's ``flow_b``, half
-    of that room goes to run A's replies and half to run B's and A - B
+    leave room for stage data (in :func:`page_order`; a stage beyond it carries a reply that
+    says so and the budget that would keep it, and the graph's notes count them); returns
+    its path. With ``comparison`` (:func:`wire.encode_comparison`) and run B's ``flow_b``,
+    half of that room goes to run A's replies and half to run B's and A - B
     (:func:`bake_comparison`)."""
     path = pathlib.Path(path)
     title = title or f"{flow.model} — neural_flow_widget"
-    graph = _script_json(wire.encode_graph(flow))
+    graph = wire.encode_graph(flow)
     bundle = bundle.replace("</script", "<\\/script")
-    fixed = len(_PAGE) + len(html.escape(title)) + len(graph) + len(bundle.encode("utf-8"))
+    fixed = len(_PAGE) + len(html.escape(title)) + len(_script_json(graph)) + _NOTE_ROOM
+    fixed += len(bundle.encode("utf-8"))
     compared = comparison is not None and flow_b is not None
     fixed += len(_script_json(comparison)) if compared else 0
     room = max(0, budget_bytes - fixed)
-    blob = bytearray()
-    replies, _ = bake_replies(flow, tokens, room // 2 if compared else room, vocab, blob=blob)
+    blob = Blob()
+    words = _left_out_words(budget_bytes, _LONGEST)
+    order = page_order(flow)
+    first = (comparison or {}).get("first") if compared else None
+    if first is not None:  # a comparison's point: where the runs part, right after the ends
+        ends = [*flow.inputs, *flow.outputs]
+        order = list(dict.fromkeys([*ends, flow.calls[first].id, *order]))
+    share = room // 2 if compared else room
+    baked = bake(flow, tokens, share, vocab, blob=blob, order=order, left_out=words)
+    replies = baked.replies
+    if baked.left_out:  # the budget that keeps every stage, in whole MB
+        suggest = math.ceil((fixed + (2 if compared else 1) * baked.needed) / 1e6) * 1_000_000
+        for node in baked.left_out:
+            msg = replies.get(node, {}).get("msg")
+            if msg is not None and not msg.get("ok"):
+                msg["error"] = msg["error"].replace(f"{_LONGEST:_}", f"{suggest:_}")
+        note = _left_out_note(flow, baked, budget_bytes, suggest)
+        graph["notes"] = [*graph["notes"], note[: _NOTE_ROOM - 8]]
     extra: dict[str, Any] | None = None
     if compared:
-        spent = len(_script_json(replies)) + _base64_size(len(blob))
+        spent = len(_script_json(replies)) + _base64_size(len(blob.data))
         extra = bake_comparison(
             flow, flow_b, comparison or {}, replies, blob, room - spent, tokens, vocab
         )
     page = _PAGE.format(
         title=html.escape(title),
-        graph=graph,
+        graph=_script_json(graph),
         replies=_script_json(replies),
         compare=_script_json(extra),
-        blob=base64.b64encode(bytes(blob)).decode("ascii"),
+        blob=base64.b64encode(bytes(blob.data)).decode("ascii"),
         bundle=bundle,
     )
     path.write_text(page, encoding="utf-8")
     return path
+
+
+_LONGEST = 999_999_999_999  # the suggested budget while baking: no real one is longer
 
 
 _PAGE = """<!doctype html>

@@ -139,6 +139,12 @@ Two messages exist.
                                                   #   at most 256 a side (pooled further)
                    "grid": {"shape": [4, 16, 16], "buffer": 3}}],    # float32, every head,
                                                                      #   pooled to <= 64 x 64
+                                                  # "map" and "grid" may carry "codes": {"bits":
+                                                  #   16, "lo": 0.0, "hi": 0.93}: the buffer
+                                                  #   holds little-endian unsigned codes of 8
+                                                  #   or 16 bits, value = lo + (hi - lo) *
+                                                  #   code / (2**bits - 1) (offline pages,
+                                                  #   notebook/export.py); absent: float32
                "tokens": ["12", ...] | null,      # labels of the query / key positions
                "error": null}
     error:    {"ok": false, "stage": "enc1", "error": "unknown view kind 'foo' for ..."}

@@ -117,3 +117,31 @@ def test_the_stepper_shows_layer_2_and_the_inspector_follows(browser, gpt2_page)
     page.wait_for_selector('[data-stage-id="transformer.h.0.attn"]', timeout=10_000)
     context.close()
     assert errors == []
+
+
+def test_playback_walks_the_block_once_per_layer_in_the_same_drawing(browser, gpt2_page):
+    context, page, errors = open_offline(browser, gpt2_page, 1280, 720)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    page.get_by_role("button", name="Play", exact=True).click()
+    page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
+    current = "() => { const g = document.querySelector('[data-current]'); return g && [g.dataset.key, g.dataset.stageId]; }"
+    page.wait_for_function(f"() => ({current})() !== null")
+    seen = []
+    for _ in range(40):
+        at = page.evaluate(current)
+        seen.append(at[1])
+        if at[1] == "transformer.h.1.ln_1":
+            break
+        page.get_by_role("button", name="Step forward").click()
+        page.wait_for_function(f"(b) => {{ const a = ({current})(); return a && a[1] !== b; }}", arg=at[1])
+    # one layer after another, each drawn in the one block: its stages keep member 0's keys
+    block = [s for s in seen if s.startswith("transformer.h.")]
+    assert block == [f"transformer.h.0.{p}" for p in ("ln_1", "attn", "ln_2", "mlp")] + ["transformer.h.1.ln_1"], seen
+    assert page.evaluate(current) == ["s:transformer.h.0.ln_1", "transformer.h.1.ln_1"]
+    assert page.locator(".nfw-stacked").count() == 1
+    header = page.eval_on_selector_all(".nfw-stacked > text", "els => els.map((e) => e.textContent)")
+    assert "layer 2 of 4" in header or "2 / 4" in header, header
+    assert page.locator(".nfw-ins-title b").text_content() == "transformer.h.1.ln_1"
+    _shoot(page, "gpt2_stack_playback_1280x720")
+    context.close()
+    assert errors == []

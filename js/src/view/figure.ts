@@ -8,7 +8,7 @@
  */
 import { edgePath } from "../scene/scene";
 import type { Scene, SceneBus, SceneEdge, SceneJunction, SceneNode } from "../scene/types";
-import { s, svgText } from "./dom";
+import { fitText, s, svgText, textWidth } from "./dom";
 
 /** Strokes of a glyph in a circle of radius r around 0, 0 (null: write the name instead). */
 function glyphPath(glyph: string, r: number): string | null {
@@ -86,8 +86,33 @@ export function badge(cx: number, cy: number, label: string, title: string, key:
 
 /** A node's picture (data on the graph) in the box x, y, w, h: the image, scaled to fit with
  * its pixels sharp; a faint box while it is coming (undefined); nothing when there is none. */
-export function thumbEl(x: number, y: number, w: number, h: number, url: string | null | undefined): SVGElement {
-  if (url === undefined) return s("rect", { class: "nfw-thumb-wait", x, y, width: w, height: h, rx: 4 });
-  if (url === null) return s("g", { class: "nfw-thumb-none" });
-  return s("image", { class: "nfw-thumb", href: url, x, y, width: w, height: h, preserveAspectRatio: "xMidYMid meet" });
+/** What a node's picture slot shows: a picture (a data URL), or why the stage has none, in
+ * the words of its reply (an offline page that left it out says so and why). */
+export type Thumb = string | { missing: string };
+
+export function thumbEl(x: number, y: number, w: number, h: number, thumb: Thumb | null | undefined, font = "11px sans-serif"): SVGElement {
+  if (thumb === undefined) return s("rect", { class: "nfw-thumb-wait", x, y, width: w, height: h, rx: 4 });
+  if (thumb === null) return s("g", { class: "nfw-thumb-none" });
+  if (typeof thumb === "string") return s("image", { class: "nfw-thumb", href: thumb, x, y, width: w, height: h, preserveAspectRatio: "xMidYMid meet" });
+  // no picture, and why: the reply's first clause in the slot, all of it on hover
+  const lines = wrapped(thumb.missing.split(/\.\s|\s\(/)[0], w - 12, font, Math.max(1, Math.floor((h - 8) / 14)));
+  const g = s("g", { class: "nfw-thumb-missing", "data-missing": "" });
+  const title = s("title");
+  title.textContent = thumb.missing;
+  g.append(title, s("rect", { x, y, width: w, height: h, rx: 4, style: "fill:none;stroke:var(--nfw-fg3,#9ca3af);stroke-dasharray:4 3" }));
+  lines.forEach((line, i) => g.append(svgText(line, { class: "nfw-t2", x: x + w / 2, y: y + h / 2 + 14 * (i - (lines.length - 1) / 2) + 4, "text-anchor": "middle" })));
+  return g;
+}
+
+/** `text` in at most `most` lines of `maxPx`, broken between words; the last cut with "…". */
+function wrapped(text: string, maxPx: number, font: string, most: number): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    const last = lines.length ? `${lines[lines.length - 1]} ${word}` : word;
+    if (lines.length && textWidth(last, font) <= maxPx) lines[lines.length - 1] = last;
+    else lines.push(word);
+  }
+  const kept = lines.slice(0, most);
+  if (lines.length > most) kept[most - 1] = fitText(`${kept[most - 1]} ${lines.slice(most).join(" ")}`, maxPx, font);
+  return kept.map((line) => fitText(line, maxPx, font));
 }

@@ -2,7 +2,7 @@
 import { edgePath, NODE_H, PORT_H, THUMB_H } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
 import { fitText, Listeners, s, svgText, syncChildren, textWidth } from "./dom";
-import { badge, figureLayers, markData, thumbEl } from "./figure";
+import { badge, figureLayers, markData, thumbEl, type Thumb } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { typeColor } from "./palette";
 import { stackEl } from "./stack_header";
@@ -43,7 +43,7 @@ export class GraphView {
   private selected: string | null = null;
   private focused: string | null = null;
   private current: string | null = null; // the stage playback shows (data-current)
-  private thumbOf: ((id: string) => string | null | undefined) | null = null; // data on the graph
+  private thumbOf: ((id: string) => Thumb | null | undefined) | null = null; // data on the graph
   private matches = new Set<string>();
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
   private listeners = new Listeners();
@@ -257,7 +257,7 @@ export class GraphView {
     g.append(title);
     // with data on the graph, the words take the top band and the picture the rest
     const pic = this.thumbOf !== null && n.kind !== "fold";
-    const picture = () => (pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, this.thumbOf!(n.id))] : []);
+    const picture = () => (pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, this.thumbOf!(n.id), this.font("t2"))] : []);
     if (port) {
       const band = pic ? PORT_H : h;
       g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : h / 2 }), ...picture());
@@ -312,7 +312,7 @@ export class GraphView {
 
   /** Data on the graph: each stage's and port's picture by id (undefined: coming; null:
    * none), or null to draw none. The layout must have made room (layoutRequest's thumbs). */
-  setThumbs(get: ((id: string) => string | null | undefined) | null) {
+  setThumbs(get: ((id: string) => Thumb | null | undefined) | null) {
     this.thumbOf = get;
     if (this.scene) this.setFills(this.fills);
   }

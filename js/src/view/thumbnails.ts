@@ -7,6 +7,7 @@
  */
 import type { StageRequest, ViewData } from "../wire";
 import { lut } from "./colormap";
+import type { Thumb } from "./figure";
 import { paint, pictureOf, strip } from "./plots";
 import type { FetchStage } from "./inspector";
 
@@ -24,9 +25,10 @@ export function thumbnail(view: ViewData): HTMLCanvasElement | null {
   return strip(1, h, w, (img) => paint(view, img, 0, h * w, table));
 }
 
-/** Pictures by stage id: asked for when a drawn node has none, drawn when they come. */
+/** Pictures by stage id: asked for when a drawn node has none, drawn when they come; a reply
+ * that says why a stage has no data (an offline page that left it out) is kept as those words. */
 export class Thumbnails {
-  private made = new Map<string, string | null>(); // stage -> data URL (null: none)
+  private made = new Map<string, Thumb | null>(); // stage -> data URL or why none (null: none)
   private asked = new Set<string>();
   private queue: string[] = [];
   private running = 0;
@@ -36,10 +38,10 @@ export class Thumbnails {
   constructor(
     private readonly fetchStage: FetchStage,
     private readonly available: (req: StageRequest) => boolean,
-    private readonly arrived: (stage: string, url: string | null) => void,
+    private readonly arrived: (stage: string, thumb: Thumb | null) => void,
   ) {}
 
-  get(stage: string): string | null | undefined {
+  get(stage: string): Thumb | null | undefined {
     return this.made.get(stage);
   }
 
@@ -77,14 +79,14 @@ export class Thumbnails {
       this.aborts.add(abort);
       this.running++;
       void this.fetchStage(request(id), abort.signal)
-        .then((reply) => (reply.ok && reply.view ? thumbnail(reply.view)?.toDataURL("image/png") ?? null : null))
+        .then((reply): Thumb | null => (reply.ok ? (reply.view ? thumbnail(reply.view)?.toDataURL("image/png") ?? null : null) : { missing: reply.error }))
         .catch(() => null)
-        .then((url) => {
+        .then((thumb) => {
           this.aborts.delete(abort);
           if (gen !== this.generation) return;
           this.running--;
-          this.made.set(id, url);
-          this.arrived(id, url);
+          this.made.set(id, thumb);
+          this.arrived(id, thumb);
           this.pump();
         });
     }
