@@ -145,3 +145,40 @@ def test_playback_walks_the_block_once_per_layer_in_the_same_drawing(browser, gp
     _shoot(page, "gpt2_stack_playback_1280x720")
     context.close()
     assert errors == []
+
+
+def _config_models():
+    transformers = pytest.importorskip("transformers")
+    T = transformers
+    small = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128)
+    ids = torch.randint(0, 100, (1, 8))
+    return {
+        # BERT with a padding mask: the mask enters the one block's attention
+        "bert": (T.BertModel(T.BertConfig(vocab_size=100, **small)), {"input_ids": ids, "attention_mask": torch.tensor([[1] * 6 + [0] * 2])}, "BertLayer × 4", "attention", 0),
+        "llama": (T.LlamaForCausalLM(T.LlamaConfig(vocab_size=100, num_key_value_heads=4, **small)), ids, "LlamaDecoderLayer × 4", "self_attn", 2),
+        "vit": (T.ViTForImageClassification(T.ViTConfig(image_size=32, patch_size=8, **small)), torch.randn(1, 3, 32, 32), "ViTLayer × 4", "attention", 2),
+    }
+
+
+@pytest.mark.parametrize("name", ["bert", "llama", "vit"])
+def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, name):
+    torch.manual_seed(0)
+    model, x, title, attention, adds = _config_models()[name]
+    import neural_flow_widget as nfw
+
+    path = tmp_path / f"{name}.html"
+    nfw.NeuralFlowWidget(model.eval(), x).to_html(path)
+    context, page, errors = open_offline(browser, path, 1280, 720)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    page.wait_for_timeout(400)
+    seen = page.evaluate(SEEN)
+    _shoot(page, f"{name}_stack_1280x720")
+    [stack] = seen["stacks"]
+    assert stack["inside"] and title in dict(stack["texts"]), stack
+    assert any(n[0].endswith(f".0.{attention}") and n[3] for n in seen["nodes"]), seen["nodes"]
+    assert seen["joins"].count("+") >= adds, seen["joins"]
+    for sid, kind, px, inside in seen["nodes"]:
+        assert inside, sid
+        assert px >= (12 if kind == "stage" else 11), (sid, px)
+    context.close()
+    assert errors == []
