@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { computeLayout } from "../src/layout/layout";
 import { junctions } from "../src/model/junctions";
 import { playbackSteps } from "../src/model/playback";
+import { problemsOf, viewMarks } from "../src/model/problems";
 import { counterpart, stackable } from "../src/model/stack";
 import { buildTree, type CallTree } from "../src/model/tree";
 import {
@@ -222,5 +223,19 @@ describe("playback through a stack", () => {
   it("goes in execution order", () => {
     const calls = steps.filter((s) => s.call >= 0).map((s) => s.call);
     for (let i = 1; i < calls.length; i++) expect(calls[i]).toBeGreaterThan(calls[i - 1]);
+  });
+});
+
+describe("marks on a stack", () => {
+  it("a stack carries the NaN marks of the layers it hides; the layer shown, on its stages", () => {
+    const raw = structuredClone(loadRaw("wire_transformer12.json")) as { calls: { id: string }[]; nonfinite: number[] };
+    raw.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) => raw.calls.findIndex((c) => c.id === id));
+    const tree = buildTree(decodeGraph(raw));
+    const marks = (k: number) => viewMarks(tree, buildView(tree, stacked(tree, k)), problemsOf(tree.graph));
+    expect(marks(0).get("k:layers.0")).toEqual({ nonfinite: 3, first: true, failed: false });
+    expect(marks(0).get("s:norm")?.nonfinite).toBe(1);
+    const at4 = marks(4);
+    expect(at4.get("s:layers.0.attn")).toEqual({ nonfinite: 1, first: true, failed: false });
+    expect(at4.get("k:layers.0")).toEqual({ nonfinite: 2, first: false, failed: false }); // layers.4 itself, layers.5
   });
 });

@@ -1,10 +1,11 @@
 /**
  * Where a run went wrong, for the view: the stages whose output held NaN or ±Inf (the first is
  * where it appeared), the stage that raised, the notes; which visible node shows each (a
- * collapsed group or a fold carries the marks of what it hides); the banners' words.
+ * collapsed group, a fold or a stack carries the marks of what it hides); the banners' words.
  * Pure and DOM-free; every text here is shown as text, never as HTML.
  */
 import type { WireFailure, WireGraph, WireOrigin } from "../wire";
+import { located } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, nodeKeyForCall, type Item, type ViewGraph } from "./view_model";
 
@@ -69,7 +70,7 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
   const walk = (items: Item[]) => {
     for (const it of items) {
       if (it.kind === "cluster") open.add(it.key);
-      if (it.kind === "cluster" || it.kind === "run") walk(it.items);
+      if (it.kind === "cluster" || it.kind === "run" || it.kind === "stack") walk(it.items);
     }
   };
   walk(view.items);
@@ -77,7 +78,13 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
     const key = nodeKeyForCall(tree, view, call);
     if (key) return key;
     const group = clusterKey(tree.graph.calls[call].id);
-    return open.has(group) ? group : null;
+    if (open.has(group)) return group;
+    // in a stack: the group of member 0 standing for it (the member shown), else the stack
+    const st = located(tree, call);
+    const stack = st && view.stacks.find((s) => s.run === st.run);
+    if (!st || !stack) return null;
+    const base = clusterKey(tree.graph.calls[st.base].id);
+    return stack.shown === st.member && open.has(base) ? base : stack.key;
   };
   const at = (key: string) => {
     let m = marks.get(key);

@@ -7,9 +7,10 @@
 import type { SceneCluster, SceneStack } from "../scene/types";
 import { fitText, s, svgText, textWidth } from "./dom";
 import { badge, markData } from "./figure";
+import { drawFlags, FLAG_H, flagsOf } from "./flags";
 
 /** `font`: the canvas font of a text kind ("st" the header's 14 px bold, "sa" the stepper's 13 px: 12 and 11 px at the first view's scale). */
-export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa") => string): SVGGElement {
+export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa" | "flag") => string): SVGGElement {
   const [x, y, w, h] = c.box;
   const g = s("g", { class: "nfw-cluster nfw-stacked", "data-cluster-id": c.id, "data-key": c.key, "data-stack-shown": st.shown, transform: `translate(${x},${y})` });
   markData(g, c.mark);
@@ -36,6 +37,9 @@ export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa
     right -= 42 + tw;
   }
   g.append(svgText(fitText(c.label, right - 16, font("st")), { class: "nfw-ct", x: 12, y: 18, style: "font-size:14px" }));
+  // what went wrong in any of its layers: pills across the top edge, as on a node
+  const flags = flagsOf(c.mark);
+  if (flags.length) g.append(drawFlags(flags, 8, -FLAG_H / 2 - 2, font("flag")));
   const title = s("title");
   title.textContent = `${c.label}: showing ${c.type} (${st.shown + 1} of ${st.count})`;
   g.append(title);
