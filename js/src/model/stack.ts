@@ -40,12 +40,14 @@ function isChain(tree: CallTree, run: Run): boolean {
   const { calls } = tree.graph;
   if (run.period !== 1 || run.members.length < 2 || tree.children[run.members[0]].length === 0) return false;
   if (tree.graph.topology === "sequential") return false;
-  // the selection: the members whole, every call outside them that has no children
-  const inside = new Uint8Array(calls.length);
-  for (const m of run.members) inside[m] = 1;
-  for (let c = 0; c < calls.length; c++) if (calls[c].parent >= 0 && inside[calls[c].parent]) inside[c] = 1;
+  // the selection: the members whole and, around them, the siblings of the run and of each
+  // of its ancestors (every call outside the members is in one of those, or an ancestor)
+  const members = new Set(run.members);
   const selection = [...run.members];
-  for (let c = 0; c < calls.length; c++) if (!inside[c] && tree.children[c].length === 0) selection.push(c);
+  for (let c = run.members[0]; c >= 0; c = calls[c].parent) {
+    const p = calls[c].parent;
+    for (const sib of p >= 0 ? tree.children[p] : tree.roots) if (sib !== c && !members.has(sib)) selection.push(sib);
+  }
   const index = new Map(run.members.map((m, j) => [calls[m].id, j]));
   const last = run.members.length - 1;
   const linked = new Uint8Array(run.members.length);
