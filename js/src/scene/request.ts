@@ -12,7 +12,7 @@ import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
-import { formatParams } from "../model/format";
+import { formatParams, formatShape } from "../model/format";
 import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
@@ -63,11 +63,27 @@ export function stageTitle(c: WireCall): string {
   return lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : "");
 }
 
-/** A stage is as wide as its name and parameter count need (14 px bold, 10.5 px mono), so
- * that names are whole on the node; within reason (a longer one is cut, whole in its tip). */
+/** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 11 px
+ * mono), the type and output shape (11 px, 11 px mono), so that both are whole on the node;
+ * within reason (a longer one is cut, whole in its tip). */
 export function stageWidth(c: WireCall): number {
   const params = formatParams(c.params);
-  return Math.round(Math.min(300, Math.max(NODE_W, 40 + 8.6 * stageTitle(c).length + (params ? 6.6 * params.length + 10 : 0))));
+  const first = 40 + 8.6 * stageTitle(c).length + (params ? 7 * params.length + 10 : 0);
+  const second = 40 + 6.4 * c.type.length + 7 * formatShape(c.shapes[0]).length + 8;
+  return Math.round(Math.min(320, Math.max(NODE_W, first, second)));
+}
+
+/** A group's header label: the module's name below the group around it ("attention" inside
+ * "encoder.layer.0"; the whole name in the header's tip), or its whole name at the top. */
+export function clusterLabel(calls: readonly WireCall[], call: number): string {
+  const c = calls[call];
+  const outer = c.parent >= 0 ? calls[c.parent].module : "";
+  return outer && c.module.startsWith(`${outer}.`) ? c.module.slice(outer.length + 1) : c.module;
+}
+
+/** What a group's header needs: its label (12 px bold), type (11 px) and collapse badge. */
+export function clusterHeaderWidth(label: string, type: string): number {
+  return Math.round(Math.min(440, 12 + 8 * label.length + 8 + 6.6 * type.length + 44));
 }
 
 /** A fold is as wide as its title needs ("(Linear → ReLU)  × 200" in 14 px bold), within reason. */
@@ -131,7 +147,12 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     for (const it of items) {
       if (it.kind === "stage") g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call])), NODE_H + extra));
       else if (it.kind === "fold") g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run)), NODE_H + 6));
-      else g.items.push(build(it.key, it.items, [], [], it.kind === "stack" ? stackHeaderWidth(it.run) - 2 * GROUP_PAD : 0));
+      else {
+        const calls = view.tree.graph.calls;
+        const header =
+          it.kind === "stack" ? stackHeaderWidth(it.run) : it.kind === "cluster" ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call].type) : 0;
+        g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0));
+      }
     }
     g.items.push(...tail);
     for (const j of inner.get(key) ?? []) g.items.push(leaf(j.key, ...junctionSize(j), true));

@@ -12,7 +12,7 @@ import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
-import { drawnOf, itemPath, projectEdge, stageTitle } from "./request";
+import { clusterLabel, drawnOf, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
 
@@ -65,7 +65,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       if (it.kind === "cluster") {
         const call = map?.get(it.call) ?? it.call;
         const c = calls[call];
-        clusters.push({ key: it.key, id: c.id, kind: "cluster", call, box: lay.boxes[it.key], label: c.module, type: c.type, depth: c.depth, mark: mark(it.key) });
+        clusters.push({ key: it.key, id: c.id, kind: "cluster", call, box: lay.boxes[it.key], label: clusterLabel(calls, call), type: c.type, depth: c.depth, mark: mark(it.key) });
         walk(it.items, map);
       } else if (it.kind === "run") {
         const c = calls[it.run.members[0]];

@@ -56,7 +56,7 @@ export class GraphView {
       const style = getComputedStyle(this.svg);
       const fam = style.fontFamily || "sans-serif";
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `10.5px ${mono}`, ct: `600 11.5px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}`, st: `600 14px ${fam}`, sa: `13px ${fam}` }; // a stack's header, its stepper
+      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `11px ${mono}`, ct: `600 12px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}`, st: `600 14px ${fam}`, sa: `13px ${fam}` }; // a stack's header, its stepper
     }
     return this.fonts[kind];
   }
@@ -227,7 +227,7 @@ export class GraphView {
     if (flags.length) g.append(drawFlags(flags, w - 30 - fw + 8, 4, this.font("flag")));
     g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
     const title = s("title");
-    title.textContent = `${c.label} (${c.type})`;
+    title.textContent = `${c.id} (${c.type})`;
     g.append(title);
     return g;
   }

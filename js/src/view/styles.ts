@@ -28,7 +28,7 @@ export const GRAPH_CSS = `
 .nfw-node:hover .nfw-card { stroke: var(--nfw-fg2); }
 .nfw-node .nfw-t1 { font-size: 14px; font-weight: 600; fill: var(--nfw-fg0); }
 .nfw-node .nfw-t2 { font-size: 11px; fill: var(--nfw-fg2); }
-.nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 10.5px; fill: var(--nfw-fg2); }
+.nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 11px; fill: var(--nfw-fg2); }
 .nfw-node.nfw-stat-fill .nfw-t1, .nfw-node.nfw-stat-fill .nfw-t2, .nfw-node.nfw-stat-fill .nfw-num { fill: var(--nfw-ink, inherit); }
 .nfw-node.nfw-port .nfw-card { fill: var(--nfw-bg2); }
 .nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 13px; fill: var(--nfw-fg1); }
@@ -44,7 +44,7 @@ export const GRAPH_CSS = `
 
 .nfw-cluster rect.nfw-box { fill: var(--nfw-fg0); fill-opacity: 0.025; stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-cluster.nfw-run rect.nfw-box { stroke-dasharray: 5 4; }
-.nfw-cluster .nfw-ct { font-size: 11.5px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-cluster .nfw-ct { font-size: 12px; font-weight: 600; fill: var(--nfw-fg1); }
 .nfw-cluster .nfw-ct2 { font-size: 11px; fill: var(--nfw-fg2); }
 .nfw-cluster .nfw-ct, .nfw-cluster .nfw-ct2 { paint-order: stroke; stroke: var(--nfw-bg); stroke-width: 4px; stroke-linejoin: round; }
 .nfw-cluster [data-action] { cursor: pointer; }
@@ -62,7 +62,7 @@ export const GRAPH_CSS = `
 .nfw-stub { stroke: var(--nfw-flow); }
 .nfw-junction-disc { fill: var(--nfw-bg); stroke: var(--nfw-fg1); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 .nfw-junction-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 2; stroke-linecap: round; }
-.nfw-junction-name { font-size: 10.5px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-junction-name { font-size: 11px; font-weight: 600; fill: var(--nfw-fg1); }
 .nfw-bus-line { fill: none; stroke: var(--nfw-merge); stroke-width: 1.6; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-line { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-bus-dot { fill: var(--nfw-merge); }
