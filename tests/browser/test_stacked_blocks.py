@@ -14,7 +14,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_offline, tap
+from live import CHROMIUM, open_live, open_offline, push, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -180,5 +180,28 @@ def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, 
     for sid, kind, px, inside in seen["nodes"]:
         assert inside, sid
         assert px >= (12 if kind == "stage" else 11), (sid, px)
+    context.close()
+    assert errors == []
+
+
+def test_in_a_live_widget_the_stepper_moves_widget_selected_to_layer_2_and_python_reveals_layer_4(browser):
+    transformers = pytest.importorskip("transformers")
+    import neural_flow_widget as nfw
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=100)
+    widget = nfw.NeuralFlowWidget(transformers.GPT2LMHeadModel(config).eval(), torch.randint(0, 100, (1, 8)))
+    context, page, errors = open_live(browser, widget)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    tap(page, '[data-stage-id="transformer.h.0.mlp"]')
+    page.wait_for_function("() => window.__t.model.get('selected') === 'transformer.h.0.mlp'")
+    tap(page, '.nfw-stacked [data-action][data-key="n:transformer.h.0"]')
+    page.wait_for_function("() => window.__t.model.get('selected') === 'transformer.h.1.mlp'", timeout=10_000)
+    # from Python: a stage of layer 4 is shown in the same block, the stack stepping to it
+    push(page, "selected", "transformer.h.3.attn")
+    page.wait_for_selector('.nfw-node.nfw-selected[data-stage-id="transformer.h.3.attn"]', timeout=10_000)
+    assert page.locator(".nfw-stacked").count() == 1
+    assert page.eval_on_selector(".nfw-stacked", "(g) => g.dataset.stackShown") == "3"
+    assert state(page, "selected") == "transformer.h.3.attn"
     context.close()
     assert errors == []
