@@ -1,7 +1,10 @@
 // Where the first NaN / Inf was made, when the first stage that holds it received it with its
 // input (graph.nonfinite_origin): decoded, and worded as graph/origin.py's describe() words it.
 import { describe, expect, it } from "vitest";
-import { nonfiniteHeadline, originPhrases, problemsOf } from "../src/model/problems";
+import { nonfiniteHeadline, originPhrases, problemsOf, viewMarks } from "../src/model/problems";
+import { buildTree } from "../src/model/tree";
+import { buildView, revealCall } from "../src/model/view_model";
+import { flagsOf } from "../src/view/flags";
 import { decodeGraph, WireError } from "../src/wire";
 import { loadRaw } from "./fixtures";
 
@@ -58,5 +61,16 @@ describe("nonfinite_origin", () => {
   it("without an origin the banner says where NaN first appeared, as before", () => {
     const graph = withOrigin(null);
     expect(nonfiniteHeadline(graph, problemsOf(graph))?.text).toBe("First NaN/Inf at enc2.conv1");
+  });
+
+  it("the node that only received it says so, not '1st NaN/Inf'", () => {
+    const flag = (origin: Raw | null) => {
+      const graph = withOrigin(origin);
+      const tree = buildTree(graph);
+      const view = buildView(tree, revealCall(tree, { expanded: new Set(), unfolded: new Set() }, tree.byId.get("enc2.conv1")!));
+      return flagsOf(viewMarks(tree, view, problemsOf(graph)).get("s:enc2.conv1") ?? null).map((f) => f.text);
+    };
+    expect(flag(ORIGIN)).toEqual(["received NaN/Inf"]);
+    expect(flag(null)).toEqual(["1st NaN/Inf"]);
   });
 });

@@ -55,6 +55,7 @@ export function problemsOf(graph: WireGraph): Problems {
 export interface Mark {
   nonfinite: number; // how many of the calls it shows held NaN / Inf (0: none)
   first: boolean; // it shows the call where NaN / Inf appeared
+  received?: boolean; // ... and that call received it in its input (made before it: `origin`)
   failed: boolean; // it shows the call that raised
   diverges?: boolean; // it shows the first stage where runs A and B part (a comparison)
   failedB?: boolean; // it shows the stage where a compared run B raised
@@ -97,6 +98,7 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
     const m = at(key);
     m.nonfinite++;
     if (c === p.first) m.first = true;
+    if (c === p.first && p.origin) m.received = true;
   }
   if (p.failedCall !== null) {
     const key = keyOf(p.failedCall);

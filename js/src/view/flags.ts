@@ -1,6 +1,7 @@
 /**
  * The pills on a node or group that say what went wrong there: "raised" (the forward raised
- * in what it shows) and "NaN/Inf" ("1st NaN/Inf" where it appeared); and, comparing two
+ * in what it shows) and "NaN/Inf" ("1st NaN/Inf" where it appeared, "received NaN/Inf" where
+ * the first stage holding it only received it); and, comparing two
  * runs, "runs part" on the first stage where they differ, "B raised" where run B's forward
  * raised (it says more than "runs part" there). SVG, text as text.
  * They straddle the top edge from its left corner, clear of the edges entering its middle.
@@ -25,7 +26,11 @@ export function flagsOf(mark: Mark | null): Flag[] {
   if (mark.failed) flags.push({ text: "raised", cls: "nfw-flag-failed", title: "The forward raised here" });
   if (mark.nonfinite) {
     const where = mark.nonfinite > 1 ? `${mark.nonfinite} stages shown here hold NaN or ±Inf` : "Its output holds NaN or ±Inf";
-    flags.push({ text: mark.first ? "1st NaN/Inf" : "NaN/Inf", cls: "nfw-flag-nonfinite", title: mark.first ? `${where}; the first NaN/Inf of the run is here` : where });
+    if (mark.received) {
+      flags.push({ text: "received NaN/Inf", cls: "nfw-flag-nonfinite", title: `${where}; it came in with its input, made before it (the banner says where)` });
+    } else {
+      flags.push({ text: mark.first ? "1st NaN/Inf" : "NaN/Inf", cls: "nfw-flag-nonfinite", title: mark.first ? `${where}; the first NaN/Inf of the run is here` : where });
+    }
   }
   if (mark.failedB) flags.push({ text: "B raised", cls: "nfw-flag-failed", title: "Run B's forward raised here: it has no output to compare" });
   else if (mark.diverges) flags.push({ text: "runs part", cls: "nfw-flag-diverges", title: "Runs A and B part here: the first stage whose output differs" });
