@@ -1,8 +1,8 @@
 /**
  * The flow view: runs the pipeline wire -> view model -> layout -> scene -> drawing for each
  * expansion state, and keeps the selection, the inspector, the banners and the marks in step.
- * The user's controls are in controls.ts, where the view looks in view/camera.ts. Used by the
- * live widget (widget.ts) and by the static export (renderStatic).
+ * The user's controls are in controls.ts, where the view looks in viewfinder.ts (and
+ * view/camera.ts). Used by the live widget (widget.ts) and by the static export (renderStatic).
  */
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
@@ -30,6 +30,7 @@ import { decodeGraph, type StageRequest, type WireCall, type WireGraph } from ".
 import { Controls, type ControlsHost } from "./controls";
 import { Framing, type Framed } from "./framing";
 import { Lecture } from "./lecture";
+import { Viewfinder } from "./viewfinder";
 import type { PlaybackState } from "./player";
 
 export interface FlowOptions {
@@ -71,7 +72,8 @@ export class FlowApp implements ControlsHost {
   private focusKey: string | null = null;
   private matches: number[] = [];
   private generation = 0;
-  private lastWidth = 0;
+  private finder: Viewfinder; // where the view looks as things change
+  private keysTaken = false;
   private resize: ResizeObserver | null = null;
   private disposed = false;
   private raw: { graph: unknown; comparison: unknown } = { graph: null, comparison: null };
@@ -96,7 +98,9 @@ export class FlowApp implements ControlsHost {
     this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
     this.inspector.onOpen = (id) => ((this.selectedId = id), this.opts.onSelect?.(id), this.syncMarks());
     this.ui.main.append(this.inspector.el);
-    const open = (target: WireCall | EndTarget) => this.inspector.open(target);
+    this.finder = new Viewfinder({ ui: this.ui, camera: this.camera, graphView: this.graphView, inspector: this.inspector.el,
+      scene: () => this.scene, dir: () => this.dir, selectedKey: () => this.selectedKey(), redraw: () => this.onTransform(this.camera.t) });
+    const open = (target: WireCall | EndTarget) => this.openInspector(target);
     const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) => this.setState(state, reason, anchor);
     this.lecture = new Lecture({ ...opts, ui: this.ui, graphView: this.graphView, camera: this.camera, framing: this.framing,
       shown: () => this.shown(), state: () => this.state, setState, open });
@@ -105,6 +109,7 @@ export class FlowApp implements ControlsHost {
     if (typeof ResizeObserver !== "undefined") {
       this.resize = new ResizeObserver(() => this.onResize());
       this.resize.observe(this.ui.canvas);
+      this.resize.observe(this.ui.legend); // an overlay the whole view keeps clear of
     }
   }
 
@@ -161,15 +166,18 @@ export class FlowApp implements ControlsHost {
     const busy = window.setTimeout(() => (this.ui.busy.hidden = false), 150);
     let lay: Framed;
     const tl = performance.now();
+    this.finder.laying = true;
     try {
       lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit, this.camera.readK);
     } catch (err) {
       clearTimeout(busy);
+      if (gen === this.generation) this.finder.laying = false;
       showFatal(this.ui.canvas, err);
       return;
     }
     clearTimeout(busy);
     if (gen !== this.generation || this.disposed) return;
+    this.finder.laying = false;
     const layoutMs = performance.now() - tl;
     this.ui.busy.hidden = true;
     ({ state: this.state, view } = lay);
@@ -183,15 +191,13 @@ export class FlowApp implements ControlsHost {
     const shown = scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length;
     this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${shown} shown`;
     this.legend();
-    const after = anchor && (this.graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
-    if (this.camera.needsFit) this.camera.firstView(scene, this.dir);
-    else if (anchor && after) this.camera.keepAnchor(anchor.box, after, scene);
-    else this.onTransform(this.camera.t);
+    this.finder.drawn(scene, reason, anchor);
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
         if (gen !== this.generation) return;
         const info: PaintInfo = { reason, ms: performance.now() - t0, layoutMs, nodes: scene.nodes.length, laidOut: lay.laidOut };
         this.el.dispatchEvent(new CustomEvent("nfw-painted", { detail: info }));
+        if (!this.keysTaken) (this.keysTaken = true), this.controls.takeKeys();
       }),
     );
   }
@@ -208,20 +214,8 @@ export class FlowApp implements ControlsHost {
     this.minimap.setViewport(vp, t);
   }
 
-  private onResize() {
-    const width = this.ui.canvas.clientWidth;
-    this.camera.zoom.setSize(width, this.ui.canvas.clientHeight);
-    const grew = this.lastWidth > 0 ? width - this.lastWidth : 0;
-    this.lastWidth = width;
-    if (!this.scene) return;
-    if (this.camera.attached && this.camera.needsFit) this.camera.firstView(this.scene, this.dir);
-    else if (grew) {
-      const selected = this.tree && this.view && this.selectedId !== null ? this.selectedKey() : null;
-      const keep = selected ? this.graphView.node(selected)?.box ?? null : null;
-      this.camera.resized(this.scene, grew, this.camera.showsAll(this.scene, width - grew), keep);
-    } else this.onTransform(this.camera.t);
-    this.inspector.redraw();
-  }
+  /** The canvas or the legend changed size. */
+  private onResize = () => (this.finder.resized(), this.inspector.redraw());
 
   fit(ms = 280) {
     if (this.scene) this.camera.fit(this.scene, ms);
@@ -303,12 +297,12 @@ export class FlowApp implements ControlsHost {
     if (end) {
       if (fromUser) this.opts.onSelect?.(id);
       else this.setFocus(endKey(tree!.graph, id));
-      this.inspector.open(end);
+      this.openInspector(end);
       return this.syncMarks();
     }
     if (!tree || call === undefined) return; // kept: revealed when its graph arrives
     if (fromUser) this.opts.onSelect?.(id);
-    this.inspector.open(tree.graph.calls[call]);
+    this.openInspector(tree.graph.calls[call]);
     const key = stageKey(id);
     if (!isShown(tree, this.state, call)) {
       void this.reveal(call).then(() => {
@@ -329,6 +323,9 @@ export class FlowApp implements ControlsHost {
 
   selected = (): string | null => this.selectedId;
 
+  /** Open the inspector on a stage (or an input, an output), as wide as leaves the graph legible. */
+  private openInspector = (target: WireCall | EndTarget) => this.finder.openInspector(() => this.inspector.open(target));
+
   closeInspector(): boolean {
     if (!this.inspector.stage) return false;
     this.inspector.close();
@@ -341,6 +338,7 @@ export class FlowApp implements ControlsHost {
       this.opts.onSelect?.(null);
     }
     this.syncMarks();
+    this.finder.inspectorClosed();
     this.ui.canvas.focus({ preventScroll: true });
   }
 

@@ -1,7 +1,11 @@
 /**
  * The user's controls around the flow view: toolbar buttons, search (type to highlight,
- * Enter to step through matches), and the keyboard on the graph. They drive FlowApp through
- * the small ControlsHost surface below.
+ * Enter to step through matches), and the keyboard. The keys are heard at the widget's root,
+ * wherever focus is inside it but in a field (the search box, a select, a text area); the
+ * widget takes focus when it is first shown (not from a field being typed in: a notebook cell
+ * being edited keeps its keys), and a click on a control (Play, the toolbar's buttons, the
+ * inspector) gives it back to the graph. They drive FlowApp through the small ControlsHost
+ * surface below.
  */
 import type { Direction } from "../layout/layout";
 import type { CallTree } from "../model/tree";
@@ -41,6 +45,15 @@ export interface ControlsHost {
   selected(): string | null;
 }
 
+/** Where keys are typed: they are theirs. */
+const FIELDS = "input, select, textarea, [contenteditable]:not([contenteditable='false'])";
+/** A control of its own: Space and Enter on it press it. */
+const CONTROLS = "button, a[href], [tabindex], [role='button']";
+
+function typing(el: Element | null): boolean {
+  return !!el && ((el as HTMLElement).isContentEditable || !!el.closest(FIELDS));
+}
+
 export class Controls {
   private listeners = new Listeners();
   private matches: number[] = [];
@@ -74,6 +87,12 @@ export class Controls {
       e.stopPropagation();
     });
     L.on(ui.root, "keydown", (e: KeyboardEvent) => this.onKey(e));
+    // A click (a pointer's, not a key's) on a control or on the panels: the keys back to the graph.
+    L.on(ui.root, "click", (e: MouseEvent) => {
+      const t = e.target as Element;
+      if (e.detail === 0 || typing(t) || t.closest("label") || !ui.root.contains(t)) return;
+      if (document.activeElement !== ui.canvas) ui.canvas.focus({ preventScroll: true });
+    });
     L.on(ui.canvas, "pointerdown", () => {
       if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement)) ui.canvas.focus({ preventScroll: true });
     });
@@ -147,29 +166,45 @@ export class Controls {
 
   // -- keyboard -------------------------------------------------------------------------
 
+  /** The widget is shown: take the keys, unless something is being typed into (a notebook
+   * cell being edited, a field) or the widget is off screen. */
+  takeKeys() {
+    const { canvas } = this.host.ui;
+    const active = document.activeElement;
+    if (typing(active) || (active && active !== document.body && this.host.ui.root.contains(active))) return;
+    const r = canvas.getBoundingClientRect();
+    if (r.width <= 0 || r.bottom <= 0 || r.top >= (window.innerHeight || 0) || r.right <= 0 || r.left >= (window.innerWidth || 0)) return;
+    canvas.focus({ preventScroll: true });
+  }
+
+  /** A key the graph takes is the graph's alone: the page, or a notebook around the widget
+   * (JupyterLab's command mode binds the arrows), does not act on it as well. */
   private onKey(e: KeyboardEvent) {
     const { host } = this;
     const target = e.target as HTMLElement;
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+    // Shift + Enter runs a notebook cell; shifted arrows and Space are not the graph's either
+    if (e.shiftKey && (e.key === "Enter" || e.key === " " || e.key.startsWith("Arrow"))) return;
+    const taken = () => (e.preventDefault(), e.stopPropagation());
     if (e.key === "Escape") {
       // the nearest thing first: the help, playback, the inspector, the presentation, the focus
       if (!host.ui.help.hidden) this.toggleHelp(false);
       else if (host.lecture.player.active) host.lecture.player.stop();
-      else if (host.closeInspector()) return e.preventDefault();
+      else if (host.closeInspector()) return taken();
       else if (host.lecture.presenter.on) host.lecture.presenter.set(false, true);
       else host.setFocus(null);
-      e.preventDefault();
-      return;
+      return taken();
     }
-    if (e.key === "?" && !target.closest("input,textarea")) {
+    // Keys typed into fields are theirs; Space and Enter on a control press it.
+    if (typing(target)) return;
+    if (e.key === "?") {
       this.toggleHelp();
-      e.preventDefault();
-      return;
+      return taken();
     }
-    // Keys typed into fields, or pressed on a button (the minimap toggle), are theirs.
-    if (target.closest("input,select,textarea,button")) return;
+    const control = target.closest(CONTROLS);
+    if ((e.key === " " || e.key === "Enter") && control && control !== host.ui.canvas) return;
     const shown = host.shown();
-    const canvas = host.ui.canvas;
-    if (!shown || (!canvas.contains(target) && target !== canvas)) return;
+    if (!shown) return;
     const focusKey = host.focused();
     const focus = focusKey && host.graphView.node(focusKey) ? focusKey : null;
     if (e.key === " ") {
@@ -193,7 +228,7 @@ export class Controls {
     } else {
       return;
     }
-    e.preventDefault();
+    taken();
   }
 
   /** Show or hide the keyboard help. */

@@ -4,7 +4,9 @@
  * levelStates) the deepest whose layout, wrapped to the canvas (layout/bands.ts), fits at
  * READ_K is opened: a shallower view rather than smaller text. When none fits, the
  * shallowest, laid out to leave the minimap's strip free (the camera then shows its start at
- * READ_K, the minimap the rest). Later states are wrapped for the same canvas.
+ * READ_K, the minimap the rest). Later states are wrapped for the same canvas. Presentation
+ * mode asks for larger names (PRESENT_K): the same level, wrapped for them where it then
+ * fits, else laid out as at READ_K (the camera shows it whole, as large as the canvas allows).
  */
 import type { LayoutClient } from "../layout/client";
 import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
@@ -27,19 +29,37 @@ export class Framing {
   thumbs = false;
 
   /** Lay out a state (`fresh`: for a first view, on the canvas as it is now, with names
-   * readable at scale `k`: READ_K, more in presentation mode). */
+   * readable at scale `k`: READ_K, more in presentation mode; when nothing fits at a larger
+   * `k`, as at READ_K, and the camera shows it as large as the canvas allows). */
   async lay(client: LayoutClient, state: ViewState, view: ViewGraph, dir: Direction, canvas: HTMLElement, fresh: boolean, k = READ_K): Promise<Framed> {
     if (fresh || !this.target) {
       this.target = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600, k, reserve: MINIMAP_STRIP };
     }
     const fit = this.target;
-    if (!state.auto) return { ...(await client.layout(layoutRequest(view, dir, fit, this.thumbs))), state, view };
+    // larger names where the same view fits with them (wrapped for them), else as at READ_K
+    const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
+    const first = async (v: ViewGraph): Promise<[LayoutResult, FitTarget, boolean]> => {
+      let lay: LayoutResult | null = null;
+      for (const f of tries) {
+        lay = await client.layout(layoutRequest(v, dir, f, this.thumbs));
+        if (fitsAt(lay, f)) return [lay, f, true];
+      }
+      return [lay!, tries[tries.length - 1], false];
+    };
+    if (!state.auto) {
+      const [lay, f] = await first(view);
+      this.target = f;
+      return { ...lay, state, view };
+    }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
     for (let i = levels.length - 1; i >= 0; i--) {
       const v = buildView(view.tree, levels[i]);
-      const lay = await client.layout(layoutRequest(v, dir, fit, this.thumbs));
-      if (i === 0 || fitsAt(lay, fit)) return { ...lay, state: { ...levels[i], auto: true }, view: v };
+      const [lay, f, fits] = await first(v);
+      if (i === 0 || fits) {
+        this.target = f;
+        return { ...lay, state: { ...levels[i], auto: true }, view: v };
+      }
     }
     throw new Error("unreachable");
   }

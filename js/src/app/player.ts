@@ -214,8 +214,10 @@ export class Player {
     const { graph } = shown.tree;
     const target = step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
     if (target) host.open(target);
+    // in view with the edges bringing its data (a no-op while the whole graph is)
     const n = host.graphView.node(step.key);
-    if (n) host.camera.ensureVisible(n.box, host.camera.readK, 220);
+    const around = host.graphView.edgesAt(step.key).filter((e) => e.dst === step.key).map((e) => host.graphView.node(e.src)?.box);
+    if (n) host.camera.keepInView(n.box, around.filter((b): b is Box => b !== undefined), host.camera.readK, 220);
   }
 
   /** What stays in place when a step opens or closes a group: the node current so far, or
@@ -233,9 +235,13 @@ export class Player {
     return { key: `${container.startsWith("c:") ? "s" : "f"}:${container.slice(2)}`, box };
   }
 
+  /** Back to the view playback began from, the whole graph in view where it fits. */
   private end(start: ViewState) {
-    this.host.graphView.setCurrent(null);
-    if (!sameState(start, this.host.state())) void this.host.setState(start);
+    const { host } = this;
+    host.graphView.setCurrent(null);
+    if (!sameState(start, host.state())) return void host.setState(start);
+    const scene = host.shown()?.scene;
+    if (scene) host.camera.showWhole(scene);
   }
 
   /** The controls say what playback does; the host hears of it. */

@@ -1,13 +1,140 @@
 /**
- * Where the view looks: the first view of a graph, fit, centring on a node, keeping a toggled
- * group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
+ * Where the view looks: the first view of a graph, the whole graph after each action that
+ * changes it (clear of the overlays on the canvas: the legend), centring on a node, keeping a
+ * toggled group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
-import type { Box, Direction } from "../layout/layout";
-import { MINIMAP_STRIP, READ_K } from "../scene/scene";
+import { GROUP_HEADER, type Box, type Direction } from "../layout/layout";
+import { MINIMAP_STRIP, NAME_PX, READ_K, THUMB_H } from "../scene/scene";
 import type { Scene } from "../scene/types";
-import { PanZoom, type Transform } from "./zoom";
+import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
+/** The margin of a whole view on each side (app/framing.ts fitsAt's, PanZoom.fitBox's). */
+const FIT_MARGIN = 32;
+/** The gap kept between a node and an overlay. */
+const CLEAR = 6;
+/** The largest scale a whole view uses (more when names must be larger: presentation mode). */
+const MAX_FIT_K = 1.2;
+/** The least scale at which an action (open, fold, Play, Data, Present, Esc, the inspector
+ * closing) still shows the whole graph rather than a part of it at the readable scale:
+ * names 6 px high (the demo U-Net with data on the graph, at 1280 × 720: 6.6 px). The
+ * whole, its shape and its pictures, tells more than a corner of it in larger type. */
+export const LEAST_K = 6 / NAME_PX;
+/** The same with data on the graph, where the pictures carry it: pictures 18 px high. */
+export const PICTURES_LEAST_K = 18 / THUMB_H;
+/** A whole view clear of the overlays is taken over a larger one that is not, down to this
+ * fraction of its scale (below it the overlay gives way: the legend hides while it covers). */
+const CLEAR_WORTH = 0.92;
+/** ... and in a presentation, where the type's size comes first. */
+const PRESENT_CLEAR_WORTH = 0.99;
+
+/** The canvas a whole view is placed on: its size (px) and the overlays over it (the
+ * legend), boxes in canvas px. */
+export interface Room {
+  w: number;
+  h: number;
+  overlays: readonly Box[];
+}
+
+type Side = "left" | "right" | "up" | "down";
+const SIDES: Side[] = ["right", "left", "up", "down"];
+
+function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[] {
+  const out: Box[] = [];
+  const x0 = ox - CLEAR, y0 = oy - CLEAR, x1 = ox + ow + CLEAR, y1 = oy + oh + CLEAR;
+  for (const m of marks) {
+    const sx = t.x + m[0] * t.k, sy = t.y + m[1] * t.k;
+    if (sx < x1 && sx + m[2] * t.k > x0 && sy < y1 && sy + m[3] * t.k > y0) out.push(m);
+  }
+  return out;
+}
+
+/**
+ * The transform that shows all of a sw × sh graph on the room's canvas as large as it can,
+ * up to maxK and no smaller than `least`, with none of `marks` (its nodes, junctions and
+ * group headers, graph coordinates) under an overlay where that costs little (a scale of
+ * `worth` times the largest, or more): the graph slid aside within the canvas, else fitted
+ * beside the overlay. `clear` says whether it managed;
+ * null when even the whole at `least` does not fit. Pure.
+ */
+export function placeWhole(marks: readonly Box[], sw: number, sh: number, room: Room, maxK: number, least: number, worth = CLEAR_WORTH): { t: Transform; clear: boolean } | null {
+  const { w: W, h: H, overlays } = room;
+  const w = Math.max(sw, 1);
+  const h = Math.max(sh, 1);
+  // where to fit: the canvas, or the part of it beside an overlay (no margin on that side:
+  // the gap to the overlay is CLEAR); [x0, y0, x1, y1] inside the margins
+  const M = FIT_MARGIN;
+  const areas: [number, number, number, number][] = [[M, M, W - M, H - M]];
+  for (const [ox, oy, ow, oh] of overlays) {
+    areas.push([M, M, W - M, oy - CLEAR], [M, oy + oh + CLEAR, W - M, H - M], [M, M, ox - CLEAR, H - M], [ox + ow + CLEAR, M, W - M, H - M]);
+  }
+  const covered = (t: Transform) => overlays.some((o) => hits(marks, t, o).length > 0);
+  let best: Transform | null = null;
+  let bestClear: Transform | null = null;
+  let centre: [number, number] = [0, 0]; // the whole canvas' centred position at a scale
+  const off = (t: Transform) => Math.abs(t.x - centre[0]) + Math.abs(t.y - centre[1]);
+  const better = (t: Transform, than: Transform | null) => !than || t.k > than.k + 1e-6 || (t.k > than.k - 1e-6 && off(t) < off(than) - 0.5);
+  const consider = (t: Transform) => {
+    centre = [(W - w * t.k) / 2, (H - h * t.k) / 2];
+    if (better(t, best)) best = t;
+    if (better(t, bestClear) && !covered(t)) bestClear = t;
+  };
+  // Slide a placement within the canvas until no mark lies under overlay `o`, moving one way.
+  const slide = (t: Transform, o: Box, side: Side): Transform | null => {
+    const along = side === "left" || side === "right" ? "x" : "y";
+    const lo = FIT_MARGIN;
+    const hi = (along === "x" ? W - w * t.k : H - h * t.k) - FIT_MARGIN;
+    let at = { ...t };
+    for (let i = 0; i < 6; i++) {
+      const under = hits(marks, at, o);
+      if (!under.length) return at;
+      let need = 0;
+      for (const m of under) {
+        const s0 = along === "x" ? at.x + m[0] * at.k : at.y + m[1] * at.k;
+        const s1 = s0 + (along === "x" ? m[2] : m[3]) * at.k;
+        const d = side === "right" ? o[0] + o[2] + CLEAR - s0 : side === "down" ? o[1] + o[3] + CLEAR - s0
+          : side === "left" ? o[0] - CLEAR - s1 : o[1] - CLEAR - s1;
+        need = side === "right" || side === "down" ? Math.max(need, d) : Math.min(need, d);
+      }
+      const next = at[along] + need + Math.sign(need) * 0.5;
+      if (next < lo - 0.5 || next > hi + 0.5) return null;
+      at = { ...at, [along]: next };
+    }
+    return null;
+  };
+  for (const [x0, y0, x1, y1] of areas) {
+    if (x1 - x0 < 1 || y1 - y0 < 1) continue;
+    const k = Math.min(maxK, (x1 - x0) / w, (y1 - y0) / h);
+    if (!(k >= least - 1e-6)) continue;
+    const t = { x: (x0 + x1 - w * k) / 2, y: (y0 + y1 - h * k) / 2, k };
+    consider(t);
+    if (!covered(t)) continue;
+    for (const o of overlays) for (const side of SIDES) {
+      const s = slide(t, o, side);
+      if (s) consider(s);
+    }
+  }
+  if (!best) return null;
+  const b = best as Transform;
+  const c = bestClear as Transform | null;
+  return c && c.k >= b.k * worth ? { t: c, clear: true } : { t: b, clear: !covered(b) };
+}
+
+/** What must stay visible of a scene: its nodes, junctions and group headers. */
+function marksOf(scene: Scene): Box[] {
+  const marks = scene.nodes.map((n) => n.box);
+  for (const j of scene.junctions) marks.push(j.box);
+  for (const c of scene.clusters) marks.push([c.box[0], c.box[1], c.box[2], GROUP_HEADER]);
+  return marks;
+}
+
+function union(boxes: readonly Box[]): Box {
+  const x0 = Math.min(...boxes.map((b) => b[0]));
+  const y0 = Math.min(...boxes.map((b) => b[1]));
+  const x1 = Math.max(...boxes.map((b) => b[0] + b[2]));
+  const y1 = Math.max(...boxes.map((b) => b[1] + b[3]));
+  return [x0, y0, x1 - x0, y1 - y0];
+}
 
 export class Camera {
   readonly zoom: PanZoom;
@@ -15,9 +142,18 @@ export class Camera {
   needsFit = true;
   /** The least scale at which names read (MIN_NAME_PX high); more in presentation mode. */
   readK = READ_K;
+  /** The view shows the whole graph because the camera put it there and the user has not
+   * moved it since: when the canvas changes size or an overlay grows, it is framed again.
+   * Set it to have the next resize frame the whole graph (the inspector closing). */
+  framed = false;
+  /** The least scale of a whole view after an action: LEAST_K, PICTURES_LEAST_K with data
+   * on the graph. */
+  least = LEAST_K;
+  private overlays: Box[] = [];
 
   constructor(private readonly surface: HTMLElement, onChange: (t: Transform) => void, onWheelHint: () => void) {
     this.zoom = new PanZoom(surface, onChange, onWheelHint);
+    this.zoom.onUser = () => (this.framed = false);
   }
 
   get t(): Transform {
@@ -28,27 +164,58 @@ export class Camera {
     return this.zoom.measured || this.surface.clientWidth > 0;
   }
 
+  /** The largest scale of a whole view. */
+  get maxK(): number {
+    return Math.max(MAX_FIT_K, this.readK);
+  }
+
   viewport(): [number, number, number, number] {
     return this.zoom.viewport();
   }
 
-  /** The whole graph in view. */
+  /** The overlays over the canvas (canvas px) nodes are kept from under; whether they changed. */
+  setOverlays(boxes: Box[]): boolean {
+    const same = boxes.length === this.overlays.length && boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i][j]) < 0.5));
+    this.overlays = boxes;
+    return !same;
+  }
+
+  /** The transform of the whole graph in view, clear of the overlays where it can be, at a
+   * scale of `least` or more; null when it does not fit at `least`. */
+  whole(scene: Scene, least = this.least): Transform | null {
+    const [w, h] = this.zoom.dims();
+    const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
+    return placeWhole(marksOf(scene), scene.width, scene.height, { w, h, overlays: this.overlays }, this.maxK, least, worth)?.t ?? null;
+  }
+
+  /** Show the whole graph when it fits at `least` or more; whether it did. */
+  showWhole(scene: Scene, least = this.least, ms = 280): boolean {
+    if (!this.attached) return false;
+    const t = this.whole(scene, least);
+    if (!t) return false;
+    this.needsFit = false;
+    this.framed = true;
+    this.zoom.animateTo(t, ms);
+    return true;
+  }
+
+  /** The whole graph in view, however small (the Fit button, F). */
   fit(scene: Scene, ms = 280) {
     if (!this.attached) return; // not in the page yet: the resize observer fits later
-    this.needsFit = false;
-    this.zoom.animateTo(this.zoom.fitBox(0, 0, scene.width, scene.height), ms);
+    this.showWhole(scene, MIN_K, ms);
   }
 
   /**
-   * The first view: the whole graph when it fits with its names at least MIN_NAME_PX high
-   * (READ_K; the layout was wrapped and its depth chosen for this, app/framing.ts); else those
-   * names at READ_K from the start of the network (top left), the minimap's strip left free.
+   * The first view: the whole graph when it fits with its names at scale `least` or more
+   * (READ_K: names MIN_NAME_PX high; the layout was wrapped and its depth chosen for this,
+   * app/framing.ts); else those names at the readable scale from the start of the network
+   * (top left), the minimap's strip left free.
    */
-  firstView(scene: Scene, dir: Direction) {
+  firstView(scene: Scene, dir: Direction, least = READ_K) {
     if (!this.attached) return;
-    const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (all.k >= this.readK - 1e-6) return this.fit(scene, 0);
+    if (this.showWhole(scene, least, 0)) return;
     this.needsFit = false;
+    this.framed = false;
     const [W, H] = this.zoom.dims();
     const k = this.readK;
     const tb = dir === "TB";
@@ -57,17 +224,20 @@ export class Camera {
     this.zoom.set({ x, y, k });
   }
 
-  centerOn(x: number, y: number, ms = 250, k = this.zoom.t.k) {
+  centerOn(x: number, y: number, ms = 250, k = this.zoom.target.k) {
     const [W, H] = this.zoom.dims();
+    this.framed = false;
     this.zoom.animateTo({ x: W / 2 - x * k, y: H / 2 - y * k, k }, ms);
   }
 
-  /** Bring a box wholly into view when it is not: the least pan that does it when it fits
-   * at this scale (the view does not jump), else centred at a readable scale. */
+  /** Bring a box wholly into view when it is not (where the view is going): the least pan
+   * that does it when it fits at this scale (the view does not jump), else centred at a
+   * readable scale. */
   ensureVisible(box: Box, minK = 0.6, ms = 250) {
-    if (this.inView(box)) return;
+    const to = this.zoom.target;
+    if (this.inView(box, to)) return;
     const [x, y, w, h] = box;
-    const { k } = this.zoom.t;
+    const { k } = to;
     const [W, H] = this.zoom.dims();
     if (k < minK || w * k > W - 2 * MARGIN || h * k > H - 2 * MARGIN) {
       this.centerOn(x + w / 2, y + h / 2, ms, Math.max(k, minK));
@@ -79,27 +249,36 @@ export class Camera {
       if (s0 + len * k > size - MARGIN) return at - (s0 + len * k - (size - MARGIN));
       return at;
     };
-    this.zoom.animateTo({ x: pan(this.zoom.t.x, x, w, W), y: pan(this.zoom.t.y, y, h, H), k }, ms);
+    this.framed = false;
+    this.zoom.animateTo({ x: pan(to.x, x, w, W), y: pan(to.y, y, h, H), k }, ms);
+  }
+
+  /** A node in view with its neighbours (`around`) when they fit beside it at this scale,
+   * else the node alone (see ensureVisible). */
+  keepInView(box: Box, around: readonly Box[], minK = this.readK, ms = 250) {
+    const all = union([box, ...around]);
+    const { k } = this.zoom.target;
+    const [W, H] = this.zoom.dims();
+    const fits = all[2] * k <= W - 2 * MARGIN && all[3] * k <= H - 2 * MARGIN && k >= minK - 1e-6;
+    this.ensureVisible(fits ? all : box, minK, ms);
   }
 
   /**
-   * After the canvas changed size (the inspector opened or closed, the page resized): keep
-   * the centre; the whole graph again when it was in view and still fits at a readable scale;
-   * and `keep` (the selected node) in view.
+   * After the canvas changed size (the inspector opened or closed, the transport bar, the
+   * page resized) or an overlay did: the whole graph again when the camera had framed it
+   * (or it was in view) and it still fits at `least`; else the centre kept, and `keep` (the
+   * selected node and its neighbours) in view.
    */
-  resized(scene: Scene, grew: number, wasWhole: boolean, keep: Box | null) {
-    const all = this.zoom.fitBox(0, 0, scene.width, scene.height);
-    if (wasWhole && all.k >= this.readK - 1e-6) {
-      this.zoom.animateTo(all, 200);
-      return;
-    }
-    this.zoom.set({ ...this.zoom.t, x: this.zoom.t.x + grew / 2 });
-    if (keep) this.ensureVisible(keep, this.readK, 200);
+  resized(scene: Scene, grew: number, wasWhole: boolean, keep: { box: Box; around: Box[] } | null, ms = 200) {
+    if ((this.framed || wasWhole) && this.showWhole(scene, this.least, ms)) return;
+    this.framed = false;
+    if (grew) this.zoom.set({ ...this.zoom.target, x: this.zoom.target.x + grew / 2 });
+    if (keep) this.keepInView(keep.box, keep.around, this.readK, ms);
   }
 
   /** Whether the whole scene is in view now. */
   showsAll(scene: { width: number; height: number }, width = this.zoom.dims()[0]): boolean {
-    const { x, y, k } = this.zoom.t;
+    const { x, y, k } = this.zoom.target;
     const H = this.zoom.dims()[1];
     return x >= -1 && y >= -1 && x + scene.width * k <= width + 1 && y + scene.height * k <= H + 1;
   }
@@ -107,11 +286,9 @@ export class Camera {
   /** Several boxes in view at once, no larger than 1:1 (search matches). */
   showBoxes(boxes: Box[]) {
     if (!boxes.length) return;
-    const x0 = Math.min(...boxes.map((b) => b[0]));
-    const y0 = Math.min(...boxes.map((b) => b[1]));
-    const x1 = Math.max(...boxes.map((b) => b[0] + b[2]));
-    const y1 = Math.max(...boxes.map((b) => b[1] + b[3]));
-    this.zoom.animateTo(this.zoom.fitBox(x0, y0, x1 - x0, y1 - y0, 1));
+    const [x, y, w, h] = union(boxes);
+    this.framed = false;
+    this.zoom.animateTo(this.zoom.fitBox(x, y, w, h, 1));
   }
 
   /**
@@ -119,7 +296,7 @@ export class Camera {
    * user was looking (`before` its box then, `after` now), then into view if it went out of
    * it (zooming out only when it no longer fits); and when the whole graph now fits at this
    * scale, none of it is left outside (a group folded again does not leave the graph half
-   * above the canvas).
+   * above the canvas). The caller then shows the whole graph where it fits (showWhole).
    */
   keepAnchor(before: Box, after: Box, scene?: { width: number; height: number }) {
     const { k } = this.zoom.t;
@@ -127,6 +304,7 @@ export class Camera {
     let x = this.zoom.t.x + (before[0] + before[2] / 2 - (after[0] + after[2] / 2)) * k;
     let y = this.zoom.t.y + (before[1] - after[1]) * k;
     const [ax, ay, aw, ah] = after;
+    this.framed = false;
     const fitK = this.zoom.fitBox(ax, ay, aw, ah, k).k;
     if (fitK < k - 1e-6) {
       this.zoom.set({ x, y, k });
@@ -149,8 +327,8 @@ export class Camera {
     this.zoom.set({ x, y, k });
   }
 
-  private inView([x, y, w, h]: Box): boolean {
-    const [vx, vy, vw, vh] = this.zoom.viewport();
+  private inView([x, y, w, h]: Box, at: Transform = this.zoom.t): boolean {
+    const [vx, vy, vw, vh] = this.zoom.viewport(at);
     return x >= vx && y >= vy && x + w <= vx + vw && y + h <= vy + vh;
   }
 

@@ -1,8 +1,9 @@
 /**
  * A small overview of the whole graph with the visible part outlined; click or drag in it to
  * pan. Faint until hovered, collapsible to a button, hidden while the whole graph is in view,
- * and parked in the corner of the canvas that covers the fewest nodes. The legend, which keeps
- * its corner, fades while it covers a node.
+ * and parked in the corner of the canvas that covers the fewest nodes; folded to its button
+ * while every corner would cover one (unless the user opened it). The legend, which keeps its
+ * corner (the camera places whole views clear of it), hides while it covers a node.
  */
 import { GROUP_HEADER, type Box } from "../layout/layout";
 import type { Scene } from "../scene/types";
@@ -62,6 +63,7 @@ export class Minimap {
   private ox = 0;
   private oy = 0;
   private collapsed = false;
+  private chosen: boolean | null = null; // the user's toggle: folded or open whatever it covers
   private corner: Corner = "top-right";
 
   constructor(
@@ -89,7 +91,7 @@ export class Minimap {
     });
     L.on(this.canvas, "pointermove", (e: PointerEvent) => dragging && go(e));
     L.on(this.canvas, "pointerup", () => (dragging = false));
-    L.on(this.toggleBtn, "click", () => this.setCollapsed(!this.collapsed));
+    L.on(this.toggleBtn, "click", () => this.setCollapsed((this.chosen = !this.collapsed)));
   }
 
   get isCollapsed(): boolean {
@@ -135,7 +137,8 @@ export class Minimap {
     const h0 = host.getBoundingClientRect();
     const r = legend.getBoundingClientRect();
     const boxes = scene.nodes.map((n): Box => [x + n.box[0] * k, y + n.box[1] * k, n.box[2] * k, n.box[3] * k]);
-    legend.classList.toggle("nfw-legend-faint", covered(boxes, r.left - h0.left, r.top - h0.top, r.width, r.height) > 0);
+    for (const j of scene.junctions) boxes.push([x + j.box[0] * k, y + j.box[1] * k, j.box[2] * k, j.box[3] * k]);
+    legend.style.opacity = covered(boxes, r.left - h0.left, r.top - h0.top, r.width, r.height) > 0 ? "0" : "";
   }
 
   private update() {
@@ -166,6 +169,8 @@ export class Minimap {
       this.corner = corner;
       this.el.dataset.corner = corner;
     }
+    const covers = covered(boxes, corner.endsWith("right") ? hw - MARGIN - W : MARGIN, corner.startsWith("top") ? MARGIN : hh - MARGIN - H, W, H) > 0;
+    if ((this.chosen ?? covers) !== this.collapsed) this.setCollapsed(this.chosen ?? covers);
   }
 
   private draw() {

@@ -1,4 +1,8 @@
-/** Pan and zoom for the graph: drag to pan, ctrl/pinch or focused wheel to zoom, animated moves. */
+/**
+ * Pan and zoom for the graph: drag to pan, ctrl/pinch to zoom (or the plain wheel once the
+ * graph was clicked: focus the widget took by itself leaves the wheel to the page), animated
+ * moves. `onUser` hears of the moves the user made (a drag, the wheel), not of animations.
+ */
 import { Listeners } from "./dom";
 
 export interface Transform {
@@ -12,6 +16,12 @@ export const MAX_K = 3;
 
 export class PanZoom {
   t: Transform = { x: 0, y: 0, k: 1 };
+  /** Where the view is going: the end of the running animation, else where it is. */
+  target: Transform = this.t;
+  /** The user pressed on the graph since focus last came into it: the plain wheel zooms. */
+  engaged = false;
+  /** The user moved the view (a drag, the wheel). */
+  onUser: () => void = () => undefined;
   private anim = 0;
   private listeners = new Listeners();
   private drag: { id: number; x: number; y: number; moved: boolean } | null = null;
@@ -27,6 +37,7 @@ export class PanZoom {
     L.on(surface, "wheel", (e: WheelEvent) => this.wheel(e), { passive: false });
     L.on(surface, "pointerdown", (e: PointerEvent) => {
       if (e.button !== 0 || (e.target as Element).closest("input,select,button,.nfw-minimap")) return;
+      this.engaged = true;
       this.drag = { id: e.pointerId, x: e.clientX, y: e.clientY, moved: false };
     });
     L.on(surface, "pointermove", (e: PointerEvent) => {
@@ -43,6 +54,7 @@ export class PanZoom {
       d.x = e.clientX;
       d.y = e.clientY;
       this.set({ x: this.t.x + dx, y: this.t.y + dy, k: this.t.k });
+      this.onUser();
     });
     const end = (e: PointerEvent) => {
       const d = this.drag;
@@ -56,12 +68,18 @@ export class PanZoom {
     };
     L.on(surface, "pointerup", end);
     L.on(surface, "pointercancel", end);
+    // Focus that leaves the widget takes the plain wheel back to the page.
+    const widget = surface.closest(".nfw-root") ?? surface;
+    L.on(widget, "focusout", (e: FocusEvent) => {
+      const to = e.relatedTarget as Node | null;
+      if (!to || !widget.contains(to)) this.engaged = false;
+    });
   }
 
   private wheel(e: WheelEvent) {
     // Inside a notebook the wheel scrolls the page; zoom needs ctrl (trackpad pinch sends
-    // it) or keyboard focus inside the graph.
-    const focused = this.surface.contains(document.activeElement);
+    // it) or the graph clicked (keyboard focus inside it that the user gave it).
+    const focused = this.engaged && this.surface.contains(document.activeElement);
     if (!e.ctrlKey && !e.metaKey && !focused) {
       this.onWheelHint();
       return;
@@ -70,6 +88,7 @@ export class PanZoom {
     const r = this.surface.getBoundingClientRect();
     const scale = Math.exp(-e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.0022) * (e.ctrlKey ? 2.5 : 1));
     this.zoomAt(e.clientX - r.left, e.clientY - r.top, this.t.k * scale);
+    this.onUser();
   }
 
   zoomAt(px: number, py: number, k: number) {
@@ -81,8 +100,13 @@ export class PanZoom {
 
   set(t: Transform) {
     cancelAnimationFrame(this.anim);
-    this.t = t;
+    this.t = this.target = t;
     this.onChange(t);
+  }
+
+  /** Whether an animated move is under way. */
+  get moving(): boolean {
+    return this.target !== this.t;
   }
 
   /** Animate to a transform (instant when ms = 0). */
@@ -90,11 +114,13 @@ export class PanZoom {
     cancelAnimationFrame(this.anim);
     if (ms <= 0) return this.set(target);
     const from = { ...this.t };
+    if (Math.abs(from.x - target.x) < 0.5 && Math.abs(from.y - target.y) < 0.5 && Math.abs(from.k - target.k) < 1e-4) return this.set(target);
+    this.target = target;
     const t0 = performance.now();
     const step = (now: number) => {
       const u = Math.min(1, (now - t0) / ms);
       const e = u < 0.5 ? 2 * u * u : 1 - (-2 * u + 2) ** 2 / 2;
-      this.t = { x: from.x + (target.x - from.x) * e, y: from.y + (target.y - from.y) * e, k: from.k + (target.k - from.k) * e };
+      this.t = u < 1 ? { x: from.x + (target.x - from.x) * e, y: from.y + (target.y - from.y) * e, k: from.k + (target.k - from.k) * e } : target;
       this.onChange(this.t);
       if (u < 1) this.anim = requestAnimationFrame(step);
     };
@@ -126,9 +152,9 @@ export class PanZoom {
     return { x: W / 2 - (x + w / 2) * k, y: H / 2 - (y + h / 2) * k, k };
   }
 
-  /** The visible part of the graph, in graph coordinates. */
-  viewport(): [number, number, number, number] {
-    const { x, y, k } = this.t;
+  /** The visible part of the graph, in graph coordinates (`at`: where the view is going). */
+  viewport(at: Transform = this.t): [number, number, number, number] {
+    const { x, y, k } = at;
     const [W, H] = this.dims();
     return [-x / k, -y / k, W / k, H / k];
   }

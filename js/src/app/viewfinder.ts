@@ -1,0 +1,116 @@
+/**
+ * Where the flow view looks as things change (the camera, view/camera.ts, makes the moves):
+ * once a scene is drawn, a first view when one is owed, and after an action (open, fold, a
+ * step of playback, Data, Present) the whole graph where it fits at the camera's least
+ * scale; when the canvas or the legend changes size (the inspector, the transport bar, the
+ * page), the whole graph again, or the selected node and its neighbours kept in view; and
+ * how wide the inspector opens, so that a graph shown whole keeps its names readable.
+ */
+import type { Box, Direction } from "../layout/layout";
+import { READ_K } from "../scene/scene";
+import type { Scene } from "../scene/types";
+import type { Camera } from "../view/camera";
+import type { Chrome } from "../view/chrome";
+import type { GraphView } from "../view/graph_view";
+
+/** The reasons for a state that end with the whole graph in view where it fits at the
+ * camera's least scale (a fresh first view, "graph" "reset" "direction", asks for READ_K;
+ * "present" and "pictures" frame afresh too, at the least scale). */
+const ACTIONS = new Set(["expand", "collapse", "playback", "present", "pictures"]);
+const FIT_MARGIN = 32; // a whole view's margin (view/camera.ts)
+const INSPECTOR_MIN = 360; // the inspector's least width in its CSS
+
+export interface ViewfinderHost {
+  readonly ui: Chrome;
+  readonly camera: Camera;
+  readonly graphView: GraphView;
+  readonly inspector: HTMLElement;
+  scene(): Scene | null;
+  dir(): Direction;
+  /** The node that shows the selected stage, if any. */
+  selectedKey(): string | null;
+  /** Draw the graph at the camera's transform as it is. */
+  redraw(): void;
+}
+
+export class Viewfinder {
+  /** A layout is in flight: the scene it brings is framed for the canvas as it is then. */
+  laying = false;
+  private firstLeast = READ_K; // the least scale of the first view the camera owes (needsFit)
+  private width = 0;
+  private height = 0;
+
+  constructor(private readonly host: ViewfinderHost) {}
+
+  /** A scene was drawn for `reason`; `anchor`: the toggled thing, kept in place on the way. */
+  drawn(scene: Scene, reason: string, anchor?: { key: string; box: Box }) {
+    const { camera, graphView } = this.host;
+    if (camera.needsFit) {
+      this.firstLeast = ACTIONS.has(reason) ? camera.least : READ_K;
+      return camera.firstView(scene, this.host.dir(), this.firstLeast);
+    }
+    const after = anchor && (graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
+    if (anchor && after) camera.keepAnchor(anchor.box, after, scene);
+    if ((ACTIONS.has(reason) || camera.framed) && camera.showWhole(scene, camera.least, 260)) return;
+    if (!(anchor && after)) this.host.redraw();
+  }
+
+  /** The canvas or the legend changed size (read here, after the browser laid them out). */
+  resized() {
+    const { ui: { canvas, legend }, camera } = this.host;
+    const width = canvas.clientWidth;
+    const height = canvas.clientHeight;
+    camera.zoom.setSize(width, height);
+    const grew = this.width > 0 ? width - this.width : 0;
+    const taller = this.height > 0 ? height - this.height : 0;
+    this.width = width;
+    this.height = height;
+    const c = canvas.getBoundingClientRect();
+    const r = legend.childElementCount ? legend.getBoundingClientRect() : null;
+    const moved = camera.setOverlays(r && r.width > 0 && r.height > 0 ? [[r.left - c.left, r.top - c.top, r.width, r.height]] : []);
+    const scene = this.host.scene();
+    if (!scene || this.laying) return;
+    if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);
+    else if (grew || taller || moved) {
+      camera.resized(scene, grew, camera.showsAll(scene, width - grew), this.keep(), grew || camera.zoom.moving ? 200 : 0);
+    } else this.host.redraw();
+  }
+
+  /** The selected node and its neighbours: kept in view when the canvas shrinks. */
+  private keep(): { box: Box; around: Box[] } | null {
+    const { graphView } = this.host;
+    const key = this.host.selectedKey();
+    const n = key ? graphView.node(key) : undefined;
+    if (!key || !n) return null;
+    const around = graphView.edgesAt(key).map((e) => graphView.node(e.src === key ? e.dst : e.src)?.box);
+    return { box: n.box, around: around.filter((b): b is Box => b !== undefined) };
+  }
+
+  /**
+   * Open the inspector (`open` does). When it opens over a graph shown whole at the readable
+   * scale, it takes no more width than leaves the graph so (down to its least, 360 px): the
+   * names stay MIN_NAME_PX high. A width the user dragged is kept.
+   */
+  openInspector(open: () => void) {
+    const { inspector: el, ui, camera } = this.host;
+    const was = el.hidden;
+    const total = ui.canvas.clientWidth;
+    open();
+    const scene = this.host.scene();
+    const k = camera.readK;
+    if (!was || el.hidden || !scene || el.style.width || k > READ_K || !(camera.framed || camera.showsAll(scene))) return;
+    const need = Math.ceil(scene.width * k + 2 * FIT_MARGIN);
+    const room = total - el.getBoundingClientRect().width;
+    if (need <= room || total - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight) return;
+    el.style.width = el.dataset.fitted = `${Math.floor(total - need)}px`;
+  }
+
+  /** The inspector closed: its next opening is fitted afresh; the whole graph in view again
+   * once the canvas grows back. */
+  inspectorClosed() {
+    const el = this.host.inspector;
+    if (el.dataset.fitted && el.style.width === el.dataset.fitted) el.style.width = "";
+    delete el.dataset.fitted;
+    this.host.camera.framed = true;
+  }
+}

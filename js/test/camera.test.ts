@@ -1,0 +1,53 @@
+// view/camera.ts placeWhole: the whole graph on the canvas, as large as it can be, its nodes
+// clear of the legend where that costs little.
+import { describe, expect, it } from "vitest";
+import type { Box } from "../src/layout/layout";
+import { LEAST_K, placeWhole } from "../src/view/camera";
+
+const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [t.x + x * t.k, t.y + y * t.k, w * t.k, h * t.k];
+const overlaps = (a: Box, b: Box) => a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+const inside = ([x, y, w, h]: Box, W: number, H: number) => x >= -0.5 && y >= -0.5 && x + w <= W + 0.5 && y + h <= H + 0.5;
+
+describe("placeWhole", () => {
+  // a U: a column down on the left, one up on the right, the bottom node near the middle
+  const marks: Box[] = [[0, 0, 200, 50], [0, 100, 200, 50], [0, 200, 200, 50], [300, 0, 200, 50], [300, 200, 200, 50], [150, 300, 200, 50]];
+  const [sw, sh] = [500, 350];
+
+  it("fits the whole graph, centred, up to the largest scale, when nothing lies over the canvas", () => {
+    const p = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)!;
+    expect(p.clear).toBe(true);
+    expect(p.t.k).toBeCloseTo((600 - 64) / 350, 5);
+    expect(p.t.x + (sw * p.t.k) / 2).toBeCloseTo(500, 5);
+    expect(placeWhole(marks, sw, sh, { w: 4000, h: 3000, overlays: [] }, 1.2, LEAST_K)!.t.k).toBe(1.2);
+  });
+
+  it("slides the graph aside, at the same scale, to clear a legend in a corner", () => {
+    const legend: Box = [10, 560, 380, 30]; // over the bottom node, centred
+    const room = { w: 1000, h: 600, overlays: [legend] };
+    expect(placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)!.t.x + 150 * 1.53).toBeLessThan(390);
+    const p = placeWhole(marks, sw, sh, room, 3, LEAST_K)!;
+    expect(p.clear).toBe(true);
+    expect(p.t.k).toBeCloseTo((600 - 64) / 350, 5);
+    for (const m of marks) {
+      expect(overlaps(onScreen(p.t, m), legend)).toBe(false);
+      expect(inside(onScreen(p.t, m), 1000, 600)).toBe(true);
+    }
+  });
+
+  it("fits the graph beside the legend when it cannot slide, if that costs little; else keeps the size and says so", () => {
+    const legend: Box = [10, 560, 980, 30]; // the whole width: above it, a little smaller
+    const p = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [legend] }, 3, LEAST_K)!;
+    expect(p.clear).toBe(true);
+    expect(p.t.k).toBeLessThan((600 - 64) / 350);
+    for (const m of marks) expect(overlaps(onScreen(p.t, m), legend)).toBe(false);
+    const tall: Box = [10, 200, 980, 390]; // clearing it would cost too much of the scale
+    const q = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [tall] }, 3, LEAST_K)!;
+    expect(q.clear).toBe(false);
+    expect(q.t.k).toBeCloseTo((600 - 64) / 350, 5);
+  });
+
+  it("gives up below the least scale", () => {
+    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)).toBeNull();
+    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo((600 - 64) / 3500, 5);
+  });
+});

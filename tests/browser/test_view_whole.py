@@ -1,0 +1,188 @@
+"""Offline pages of real traces (the demo U-Net, a 4-layer GPT-2 built from its config) in
+Chromium at a lecture hall's sizes: the keys work on a fresh page, after clicking Play and
+after clicking a toolbar button, never from the search box; and every action that changes
+the graph (open a block, select a stage, close the inspector, Play, Esc, Data, Present) ends
+with every node inside the canvas, none under the inspector, the minimap or the legend.
+Screenshots in test-artifacts/whole_*.png."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+
+import pytest
+import torch
+
+import neural_flow_widget as nfw
+from neural_flow_widget import demos
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
+
+#: the nodes out of the canvas or under what lies over it (the inspector, the minimap, the
+#: legend, while they are shown), and the least name of a stage on screen (px)
+COVERED = """() => {
+  const shown = (el) => { if (!el || el.hidden || !el.offsetParent) return null;
+    if (Number(getComputedStyle(el).opacity) < 0.05) return null;
+    const r = el.getBoundingClientRect(); return r.width && r.height ? r : null; };
+  const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
+  const over = { inspector: shown(document.querySelector(".nfw-inspector")),
+    minimap: shown(document.querySelector(".nfw-minimap")), legend: shown(document.querySelector(".nfw-legend")) };
+  const bad = []; let px = Infinity; let n = 0;
+  for (const g of document.querySelectorAll(".nfw-node")) {
+    const r = g.getBoundingClientRect(); const id = g.dataset.stageId || g.dataset.key; n++;
+    if (r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.top < c.top - 0.5 || r.bottom > c.bottom + 0.5) bad.push(`${id} outside the canvas`);
+    for (const [name, o] of Object.entries(over))
+      if (o && r.left < o.right && r.right > o.left && r.top < o.bottom && r.bottom > o.top) bad.push(`${id} under the ${name}`);
+    const t = g.dataset.kind === "stage" || g.dataset.kind === "fold" ? g.querySelector(".nfw-t1") : null;
+    if (t) px = Math.min(px, t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize));
+  }
+  return { bad, px, n };
+}"""
+
+#: resolves once the view has stopped moving (and the minimap and legend have settled)
+SETTLED = """() => new Promise((resolve) => {
+  const world = document.querySelector(".nfw-world");
+  let last = null, still = 0;
+  const tick = () => {
+    const now = world.getAttribute("transform");
+    still = now === last ? still + 1 : 0; last = now;
+    if (still >= 8) setTimeout(resolve, 450); else requestAnimationFrame(tick);
+  };
+  tick();
+})"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("whole")
+    demo = demos.load("unet")
+    nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out / "unet.html")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=4, n_head=4, n_embd=64, vocab_size=100, n_positions=32)
+    gpt2 = transformers.GPT2LMHeadModel(config).eval()
+    nfw.NeuralFlowWidget(gpt2, torch.randint(0, 100, (1, 12))).to_html(out / "gpt2.html")
+    return out
+
+
+def _open(browser, path, width, height):
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
+    page.evaluate(SETTLED)
+    return page, errors
+
+
+def _playing(page) -> bool:
+    return page.get_attribute(".nfw-play", "aria-pressed") == "true"
+
+
+def _where(page) -> str:
+    return page.locator(".nfw-where").text_content() or ""
+
+
+@pytest.mark.parametrize("model", ["unet", "gpt2"])
+def test_keys_work_as_soon_as_the_page_is_shown(browser, pages, model):
+    page, errors = _open(browser, pages / f"{model}.html", 1280, 720)
+    # a fresh page: nothing clicked
+    page.keyboard.press(" ")
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-play').getAttribute('aria-pressed') === 'true'",
+        timeout=5000,
+    )
+    page.keyboard.press("Escape")
+    assert not _playing(page) and page.locator(".nfw-transport").is_hidden()
+    # Play clicked, then the arrows step
+    page.click(".nfw-play")
+    assert _playing(page)
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-where').textContent.startsWith('1 /')"
+    )
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-where').textContent.startsWith('2 /')", timeout=5000
+    )
+    assert not _playing(page)  # a step pauses
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-where').textContent.startsWith('1 /')", timeout=5000
+    )
+    page.keyboard.press("Escape")
+    assert page.locator(".nfw-transport").is_hidden()
+    # a toolbar button clicked: the keys are the graph's again
+    page.click(".nfw-btn >> text=Fit")
+    page.keyboard.press("?")
+    assert page.locator(".nfw-help").is_visible()
+    page.keyboard.press("Escape")
+    assert page.locator(".nfw-help").is_hidden()
+    page.click("button[aria-label='Data on the graph']")
+    page.keyboard.press(" ")
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-play').getAttribute('aria-pressed') === 'true'",
+        timeout=5000,
+    )
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")  # the inspector playback opened
+    assert page.locator(".nfw-inspector").is_hidden()
+    # typed into the search box, they are the box's
+    page.click(".nfw-search")
+    page.keyboard.type(" f?")
+    assert page.input_value(".nfw-search") == " f?"
+    assert not _playing(page) and page.locator(".nfw-help").is_hidden()
+    page.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("model", ["unet", "gpt2"])
+def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, width, height):
+    page, errors = _open(browser, pages / f"{model}.html", width, height)
+    ARTIFACTS.mkdir(exist_ok=True)
+    seen: dict[str, dict] = {}
+
+    def check(step: str):
+        page.evaluate(SETTLED)
+        got = page.evaluate(COVERED)
+        page.screenshot(path=str(ARTIFACTS / f"whole_{model}_{width}x{height}_{step}.png"))
+        assert got["n"] >= 4, (step, got)
+        assert got["bad"] == [], f"after {step}: {got['bad']}"
+        seen[step] = got
+
+    check("first")
+    assert seen["first"]["px"] >= 12, seen["first"]  # the first view's names read from the back row
+    page.locator(".nfw-node[data-kind='stage'] [data-action]").first.dispatch_event("click")
+    check("open")
+    assert seen["open"]["n"] > seen["first"]["n"]
+    page.locator(".nfw-node[data-kind='stage']").nth(2).click()
+    page.wait_for_selector(".nfw-inspector:not([hidden])")
+    check("inspector")
+    page.click(".nfw-close")
+    check("inspector_closed")
+    page.click(".nfw-play")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(120)
+    check("play")
+    page.keyboard.press("Escape")  # playback off, the view it began from
+    assert page.locator(".nfw-transport").is_hidden()
+    check("play_stopped")
+    page.keyboard.press("Escape")  # the inspector closes
+    check("esc")
+    page.click("button[aria-label='Data on the graph']")
+    check("data")
+    page.click("button[aria-label='Data on the graph']")
+    check("data_off")
+    page.click("button[aria-label='Present']")
+    check("present")
+    # presentation type: at least as large as the view it came from
+    assert seen["present"]["px"] >= seen["data_off"]["px"] * 0.95, seen
+    page.keyboard.press("Escape")
+    check("present_ended")
+    page.close()
+    assert errors == []
