@@ -1,11 +1,20 @@
 /**
- * A group whose trunk holds every item and whose other edges nest (enc1 -> dec1 around
- * enc2 -> dec2 around ...: a U-Net) is drawn as a U, like the figure in the paper: the
- * encoder down one side, the innermost stretch (the bottleneck) across the bottom, the
- * decoder up the other side, each skip straight across at the level of its source (its
- * junction level with it, the decoder stage above), and what follows the outermost skip (the
- * head, the output) on to the side at the top. Where a side holds fewer items between two
- * skips than the other, its items spread out so that both skips stay level.
+ * A group whose trunk runs down and up again through skips that do not cross (a U-Net) is
+ * drawn as a U, like the figure in the paper: the encoder down one side, the innermost
+ * stretch (the bottleneck) across the bottom, the decoder up the other side, and what follows
+ * the outermost skip (the head, the output) on to the side at the top. Skips may share a
+ * source or a target (a diffusers UNet hands each up block several of the encoder's tensors:
+ * conv_in and down_blocks.0 both into up_blocks.1); each target's deepest source is its
+ * level, straight across (its junction level with it, the decoder stage above), and the
+ * other skips into it come down the middle of the U from their source. Where a side holds
+ * fewer items between two levels than the other, its items spread out so that both stay
+ * level.
+ *
+ * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
+ * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in a column
+ * beside the encoder, above its first skip, so that the bus runs down the outside of the U
+ * and its taps pass no node; then the tail rises up the decoder's side (the bus enters the
+ * decoder from outside, scene/bus.ts) instead of running on to the side.
  *
  * Open groups keep the U: one on the encoder's side flows down like it, and a skip from it
  * leaves below it, where its data leaves; one at the bottom is entered from above and left
@@ -18,40 +27,81 @@ import { RANKSEP, rounded, topoOrder, type FlowGroup, type FlowPlacement } from 
 export const U_GAP = 120; // between the two sides (room for the skips' arrows)
 const JUNCTION_SEP = 16;
 const MIN_SKIPS = 2;
+const SIDE_GAP = 48; // between the conditioning's column and the encoder (room for its bus)
+const SHARED_OFF = 10; // a shared skip's end beside its target's level skip
+const BUS_OFF = 16; // scene/bus.ts: a bus' distance from what it passes ...
+const BUS_STEP = 10; // ... and between two buses
 
 export function placeU(g: FlowGroup): FlowPlacement | null {
-  const { items, edges } = g;
-  const n = items.length;
-  if (n < 6 || g.exits.length || items.some((it) => !it.spine)) return null;
-  const order = topoOrder(n, edges);
-  const at = new Int32Array(n);
+  const { items: all, edges } = g;
+  if (all.length < 6 || g.exits.length) return null;
+  const order0 = topoOrder(all.length, edges);
+  const order = order0.filter((v) => all[v].spine); // the trunk, in order
+  // the conditioning, in order, each of its parts (a chain: timestep -> time_proj -> ...) whole
+  const part = all.map((_, v) => v);
+  const find = (v: number): number => (part[v] === v ? v : (part[v] = find(part[v])));
+  for (const e of edges) if (e.src >= 0 && e.dst >= 0 && !all[e.src].spine && !all[e.dst].spine) part[find(e.src)] = find(e.dst);
+  const aside0 = order0.filter((v) => !all[v].spine);
+  const firstOf = new Map<number, number>();
+  aside0.forEach((v, q) => firstOf.has(find(v)) || firstOf.set(find(v), q));
+  const aside = aside0.map((v, q) => [firstOf.get(find(v))!, q, v]).sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
+  const n = order.length;
+  if (n < 6) return null;
+  const at = new Int32Array(all.length).fill(-1);
   order.forEach((v, i) => (at[v] = i));
+  const sideAt = new Int32Array(all.length).fill(-1);
+  aside.forEach((v, i) => (sideAt[v] = i));
   if (g.entries.some((v) => at[v] !== 0)) return null;
   const chain = new Map<number, number>(); // order position i -> edge index of i -> i + 1
-  const skips: [number, number, number][] = []; // source position, target position, edge index
+  const all_skips: [number, number, number][] = []; // source position, target position, edge index
+  const sideChain: number[] = []; // edges down the conditioning's column
   for (const [k, e] of edges.entries()) {
     if (e.src < 0 || e.dst < 0) return null;
+    if (sideAt[e.src] >= 0 || sideAt[e.dst] >= 0) {
+      // the conditioning feeds the trunk through buses only; inside it, straight down its column
+      if (sideAt[e.src] < 0 || sideAt[e.dst] !== sideAt[e.src] + 1) return null;
+      sideChain.push(k);
+      continue;
+    }
     const i = at[e.src];
     const j = at[e.dst];
     if (j === i + 1 && !chain.has(i)) chain.set(i, k);
-    else if (j > i + 1 && (e.kind === "skip" || e.kind === "merge")) skips.push([i, j, k]);
+    else if (j > i + 1 && (e.kind === "skip" || e.kind === "merge")) all_skips.push([i, j, k]);
     else return null;
   }
-  if (chain.size !== n - 1 || skips.length < MIN_SKIPS) return null;
-  skips.sort((x, y) => x[0] - y[0]);
-  for (let q = 1; q < skips.length; q++) if (!(skips[q][0] > skips[q - 1][0] && skips[q][1] < skips[q - 1][1])) return null;
+  if (chain.size !== n - 1) return null;
+  // skips do not cross: by source, then outermost target first, each within the one before
+  all_skips.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
+  for (let q = 1; q < all_skips.length; q++) if (!(all_skips[q][0] >= all_skips[q - 1][0] && all_skips[q][1] <= all_skips[q - 1][1])) return null;
+  // the levels: each target with its deepest source (a source levels with one target only)
+  const deepest = new Map<number, number>(); // target -> its skip of the deepest source
+  all_skips.forEach(([s, t], q) => {
+    const p = deepest.get(t);
+    if (p === undefined || all_skips[p][0] < s) deepest.set(t, q);
+  });
+  const skips: [number, number, number][] = [];
+  const level = new Set<number>();
+  for (const q of [...deepest.values()].sort((x, y) => all_skips[x][0] - all_skips[y][0] || all_skips[y][1] - all_skips[x][1])) {
+    if (skips.length && skips[skips.length - 1][0] === all_skips[q][0]) continue;
+    skips.push(all_skips[q]);
+    level.add(q);
+  }
+  const shared = all_skips.filter((_, q) => !level.has(q));
+  if (skips.length < MIN_SKIPS) return null;
+  const items = order.map((v) => all[v]);
   const k = skips.length;
   const sk = skips[k - 1][0];
   const tk = skips[k - 1][1];
   const t1 = skips[0][1];
-  const item = (i: number) => items[order[i]];
+  const item = (i: number) => items[i];
   const m = tk - sk - 1;
   const bottom = m % 2 === 1 ? sk + (m + 1) / 2 : -1;
   const leftEnd = bottom >= 0 ? bottom - 1 : sk + m / 2;
   const rightStart = bottom >= 0 ? bottom + 1 : leftEnd + 1;
   const rEnd = item(t1).junction && t1 + 1 < n ? t1 + 1 : t1;
-  // a skip ends at a plain item (a junction, a node); the tail after the U is plain
-  for (const [, t] of skips) if (item(t).group) return null;
+  const rises = aside.length > 0; // the tail up the decoder's side
+  // a skip ends at a plain item (a junction, a node) on the rising side; the tail is plain
+  for (const [s, t] of all_skips) if (item(t).group || s > leftEnd || t < rightStart || t > rEnd) return null;
   for (let i = rEnd + 1; i < n; i++) if (item(i).group) return null;
 
   const A = new Float64Array(n); // along of each position's centre
@@ -95,29 +145,41 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   let floor = -Infinity;
   for (let i = 0; i < n; i++) if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
-  // the tail level with the decoder's last item; above it when that is an open group (its
-  // data leaves at its top)
-  let tailA = A[rEnd];
-  if (item(rEnd).group) {
-    let tall = 0;
-    for (let i = rEnd + 1; i < n; i++) tall = Math.max(tall, item(i).al);
-    tailA = A[rEnd] - item(rEnd).al / 2 - RANKSEP - tall / 2;
+  // the conditioning, along: one column ending a rank above the first level
+  const sTop = new Float64Array(aside.length);
+  const sLo = new Float64Array(aside.length);
+  let sCursor = A[head] - item(head).al / 2 - RANKSEP;
+  for (let q = aside.length - 1; q >= 0; q--) {
+    sTop[q] = sCursor - all[aside[q]].al;
+    sCursor = sTop[q] - RANKSEP;
   }
-  for (let i = rEnd + 1; i < n; i++) A[i] = tailA;
+  // the tail on up the decoder's side (the buses enter it from outside), or level with the
+  // decoder's last item (above it when that is an open group: its data leaves at its top)
+  const last = rises ? n - 1 : rEnd; // the rising side's last position
+  if (rises) for (let i = rEnd + 1; i < n; i++) A[i] = A[i - 1] - dist(i - 1, i);
+  else {
+    let tailA = A[rEnd];
+    if (item(rEnd).group) {
+      let tall = 0;
+      for (let i = rEnd + 1; i < n; i++) tall = Math.max(tall, item(i).al);
+      tailA = A[rEnd] - item(rEnd).al / 2 - RANKSEP - tall / 2;
+    }
+    for (let i = rEnd + 1; i < n; i++) A[i] = tailA;
+  }
 
   // across: two sides, the bottom between them, the tail on to the right at the top
   // each side's line through its items' anchors (a group's entry need not be its centre)
   let leftA = 0, leftB = 0, rightA = 0, rightB = 0;
   for (let i = 0; i <= leftEnd; i++) (leftA = Math.max(leftA, item(i).ain)), (leftB = Math.max(leftB, item(i).ac - item(i).ain));
-  for (let i = rightStart; i <= rEnd; i++) (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
+  for (let i = rightStart; i <= last; i++) (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
   const cL = leftA;
   const cR = leftA + leftB + U_GAP + rightA;
   const C = new Float64Array(n); // across of each position's line (its anchor)
   for (let i = 0; i < n; i++) C[i] = i <= leftEnd ? cL : cR;
   const anchor = (i: number) => (i === bottom ? item(i).ac / 2 : item(i).ain);
   if (bottom >= 0) C[bottom] = (cL + cR) / 2;
-  let cursor = cR + item(rEnd).ac - item(rEnd).ain + RANKSEP;
-  for (let i = rEnd + 1; i < n; i++) {
+  let cursor = cR + item(last).ac - item(last).ain + RANKSEP;
+  for (let i = last + 1; i < n; i++) {
     C[i] = cursor + item(i).ain;
     cursor += item(i).ac + RANKSEP;
   }
@@ -125,7 +187,7 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const low = (i: number) => A[i] + item(i).al / 2;
   const lo = (i: number) => C[i] - anchor(i);
   const hi = (i: number) => lo(i) + item(i).ac;
-  const side = (i: number) => (i <= leftEnd ? 0 : i === bottom ? 1 : i <= rEnd ? 2 : 3);
+  const side = (i: number) => (i <= leftEnd ? 0 : i === bottom ? 1 : i <= last ? 2 : 3);
   // where data enters and leaves an item, across (an open group's entry and exit)
   const inC = (i: number) => lo(i) + item(i).ain;
   const outC = (i: number) => lo(i) + item(i).aout;
@@ -159,6 +221,37 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   for (const [s, t, e] of skips) {
     routes[e] = item(s).group ? rounded([low(s), outC(s), A[t], outC(s), A[t], lo(t)], 12) : [A[s], hi(s), A[t], lo(t)];
   }
+  // a shared skip: out beside its source's level skip, down the middle of the U, into its
+  // target above that one's level skip (its source is higher up)
+  let leftHi = -Infinity;
+  let rightLo = Infinity;
+  for (let i = 0; i <= leftEnd; i++) leftHi = Math.max(leftHi, hi(i));
+  for (let i = rightStart; i <= rEnd; i++) rightLo = Math.min(rightLo, lo(i));
+  const middle = (leftHi + rightLo) / 2;
+  const levelFrom = new Set(skips.map(([s]) => s));
+  for (const [s, t, e] of shared) {
+    const into = item(t).junction ? A[t] : A[t] - Math.min(SHARED_OFF, item(t).al / 4);
+    const out = item(s).group
+      ? [low(s), outC(s), A[s] + off(s), outC(s), A[s] + off(s), middle]
+      : [A[s] + (levelFrom.has(s) ? Math.min(SHARED_OFF, item(s).al / 4) : 0), hi(s)];
+    if (!item(s).group) out.push(out[0], middle);
+    routes[e] = rounded([...out, into, middle, into, lo(t)], 10);
+  }
+
+  // the conditioning's column, across: beside the encoder
+  let minC0 = Infinity;
+  for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
+  let wide = 0;
+  for (const v of aside) wide = Math.max(wide, all[v].ac);
+  const sideMid = minC0 - SIDE_GAP - wide / 2;
+  aside.forEach((v, q) => (sLo[q] = sideMid - (all[v].group ? all[v].ain : all[v].ac / 2)));
+  for (const e of sideChain) {
+    const u = sideAt[edges[e].src];
+    const w = sideAt[edges[e].dst];
+    const iu = all[aside[u]];
+    const iw = all[aside[w]];
+    routes[e] = along(sTop[u] + iu.al, sLo[u] + iu.aout, sTop[w], sLo[w] + iw.ain);
+  }
 
   // the content from 0, 0
   let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
@@ -168,16 +261,32 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     minC = Math.min(minC, lo(i));
     maxC = Math.max(maxC, hi(i));
   }
+  aside.forEach((v, q) => {
+    minA = Math.min(minA, sTop[q]);
+    maxA = Math.max(maxA, sTop[q] + all[v].al);
+    minC = Math.min(minC, sLo[q]);
+    maxC = Math.max(maxC, sLo[q] + all[v].ac);
+  });
   for (const r of routes) for (let q = 0; q < r.length; q += 2) (minA = Math.min(minA, r[q])), (maxA = Math.max(maxA, r[q]));
-  const pos = new Array<number>(2 * n);
+  // room for the conditioning's buses round the U (one per end of it: a source of a bus)
+  const sinks = aside.filter((v) => !edges.some((e) => e.src === v)).length;
+  if (sinks) {
+    const room = BUS_OFF + (sinks - 1) * BUS_STEP + 8;
+    (minC -= room), (maxC += room), (maxA += room);
+  }
+  const pos = new Array<number>(2 * all.length);
   for (let i = 0; i < n; i++) {
     pos[2 * order[i]] = top(i) - minA;
     pos[2 * order[i] + 1] = lo(i) - minC;
   }
+  aside.forEach((v, q) => {
+    pos[2 * v] = sTop[q] - minA;
+    pos[2 * v + 1] = sLo[q] - minC;
+  });
   for (const r of routes) for (let q = 0; q < r.length; q += 2) (r[q] -= minA), (r[q + 1] -= minC);
   const ain = cL - minC;
   const inRoutes = g.entries.map(() => [-g.lead, ain, top(0) - minA, ain]);
-  const flip: boolean[] = new Array(n).fill(false);
+  const flip: boolean[] = new Array(all.length).fill(false);
   for (let i = rightStart; i <= rEnd; i++) flip[order[i]] = item(i).group;
   return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1] - minC, flip };
 }

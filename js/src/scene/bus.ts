@@ -2,16 +2,21 @@
  * Buses: a source that many nodes read beside their trunk (an attention mask, a timestep
  * embedding, an encoder's output; model/trunk.ts picks them) is drawn as one line, run down
  * beside everything between the source and its last reader on the side nearer its readers,
- * with a tap across into each reader (a dot where it leaves the line). Pure and DOM-free.
+ * with a tap across into each reader (a dot where it leaves the line). Where a straight tap
+ * would pass behind another node (a U-Net's conditioning: the encoder stands between the line
+ * and the decoder), the line goes round: on under everything it passes and up the other
+ * side, tapping those readers from there. Pure and DOM-free.
  */
 import type { Box, Direction } from "../layout/layout";
 import { rounded } from "../layout/flow";
 import type { DrawnEdge } from "../model/junctions";
 import type { ViewGraph } from "../model/view_model";
+import { segmentHitsBox } from "./routing";
 import type { SceneBus, SceneEdge } from "./types";
 
 const OFF = 16; // the line's distance from what it passes
 const STEP = 10; // between two buses on one side
+const TAP_SEP = 8; // between the taps of two buses into one reader
 
 export function drawBuses(
   buses: Map<string, DrawnEdge[]>, view: ViewGraph, boxOf: (key: string) => Box | undefined, obstacles: Box[], dir: Direction,
@@ -27,6 +32,25 @@ export function drawBuses(
   const used: { side: number; at: number; a0: number; a1: number }[] = [];
   const result: SceneBus[] = [];
   const taps: SceneEdge[] = [];
+  // a tap straight across from `at` into `box` that passes behind another node (not the
+  // groups around the reader): the reader lies beyond something, seen from that side
+  const inside = (a: Box, b: Box) => a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
+  const blocked = (a: number, at: number, box: Box, to: number) => {
+    const [x0, y0, x1, y1] = tb ? [at, a, to, a] : [a, at, a, to];
+    return obstacles.some((b) => !inside(box, b) && segmentHitsBox(x0, y0, x1, y1, b, 2));
+  };
+  interface Round {
+    sgn: number; at: number; bottom: number; far: number; a0: number; out: number[];
+    ends: { e: DrawnEdge; box: Box }[]; tapAt: number[]; isFar: boolean[]; src: string;
+  }
+  const rounds: Round[] = [];
+  const tappers = new Map<string, string[]>(); // reader -> the buses tapping it
+  for (const [src, edges] of buses) {
+    for (const e of edges) {
+      const list = tappers.get(e.dst) ?? tappers.set(e.dst, []).get(e.dst)!;
+      if (!list.includes(src)) list.push(src);
+    }
+  }
   for (const [src, edges] of buses) {
     const sb = boxOf(src);
     const ends = edges.map((e) => ({ e, box: boxOf(e.dst) })).filter((t): t is { e: DrawnEdge; box: Box } => t.box !== undefined);
@@ -35,17 +59,27 @@ export function drawBuses(
     const [sc, sw] = ac(sb);
     const out = [sa + sl, sc + sw / 2];
     const a0 = out[0] + 12;
-    const tapAt = ends.map(({ box }) => al(box)[0] + al(box)[1] / 2);
+    // a reader tapped by several buses takes their taps side by side, not on one line
+    const tapAt = ends.map(({ e, box }) => {
+      const list = tappers.get(e.dst)!;
+      const sep = Math.min(TAP_SEP, al(box)[1] / (2 * list.length));
+      return al(box)[0] + al(box)[1] / 2 + (list.indexOf(src) - (list.length - 1) / 2) * sep;
+    });
     const aEnd = Math.max(...tapAt);
-    let lo = sc;
-    let hi = sc + sw;
-    for (const b of obstacles) {
-      const [ba, bl] = al(b);
-      if (ba > aEnd || ba + bl < out[0]) continue;
-      const [bc, bw] = ac(b);
-      lo = Math.min(lo, bc);
-      hi = Math.max(hi, bc + bw);
-    }
+    // what lies beside the bus between its source and `until`, across
+    const extent = (from: number, until: number, c0: number, c1: number) => {
+      let lo = c0;
+      let hi = c1;
+      for (const b of obstacles) {
+        const [ba, bl] = al(b);
+        if (ba > until || ba + bl < from) continue;
+        const [bc, bw] = ac(b);
+        lo = Math.min(lo, bc);
+        hi = Math.max(hi, bc + bw);
+      }
+      return [lo, hi];
+    };
+    const [lo, hi] = extent(out[0], aEnd, sc, sc + sw);
     const lane = (sgn: number) => {
       let at = sgn > 0 ? hi + OFF : lo - OFF;
       for (const u of used) if (u.side === sgn && u.a0 < aEnd && out[0] < u.a1 && Math.abs(u.at - at) < STEP) at = u.at + sgn * STEP;
@@ -55,27 +89,89 @@ export function drawBuses(
       const [bc, bw] = ac(box);
       return at > bc + bw / 2 ? bc + bw : bc;
     };
-    const cost = (at: number) => ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), Math.abs(at - out[1]));
-    const sgn = cost(lane(1)) <= cost(lane(-1)) ? 1 : -1;
-    const at = lane(sgn);
-    used.push({ side: sgn, at, a0: out[0], a1: aEnd });
+    // each side: its lane, and the readers a straight tap from it would reach only behind
+    // another node; those the bus reaches round the end of what is between (a U: down the
+    // outside of one side, under the bottom, up the outside of the other)
+    const plan = (sgn: number) => {
+      const at = lane(sgn);
+      const isFar = ends.map(({ box }, i) => blocked(tapAt[i], at, box, near(box, at)));
+      // (the way from the source to its lane counts double: it crosses what is beside it)
+      if (!isFar.some(Boolean)) return { sgn, at, isFar, bottom: 0, far: 0, cost: ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1])) };
+      let bottom = -Infinity;
+      for (const b of obstacles) {
+        const [ba, bl] = al(b);
+        if (ba <= aEnd && ba + bl >= out[0]) bottom = Math.max(bottom, ba + bl);
+      }
+      bottom += OFF;
+      const top = Math.min(...tapAt.filter((_, i) => isFar[i]));
+      const [flo, fhi] = extent(top, bottom, Infinity, -Infinity);
+      const far = sgn > 0 ? flo - OFF : fhi + OFF;
+      let cost = Math.abs(at - out[1]) + Math.abs(far - at) + 2 * (bottom - top);
+      ends.forEach(({ box }, i) => (cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at))));
+      return { sgn, at, isFar, bottom, far, cost };
+    };
+    const [p1, p2] = [plan(1), plan(-1)];
+    const nFar = (p: typeof p1) => p.isFar.filter(Boolean).length;
+    // a side whose taps are all straight; where both go round, the side of the source (its
+    // line does not cross the figure to reach its lane)
+    const [f1, f2] = [nFar(p1) > 0, nFar(p2) > 0];
+    const best = f1 !== f2 ? (f1 ? p2 : p1) : f1 ? (Math.abs(p1.at - out[1]) <= Math.abs(p2.at - out[1]) ? p1 : p2) : p1.cost <= p2.cost ? p1 : p2;
+    const { sgn, at } = best;
+    const round = nFar(best) > 0;
+    used.push({ side: sgn, at, a0: out[0], a1: round ? best.bottom : aEnd });
+    if (round) {
+      rounds.push({ sgn, at, bottom: best.bottom, far: best.far, a0, out, ends, tapAt, isFar: best.isFar, src });
+      continue;
+    }
     const kind = edges[0].kind;
     const node = view.byKey.get(src);
     const dots: number[] = [];
     ends.forEach(({ e, box }, i) => {
       const a = tapAt[i];
       if (a < aEnd - 0.5) dots.push(...xy([a, at]));
-      const ve = e.edge!;
-      taps.push({
-        key: `${ve.src}>${ve.dst}`, src: ve.src, dst: ve.dst,
-        srcId: node?.id ?? src, dstId: view.byKey.get(ve.dst)?.id ?? ve.dst,
-        kind: e.kind, points: xy([a, at, a, near(box, at)]), from: `b:${src}`, to: e.dst,
-      });
+      taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
     result.push({
       key: `b:${src}`, src, srcId: node?.id ?? src, kind,
       points: xy(rounded([out[0], out[1], a0, out[1], a0, at, aEnd, at], 10)), taps: dots,
     });
   }
+  // buses round a U nest: the one further out on its side passes further under and outside
+  rounds.sort((x, y) => x.sgn - y.sgn || y.sgn * (x.at - y.at));
+  for (let q = 0; q < rounds.length; q++) {
+    const r = rounds[q];
+    const prev = q > 0 && rounds[q - 1].sgn === r.sgn ? rounds[q - 1] : null;
+    if (prev) {
+      r.bottom = Math.max(r.bottom, prev.bottom + STEP);
+      r.far = r.sgn > 0 ? Math.min(r.far, prev.far - STEP) : Math.max(r.far, prev.far + STEP);
+    }
+    const nearOf = (box: Box, at: number) => {
+      const [bc, bw] = ac(box);
+      return at > bc + bw / 2 ? bc + bw : bc;
+    };
+    const top = Math.min(...r.tapAt.filter((_, i) => r.isFar[i]));
+    const dots: number[] = [];
+    r.ends.forEach(({ e, box }, i) => {
+      const a = r.tapAt[i];
+      const at = r.isFar[i] ? r.far : r.at;
+      if (!r.isFar[i] || a > top + 0.5) dots.push(...xy([a, at]));
+      taps.push(tapOf(e, r.src, xy([a, at, a, nearOf(box, at)])));
+    });
+    const node = view.byKey.get(r.src);
+    result.push({
+      key: `b:${r.src}`, src: r.src, srcId: node?.id ?? r.src, kind: r.ends[0].e.kind,
+      points: xy(rounded([r.out[0], r.out[1], r.a0, r.out[1], r.a0, r.at, r.bottom, r.at, r.bottom, r.far, top, r.far], 10)), taps: dots,
+    });
+  }
   return { buses: result, taps };
+
+  function tapOf(e: DrawnEdge, src: string, points: number[]): SceneEdge {
+    const ve = e.edge!;
+    const node = view.byKey.get(src);
+    return {
+      key: `${ve.src}>${ve.dst}`, src: ve.src, dst: ve.dst,
+      srcId: node?.id ?? src, dstId: view.byKey.get(ve.dst)?.id ?? ve.dst,
+      kind: e.kind, points, from: `b:${src}`, to: e.dst,
+    };
+  }
 }

@@ -1,0 +1,124 @@
+// A U-Net drawn as a U (layout/ushape.ts): the demo U-Net's placement is pinned, and a
+// diffusers UNet2DConditionModel (the real fixture graph, tests/fixtures/edges_golden.json
+// "unet2d_condition") is a U too: down blocks on one side, up blocks on the other, each level
+// matched, skips straight across, the conditioning beside it, its buses never behind a node.
+import { describe, expect, it } from "vitest";
+import { computeLayout, type Direction } from "../src/layout/layout";
+import { buildTree, type CallTree } from "../src/model/tree";
+import { buildView, initialState, toggleExpanded, type ViewState } from "../src/model/view_model";
+import { buildScene, layoutRequest } from "../src/scene/scene";
+import { segmentHitsBox } from "../src/scene/routing";
+import { decodeGraph } from "../src/wire";
+import { loadGraph, loadRaw } from "./fixtures";
+
+const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+const round = (b: number[]) => b.map((v) => Math.round(v * 10) / 10);
+const layoutOf = (tree: CallTree, state: ViewState, dir: Direction = "TB") => computeLayout(layoutRequest(buildView(tree, state), dir));
+const open = (tree: CallTree, ...ids: string[]) => ids.reduce((s, id) => toggleExpanded(tree, s, tree.byId.get(id)!), initialState(tree));
+
+describe("the demo U-Net keeps its U", () => {
+  const unet = buildTree(loadGraph("wire_unet.json"));
+  const demo = goldenTree("demo_unet");
+  it.each([
+    ["first view", unet, [] as string[], "TB" as Direction],
+    ["on its side", unet, [], "LR" as Direction],
+    ["bottleneck open", unet, ["bottleneck"], "TB" as Direction],
+    ["enc1 and dec1 open", unet, ["enc1", "dec1"], "TB" as Direction],
+    ["the demo", demo, [], "TB" as Direction],
+  ])("%s: boxes and routes as before", (_, tree, ids, dir) => {
+    const lay = layoutOf(tree, open(tree, ...ids), dir);
+    const boxes = Object.fromEntries(Object.entries(lay.boxes).map(([k, b]) => [k, round(b)]));
+    const routes = Object.fromEntries(Object.entries(lay.routes).map(([k, r]) => [k, round(r)]));
+    expect({ boxes, routes, w: Math.round(lay.width), h: Math.round(lay.height) }).toMatchSnapshot();
+  });
+});
+
+describe("a diffusers UNet2DConditionModel is a U", () => {
+  const tree = goldenTree("unet2d_condition");
+  const centre = (b: number[]) => [b[0] + b[2] / 2, b[1] + b[3] / 2];
+  const states: [string, () => ViewState][] = [
+    ["first view", () => initialState(tree)],
+    ["down_blocks.0 open", () => open(tree, "down_blocks.0")],
+  ];
+
+  it.each(states)("%s: down blocks down one side, up blocks up the other, each level matched", (_, state) => {
+    const view = buildView(tree, state());
+    const lay = computeLayout(layoutRequest(view, "TB"));
+    const box = (id: string) => lay.boxes[`s:${id}`] ?? lay.boxes[`c:${id}`];
+    const [x0, y0] = centre(box("down_blocks.0"));
+    const [x1] = centre(box("down_blocks.1"));
+    const [xm, ym] = centre(box("mid_block"));
+    const [u0x] = centre(box("up_blocks.0"));
+    const [u1x] = centre(box("up_blocks.1"));
+    expect(x0).toBeLessThan(xm);
+    expect(x1).toBeLessThan(xm);
+    expect(u0x).toBeGreaterThan(xm);
+    expect(u1x).toBeGreaterThan(xm);
+    expect(ym).toBeGreaterThan(y0);
+    // each level's skip straight across: down_blocks.1 -> up_blocks.0 at both ends' level,
+    // down_blocks.0 -> up_blocks.1 at down_blocks.0's (below it where it is open: its exit)
+    const straight = (r: number[]) => r.filter((_, i) => i % 2 === 1).every((y) => Math.abs(y - r[1]) < 0.5);
+    const deep = lay.routes["s:down_blocks.1>s:up_blocks.0"];
+    expect(straight(deep)).toBe(true);
+    expect(Math.abs(deep[1] - centre(box("up_blocks.0"))[1])).toBeLessThan(0.5);
+    expect(Math.abs(deep[1] - centre(box("down_blocks.1"))[1])).toBeLessThan(0.5);
+    const d0 = box("down_blocks.0");
+    const outer = Object.entries(lay.routes).find(([k]) => k.endsWith(">s:up_blocks.1") && k.includes("down_blocks.0"))![1];
+    const end = outer.length - 1;
+    expect(Math.abs(outer[end] - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
+    expect(Math.abs(outer[end] - outer[end - 2])).toBeLessThan(0.5); // arrives across
+    if (lay.boxes["c:down_blocks.0"]) expect(outer[end]).toBeGreaterThan(d0[1] + d0[3]);
+    else {
+      expect(straight(outer)).toBe(true);
+      expect(Math.abs(y0 - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
+    }
+    // the shared skips come down the middle, into their target beside its level skip
+    const shared = lay.routes["s:conv_in>s:up_blocks.1"];
+    const xs = shared.filter((_, i) => i % 2 === 0);
+    expect(Math.min(...xs)).toBeGreaterThanOrEqual(box("conv_in")[0] + box("conv_in")[2] - 0.5);
+    expect(Math.max(...xs)).toBeLessThanOrEqual(box("up_blocks.1")[0] + 0.5);
+    // nothing overlaps; the conditioning beside the encoder, above its first level
+    const keys = view.nodes.map((n) => n.key);
+    for (let i = 0; i < keys.length; i++) {
+      for (let j = i + 1; j < keys.length; j++) {
+        const [a, b] = [lay.boxes[keys[i]], lay.boxes[keys[j]]];
+        expect(a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3], `${keys[i]} / ${keys[j]}`).toBe(false);
+      }
+    }
+    for (const k of ["s:time_embedding", "i:input:encoder_hidden_states"]) {
+      const b = lay.boxes[k];
+      expect(b[0] + b[2]).toBeLessThan(box("conv_in")[0]);
+      expect(b[1] + b[3]).toBeLessThan(d0[1]);
+    }
+  });
+
+  it.each(states)("%s: the timestep and text buses pass behind no node", (_, state) => {
+    const view = buildView(tree, state());
+    const lay = computeLayout(layoutRequest(view, "TB"));
+    const scene = buildScene(tree, view, lay, "TB");
+    expect(scene.buses.map((b) => b.srcId).sort()).toEqual(["input:encoder_hidden_states", "time_embedding"]);
+    const lines = [
+      ...scene.buses.map((b) => ({ what: `bus ${b.srcId}`, ends: [b.src], pts: b.points })),
+      ...scene.edges.filter((e) => e.from?.startsWith("b:")).map((e) => ({ what: `tap ${e.srcId} -> ${e.dstId}`, ends: [e.src, e.dst], pts: e.points })),
+    ];
+    expect(lines.length).toBeGreaterThan(8);
+    for (const { what, ends, pts } of lines) {
+      for (const n of scene.nodes) {
+        if (ends.includes(n.key)) continue;
+        for (let i = 0; i + 3 < pts.length; i += 2) {
+          expect(segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], n.box, 2), `${what} behind ${n.id}`).toBe(false);
+        }
+      }
+    }
+  });
+
+  it("lies on its side left to right", () => {
+    const lay = layoutOf(tree, initialState(tree), "LR");
+    const c = (id: string) => centre(lay.boxes[`s:${id}`]);
+    expect(Math.abs(c("down_blocks.0")[0] - c("up_blocks.1")[0])).toBeLessThan(0.5);
+    expect(c("down_blocks.0")[1]).toBeLessThan(c("mid_block")[1]);
+    expect(c("mid_block")[1]).toBeLessThan(c("up_blocks.1")[1]);
+    expect(c("mid_block")[0]).toBeGreaterThan(c("down_blocks.1")[0]);
+  });
+});

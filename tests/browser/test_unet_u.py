@@ -1,0 +1,175 @@
+"""A diffusers UNet2DConditionModel built from its config (no download) first paints as a U,
+like the figure in its paper: the down blocks descending on one side, the up blocks rising on
+the other, down_blocks.0 level with the last up block and mid_block at the bottom between
+them, the level's skip straight across, every node in the canvas with names legible from the
+back row; the timestep and text conditioning beside it, their buses passing behind no node,
+also with down_blocks.0 opened. Screenshots in test-artifacts/."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from live import CHROMIUM, open_offline
+
+import neural_flow_widget as nfw
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
+
+#: per node [id, kind, left, top, right, bottom, name px, inside the canvas]; per bus line and
+#: edge (the buses' taps are merge edges) [kind, src, dst, its points on screen]
+SEEN = """() => {
+  const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
+  const nodes = [...document.querySelectorAll(".nfw-node")].map((g) => {
+    const r = g.getBoundingClientRect(); const t = g.querySelector(".nfw-t1");
+    return [g.dataset.stageId, g.dataset.kind, r.left, r.top, r.right, r.bottom,
+      t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize),
+      r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom];
+  });
+  const onScreen = (p) => {
+    const m = p.getScreenCTM();
+    const n = p.getAttribute("d").match(/-?[\\d.]+/g).map(Number);
+    const out = [];
+    for (let i = 0; i + 1 < n.length; i += 2) {
+      out.push(m.a * n[i] + m.c * n[i + 1] + m.e, m.b * n[i] + m.d * n[i + 1] + m.f);
+    }
+    return out;
+  };
+  const lines = [...document.querySelectorAll(".nfw-bus-line, .nfw-edge[data-edge-kind]")]
+    .map((p) => p.classList.contains("nfw-bus-line")
+      ? ["bus", p.parentNode.dataset.bus, "", onScreen(p)]
+      : [p.dataset.edgeKind, p.dataset.src || "", p.dataset.dst || "", onScreen(p)]);
+  return { nodes, lines };
+}"""
+
+
+def unet2d(levels: int = 2, layers: int = 1):
+    """tests/fixture_models.py's UNet2DConditionModel, or one with more levels and layers
+    per block (Stable Diffusion's has four levels of two)."""
+    from fixture_models import unet2d as small
+
+    if levels == 2 and layers == 1:
+        return small()
+    import torch
+    from diffusers import UNet2DConditionModel
+
+    torch.manual_seed(0)
+    model = UNet2DConditionModel(
+        sample_size=16,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(32, 64, 64, 64)[:levels],
+        layers_per_block=layers,
+        down_block_types=("CrossAttnDownBlock2D",) * (levels - 1) + ("DownBlock2D",),
+        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (levels - 1),
+        cross_attention_dim=32,
+        attention_head_dim=8,
+        norm_num_groups=8,
+    ).eval()
+    inputs = {
+        "sample": torch.randn(1, 4, 16, 16),
+        "timestep": torch.tensor([10]),
+        "encoder_hidden_states": torch.randn(1, 5, 32),
+    }
+    return model, inputs
+
+
+def crosses(pts: list[float], box: tuple[float, float, float, float], inset: float = 3) -> bool:
+    """Whether the polyline passes through the inside of the box (sampled densely)."""
+    x0, y0, x1, y1 = box[0] + inset, box[1] + inset, box[2] - inset, box[3] - inset
+    for i in range(0, len(pts) - 2, 2):
+        ax, ay, bx, by = pts[i : i + 4]
+        for s in range(41):
+            x, y = ax + (bx - ax) * s / 40, ay + (by - ay) * s / 40
+            if x0 < x < x1 and y0 < y < y1:
+                return True
+    return False
+
+
+def centres(got) -> dict[str, tuple[float, float]]:
+    return {n[0]: ((n[2] + n[4]) / 2, (n[3] + n[5]) / 2) for n in got["nodes"]}
+
+
+def assert_buses_pass_behind_no_node(got):
+    for kind, src, dst, pts in got["lines"]:
+        if kind not in ("bus", "merge"):
+            continue
+        for sid, _k, left, top, right, bottom, _px, _in in got["nodes"]:
+            if sid not in (src, dst):
+                box = (left, top, right, bottom)
+                assert not crosses(pts, box), f"the {kind} {src} -> {dst} passes behind {sid}"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = {}
+    for levels, layers in [(2, 1), (3, 2), (4, 2)]:
+        model, inputs = unet2d(levels, layers)
+        path = tmp_path_factory.mktemp("unet") / f"unet2d_{levels}x{layers}.html"
+        nfw.NeuralFlowWidget(model, inputs).to_html(path)
+        out[(levels, layers)] = path
+    return out
+
+
+def see(browser, path, width, height, shot, open_block=None):
+    context, page, errors = open_offline(browser, path, width, height)
+    page.wait_for_timeout(400)
+    if open_block:
+        page.locator(f'[data-stage-id="{open_block}"]').first.dblclick()
+        page.wait_for_selector(f'[data-stage-id^="{open_block}."]', timeout=30_000)
+        page.wait_for_timeout(800)
+    got = page.evaluate(SEEN)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / shot))
+    context.close()
+    assert errors == []
+    return got
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize(("levels", "layers"), [(2, 1), (3, 2), (4, 2)])
+def test_a_diffusers_unet_first_paints_as_a_u(browser, pages, levels, layers, width, height):
+    shot = f"unet2d_{levels}x{layers}_{width}x{height}.png"
+    got = see(browser, pages[(levels, layers)], width, height, shot)
+    # four levels of two layers (Stable Diffusion's shape) are nine rows high, the tail rising
+    # beside the conditioning: on these canvases their names are 10.8-11.7 px, not 12
+    min_px = 12 if levels < 4 else 10.5
+    for sid, _k, *_box, px, inside in got["nodes"]:
+        assert inside, f"{sid} is not inside the canvas"
+        assert px >= min_px, f"{sid}: its name is {px:.1f} px high"
+    at = centres(got)
+    last_up = f"up_blocks.{levels - 1}"
+    # level, on opposite sides of mid_block, which is below both
+    assert abs(at["down_blocks.0"][1] - at[last_up][1]) < 2, (at["down_blocks.0"], at[last_up])
+    assert at["down_blocks.0"][0] < at["mid_block"][0] < at[last_up][0]
+    assert at["mid_block"][1] > at["down_blocks.0"][1]
+    for i in range(levels):  # down one side, up the other
+        assert at[f"down_blocks.{i}"][0] < at["mid_block"][0] < at[f"up_blocks.{i}"][0]
+    level = [p for k, s, d, p in got["lines"] if (k, s, d) == ("skip", "down_blocks.0", last_up)]
+    assert level, f"no skip from down_blocks.0 into {last_up}"
+    ys = level[0][1::2]
+    assert max(ys) - min(ys) < 1.5, level[0]  # straight across
+    assert_buses_pass_behind_no_node(got)
+
+
+def test_with_down_blocks_0_open_the_u_holds_and_the_text_bus_passes_no_node(browser, pages):
+    shot = "unet2d_2x1_down_blocks_0_open_1280x720.png"
+    got = see(browser, pages[(2, 1)], 1280, 720, shot, open_block="down_blocks.0")
+    for sid, _k, *_box, _px, inside in got["nodes"]:
+        assert inside, f"{sid} is not inside the canvas"
+    at = centres(got)
+    inner = [k for k in at if k.startswith("down_blocks.0.")]
+    assert len(inner) >= 3
+    for k in inner:
+        assert at[k][0] < at["mid_block"][0] < at["up_blocks.1"][0]
+        assert at[k][1] < at["mid_block"][1]
+    assert any(s == "input:encoder_hidden_states" for _k, s, _d, _p in got["lines"])
+    assert_buses_pass_behind_no_node(got)
