@@ -35,19 +35,23 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         tmp_path,
         "keys.ipynb",
         [
-            SETUP + "w1 = nfw.NeuralFlowWidget(demo.model, demo.inputs)\nw1.height = 300\ntime.sleep(4)\nw1",
+            SETUP
+            + "w1 = nfw.NeuralFlowWidget(demo.model, demo.inputs)\n"
+            + "w1.height = 300\ntime.sleep(4)\nw1",
             "x = 1",
             "w2 = nfw.NeuralFlowWidget(demo.model, demo.inputs)\nw2.height = 300\nw2",
         ],
     )
     ARTIFACTS.mkdir(exist_ok=True)
     in_cell = """(i) => { const a = document.activeElement;
-      return [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.contains(a)) === i
-        ? (a.closest('.nfw-canvas') ? 'graph' : a.isContentEditable ? 'editor' : a.className) : null; }"""
+      return [...document.querySelectorAll('.jp-Notebook .jp-Cell')]
+        .findIndex((c) => c.contains(a)) === i
+        ? (a.closest('.nfw-canvas') ? 'graph' : a.isContentEditable ? 'editor' : a.className)
+        : null; }"""
     with jupyterlab(tmp_path, "keys.ipynb") as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        cell = lambda i: page.locator(".jp-Notebook .jp-Cell").nth(i)  # noqa: E731
+        cell = lambda i: page.locator(".jp-Notebook .jp-Cell").nth(i)
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         open_and_run_first_cell(page, url, ARTIFACTS)
@@ -69,12 +73,21 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         assert page.evaluate(in_cell, 2) == "graph"
         page.keyboard.press(" ")
         play = cell(2).locator(".nfw-play")
-        page.wait_for_function("(b) => b.getAttribute('aria-pressed') === 'true'", arg=play.element_handle(), timeout=5000)
+        page.wait_for_function(
+            "(b) => b.getAttribute('aria-pressed') === 'true'",
+            arg=play.element_handle(),
+            timeout=5000,
+        )
         page.keyboard.press("ArrowRight")
         where = cell(2).locator(".nfw-where")
-        page.wait_for_function("(w) => w.textContent.startsWith('2 /')", arg=where.element_handle(), timeout=5000)
+        page.wait_for_function(
+            "(w) => w.textContent.startsWith('2 /')", arg=where.element_handle(), timeout=5000
+        )
         page.keyboard.press("ArrowDown")  # the graph's (along an edge), not the notebook's
-        active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.classList.contains('jp-mod-active'))"
+        active = (
+            "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]"
+            ".findIndex((c) => c.classList.contains('jp-mod-active'))"
+        )
         assert page.evaluate(active) == 2
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_keys.png"))
         page.keyboard.press("Escape")

@@ -24,14 +24,16 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debi
 #: texts with their px, the junction glyphs inside the canvas, the inspector's title
 SEEN = """() => {
   const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
-  const inside = (r) => r.left >= c.left - 1 && r.right <= c.right + 1 && r.top >= c.top - 1 && r.bottom <= c.bottom + 1;
+  const inside = (r) => r.left >= c.left - 1 && r.right <= c.right + 1
+    && r.top >= c.top - 1 && r.bottom <= c.bottom + 1;
   const px = (t) => t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize);
   const nodes = [...document.querySelectorAll(".nfw-node")].map((g) => {
     const t = g.querySelector(".nfw-t1");
     return [g.dataset.stageId, g.dataset.kind, px(t), inside(g.getBoundingClientRect())];
   });
   const stacks = [...document.querySelectorAll(".nfw-stacked")].map((g) => ({
-    key: g.dataset.key, id: g.dataset.clusterId, inside: inside(g.querySelector(".nfw-box").getBoundingClientRect()),
+    key: g.dataset.key, id: g.dataset.clusterId,
+    inside: inside(g.querySelector(".nfw-box").getBoundingClientRect()),
     texts: [...g.querySelectorAll(":scope > text")].map((t) => [t.textContent, px(t)]),
   }));
   const joins = [...document.querySelectorAll(".nfw-junction")]
@@ -124,7 +126,10 @@ def test_playback_walks_the_block_once_per_layer_in_the_same_drawing(browser, gp
     page.wait_for_selector(".nfw-stacked", timeout=15_000)
     page.get_by_role("button", name="Play", exact=True).click()
     page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
-    current = "() => { const g = document.querySelector('[data-current]'); return g && [g.dataset.key, g.dataset.stageId]; }"
+    current = (
+        "() => { const g = document.querySelector('[data-current]');"
+        " return g && [g.dataset.key, g.dataset.stageId]; }"
+    )
     page.wait_for_function(f"() => ({current})() !== null")
     seen = []
     for _ in range(40):
@@ -133,13 +138,19 @@ def test_playback_walks_the_block_once_per_layer_in_the_same_drawing(browser, gp
         if at[1] == "transformer.h.1.ln_1":
             break
         page.get_by_role("button", name="Step forward").click()
-        page.wait_for_function(f"(b) => {{ const a = ({current})(); return a && a[1] !== b; }}", arg=at[1])
+        page.wait_for_function(
+            f"(b) => {{ const a = ({current})(); return a && a[1] !== b; }}", arg=at[1]
+        )
     # one layer after another, each drawn in the one block: its stages keep member 0's keys
     block = [s for s in seen if s.startswith("transformer.h.")]
-    assert block == [f"transformer.h.0.{p}" for p in ("ln_1", "attn", "ln_2", "mlp")] + ["transformer.h.1.ln_1"], seen
+    assert block == [f"transformer.h.0.{p}" for p in ("ln_1", "attn", "ln_2", "mlp")] + [
+        "transformer.h.1.ln_1"
+    ], seen
     assert page.evaluate(current) == ["s:transformer.h.0.ln_1", "transformer.h.1.ln_1"]
     assert page.locator(".nfw-stacked").count() == 1
-    header = page.eval_on_selector_all(".nfw-stacked > text", "els => els.map((e) => e.textContent)")
+    header = page.eval_on_selector_all(
+        ".nfw-stacked > text", "els => els.map((e) => e.textContent)"
+    )
     assert "layer 2 of 4" in header or "2 / 4" in header, header
     assert page.locator(".nfw-ins-title b").text_content() == "transformer.h.1.ln_1"
     _shoot(page, "gpt2_stack_playback_1280x720")
@@ -154,9 +165,27 @@ def _config_models():
     ids = torch.randint(0, 100, (1, 8))
     return {
         # BERT with a padding mask: the mask enters the one block's attention
-        "bert": (T.BertModel(T.BertConfig(vocab_size=100, **small)), {"input_ids": ids, "attention_mask": torch.tensor([[1] * 6 + [0] * 2])}, "BertLayer × 4", "attention", 0),
-        "llama": (T.LlamaForCausalLM(T.LlamaConfig(vocab_size=100, num_key_value_heads=4, **small)), ids, "LlamaDecoderLayer × 4", "self_attn", 2),
-        "vit": (T.ViTForImageClassification(T.ViTConfig(image_size=32, patch_size=8, **small)), torch.randn(1, 3, 32, 32), "ViTLayer × 4", "attention", 2),
+        "bert": (
+            T.BertModel(T.BertConfig(vocab_size=100, **small)),
+            {"input_ids": ids, "attention_mask": torch.tensor([[1] * 6 + [0] * 2])},
+            "BertLayer × 4",
+            "attention",
+            0,
+        ),
+        "llama": (
+            T.LlamaForCausalLM(T.LlamaConfig(vocab_size=100, num_key_value_heads=4, **small)),
+            ids,
+            "LlamaDecoderLayer × 4",
+            "self_attn",
+            2,
+        ),
+        "vit": (
+            T.ViTForImageClassification(T.ViTConfig(image_size=32, patch_size=8, **small)),
+            torch.randn(1, 3, 32, 32),
+            "ViTLayer × 4",
+            "attention",
+            2,
+        ),
     }
 
 
@@ -184,22 +213,30 @@ def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, 
     assert errors == []
 
 
-def test_in_a_live_widget_the_stepper_moves_widget_selected_to_layer_2_and_python_reveals_layer_4(browser):
+def test_in_a_live_widget_the_stepper_moves_widget_selected_to_layer_2_and_python_reveals_layer_4(
+    browser,
+):
     transformers = pytest.importorskip("transformers")
     import neural_flow_widget as nfw
 
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=4, n_embd=64, n_head=4, vocab_size=100)
-    widget = nfw.NeuralFlowWidget(transformers.GPT2LMHeadModel(config).eval(), torch.randint(0, 100, (1, 8)))
+    widget = nfw.NeuralFlowWidget(
+        transformers.GPT2LMHeadModel(config).eval(), torch.randint(0, 100, (1, 8))
+    )
     context, page, errors = open_live(browser, widget)
     page.wait_for_selector(".nfw-stacked", timeout=15_000)
     tap(page, '[data-stage-id="transformer.h.0.mlp"]')
     page.wait_for_function("() => window.__t.model.get('selected') === 'transformer.h.0.mlp'")
     tap(page, '.nfw-stacked [data-action][data-key="n:transformer.h.0"]')
-    page.wait_for_function("() => window.__t.model.get('selected') === 'transformer.h.1.mlp'", timeout=10_000)
+    page.wait_for_function(
+        "() => window.__t.model.get('selected') === 'transformer.h.1.mlp'", timeout=10_000
+    )
     # from Python: a stage of layer 4 is shown in the same block, the stack stepping to it
     push(page, "selected", "transformer.h.3.attn")
-    page.wait_for_selector('.nfw-node.nfw-selected[data-stage-id="transformer.h.3.attn"]', timeout=10_000)
+    page.wait_for_selector(
+        '.nfw-node.nfw-selected[data-stage-id="transformer.h.3.attn"]', timeout=10_000
+    )
     assert page.locator(".nfw-stacked").count() == 1
     assert page.eval_on_selector(".nfw-stacked", "(g) => g.dataset.stackShown") == "3"
     assert state(page, "selected") == "transformer.h.3.attn"

@@ -30,14 +30,18 @@ COVERED = """() => {
     const r = el.getBoundingClientRect(); return r.width && r.height ? r : null; };
   const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
   const over = { inspector: shown(document.querySelector(".nfw-inspector")),
-    minimap: shown(document.querySelector(".nfw-minimap")), legend: shown(document.querySelector(".nfw-legend")) };
+    minimap: shown(document.querySelector(".nfw-minimap")),
+    legend: shown(document.querySelector(".nfw-legend")) };
   const bad = []; let px = Infinity; let n = 0;
   for (const g of document.querySelectorAll(".nfw-node")) {
     const r = g.getBoundingClientRect(); const id = g.dataset.stageId || g.dataset.key; n++;
-    if (r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.top < c.top - 0.5 || r.bottom > c.bottom + 0.5) bad.push(`${id} outside the canvas`);
+    if (r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.top < c.top - 0.5
+        || r.bottom > c.bottom + 0.5) bad.push(`${id} outside the canvas`);
     for (const [name, o] of Object.entries(over))
-      if (o && r.left < o.right && r.right > o.left && r.top < o.bottom && r.bottom > o.top) bad.push(`${id} under the ${name}`);
-    const t = g.dataset.kind === "stage" || g.dataset.kind === "fold" ? g.querySelector(".nfw-t1") : null;
+      if (o && r.left < o.right && r.right > o.left && r.top < o.bottom && r.bottom > o.top)
+        bad.push(`${id} under the ${name}`);
+    const t = g.dataset.kind === "stage" || g.dataset.kind === "fold"
+      ? g.querySelector(".nfw-t1") : null;
     if (t) px = Math.min(px, t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize));
   }
   return { bad, px, n };
