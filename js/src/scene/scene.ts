@@ -8,6 +8,7 @@
 import type { Box, Direction, LayoutResult } from "../layout/layout";
 import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
+import { residualOf } from "../model/residual";
 import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
@@ -48,6 +49,8 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         type: runType(n.run), shape: formatShape(last.shapes[0]), params: formatParams(params),
         expandable: true, foldCount: n.run.count, error: err, mark: mark(n.key),
       });
+      const residual = residualOf(tree, members);
+      if (residual) nodes[nodes.length - 1].residual = residual;
     } else {
       nodes.push({
         key: n.key, id: n.id, kind: "stage", call: n.call, box,
@@ -56,6 +59,8 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         type: c.type, shape: formatShape(c.shapes[0]), params: formatParams(c.params),
         expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error, mark: mark(n.key),
       });
+      const residual = residualOf(tree, [n.base ?? n.call]);
+      if (residual) nodes[nodes.length - 1].residual = residual;
     }
   }
   const clusters: SceneCluster[] = [];

@@ -23,6 +23,10 @@ export interface SceneNode {
   foldCount: number;
   error: string | null;
   mark: Mark | null; // NaN / Inf in what it shows, or the call that raised
+  /** A collapsed residual block (or a fold of them, model/residual.ts): its output is
+   * f(x) + x, drawn as a small ⊕ and an arc around it; "projected": the shortcut is a
+   * projection (downsample(x)); "mixed": a fold with both. Absent: none. */
+  residual?: "identity" | "projected" | "mixed";
 }
 
 export interface SceneCluster {

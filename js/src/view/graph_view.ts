@@ -5,6 +5,7 @@ import { fitText, Listeners, s, svgText, syncChildren, textWidth } from "./dom";
 import { badge, figureLayers, markData, thumbEl, type Thumb } from "./figure";
 import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
 import { typeColor } from "./palette";
+import { noteResidualKinds, residualEl, residualWords } from "./residual_mark";
 import { stackEl } from "./stack_header";
 import type { Transform } from "./zoom";
 
@@ -115,14 +116,9 @@ export class GraphView {
     this.scene = scene;
     this.fills = fills;
     this.nodeByKey = new Map(scene.nodes.map((n) => [n.key, n]));
+    noteResidualKinds(this.svg, scene.nodes); // for the legend, whatever is culled
     this.edgesOf = new Map();
-    for (const e of scene.edges) {
-      for (const k of [e.src, e.dst]) {
-        const list = this.edgesOf.get(k);
-        if (list) list.push(e);
-        else this.edgesOf.set(k, [e]);
-      }
-    }
+    for (const e of scene.edges) for (const k of [e.src, e.dst]) (this.edgesOf.get(k) ?? this.edgesOf.set(k, []).get(k)!).push(e);
     this.nodeEls.clear();
     this.edgeEls.clear();
     this.clusterLayer.replaceChildren(...scene.clusters.map((c) => this.clusterEl(c)));
@@ -253,7 +249,7 @@ export class GraphView {
     if (fill) g.style.setProperty("--nfw-ink", fill.ink);
     if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
     const title = s("title");
-    title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}`;
+    title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
     g.append(title);
     // with data on the graph, the words take the top band and the picture the rest
     const pic = this.thumbOf !== null && n.kind !== "fold";
@@ -292,6 +288,7 @@ export class GraphView {
     const shapeFits = r2w < avail * 0.62;
     g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), this.font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
     if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
+    if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, this.scene?.dir ?? "TB", fold ? 6 : 0));
     if (n.expandable) g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
     g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
     // What went wrong here: pills across the top edge (over the focus ring), clear of the expand badge.

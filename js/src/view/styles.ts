@@ -63,6 +63,9 @@ export const GRAPH_CSS = `
 .nfw-junction-disc { fill: var(--nfw-bg); stroke: var(--nfw-fg1); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 .nfw-junction-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 2; stroke-linecap: round; }
 .nfw-junction-name { font-size: 11px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-residual-arc { fill: none; stroke: var(--nfw-skip); stroke-width: 1.6; stroke-linecap: round; vector-effect: non-scaling-stroke; }
+.nfw-residual-disc { fill: var(--nfw-bg); stroke: var(--nfw-skip); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+.nfw-residual-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 1.8; stroke-linecap: round; }
 .nfw-bus-line { fill: none; stroke: var(--nfw-merge); stroke-width: 1.6; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-line { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-bus-dot { fill: var(--nfw-merge); }

@@ -1,0 +1,176 @@
+/**
+ * Residual blocks: the calls whose output is `f(x) + x`, found once per graph from
+ * `graph.ops`, `graph.joins` and `calls[].in`, so that a collapsed block (a ResNet
+ * Bottleneck, a pre-norm transformer block) or a fold of them can still show its residual.
+ * Pure and DOM-free.
+ *
+ * A call c is a residual block when one of its outputs is made by a *residual add* of c's
+ * own forward (not a child's), through at most a few single-input leaves after it (the
+ * Bottleneck's `relu(out + identity)`). An add op J owned by c is a residual add when
+ *   - one operand (the shortcut) reaches the stream, walking back, through ops of c itself
+ *     only (`x`, `x[:, :k]`: an identity shortcut), or through exactly one child whose
+ *     subtree is smaller than the other branch's (`downsample(x)`: a projected shortcut);
+ *   - another operand (the branch) reaches the same stream op through at least one child of
+ *     c (other children than the shortcut's): `f(x)`;
+ * where the stream is c's input ops and c's earlier residual adds (a pre-norm block's second
+ * add reads the first: `h = x + attn(ln_1(x)); out = h + mlp(ln_2(h))`). An add of two
+ * different inputs (`dense(h) + input_tensor`, `scores + mask`) is no residual: the branch
+ * must come from what the shortcut carries. A concatenation (DenseNet), a plain chain (a
+ * Sequential, a U-Net's double conv) has no add of its own.
+ */
+import type { CallTree } from "./tree";
+
+export type Shortcut = "identity" | "projected";
+
+export interface Residual {
+  call: number;
+  op: number; // the residual add the output is made by
+  shortcut: Shortcut; // of that add
+  adds: number; // residual adds in the call's own forward (2 in a pre-norm transformer block)
+}
+
+/** Most ops one operand's walk visits (a block's branch is a few hundred at most). */
+const MAX_WALK = 4096;
+/** Most single-input steps from an output back to its residual add (`relu(out)`, a dropout). */
+const MAX_AFTER = 6;
+
+const cache = new WeakMap<CallTree, Map<number, Residual>>();
+
+/** The residual blocks of a graph by call index (computed once per tree). */
+export function residualBlocks(tree: CallTree): Map<number, Residual> {
+  let out = cache.get(tree);
+  if (!out) cache.set(tree, (out = findResidualBlocks(tree)));
+  return out;
+}
+
+function findResidualBlocks(tree: CallTree): Map<number, Residual> {
+  const { calls, ops, joins } = tree.graph;
+  const n = calls.length;
+  const found = new Map<number, Residual>();
+  if (tree.graph.topology === "sequential" || n === 0) return found;
+  // the last call of each subtree: calls are in start order, a subtree is contiguous
+  const end = Int32Array.from(calls, (_, i) => i);
+  for (let i = n - 1; i >= 0; i--) if (calls[i].parent >= 0) end[calls[i].parent] = Math.max(end[calls[i].parent], end[i]);
+  const inside = (c: number, w: number) => w > c && w <= end[c]; // w in c's subtree, not c
+  const childOf = (c: number, w: number) => {
+    while (calls[w].parent !== c) w = calls[w].parent;
+    return w;
+  };
+  const size = (k: number) => end[k] - k + 1;
+
+  // the add joins of each call's own forward, in op order
+  const adds = new Map<number, number[]>();
+  for (const [op, what] of joins) {
+    const c = ops[op][0];
+    if (what === "add" && c >= 0 && ops[op][1].length >= 2) (adds.get(c) ?? adds.set(c, []).get(c)!).push(op);
+  }
+  if (adds.size === 0) return found;
+
+  // Walk back from `start` to the stream (`hits`), through c's own ops and, for an op of a
+  // child, on from that child's inputs (`kids`: the children passed).
+  const walk = (c: number, start: number, stream: Set<number>) => {
+    const hits = new Set<number>();
+    const kids = new Set<number>();
+    const seen = new Set<number>([start]);
+    const todo = [start];
+    while (todo.length && seen.size < MAX_WALK) {
+      const o = todo.pop()!;
+      if (stream.has(o)) {
+        hits.add(o);
+        continue;
+      }
+      const w = ops[o][0];
+      let next: readonly number[] = [];
+      if (w === c) next = ops[o][1];
+      else if (w >= 0 && inside(c, w)) {
+        const k = childOf(c, w);
+        if (!kids.has(k)) (kids.add(k), (next = calls[k].in));
+      }
+      for (const p of next) if (!seen.has(p)) (seen.add(p), todo.push(p));
+    }
+    return { hits, kids };
+  };
+
+  const residualAdds = new Map<number, Map<number, Shortcut>>(); // call -> add op -> shortcut
+  for (const [c, list] of [...adds].sort((a, b) => a[0] - b[0])) {
+    const stream = new Set(calls[c].in);
+    const mine = new Map<number, Shortcut>();
+    for (const op of list.sort((a, b) => a - b)) {
+      const operands = [...new Set(ops[op][1])].map((p) => ({ op: p, ...walk(c, p, stream) }));
+      let kind: Shortcut | null = null;
+      for (const s of operands) {
+        for (const f of operands) {
+          if (f === s || kind !== null) continue;
+          // `f(y) + y`, y any value (y = x too): the branch is made from the shortcut itself
+          const g = walk(c, f.op, new Set([s.op]));
+          if (g.hits.size > 0 && g.kids.size > 0) {
+            kind = "identity";
+            continue;
+          }
+          // `f(x) + g(x)`: both from the stream; g is x through c's own ops (`x[:, :k]`) or
+          // one child, smaller than f's (`downsample(x)`), and f passes other children
+          if (s.hits.size === 0 || s.kids.size > 1 || f.kids.size === 0 || ![...s.hits].some((h) => f.hits.has(h))) continue;
+          if ([...s.kids].some((k) => f.kids.has(k))) continue;
+          const branch = [...f.kids].reduce((t, k) => t + size(k), 0);
+          if (s.kids.size === 0) kind = "identity";
+          else if (size([...s.kids][0]) < branch) kind = "projected";
+        }
+      }
+      if (kind !== null) {
+        mine.set(op, kind);
+        stream.add(op); // the next add may read this one as its shortcut
+      }
+    }
+    if (mine.size) residualAdds.set(c, mine);
+  }
+  if (residualAdds.size === 0) return found;
+
+  // The outputs of the candidate calls: their subtree's ops read outside it.
+  const outputs = new Map<number, Set<number>>();
+  for (const c of residualAdds.keys()) outputs.set(c, new Set());
+  const readBy = (p: number, reader: number) => {
+    for (let a = ops[p][0]; a >= 0; a = calls[a].parent) {
+      if (reader >= a && reader <= end[a]) break; // read inside a's subtree (a = reader's ancestor)
+      outputs.get(a)?.add(p);
+    }
+  };
+  ops.forEach(([owner, parents]) => parents.forEach((p) => readBy(p, owner)));
+  calls.forEach((k, i) => k.in.forEach((p) => readBy(p, i)));
+  for (const [, list] of tree.graph.output_ops) for (const p of list) readBy(p, -1);
+
+  for (const [c, mine] of residualAdds) {
+    for (const o of outputs.get(c)!) {
+      let x = o;
+      for (let step = 0; step <= MAX_AFTER; step++) {
+        const kind = mine.get(x);
+        if (kind !== undefined) {
+          found.set(c, { call: c, op: x, shortcut: kind, adds: mine.size });
+          break;
+        }
+        const w = ops[x][0];
+        if (w === c && ops[x][1].length === 1) x = ops[x][1][0];
+        else if (w >= 0 && inside(c, w)) {
+          const k = childOf(c, w);
+          if (tree.children[k].length > 0 || calls[k].in.length !== 1) break;
+          x = calls[k].in[0];
+        } else break;
+      }
+      if (found.has(c)) break;
+    }
+  }
+  return found;
+}
+
+/** What a drawn node (a collapsed stage, or a fold of blocks) says of its residual: null
+ * when it is none (for a fold: unless every member is a residual block); "mixed": a fold whose
+ * members have both identity and projected shortcuts (a ResNet stage's first block projects). */
+export function residualOf(tree: CallTree, calls: readonly number[]): Shortcut | "mixed" | null {
+  const blocks = residualBlocks(tree);
+  let kind: Shortcut | "mixed" | null = null;
+  for (const c of calls) {
+    const r = blocks.get(c);
+    if (!r) return null;
+    kind = kind === null || kind === r.shortcut ? r.shortcut : "mixed";
+  }
+  return kind;
+}

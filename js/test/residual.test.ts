@@ -1,0 +1,116 @@
+// Residual blocks (model/residual.ts) on real graphs, derived by hand from the models' code
+// (tests/written_out.py, tests/zoo.py, HF GPT-2 / BERT / T5), and the scene's marks on the
+// collapsed blocks and folds that hold them.
+import { describe, expect, it } from "vitest";
+import { computeLayout, type Direction } from "../src/layout/layout";
+import { residualBlocks, residualOf } from "../src/model/residual";
+import { buildTree, type CallTree } from "../src/model/tree";
+import { buildView, initialState, type ViewState } from "../src/model/view_model";
+import { buildScene, layoutRequest } from "../src/scene/scene";
+import { decodeGraph } from "../src/wire";
+import { loadRaw } from "./fixtures";
+
+const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+const trees = new Map<string, CallTree>();
+const tree = (name: string) => {
+  let t = trees.get(name);
+  if (!t) trees.set(name, (t = buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph))));
+  return t;
+};
+/** "id: shortcut ×adds" of every residual block, in call order. */
+const blocks = (name: string) => {
+  const t = tree(name);
+  return [...residualBlocks(t).values()].sort((a, b) => a.call - b.call).map((r) => `${t.graph.calls[r.call].id}: ${r.shortcut} ×${r.adds}`);
+};
+const scene = (t: CallTree, state: ViewState, dir: Direction = "TB") => {
+  const view = buildView(t, state);
+  return buildScene(t, view, computeLayout(layoutRequest(view, dir)), dir);
+};
+const marked = (t: CallTree, state: ViewState, dir: Direction = "TB") =>
+  scene(t, state, dir).nodes.filter((n) => n.residual).map((n) => `${n.id} ${n.residual}`);
+
+describe("which calls are residual blocks", () => {
+  it("every torchvision Bottleneck: out += identity (downsample(x) in the first), then relu", () => {
+    expect(blocks("torchvision_resnet")).toEqual(["layer1.0: projected ×1", "layer1.1: identity ×1"]);
+  });
+
+  it("zoo's BasicBlock: relu(conv2(relu(conv1(x))) + x); a pre-norm block's two adds", () => {
+    expect(blocks("resnet")).toEqual(["layer1: identity ×1", "layer2: identity ×1"]);
+    expect(blocks("prenorm")).toEqual(["blocks.0: identity ×2", "blocks.1: identity ×2", "blocks.2: identity ×2"]);
+    expect(blocks("fixture_unet")).toEqual(["bottleneck: identity ×1"]); // conv2(act(conv1(x))) + x
+  });
+
+  it("every GPT-2 block (x + attn(ln_1(x)), then + mlp(ln_2(.))); not GPT2Model's wte + wpe, not the GELU's inner add", () => {
+    expect(blocks("gpt2")).toEqual([0, 1, 2, 3].map((i) => `transformer.h.${i}: identity ×2`));
+  });
+
+  it("none in a DenseNet (its layers concatenate), a U-Net's double convs, plain Sequentials", () => {
+    for (const name of ["torchvision_densenet", "demo_unet", "unet", "unet_sequential", "flat_mlp", "dense", "multimodal"]) {
+      expect(blocks(name), name).toEqual([]);
+    }
+  });
+
+  it("BERT's adds join two different inputs (dense(h) + input_tensor, scores + mask): none is a block's own residual", () => {
+    expect(blocks("bert_padded")).toEqual([]);
+  });
+
+  it("T5's sublayers (x + dropout(attention(norm(x)))), not the T5Block around them", () => {
+    const t5 = blocks("t5");
+    expect(t5.length).toBeGreaterThan(0);
+    for (const b of t5) expect(b).toMatch(/^(en|de)coder\.block\.\d+\.layer\.\d+: identity ×1$/);
+  });
+
+  it("on every golden graph: a residual block has children and owns the add it is made by", () => {
+    for (const c of golden.cases) {
+      const t = tree(c.name);
+      const joins = new Map(t.graph.joins);
+      for (const r of residualBlocks(t).values()) {
+        expect(t.children[r.call].length, c.name).toBeGreaterThan(0);
+        expect(t.graph.ops[r.op][0], c.name).toBe(r.call);
+        expect(joins.get(r.op), c.name).toBe("add");
+      }
+    }
+  });
+
+  it("a fold says what its members are: all residual, mixed shortcuts, or none", () => {
+    const t = tree("torchvision_resnet");
+    const [b0, b1] = ["layer1.0", "layer1.1"].map((id) => t.byId.get(id)!);
+    expect(residualOf(t, [b0, b1])).toBe("mixed");
+    expect(residualOf(t, [b1])).toBe("identity");
+    expect(residualOf(t, [b0, t.byId.get("layer1")!])).toBeNull();
+  });
+});
+
+describe("the marks on the drawing", () => {
+  it("ResNet's first view marks both collapsed bottlenecks, nothing else", () => {
+    const t = tree("torchvision_resnet");
+    for (const dir of ["TB", "LR"] as const) expect(marked(t, initialState(t), dir)).toEqual(["layer1.0 projected", "layer1.1 identity"]);
+  });
+
+  it("an expanded bottleneck shows its real junction instead", () => {
+    const t = tree("torchvision_resnet");
+    const state = { ...initialState(t), expanded: new Set([...initialState(t).expanded, t.byId.get("layer1.0")!]) };
+    const sc = scene(t, state);
+    expect(sc.nodes.filter((n) => n.residual).map((n) => n.id)).toEqual(["layer1.1"]);
+    expect(sc.junctions.map((j) => j.glyph)).toContain("+");
+  });
+
+  it("GPT-2's blocks folded: one mark on the fold; its stacked first view draws the open block's junctions, no mark", () => {
+    const t = tree("gpt2");
+    const first = initialState(t);
+    expect(marked(t, first)).toEqual([]);
+    const folded: ViewState = { expanded: new Set([t.byId.get("transformer")!]), unfolded: new Set(), stacked: new Map() };
+    expect(marked(t, folded)).toEqual(["transformer.h.0 identity"]);
+    const fold = scene(t, folded).nodes.find((n) => n.residual)!;
+    expect(fold.kind).toBe("fold");
+  });
+
+  it("no mark in a DenseNet or a U-Net at any depth", () => {
+    for (const name of ["torchvision_densenet", "demo_unet"]) {
+      const t = tree(name);
+      const all: ViewState = { expanded: new Set(t.graph.calls.map((_, i) => i)), unfolded: new Set(), stacked: new Map() };
+      expect(marked(t, initialState(t)), name).toEqual([]);
+      expect(marked(t, all), name).toEqual([]);
+    }
+  });
+});
