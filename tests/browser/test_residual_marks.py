@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debi
 #: inside the canvas, the ⊕'s diameter on screen, the arc's dash; the legend's entry
 MARKS = """() => {
   const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
-  const inside = (r) => r.left >= c.left - 1 && r.right <= c.right + 1 && r.top >= c.top - 1 && r.bottom <= c.bottom + 1;
+  const inside = (r) => r.left >= c.left - 1 && r.right <= c.right + 1
+    && r.top >= c.top - 1 && r.bottom <= c.bottom + 1;
   const marks = [...document.querySelectorAll(".nfw-node .nfw-residual")].map((m) => {
     const g = m.closest(".nfw-node");
     const disc = m.querySelector(".nfw-residual-disc").getBoundingClientRect();
@@ -37,7 +38,8 @@ MARKS = """() => {
     };
   });
   const legend = document.querySelector('.nfw-legend [data-legend="residual"]');
-  return { marks, legend: legend ? legend.textContent : null, nodes: document.querySelectorAll(".nfw-node").length };
+  const nodes = document.querySelectorAll(".nfw-node").length;
+  return { marks, legend: legend ? legend.textContent : null, nodes };
 }"""
 
 
@@ -87,7 +89,8 @@ SIDES = """() => [...document.querySelectorAll(".nfw-node .nfw-residual")].map((
   const card = m.closest(".nfw-node").querySelector(".nfw-card").getBoundingClientRect();
   const disc = m.querySelector(".nfw-residual-disc").getBoundingClientRect();
   const x = disc.left + disc.width / 2, y = disc.top + disc.height / 2;
-  return [x > card.right - 2 && y > card.top && y < card.bottom, y > card.bottom - 2 && x > card.left && x < card.right];
+  return [x > card.right - 2 && y > card.top && y < card.bottom,
+          y > card.bottom - 2 && x > card.left && x < card.right];
 })"""
 
 
@@ -96,7 +99,9 @@ def test_the_mark_sits_where_the_output_leaves_top_down_and_left_to_right(browse
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     assert page.evaluate(SIDES) == [[False, True]] * 2  # TB: on the bottom edge
     page.get_by_role("button", name="→ LR").click()
-    page.wait_for_function(f"() => JSON.stringify(({SIDES})()) === '[[true,false],[true,false]]'", timeout=10_000)
+    page.wait_for_function(
+        f"() => JSON.stringify(({SIDES})()) === '[[true,false],[true,false]]'", timeout=10_000
+    )
     _shoot(page, "residual_resnet_LR_1280x720")
     context.close()
     assert errors == []
@@ -147,7 +152,12 @@ def test_gpt2_with_two_blocks_marks_both_collapsed_pre_norm_blocks(browser, tmp_
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100)
-    path = _page(tmp_path_factory, "gpt2", transformers.GPT2LMHeadModel(config), torch.randint(0, 100, (1, 8)))
+    path = _page(
+        tmp_path_factory,
+        "gpt2",
+        transformers.GPT2LMHeadModel(config),
+        torch.randint(0, 100, (1, 8)),
+    )
     context, page, errors = open_offline(browser, path, 1280, 720)
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     seen = page.evaluate(MARKS)
