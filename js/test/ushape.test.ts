@@ -3,7 +3,7 @@
 // "unet2d_condition") is a U too: down blocks on one side, up blocks on the other, each level
 // matched, skips straight across, the conditioning beside it, its buses never behind a node.
 import { describe, expect, it } from "vitest";
-import { computeLayout, type Direction } from "../src/layout/layout";
+import { computeLayout, GROUP_PAD, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, initialState, toggleExpanded, type ViewState } from "../src/model/view_model";
 import { buildScene, layoutRequest } from "../src/scene/scene";
@@ -93,7 +93,26 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     }
   });
 
-  it.each(states)("%s: the timestep and text buses pass behind no node", (_, state) => {
+  it("up_blocks.1 open: upside down on the rising side, its skip across at down_blocks.0's level into its entry below it", () => {
+    const view = buildView(tree, open(tree, "up_blocks.1"));
+    const lay = computeLayout(layoutRequest(view, "TB"));
+    const [xd, yd] = centre(lay.boxes["s:down_blocks.0"]);
+    const [xm, ym] = centre(lay.boxes["s:mid_block"]);
+    const up = lay.boxes["c:up_blocks.1"];
+    expect(xd).toBeLessThan(xm);
+    expect(up[0]).toBeGreaterThan(xm);
+    expect(up[1] + up[3]).toBeLessThan(ym);
+    const inner = view.nodes.filter((n) => n.key.startsWith("s:up_blocks.1."));
+    expect(inner.length).toBeGreaterThanOrEqual(3);
+    for (const n of inner) expect(centre(lay.boxes[n.key])[0]).toBeGreaterThan(xm);
+    // the level skip leaves down_blocks.0 across at its centre and turns up into the group
+    const skip = lay.routes["s:down_blocks.0>c:up_blocks.1"];
+    expect(Math.abs(skip[1] - yd)).toBeLessThan(0.5);
+    expect(Math.abs(skip[skip.length - 1] - (up[1] + up[3]))).toBeLessThan(GROUP_PAD + 0.5);
+    expect(yd).toBeGreaterThan(up[1] + up[3]);
+  });
+
+  it.each([...states, ["up_blocks.1 open", () => open(tree, "up_blocks.1")] as [string, () => ViewState]])("%s: the timestep and text buses pass behind no node", (_, state) => {
     const view = buildView(tree, state());
     const lay = computeLayout(layoutRequest(view, "TB"));
     const scene = buildScene(tree, view, lay, "TB");

@@ -3,7 +3,7 @@ like the figure in its paper: the down blocks descending on one side, the up blo
 the other, down_blocks.0 level with the last up block and mid_block at the bottom between
 them, the level's skip straight across, every node in the canvas with names legible from the
 back row; the timestep and text conditioning beside it, their buses passing behind no node,
-also with down_blocks.0 opened. Screenshots in test-artifacts/."""
+also with down_blocks.0 or up_blocks.1 opened. Screenshots in test-artifacts/."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def see(browser, path, width, height, shot, open_block=None):
     context, page, errors = open_offline(browser, path, width, height)
     page.wait_for_timeout(400)
     if open_block:
-        page.locator(f'[data-stage-id="{open_block}"]').first.dblclick()
+        page.locator(f'[data-stage-id="{open_block}"]').first.dispatch_event("dblclick")
         page.wait_for_selector(f'[data-stage-id^="{open_block}."]', timeout=30_000)
         page.wait_for_timeout(800)
     got = page.evaluate(SEEN)
@@ -160,16 +160,20 @@ def test_a_diffusers_unet_first_paints_as_a_u(browser, pages, levels, layers, wi
     assert_buses_pass_behind_no_node(got)
 
 
-def test_with_down_blocks_0_open_the_u_holds_and_the_text_bus_passes_no_node(browser, pages):
-    shot = "unet2d_2x1_down_blocks_0_open_1280x720.png"
-    got = see(browser, pages[(2, 1)], 1280, 720, shot, open_block="down_blocks.0")
+@pytest.mark.parametrize("block", ["down_blocks.0", "up_blocks.1"])
+def test_with_a_block_open_the_u_holds_and_the_buses_pass_behind_no_node(browser, pages, block):
+    shot = f"unet2d_2x1_{block.replace('.', '_')}_open_1280x720.png"
+    got = see(browser, pages[(2, 1)], 1280, 720, shot, open_block=block)
     for sid, _k, *_box, _px, inside in got["nodes"]:
         assert inside, f"{sid} is not inside the canvas"
     at = centres(got)
-    inner = [k for k in at if k.startswith("down_blocks.0.")]
+    inner = [k for k in at if k.startswith(block + ".")]
     assert len(inner) >= 3
-    for k in inner:
-        assert at[k][0] < at["mid_block"][0] < at["up_blocks.1"][0]
+    for k in inner:  # on its side of mid_block, above it
+        assert (at[k][0] < at["mid_block"][0]) == block.startswith("down")
         assert at[k][1] < at["mid_block"][1]
+    for other in ("down_blocks.0", "up_blocks.1"):
+        if other != block:
+            assert (at[other][0] < at["mid_block"][0]) == other.startswith("down")
     assert any(s == "input:encoder_hidden_states" for _k, s, _d, _p in got["lines"])
     assert_buses_pass_behind_no_node(got)

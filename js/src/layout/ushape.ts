@@ -100,8 +100,9 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const rightStart = bottom >= 0 ? bottom + 1 : leftEnd + 1;
   const rEnd = item(t1).junction && t1 + 1 < n ? t1 + 1 : t1;
   const rises = aside.length > 0; // the tail up the decoder's side
-  // a skip ends at a plain item (a junction, a node) on the rising side; the tail is plain
-  for (const [s, t] of all_skips) if (item(t).group || s > leftEnd || t < rightStart || t > rEnd) return null;
+  // a skip ends on the rising side (at a junction, a node, or an open group: upside down,
+  // entered from below); the tail is plain
+  for (const [s, t] of all_skips) if (s > leftEnd || t < rightStart || t > rEnd) return null;
   for (let i = rEnd + 1; i < n; i++) if (item(i).group) return null;
 
   const A = new Float64Array(n); // along of each position's centre
@@ -114,6 +115,8 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   };
   // a skip's level below its source's centre: 0, or in the gap below a group (its exit)
   const off = (s: number) => (item(s).group ? item(s).al / 2 + RANKSEP / 2 : 0);
+  // ... and below its target's: in the gap below an open group (upside down, entered there)
+  const offIn = (t: number) => (item(t).group ? item(t).al / 2 + RANKSEP / 2 : 0);
   // spread a side's items from..to evenly between the along of its two ends
   const spread = (from: number, to: number, down: boolean) => {
     const extra = (Math.abs(A[to] - A[from]) - sum(from, to)) / (to - from);
@@ -129,12 +132,13 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   A[head] = sum(0, head) + item(0).al / 2;
   for (let q = 0; q < k; q++) {
     const [s, t] = skips[q];
-    A[t] = A[s] + off(s);
+    A[t] = A[s] + off(s) - offIn(t);
     if (q + 1 === k) break;
     const [s2, t2] = skips[q + 1];
-    const span = Math.max(sum(s, s2) + off(s2) - off(s), sum(t2, t));
-    A[t2] = A[t] + span;
-    A[s2] = A[t2] - off(s2);
+    const span = Math.max(sum(s, s2) + off(s2) - off(s), sum(t2, t) + offIn(t2) - offIn(t));
+    const level = A[t] + offIn(t) + span;
+    A[t2] = level - offIn(t2);
+    A[s2] = level - off(s2);
     spread(s, s2, true);
     spread(t2, t, false);
   }
@@ -145,10 +149,13 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   let floor = -Infinity;
   for (let i = 0; i < n; i++) if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
-  // the conditioning, along: one column ending a rank above the first level
+  // the conditioning, along: one column ending a rank above the first level and above the
+  // decoder (an open up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
-  let sCursor = A[head] - item(head).al / 2 - RANKSEP;
+  let sCursor = A[head] - item(head).al / 2;
+  for (let i = rightStart; i <= rEnd; i++) sCursor = Math.min(sCursor, A[i] - item(i).al / 2);
+  sCursor -= RANKSEP;
   for (let q = aside.length - 1; q >= 0; q--) {
     sTop[q] = sCursor - all[aside[q]].al;
     sCursor = sTop[q] - RANKSEP;
@@ -218,8 +225,11 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     } else pts = [A[i], hi(i), A[j], lo(j)]; // on to the tail
     routes[e] = pts;
   }
+  // into a plain target across, into an open group up through its entry below it
+  const into = (t: number, a: number) => (item(t).group ? [a, inC(t), low(t), inC(t)] : [a, lo(t)]);
   for (const [s, t, e] of skips) {
-    routes[e] = item(s).group ? rounded([low(s), outC(s), A[t], outC(s), A[t], lo(t)], 12) : [A[s], hi(s), A[t], lo(t)];
+    const a = A[t] + offIn(t);
+    routes[e] = rounded(item(s).group ? [low(s), outC(s), a, outC(s), ...into(t, a)] : [A[s], hi(s), ...into(t, a)], 12);
   }
   // a shared skip: out beside its source's level skip, down the middle of the U, into its
   // target above that one's level skip (its source is higher up)
@@ -230,12 +240,12 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const middle = (leftHi + rightLo) / 2;
   const levelFrom = new Set(skips.map(([s]) => s));
   for (const [s, t, e] of shared) {
-    const into = item(t).junction ? A[t] : A[t] - Math.min(SHARED_OFF, item(t).al / 4);
+    const at = item(t).group ? A[t] + offIn(t) : item(t).junction ? A[t] : A[t] - Math.min(SHARED_OFF, item(t).al / 4);
     const out = item(s).group
       ? [low(s), outC(s), A[s] + off(s), outC(s), A[s] + off(s), middle]
       : [A[s] + (levelFrom.has(s) ? Math.min(SHARED_OFF, item(s).al / 4) : 0), hi(s)];
     if (!item(s).group) out.push(out[0], middle);
-    routes[e] = rounded([...out, into, middle, into, lo(t)], 10);
+    routes[e] = rounded([...out, at, middle, ...into(t, at)], 10);
   }
 
   // the conditioning's column, across: beside the encoder

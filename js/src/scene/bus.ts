@@ -17,6 +17,7 @@ import type { SceneBus, SceneEdge } from "./types";
 const OFF = 16; // the line's distance from what it passes
 const STEP = 10; // between two buses on one side
 const TAP_SEP = 8; // between the taps of two buses into one reader
+const TAP_CLEAR = 24; // a tap passes a node no closer than this along the flow
 
 export function drawBuses(
   buses: Map<string, DrawnEdge[]>, view: ViewGraph, boxOf: (key: string) => Box | undefined, obstacles: Box[], dir: Direction,
@@ -32,12 +33,17 @@ export function drawBuses(
   const used: { side: number; at: number; a0: number; a1: number }[] = [];
   const result: SceneBus[] = [];
   const taps: SceneEdge[] = [];
-  // a tap straight across from `at` into `box` that passes behind another node (not the
-  // groups around the reader): the reader lies beyond something, seen from that side
+  // a tap straight across from `at` into `box` that passes behind another node, or close
+  // along it (where a skip leaves an open group), not the groups around the reader: the
+  // reader lies beyond something, seen from that side
   const inside = (a: Box, b: Box) => a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
-  const blocked = (a: number, at: number, box: Box, to: number) => {
+  const blocked = (a: number, at: number, box: Box, to: number, from: Box) => {
     const [x0, y0, x1, y1] = tb ? [at, a, to, a] : [a, at, a, to];
-    return obstacles.some((b) => !inside(box, b) && segmentHitsBox(x0, y0, x1, y1, b, 2));
+    return obstacles.some((b) => {
+      if (b === from || inside(box, b)) return false;
+      const wide: Box = tb ? [b[0], b[1] - TAP_CLEAR, b[2], b[3] + 2 * TAP_CLEAR] : [b[0] - TAP_CLEAR, b[1], b[2] + 2 * TAP_CLEAR, b[3]];
+      return segmentHitsBox(x0, y0, x1, y1, wide, 2);
+    });
   };
   interface Round {
     sgn: number; at: number; bottom: number; far: number; a0: number; out: number[];
@@ -94,7 +100,7 @@ export function drawBuses(
     // outside of one side, under the bottom, up the outside of the other)
     const plan = (sgn: number) => {
       const at = lane(sgn);
-      const isFar = ends.map(({ box }, i) => blocked(tapAt[i], at, box, near(box, at)));
+      const isFar = ends.map(({ box }, i) => blocked(tapAt[i], at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
       if (!isFar.some(Boolean)) return { sgn, at, isFar, bottom: 0, far: 0, cost: ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1])) };
       let bottom = -Infinity;
