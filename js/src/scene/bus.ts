@@ -37,11 +37,11 @@ export function drawBuses(
   // along it (where a skip leaves an open group), not the groups around the reader: the
   // reader lies beyond something, seen from that side
   const inside = (a: Box, b: Box) => a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
-  const blocked = (a: number, at: number, box: Box, to: number, from: Box) => {
+  const blocked = (a: number, at: number, box: Box, to: number, from: Box, clear = TAP_CLEAR) => {
     const [x0, y0, x1, y1] = tb ? [at, a, to, a] : [a, at, a, to];
     return obstacles.some((b) => {
       if (b === from || inside(box, b)) return false;
-      const wide: Box = tb ? [b[0], b[1] - TAP_CLEAR, b[2], b[3] + 2 * TAP_CLEAR] : [b[0] - TAP_CLEAR, b[1], b[2] + 2 * TAP_CLEAR, b[3]];
+      const wide: Box = tb ? [b[0], b[1] - clear, b[2], b[3] + 2 * clear] : [b[0] - clear, b[1], b[2] + 2 * clear, b[3]];
       return segmentHitsBox(x0, y0, x1, y1, wide, 2);
     });
   };
@@ -98,11 +98,17 @@ export function drawBuses(
     // each side: its lane, and the readers a straight tap from it would reach only behind
     // another node; those the bus reaches round the end of what is between (a U: down the
     // outside of one side, under the bottom, up the outside of the other)
-    const plan = (sgn: number) => {
+    // taps of a plan that pass behind a node, and that pass close along one
+    const behind = (at: number, far: number, isFar: boolean[], clear: number) =>
+      ends.filter(({ box }, i) => blocked(tapAt[i], isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear)).length;
+    const plan = (sgn: number, straight: boolean) => {
       const at = lane(sgn);
-      const isFar = ends.map(({ box }, i) => blocked(tapAt[i], at, box, near(box, at), sb));
+      const isFar = ends.map(({ box }, i) => !straight && blocked(tapAt[i], at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
-      if (!isFar.some(Boolean)) return { sgn, at, isFar, bottom: 0, far: 0, cost: ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1])) };
+      if (!isFar.some(Boolean)) {
+        const cost = ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1]));
+        return { sgn, at, isFar, bottom: 0, far: 0, cost, hard: behind(at, 0, isFar, 0), soft: behind(at, 0, isFar, TAP_CLEAR) };
+      }
       let bottom = -Infinity;
       for (const b of obstacles) {
         const [ba, bl] = al(b);
@@ -114,14 +120,20 @@ export function drawBuses(
       const far = sgn > 0 ? flo - OFF : fhi + OFF;
       let cost = Math.abs(at - out[1]) + Math.abs(far - at) + 2 * (bottom - top);
       ends.forEach(({ box }, i) => (cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at))));
-      return { sgn, at, isFar, bottom, far, cost };
+      return { sgn, at, isFar, bottom, far, cost, hard: behind(at, far, isFar, 0), soft: behind(at, far, isFar, TAP_CLEAR) };
     };
-    const [p1, p2] = [plan(1), plan(-1)];
-    const nFar = (p: typeof p1) => p.isFar.filter(Boolean).length;
-    // a side whose taps are all straight; where both go round, the side of the source (its
-    // line does not cross the figure to reach its lane)
-    const [f1, f2] = [nFar(p1) > 0, nFar(p2) > 0];
-    const best = f1 !== f2 ? (f1 ? p2 : p1) : f1 ? (Math.abs(p1.at - out[1]) <= Math.abs(p2.at - out[1]) ? p1 : p2) : p1.cost <= p2.cost ? p1 : p2;
+    // the plan whose taps pass behind fewest nodes, then close along fewest; then straight
+    // taps before a line round; where both go round, the side of the source (its line does
+    // not cross the figure to reach its lane)
+    const nFar = (p: ReturnType<typeof plan>) => p.isFar.filter(Boolean).length;
+    const better = (p: ReturnType<typeof plan>, q: ReturnType<typeof plan>) => {
+      if (p.hard !== q.hard) return p.hard < q.hard;
+      if (p.soft !== q.soft) return p.soft < q.soft;
+      const [fp, fq] = [nFar(p) > 0, nFar(q) > 0];
+      if (fp !== fq) return !fp;
+      return fp ? Math.abs(p.at - out[1]) <= Math.abs(q.at - out[1]) : p.cost <= q.cost;
+    };
+    const best = [plan(1, true), plan(-1, true), plan(1, false), plan(-1, false)].reduce((p, q) => (better(q, p) ? q : p));
     const { sgn, at } = best;
     const round = nFar(best) > 0;
     used.push({ side: sgn, at, a0: out[0], a1: round ? best.bottom : aEnd });
