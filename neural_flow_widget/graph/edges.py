@@ -94,6 +94,18 @@ def stage_edges(
     # stream walked the whole stream back again.
     reached: dict[tuple[int, frozenset[int]], frozenset[str]] = {}
 
+    def stops(op: int, skip: set[int], found: set[str]) -> bool:
+        """Whether a walk stops at ``op``: a model input, or an op of a selected stage not in
+        ``skip`` (its source, added to ``found``)."""
+        name = input_of_op.get(op)
+        if name is None:
+            who = own[op]
+            if who == -1 or who in skip:
+                return False
+            name = node_ids[who]
+        found.add(name)
+        return True
+
     def reach(first: int, skip: set[int], key: frozenset[int]) -> frozenset[str]:
         """Sources reached from op ``first``, walking through every relay."""
         hit = reached.get((first, key))
@@ -111,15 +123,8 @@ def stage_edges(
             if known is not None:
                 found |= known
                 continue
-            name = input_of_op.get(op)
-            if name is not None:
-                found.add(name)
-                continue
-            who = own[op]
-            if who != -1 and who not in skip:
-                found.add(node_ids[who])
-                continue
-            todo.extend(parents[op])
+            if not stops(op, skip, found):
+                todo.extend(parents[op])
         reached[(first, key)] = result = frozenset(found)
         return result
 
@@ -142,13 +147,7 @@ def stage_edges(
                 if op in seen:
                     continue
                 seen.add(op)
-                name = input_of_op.get(op)
-                if name is not None:
-                    found.add(name)
-                    continue
-                who = own[op]
-                if who != -1 and who not in skip:
-                    found.add(node_ids[who])
+                if stops(op, skip, found):
                     continue
                 if op not in starts and any(r not in skip for r in readers.get(op, ())):
                     behind = reach(op, skip, key)

@@ -117,6 +117,19 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   let reachWalk = 0;
   const owns = (w: number, stage: number) =>
     w !== -1 && (stage < 0 || (w !== stage && !isCallAncestor(graph, w, stage)));
+  // where a walk stops: a model input, or an op of another selected stage (its source, found)
+  const source = (o: number, stage: number, found: Set<number>): boolean => {
+    const input = inputOfOp.get(o);
+    if (input !== undefined) {
+      const pos = inputPos.get(input);
+      if (pos !== undefined) found.add(pos);
+      return true;
+    }
+    const w = own(o);
+    if (!owns(w, stage)) return false;
+    found.add(stagePos.get(w)!);
+    return true;
+  };
   const reach = (first: number, stage: number): Set<number> => {
     const key = stage < 0 ? -2 : calls[stage].parent >= 0 ? owner[calls[stage].parent] : -1;
     const memo = reached.get(key) ?? reached.set(key, new Map()).get(key)!;
@@ -132,17 +145,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         for (const m of known) found.add(m);
         continue;
       }
-      const input = inputOfOp.get(o);
-      if (input !== undefined) {
-        const pos = inputPos.get(input);
-        if (pos !== undefined) found.add(pos);
-        continue;
-      }
-      const w = own(o);
-      if (owns(w, stage)) {
-        found.add(stagePos.get(w)!);
-        continue;
-      }
+      if (source(o, stage, found)) continue;
       for (const p of ops[o][1]) if (reachStamp[p] !== reachWalk) (reachStamp[p] = reachWalk), todo.push(p);
     }
     memo.set(first, found);
@@ -159,17 +162,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     const visit = (found: Set<number>, crossRelays: boolean, starts: Set<number>) => {
       while (stack.length) {
         const o = stack.pop()!;
-        const input = inputOfOp.get(o);
-        if (input !== undefined) {
-          const pos = inputPos.get(input);
-          if (pos !== undefined) found.add(pos);
-          continue;
-        }
-        const w = own(o);
-        if (owns(w, stage)) {
-          found.add(stagePos.get(w)!);
-          continue;
-        }
+        if (source(o, stage, found)) continue;
         if (!crossRelays && !starts.has(o) && isRelay(o, stage)) {
           const behind = reach(o, stage);
           if (behind.size > 1) held.push(o); // a stream: crossed after the direct part
