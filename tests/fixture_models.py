@@ -203,9 +203,10 @@ def t5():
     return model, {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": decoder}
 
 
-def unet2d():
+def unet2d(levels: int = 2, layers: int = 1):
     """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
-    cross-attention on 5 tokens of width 32, a 16 x 16 latent. Its blocks are called
+    cross-attention on 5 tokens of width 32, a 16 x 16 latent; or more levels (up to four)
+    and layers per block (Stable Diffusion's has four levels of two). Its blocks are called
     ``(hidden_states, temb, encoder_hidden_states)``."""
     from diffusers import UNet2DConditionModel
 
@@ -214,10 +215,10 @@ def unet2d():
         sample_size=16,
         in_channels=4,
         out_channels=4,
-        block_out_channels=(32, 64),
-        layers_per_block=1,
-        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        block_out_channels=(32, 64, 64, 64)[:levels],
+        layers_per_block=layers,
+        down_block_types=("CrossAttnDownBlock2D",) * (levels - 1) + ("DownBlock2D",),
+        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (levels - 1),
         cross_attention_dim=32,
         attention_head_dim=8,
         norm_num_groups=8,

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from fixture_models import unet2d
 from live import CHROMIUM, open_offline
 
 import neural_flow_widget as nfw
@@ -48,37 +49,6 @@ SEEN = """() => {
       : [p.dataset.edgeKind, p.dataset.src || "", p.dataset.dst || "", onScreen(p)]);
   return { nodes, lines };
 }"""
-
-
-def unet2d(levels: int = 2, layers: int = 1):
-    """tests/fixture_models.py's UNet2DConditionModel, or one with more levels and layers
-    per block (Stable Diffusion's has four levels of two)."""
-    from fixture_models import unet2d as small
-
-    if levels == 2 and layers == 1:
-        return small()
-    import torch
-    from diffusers import UNet2DConditionModel
-
-    torch.manual_seed(0)
-    model = UNet2DConditionModel(
-        sample_size=16,
-        in_channels=4,
-        out_channels=4,
-        block_out_channels=(32, 64, 64, 64)[:levels],
-        layers_per_block=layers,
-        down_block_types=("CrossAttnDownBlock2D",) * (levels - 1) + ("DownBlock2D",),
-        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (levels - 1),
-        cross_attention_dim=32,
-        attention_head_dim=8,
-        norm_num_groups=8,
-    ).eval()
-    inputs = {
-        "sample": torch.randn(1, 4, 16, 16),
-        "timestep": torch.tensor([10]),
-        "encoder_hidden_states": torch.randn(1, 5, 32),
-    }
-    return model, inputs
 
 
 def crosses(pts: list[float], box: tuple[float, float, float, float], inset: float = 3) -> bool:
