@@ -115,6 +115,18 @@ def tap(page, selector: str) -> None:
     )
 
 
+def search_and_open(page, stage: str) -> None:
+    """Find ``stage`` with the search box and open it (Enter): its name in the inspector."""
+    page.fill(".nfw-search", stage)
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-search-count').textContent.includes('match')"
+    )
+    page.press(".nfw-search", "Enter")
+    page.wait_for_function(
+        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {stage!r}"
+    )
+
+
 def open_offline(browser, path, width, height):
     """An exported page opened from disk with the network refused; returns (context, page,
     errors) once its graph is drawn."""

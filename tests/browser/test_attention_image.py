@@ -15,7 +15,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live, open_offline
+from live import CHROMIUM, open_live, open_offline, search_and_open
 
 import neural_flow_widget as nfw
 
@@ -161,14 +161,7 @@ def test_the_image_view_works_on_an_offline_page(browser, vit, tmp_path):
     stage = widget.flow.calls[widget.graph["attention"][-1]].id
     path = widget.to_html(tmp_path / "vit.html")
     context, page, errors = open_offline(browser, path, 1024, 768)
-    page.fill(".nfw-search", stage)
-    page.wait_for_function(
-        "() => document.querySelector('.nfw-search-count').textContent.includes('match')"
-    )
-    page.press(".nfw-search", "Enter")
-    page.wait_for_function(
-        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {stage!r}"
-    )
+    search_and_open(page, stage)
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click('[data-attention-mode="image"]')
     page.wait_for_selector(

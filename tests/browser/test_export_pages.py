@@ -18,7 +18,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_offline
+from live import CHROMIUM, open_offline, search_and_open
 
 import neural_flow_widget as nfw
 
@@ -48,17 +48,6 @@ def _shoot(page, name):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
-def _select(page, stage):
-    page.fill(".nfw-search", stage)
-    page.wait_for_function(
-        "() => document.querySelector('.nfw-search-count').textContent.includes('match')"
-    )
-    page.press(".nfw-search", "Enter")
-    page.wait_for_function(
-        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {stage!r}"
-    )
-
-
 def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, gpt2):
     widget, path, _ = gpt2
     assert path.stat().st_size <= 8_000_000
@@ -66,7 +55,7 @@ def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, g
     assert len(stages) == 12
     context, page, errors = open_offline(browser, path, 1280, 720)
     _shoot(page, "offline_gpt2_1280")
-    _select(page, stages[-1])
+    search_and_open(page, stages[-1])
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click('[data-attention-mode="model"]')
     page.wait_for_selector("[data-cell]", timeout=30_000)
@@ -78,7 +67,7 @@ def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, g
     page.wait_for_selector("[data-cell]")
     _shoot(page, "offline_gpt2_model_view_per_map_1280")  # (random weights: near-uniform)
     # a weight under the pointer is the run's own, decoded from the page's codes
-    _select(page, stages[0])
+    search_and_open(page, stages[0])
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click('[data-attention-mode="map"]')  # the mean over heads
     canvas = page.locator('canvas[data-view-kind="attention"]')
@@ -116,13 +105,13 @@ def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
     shown = [n for n in drawn if n in left_out]
     stage = shown[0] if shown else left_out[0]
     if not shown:  # (the first view drew none of them: open one)
-        _select(page, stage)
+        search_and_open(page, stage)
     node = page.locator(f'.nfw-node[data-stage-id="{stage}"] .nfw-thumb-missing')
     node.wait_for(timeout=30_000)
     assert "Not in this page: over its 4 MB budget" in re.sub(r"\s+", " ", node.text_content())
     _shoot(page, "offline_gpt2_4mb_1280")
     # in the inspector: what, why, and the budget that keeps it
-    _select(page, stage)
+    search_and_open(page, stage)
     page.wait_for_selector(".nfw-inspector [data-missing]")
     words = page.text_content(".nfw-inspector [data-missing]")
     assert words.startswith("Not in this page: over its 4 MB budget"), words
