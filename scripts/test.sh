@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up (package, test extras, front end, Chromium), then run the whole test suite: the
 # formatters, linters and type checkers (Python and TypeScript), the front end's unit and
-# browser tests, and the Python tests (which include the JupyterLab and packaging tests).
+# browser tests, and the Python tests (which include the JupyterLab and packaging tests, and
+# tests/test_docs.py: `mkdocs build --strict` of the documentation site with a small gallery).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh "[test]"

@@ -18,11 +18,13 @@ class Bottleneck(nn.Module):
 
     expansion = 4
 
-    def __init__(self, cin: int, width: int, downsample: nn.Module | None = None) -> None:
+    def __init__(
+        self, cin: int, width: int, downsample: nn.Module | None = None, stride: int = 1
+    ) -> None:
         super().__init__()
         cout = width * self.expansion
         self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv2d(width, width, 3, stride=stride, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(width)
         self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
         self.relu = nn.ReLU(inplace=True)
@@ -40,20 +42,44 @@ class Bottleneck(nn.Module):
 
 
 class ResNet(nn.Module):
-    def __init__(self) -> None:
+    """torchvision's ``ResNet`` of bottlenecks: a stem, ``layers[i]`` bottlenecks of width
+    ``width * 2**i`` (the first of each projected by ``downsample``, stride 2 from the second
+    layer on), average pooling and a classifier. By default a tiny one (one layer of two
+    blocks); :func:`resnet50` is ResNet-50."""
+
+    def __init__(
+        self, layers: tuple[int, ...] = (2,), stem: int = 8, width: int = 4, classes: int = 5
+    ) -> None:
         super().__init__()
-        self.conv1 = nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False)
-        self.bn1, self.relu = nn.BatchNorm2d(8), nn.ReLU(inplace=True)
+        self.conv1 = nn.Conv2d(3, stem, 7, stride=2, padding=3, bias=False)
+        self.bn1, self.relu = nn.BatchNorm2d(stem), nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        project = nn.Sequential(nn.Conv2d(8, 16, 1, bias=False), nn.BatchNorm2d(16))
-        self.layer1 = nn.Sequential(Bottleneck(8, 4, project), Bottleneck(16, 4))
+        cin = stem
+        for i, blocks in enumerate(layers):
+            planes, stride = width * 2**i, 1 if i == 0 else 2
+            cout = planes * Bottleneck.expansion
+            project = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride=stride, bias=False), nn.BatchNorm2d(cout)
+            )
+            first = Bottleneck(cin, planes, project, stride)
+            rest = (Bottleneck(cout, planes) for _ in range(blocks - 1))
+            setattr(self, f"layer{i + 1}", nn.Sequential(first, *rest))
+            cin = cout
+        self.layers = len(layers)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(16, 5)
+        self.fc = nn.Linear(cin, classes)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer1(x)
+        for i in range(self.layers):
+            x = getattr(self, f"layer{i + 1}")(x)
         return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def resnet50(classes: int = 1000) -> ResNet:
+    """ResNet-50 as torchvision builds it: [3, 4, 6, 3] bottlenecks of width 64 to 512
+    (25.6 M parameters with 1,000 classes), random weights."""
+    return ResNet(layers=(3, 4, 6, 3), stem=64, width=64, classes=classes)
 
 
 # -- DenseNet, as torchvision writes it: each layer receives the list of earlier features -----
