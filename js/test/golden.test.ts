@@ -2,7 +2,8 @@
 // Both files are required: a missing one fails here (loadRaw throws), it is never skipped.
 import { describe, expect, it } from "vitest";
 import { buildTree } from "../src/model/tree";
-import { buildView, initialState } from "../src/model/view_model";
+import { buildView } from "../src/model/view_model";
+import { initialState } from "../src/model/view_state";
 import { stageEdges, topologyIndex } from "../src/model/topology";
 import { decodeGraph, SCHEMA } from "../src/wire";
 import { loadRaw } from "./fixtures";

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { computeLayout, LayoutCache, type Box, type LayoutGroup } from "../src/layout/layout";
 import { buildTree } from "../src/model/tree";
-import { buildView, initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_model";
+import { buildView } from "../src/model/view_model";
+import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { buildScene, edgePath, layoutRequest } from "../src/scene/scene";
 import { loadGraph } from "./fixtures";
 

@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildTree } from "../src/model/tree";
-import {
-  buildView, chosenState, initialState, isShown, layerCount, revealCall, searchCalls, toggleExpanded, toggleUnfolded, visibleCount,
-  type ViewState,
-} from "../src/model/view_model";
+import { buildView, searchCalls, type ViewState } from "../src/model/view_model";
+import { chosenState, initialState, isShown, layerCount, revealCall, toggleExpanded, toggleUnfolded, visibleCount } from "../src/model/view_state";
 import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
 

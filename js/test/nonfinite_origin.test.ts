@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { nonfiniteHeadline, originPhrases, problemsOf, viewMarks } from "../src/model/problems";
 import { buildTree } from "../src/model/tree";
-import { buildView, revealCall } from "../src/model/view_model";
+import { buildView } from "../src/model/view_model";
+import { revealCall } from "../src/model/view_state";
 import { flagsOf } from "../src/view/flags";
 import { decodeGraph, WireError } from "../src/wire";
 import { loadRaw } from "./fixtures";

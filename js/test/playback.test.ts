@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { playbackSteps, sameState } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
-import { buildView, initialState, toggleExpanded, type ViewState } from "../src/model/view_model";
+import { buildView, type ViewState } from "../src/model/view_model";
+import { initialState, toggleExpanded } from "../src/model/view_state";
 import { loadGraph } from "./fixtures";
 
 const unet = buildTree(loadGraph("wire_unet.json"));

@@ -3,9 +3,10 @@
 import { describe, expect, it } from "vitest";
 import { computeLayout, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
-import { buildView, initialState, toggleExpanded, toggleUnfolded, type ViewState } from "../src/model/view_model";
+import { buildView, type ViewState } from "../src/model/view_model";
+import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/junctions";
-import { segmentHitsBox } from "../src/scene/routing";
+import { segmentHitsBox } from "../src/layout/flow";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph } from "./fixtures";

@@ -7,9 +7,8 @@ import { playbackSteps } from "../src/model/playback";
 import { problemsOf, viewMarks } from "../src/model/problems";
 import { counterpart, stackable } from "../src/model/stack";
 import { buildTree, type CallTree } from "../src/model/tree";
-import {
-  buildView, followStepper, initialState, isShown, nodeKeyForCall, revealCall, stackedRuns, toggleKey, type ViewGraph, type ViewState,
-} from "../src/model/view_model";
+import { buildView, followStepper, nodeKeyForCall, stackedRuns, type ViewGraph, type ViewState } from "../src/model/view_model";
+import { initialState, isShown, revealCall, toggleKey } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";

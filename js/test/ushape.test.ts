@@ -5,9 +5,10 @@
 import { describe, expect, it } from "vitest";
 import { computeLayout, GROUP_PAD, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
-import { buildView, initialState, toggleExpanded, type ViewState } from "../src/model/view_model";
+import { buildView, type ViewState } from "../src/model/view_model";
+import { initialState, toggleExpanded } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
-import { segmentHitsBox } from "../src/scene/routing";
+import { segmentHitsBox } from "../src/layout/flow";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";
 

@@ -6,21 +6,20 @@
  */
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
-import { endKey, endTarget, sameCalls, targetOf, type EndTarget } from "../model/ends";
+import { endKey, sameCalls, targetOf, type EndTarget } from "../model/ends";
 import { signsDrawn } from "../model/junctions";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
-import {
-  buildView, followStepper, initialState, isShown, nodeKeyForCall, revealCall, stageKey, toggleKey,
-  type ViewGraph, type ViewState,
-} from "../model/view_model";
+import { buildView, followStepper, type ViewGraph, type ViewState } from "../model/view_model";
+import { initialState, isShown, revealCall, toggleKey } from "../model/view_state";
 import { buildScene } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
 import { fillBanners } from "../view/banners";
 import { buildChrome, colorModeFor, fillLegend, flashHint, showFatal, type Chrome, type ColorMode } from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
-import { GraphView, type NodeFill } from "../view/graph_view";
+import type { NodeFill } from "../view/cards";
+import { GraphView } from "../view/graph_view";
 import { Inspector, type FetchStage } from "../view/inspector";
 import { Minimap } from "../view/minimap";
 import { statFills, statRange } from "../view/stat_colors";
@@ -30,6 +29,7 @@ import { decodeGraph, type StageRequest, type WireCall, type WireGraph } from ".
 import { Controls, type ControlsHost } from "./controls";
 import { Framing, type Framed } from "./framing";
 import { Lecture } from "./lecture";
+import { Selection } from "./selection";
 import { Viewfinder } from "./viewfinder";
 import type { PlaybackState } from "./player";
 
@@ -68,9 +68,7 @@ export class FlowApp implements ControlsHost {
   private scene: Scene | null = null;
   private dir: Direction = "TB";
   private colorMode: ColorMode = "type";
-  private selectedId: string | null = null;
-  private focusKey: string | null = null;
-  private matches: number[] = [];
+  private selection: Selection; // the selected stage, the focused node, the matches
   private generation = 0;
   private finder: Viewfinder; // where the view looks as things change
   private keysTaken = false;
@@ -93,14 +91,19 @@ export class FlowApp implements ControlsHost {
     );
     this.ui.canvas.prepend(this.graphView.svg);
     this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => flashHint(this.ui.hint));
+    this.selection = new Selection({
+      tree: () => this.tree, view: () => this.view, state: () => this.state, graphView: this.graphView, camera: this.camera,
+      inspector: () => this.inspector, finder: () => this.finder, canvas: this.ui.canvas, onSelect: opts.onSelect,
+      reveal: (call) => this.reveal(call), showStage: (id, shown) => this.controls.showStage(id, shown),
+    });
     this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend, () => this.camera.zoom.dims());
     this.ui.canvas.append(this.minimap.el);
-    this.inspector = new Inspector(opts.fetchStage, () => this.onInspectorClosed(), { available: opts.available });
-    this.inspector.onOpen = (id) => ((this.selectedId = id), this.opts.onSelect?.(id), this.syncMarks());
+    this.inspector = new Inspector(opts.fetchStage, () => this.selection.inspectorClosed(), { available: opts.available });
+    this.inspector.onOpen = (id) => this.selection.opened(id);
     this.ui.main.append(this.inspector.el);
     this.finder = new Viewfinder({ ui: this.ui, camera: this.camera, graphView: this.graphView, inspector: this.inspector.el,
-      scene: () => this.scene, dir: () => this.dir, selectedKey: () => this.selectedKey(), redraw: () => this.onTransform(this.camera.t) });
-    const open = (target: WireCall | EndTarget) => this.openInspector(target);
+      scene: () => this.scene, dir: () => this.dir, selectedKey: () => this.selection.key(), redraw: () => this.onTransform(this.camera.t) });
+    const open = (target: WireCall | EndTarget) => this.selection.openInspector(target);
     const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) => this.setState(state, reason, anchor);
     this.lecture = new Lecture({ ...opts, ui: this.ui, graphView: this.graphView, camera: this.camera, framing: this.framing,
       shown: () => this.shown(), state: () => this.state, setState, open });
@@ -137,7 +140,7 @@ export class FlowApp implements ControlsHost {
     fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id));
     this.colorMode = colorModeFor(this.ui.color, !!graph.comparison, !!before?.comparison, this.colorMode);
     if (before && sameCalls(before, graph)) {
-      this.inspector.refresh(targetOf(graph, tree.byId, this.selectedId));
+      this.inspector.refresh(targetOf(graph, tree.byId, this.selection.id));
       void this.setState(this.state, "graph");
       this.lecture.newRun(true);
       return this.controls.refresh();
@@ -148,11 +151,11 @@ export class FlowApp implements ControlsHost {
     this.camera.needsFit = true;
     let state = initialState(tree, this.opts.maxInitialNodes);
     // A selection that came before the graph (set from Python) is revealed in the first view.
-    const selected = this.selectedId === null ? undefined : tree.byId.get(this.selectedId);
+    const selected = this.selection.id === null ? undefined : tree.byId.get(this.selection.id);
     if (selected !== undefined && !isShown(tree, state, selected)) state = revealCall(tree, state, selected);
     void this.setState(state, "graph");
     this.controls.refresh();
-    if (this.selectedId) this.selectStage(this.selectedId, false);
+    if (this.selection.id) this.selectStage(this.selection.id, false);
   }
 
   /** Lay out and draw an expansion state; `anchor` keeps a toggled group where it was. */
@@ -186,7 +189,7 @@ export class FlowApp implements ControlsHost {
     this.graphView.setScene(scene, this.fills());
     this.lecture.painted(scene);
     this.minimap.setScene(scene);
-    this.syncMarks();
+    this.selection.sync();
     const stages = tree.graph.calls.length;
     const shown = scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length;
     this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${shown} shown`;
@@ -243,7 +246,7 @@ export class FlowApp implements ControlsHost {
     this.colorMode = mode;
     this.ui.color.value = mode;
     this.graphView.setFills(this.fills());
-    this.syncMarks();
+    this.selection.sync();
     this.legend();
   }
 
@@ -270,9 +273,9 @@ export class FlowApp implements ControlsHost {
     if (!next) return;
     const before = this.graphView.node(key)?.box ?? this.scene?.clusters.find((c) => c.key === key)?.box;
     const grouped = next.key.startsWith("c:") || next.key.startsWith("r:");
-    if (this.focusKey === key) this.focusKey = grouped ? null : next.key;
+    if (this.selection.focusKey === key) this.selection.focusKey = grouped ? null : next.key;
     void this.setState(next.state, grouped ? "expand" : "collapse", before ? { key: next.key, box: before } : undefined);
-    const follow = followStepper(this.tree!, next.state, this.selectedId); // the stage of the member a stack now shows
+    const follow = followStepper(this.tree!, next.state, this.selection.id); // the stage of the member a stack now shows
     if (follow) this.selectStage(follow, true);
   }
 
@@ -280,99 +283,16 @@ export class FlowApp implements ControlsHost {
     if (this.tree) await this.setState(revealCall(this.tree, this.state, call), "reveal");
   }
 
-  /**
-   * Select a stage (by id) and open the inspector on it; from Python (fromUser false) also
-   * expand the groups and unfold the runs that hide it, and bring it into view. null clears.
-   */
-  selectStage(id: string | null, fromUser: boolean) {
-    const tree = this.tree;
-    this.selectedId = id;
-    if (id === null) {
-      this.inspector.close();
-      this.syncMarks();
-      return;
-    }
-    const call = tree?.byId.get(id);
-    const end = tree && call === undefined ? endTarget(tree.graph, id) : null;
-    if (end) {
-      if (fromUser) this.opts.onSelect?.(id);
-      else this.setFocus(endKey(tree!.graph, id));
-      this.openInspector(end);
-      return this.syncMarks();
-    }
-    if (!tree || call === undefined) return; // kept: revealed when its graph arrives
-    if (fromUser) this.opts.onSelect?.(id);
-    this.openInspector(tree.graph.calls[call]);
-    const key = stageKey(id);
-    if (!isShown(tree, this.state, call)) {
-      void this.reveal(call).then(() => {
-        if (this.selectedId === id) this.setFocus(key);
-      });
-      return;
-    }
-    this.syncMarks();
-    // Shown in the state, but maybe not painted yet (a layout in flight): focus after it.
-    if (!fromUser && this.view?.byKey.has(key)) this.setFocus(key);
-  }
-
+  /** Select a stage by id and open its inspector (fromUser: tell the kernel); from Python, also
+   * reveal it and bring it into view. null clears. */
+  selectStage = (id: string | null, fromUser: boolean) => this.selection.select(id, fromUser);
   /** Select a stage, drawn and centred, with its inspector open (the banners' buttons). */
-  showStage(id: string) {
-    const call = this.tree?.byId.get(id);
-    if (this.tree && call !== undefined) this.controls.showStage(id, isShown(this.tree, this.state, call));
-  }
-
-  selected = (): string | null => this.selectedId;
-
-  /** Open the inspector on a stage (or an input, an output), as wide as leaves the graph legible. */
-  private openInspector = (target: WireCall | EndTarget) => this.finder.openInspector(() => this.inspector.open(target));
-
-  closeInspector(): boolean {
-    if (!this.inspector.stage) return false;
-    this.inspector.close();
-    return true;
-  }
-
-  private onInspectorClosed() {
-    if (this.selectedId !== null) {
-      this.selectedId = null;
-      this.opts.onSelect?.(null);
-    }
-    this.syncMarks();
-    this.finder.inspectorClosed();
-    this.ui.canvas.focus({ preventScroll: true });
-  }
-
-  setMatches(calls: number[]) {
-    this.matches = calls;
-    this.syncMarks();
-  }
-
-  /** The key of the node that shows the selected stage (itself, or the fold or group around it). */
-  private selectedKey(): string | null {
-    const call = this.selectedId === null ? undefined : this.tree?.byId.get(this.selectedId);
-    if (!this.tree || !this.view) return null;
-    return call === undefined ? endKey(this.tree.graph, this.selectedId) : nodeKeyForCall(this.tree, this.view, call);
-  }
-
-  private syncMarks() {
-    const tree = this.tree;
-    const view = this.view;
-    if (!tree || !view) return;
-    this.graphView.setSelected(this.selectedKey());
-    this.graphView.setFocused(this.focusKey && view.byKey.has(this.focusKey) ? this.focusKey : null);
-    this.graphView.setMatches(this.matches.map((c) => nodeKeyForCall(tree, view, c)).filter((k): k is string => k !== null));
-  }
-
-  focused(): string | null {
-    return this.focusKey;
-  }
-
-  setFocus(key: string | null, scroll = true) {
-    this.focusKey = key;
-    this.graphView.setFocused(key);
-    const n = key && scroll ? this.graphView.node(key) : undefined;
-    if (n) this.camera.ensureVisible(n.box);
-  }
+  showStage = (id: string) => this.selection.show(id);
+  selected = (): string | null => this.selection.id;
+  closeInspector = (): boolean => this.selection.closeInspector();
+  setMatches = (calls: number[]) => this.selection.setMatches(calls);
+  focused = (): string | null => this.selection.focusKey;
+  setFocus = (key: string | null, scroll = true) => this.selection.focus(key, scroll);
 
   // -- export ---------------------------------------------------------------------------
 

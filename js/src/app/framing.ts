@@ -10,7 +10,8 @@
  */
 import type { LayoutClient } from "../layout/client";
 import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
-import { buildView, levelStates, type ViewGraph, type ViewState } from "../model/view_model";
+import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
+import { levelStates } from "../model/view_state";
 import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
 
 const MARGIN = 32; // PanZoom.fitBox's margin

@@ -77,15 +77,19 @@ export function rounded(points: number[], r = 12): number[] {
   return out;
 }
 
-/** Whether the segment a-b passes through the inside of the box [a0, c0, al, ac] (Liang-Barsky). */
-export function crosses(a1: number, c1: number, a2: number, c2: number, box: [number, number, number, number], inset = 2): boolean {
-  const lo0 = box[0] + inset, lo1 = box[1] + inset, hi0 = box[0] + box[2] - inset, hi1 = box[1] + box[3] - inset;
-  if (hi0 <= lo0 || hi1 <= lo1) return false;
+/**
+ * Whether the segment a-b passes through the inside of a box [x, y, w, h], shrunk by `inset`
+ * on every side (Liang-Barsky clipping); a box that the inset leaves empty is never crossed.
+ * Any axes, as long as the points and the box use the same: x / y, or along / across.
+ */
+export function segmentHitsBox(ax: number, ay: number, bx: number, by: number, box: readonly [number, number, number, number], inset = 2): boolean {
+  const x0 = box[0] + inset, y0 = box[1] + inset, x1 = box[0] + box[2] - inset, y1 = box[1] + box[3] - inset;
+  if (x1 <= x0 || y1 <= y0) return false;
   let t0 = 0;
   let t1 = 1;
-  const d0 = a2 - a1;
-  const d1 = c2 - c1;
-  for (const [p, q] of [[-d0, a1 - lo0], [d0, hi0 - a1], [-d1, c1 - lo1], [d1, hi1 - c1]] as const) {
+  const dx = bx - ax;
+  const dy = by - ay;
+  for (const [p, q] of [[-dx, ax - x0], [dx, x1 - ax], [-dy, ay - y0], [dy, y1 - ay]] as const) {
     if (p === 0) {
       if (q < 0) return false;
       continue;

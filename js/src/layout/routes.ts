@@ -6,7 +6,7 @@
  * of a wrapped root to the next over the top of the gap between them. Then the group's
  * extent, and the routes from its entry and to its exit. Pure, no DOM.
  */
-import { crosses, rounded, type Arranged, type FlowGroup, type FlowPlacement } from "./flow";
+import { rounded, segmentHitsBox, type Arranged, type FlowGroup, type FlowPlacement } from "./flow";
 
 const LANE_SEP = 18; // a lane's distance from what it passes
 const LANE_STEP = 10; // between two lanes on one side
@@ -49,7 +49,7 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       for (const w of byRow[r]) {
         if (w === u.index || w === v.index || arr.band[w] !== (u.index >= 0 ? u.band : v.band)) continue;
         const box: [number, number, number, number] = [a[w], c[w], items[w].al, items[w].ac];
-        for (let i = 0; i + 3 < pts.length; i += 2) if (crosses(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
+        for (let i = 0; i + 3 < pts.length; i += 2) if (segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
       }
     }
     return false;

@@ -8,10 +8,9 @@
  * side, tapping those readers from there. Pure and DOM-free.
  */
 import type { Box, Direction } from "../layout/layout";
-import { rounded } from "../layout/flow";
+import { rounded, segmentHitsBox } from "../layout/flow";
 import type { DrawnEdge } from "../model/junctions";
 import type { ViewGraph } from "../model/view_model";
-import { segmentHitsBox } from "./routing";
 import type { SceneBus, SceneEdge } from "./types";
 
 const OFF = 16; // the line's distance from what it passes

@@ -7,26 +7,6 @@
 import type { Box, Direction } from "../layout/layout";
 import type { SceneEdge } from "./types";
 
-/** Whether the segment a-b passes through the inside of a box (Liang-Barsky clipping). */
-export function segmentHitsBox(ax: number, ay: number, bx: number, by: number, [x, y, w, h]: Box, inset = 1): boolean {
-  const x0 = x + inset, y0 = y + inset, x1 = x + w - inset, y1 = y + h - inset;
-  let t0 = 0;
-  let t1 = 1;
-  const dx = bx - ax;
-  const dy = by - ay;
-  for (const [p, q] of [[-dx, ax - x0], [dx, x1 - ax], [-dy, ay - y0], [dy, y1 - ay]] as const) {
-    if (p === 0) {
-      if (q < 0) return false;
-      continue;
-    }
-    const r = q / p;
-    if (p < 0) t0 = Math.max(t0, r);
-    else t1 = Math.min(t1, r);
-    if (t0 > t1) return false;
-  }
-  return true;
-}
-
 // ---------------------------------------------------------------------------------------
 // Ports: where edges meet a node.
 

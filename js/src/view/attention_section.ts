@@ -20,11 +20,11 @@ export function scaleFor(choice: AttentionChoice["scale"], keys: number): Attent
   return choice === "auto" ? (keys <= 64 ? "absolute" : "shared") : choice;
 }
 
-/** What these parts ask of the inspector's Output section (inspector_output.ts). */
+/** What these parts ask of the inspector's Output section (inspector_output.ts, attention_output.ts). */
 export interface AttentionHost {
   attention: AttentionChoice;
   setAttention: (change: Partial<AttentionChoice>) => void;
-  available: (change: Partial<StageRequest>) => boolean;
+  available: (change: Partial<StageRequest>) => boolean; // whether such a request can be answered (an offline page: only what it baked)
   reload: (change: Partial<StageRequest>) => void;
 }
 

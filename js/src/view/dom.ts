@@ -26,6 +26,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return node;
 }
 
+/** A section heading: a div, since hosts restyle h1..h6 (sizes, margins, borders). */
+export function heading(text: string): HTMLElement {
+  return h("div", { class: "nfw-h", role: "heading", "aria-level": 4 }, text);
+}
+
 /** An SVG element. */
 export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: (Node | null)[]): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG_NS, tag) as SVGElementTagNameMap[K];

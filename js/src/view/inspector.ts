@@ -1,32 +1,28 @@
 /**
  * The side panel for one stage, or for a model input or output: what went wrong there (the
- * failure's message, NaN / Inf), its facts, its views (inspector_output.ts), attention,
- * statistics; comparing two runs, how it differs and its views as A | B | A − B. Its left
- * edge drags to resize it.
+ * failure's message, NaN / Inf), its facts, how it differs in run B (inspector_facts.ts), its
+ * views and attention (inspector_output.ts), statistics (inspector_summary.ts). This module
+ * fetches (through a cache) and keeps the panel's state; its left edge drags to resize it.
  */
 import { diffOf, onlyInA } from "../model/ends";
 import { patchGrid } from "../model/patches";
-import { formatNumber, formatParams, formatShape } from "../model/format";
-import { originPhrases, runFailureHeadline, type Problems } from "../model/problems";
-import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireEnd, WireGraph } from "../wire";
+import { runFailureHeadline, type Problems } from "../model/problems";
+import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
 import type { AttentionChoice } from "./attention_section";
-import { ATTENTION, OutputSection, type OkReply, type PanelState } from "./inspector_output";
+import { leadSections, NO_MARKS, type RunMarks, runMarks, type Target } from "./inspector_facts";
+import { ATTENTION, OutputSection } from "./inspector_output";
+import type { OkReply, PanelState } from "./panels";
 import { summarySection } from "./inspector_summary";
 import { Resizer } from "./resize";
 
 /** Where stage data comes from: the kernel (live) or baked replies (static export). */
 export type FetchStage = (req: StageRequest, signal: AbortSignal) => Promise<StageReply>;
 
-/** What the inspector shows: a module call, or a model input / output with captured data. */
-export type Target = { kind: "stage"; id: string; call: WireCall } | { kind: "input" | "output"; id: string; end: WireEnd };
-
 export interface InspectorOptions {
   /** Whether a request can be answered (an offline page: only what it baked); default: all. */
   available?: (req: StageRequest) => boolean;
 }
-
-const EMPTY_RUN = { failure: null, failed: new Set<string>(), nonfinite: new Set<string>(), first: null, origin: null };
 
 export class Inspector {
   readonly el: HTMLElement;
@@ -44,7 +40,7 @@ export class Inspector {
   private controller: AbortController | null = null;
   private cache = new Map<string, StageReply>();
   private graph: WireGraph | null = null;
-  private run: { failure: string | null; failed: Set<string>; nonfinite: Set<string>; first: string | null; origin: string | null } = EMPTY_RUN;
+  private run: RunMarks = NO_MARKS;
 
   /** The inspector moved to another stage by itself (a map of the model view clicked). */
   onOpen: ((id: string) => void) | null = null;
@@ -58,16 +54,9 @@ export class Inspector {
 
   /** The run the next stages come from: what went wrong in it, its comparison with run B. */
   setRun(graph: WireGraph, p: Problems) {
-    const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
     this.graph = graph;
     this.cache.clear();
-    this.run = {
-      failure: p.failure?.message ?? null,
-      failed: new Set([id(p.failedStage), id(p.failedCall)].filter((x): x is string => x !== null)),
-      nonfinite: new Set(p.nonfinite.map((c) => graph.calls[c].id)),
-      first: id(p.first),
-      origin: p.origin ? originPhrases(graph, p.origin).map((x) => x.text).join("") : null,
-    };
+    this.run = runMarks(graph, p);
   }
 
   get stage(): string | null {
@@ -194,74 +183,8 @@ export class Inspector {
     this.body.replaceChildren(...meta, box);
   }
 
-  /** The failure's full message when the forward raised here (selectable text), then the facts. */
   private leadSections(): HTMLElement[] {
-    const t = this.target!;
-    const out: HTMLElement[] = [];
-    const failed = this.run.failure !== null && this.run.failed.has(t.id);
-    if (failed) {
-      out.push(h("section", { class: "nfw-section nfw-raised", "data-failure": "" },
-        heading("The forward raised here"),
-        h("pre", { class: "nfw-trace" }, this.run.failure)));
-    }
-    out.push(this.metaSection(failed));
-    const versus = this.versusSection();
-    if (versus) out.push(versus);
-    return out;
-  }
-
-  private metaSection(failed: boolean): HTMLElement {
-    const t = this.target!;
-    // A two-column grid of divs: hosts restyle dl / dt / dd (JupyterLab floats them).
-    const meta = h("div", { class: "nfw-meta", role: "list", "aria-label": "stage facts" });
-    const row = (k: string, v: string) => v && meta.append(h("div", { class: "nfw-meta-k", role: "listitem" }, k), h("div", { class: "nfw-meta-v" }, v));
-    if (t.kind !== "stage") {
-      row(t.kind, t.id);
-      row("shape", formatShape(t.end.shape));
-      row("dtype", t.end.dtype);
-      row("reading", t.end.reading ?? "none (the plain views)");
-      return h("section", { class: "nfw-section" }, meta);
-    }
-    const c = t.call;
-    row("stage", c.id);
-    row("output", c.shapes.map((sh) => formatShape(sh)).join(", "));
-    row("dtype", [...new Set(c.dtypes)].join(", "));
-    row("params", c.params ? `${formatParams(c.params)} (${c.params.toLocaleString("en-US")})` : "0");
-    if (this.run.nonfinite.has(c.id)) {
-      const first = this.run.first === c.id;
-      row("NaN/Inf", first && this.run.origin ? `already in its input: ${this.run.origin}`
-        : first ? "in its output; the first of the run" : `in its output (first at ${this.run.first})`);
-      for (const el of [meta.lastElementChild, meta.lastElementChild?.previousElementSibling]) el?.classList.add("nfw-meta-bad");
-    }
-    if (c.error && !failed) row("error", c.error);
-    return h("section", { class: "nfw-section" }, meta);
-  }
-
-  /** How this stage's output differs in run B (the comparison's figures). */
-  private versusSection(): HTMLElement | null {
-    const g = this.graph;
-    const t = this.target;
-    if (!g?.comparison || !t) return null;
-    const sec = h("section", { class: "nfw-section nfw-versus", "data-versus": "" }, heading("Run A vs run B"));
-    if (onlyInA(g, t.id)) {
-      sec.append(h("div", { class: "nfw-note" }, "This stage ran in run A only: there is no B to compare."));
-      return sec;
-    }
-    const d = diffOf(g, t.id);
-    if (!d) return null;
-    const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "comparison" });
-    const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
-    const num = (x: number | null) => (x === null ? "—" : formatNumber(x));
-    row("relative L2", num(d.relL2));
-    row("cosine", num(d.cosine));
-    row("max |A − B|", num(d.maxAbs));
-    row("compared", d.exact ? "every element" : "the fixed sample of elements");
-    const first = g.comparison.first !== null && g.calls[g.comparison.first].id === t.id;
-    const verdict = h("div", { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },
-      d.raised ? `${d.raised === "both" ? "Both runs" : `Run ${d.raised.toUpperCase()}`} raised here: there is no output to compare` :
-      d.diverges ? `Differs (relative L2 > ${g.comparison.rtol})${first ? ": the first stage where the runs part" : ""}` : `Agrees (relative L2 ≤ ${g.comparison.rtol})`);
-    sec.append(verdict, ...(d.raised ? [] : [table])); // (a run that raised has no figures)
-    return sec;
+    return leadSections(this.target!, this.run, this.graph);
   }
 
   private show(reply: StageReply) {
@@ -383,11 +306,6 @@ export class Inspector {
 function plain(req: StageRequest): StageRequest {
   const { page, channels, run, window, ...rest } = req;
   return { ...rest, ...(page ? { page } : {}), ...(channels ? { channels } : {}), ...(window ? { window } : {}), ...(run && run !== "a" ? { run } : {}) };
-}
-
-/** A section heading: a div, since hosts restyle h1..h6 (sizes, margins, borders). */
-function heading(text: string): HTMLElement {
-  return h("div", { class: "nfw-h", role: "heading", "aria-level": 4 }, text);
 }
 
 function describeError(err: unknown): string {

@@ -6,45 +6,25 @@
  * (A and B on one colour range, A − B on a diverging one). The inspector (inspector.ts)
  * fetches; this module only builds and draws.
  */
-import type { AttentionData, StageReply, StageRequest, Summary, ViewData } from "../wire";
+import type { StageRequest, Summary, ViewData } from "../wire";
+import { type AttentionContext, attentionOutput } from "./attention_output";
 import { type ColorRange, gradientStops, markCounts, unionRange } from "./colormap";
-import { h } from "./dom";
-import { colorBar, drawAttention, drawHeads, drawView, tileAt, type TileGeometry } from "./plots";
+import { h, heading } from "./dom";
+import { note, panel, stateInto } from "./panels";
+import { colorBar, drawView, tileAt, type TileGeometry } from "./plots";
 import { barChart, classLegend, idChips } from "./plots_ends";
-import { attentionControls, hoverReadout, scaleFor, SCALE_WORDS, zoomControls, type AttentionChoice } from "./attention_section";
-import { headMaps, headView, modelView, topOf, type ModelRow } from "./attention_views";
 import { drawStrip, drawTokenMap } from "./plots_tokens";
-import { imageAttention } from "./attention_image";
-import type { PatchGrid } from "../model/patches";
-
-export type OkReply = Extract<StageReply, { ok: true }>;
-/** What a panel of run B or A − B holds: its reply, or why not yet / not at all. */
-export type PanelState = { state: "loading" } | { state: "error"; message: string } | { state: "ok"; reply: OkReply };
 
 export const ATTENTION = "attention";
 
-export interface OutputContext {
-  reply: OkReply; // run A
-  b: PanelState | null; // null: no comparison here
-  diff: PanelState | null;
+export interface OutputContext extends AttentionContext {
   tab: string | null;
   tabs: string[];
   request: StageRequest;
-  width: number; // css pixels the section may use
   perTile: boolean;
-  available: (change: Partial<StageRequest>) => boolean; // whether such a request can be answered (an offline page: only what it baked)
   pickTab: (tab: string) => void;
-  reload: (change: Partial<StageRequest>) => void;
   setPerTile: (on: boolean) => void;
-  attention: AttentionChoice; // how attention is shown
-  setAttention: (change: Partial<AttentionChoice>) => void;
-  attentionRows: () => Promise<ModelRow[]>; // every attention stage of the run (the model view)
-  openAttention: (stage: string, head: number) => void; // a cell of the model view clicked
-  patches: (keys: number) => PatchGrid | null; // the input image a sequence of `keys` tiles, if any
-  inputImage: (input: string) => Promise<ViewData | null>; // that input's picture
 }
-
-
 
 /** How a view is drawn. */
 type Form = "bars" | "ids" | "tokens" | "strip" | "map" | "grid";
@@ -56,12 +36,6 @@ function formOf(v: ViewData): Form {
   if (v.shape.length === 1 || (v.shape.length === 2 && v.shape[0] === 1)) return "strip";
   return v.shape.length === 3 && v.palette !== "rgb" && v.shape[0] > 1 ? "grid" : "map";
 }
-
-function heading(text: string): HTMLElement {
-  return h("div", { class: "nfw-h", role: "heading", "aria-level": 4 }, text);
-}
-
-const CAPTIONS = { a: "A · this run", b: "B · compared run", diff: "A − B" } as const;
 
 /** The axes in words, never an empty name: "rows: token · columns: feature". */
 export function axesText(v: ViewData): string {
@@ -98,7 +72,7 @@ export class OutputSection {
     const controls = h("div", { class: "nfw-controls" });
     this.el = h("section", { class: "nfw-section" }, heading("Output"), bar, controls);
     if (ctx.tab === ATTENTION) {
-      ctx.reply.attention.forEach((a, i) => this.attention(controls, a, i));
+      attentionOutput(this.el, controls, ctx, this.draws);
       return;
     }
     const view = ctx.reply.view;
@@ -161,8 +135,8 @@ export class OutputSection {
     const a = this.viewInto(view, width, shared, false, ctx.reply.tokens);
     panels.append(compared ? panel("a", a) : a);
     if (compared) {
-      panels.append(panel("b", ctx.b === null ? note("Run B has no such stage.") : this.stateInto(ctx.b, (v) => v.kind === view.kind ? this.viewInto(v, width, shared, false, ctx.reply.tokens) : note(`Run B shows ${v.kind} here.`))));
-      panels.append(panel("diff", ctx.diff === null ? note("No A − B here.") : this.stateInto(ctx.diff, (v) => this.viewInto(v, width, undefined, true, ctx.reply.tokens))));
+      panels.append(panel("b", ctx.b === null ? note("Run B has no such stage.") : stateInto(ctx.b, (v) => v.kind === view.kind ? this.viewInto(v, width, shared, false, ctx.reply.tokens) : note(`Run B shows ${v.kind} here.`))));
+      panels.append(panel("diff", ctx.diff === null ? note("No A − B here.") : stateInto(ctx.diff, (v) => this.viewInto(v, width, undefined, true, ctx.reply.tokens))));
     }
     const scaleOf = shared ?? rangeOf(view);
     if (view.palette === null && form !== "bars" && form !== "ids" && !(ctx.perTile && form === "grid")) {
@@ -184,12 +158,6 @@ export class OutputSection {
     if (shared) notes.push("A and B on one colour range");
     this.el.append(note(notes.join(" · ")));
     if (dView) this.el.append(note(`A − B: ${viewNote(dView, true)}`));
-  }
-
-  private stateInto(s: PanelState, ok: (v: ViewData) => HTMLElement): HTMLElement {
-    if (s.state === "loading") return h("div", { class: "nfw-state nfw-state-small", role: "status" }, h("div", { class: "nfw-spinner" }), "Loading …");
-    if (s.state === "error") return h("div", { class: "nfw-note nfw-panel-error" }, s.message);
-    return s.reply.view ? ok(s.reply.view) : note("No view.");
   }
 
   /** One view in its form. */
@@ -228,134 +196,6 @@ export class OutputSection {
     if (view.palette === "categorical") box.append(classLegend(view));
     return box;
   }
-
-  private attentionModel() {
-    const { ctx } = this;
-    const box = h("div", { class: "nfw-note" }, "Loading every attention stage …");
-    this.el.append(box);
-    void ctx.attentionRows().then((rows) => {
-      const keys = Math.max(0, ...rows.map((r) => r.a?.k_len ?? 0));
-      const scale = scaleFor(ctx.attention.scale, keys);
-      const grid = modelView(rows, ctx.width, scale, ctx.openAttention) as HTMLElement & { draw?: () => void };
-      const words = `${rows.length} attention stages × their heads · ${SCALE_WORDS[scale]} · click a map to open it`;
-      box.replaceWith(grid, h("div", { class: "nfw-note" }, words));
-      grid.draw?.();
-    });
-  }
-
-  /** Attention over the input image's patches: this layer's and the rollout's. */
-  private attentionImage(a: AttentionData, grid: PatchGrid) {
-    const { ctx } = this;
-    const box = h("div", { class: "nfw-note" }, "Loading the image and every attention stage …");
-    this.el.append(box);
-    void imageAttention(a, grid, { stage: ctx.reply.stage, width: ctx.width, image: ctx.inputImage, rows: ctx.attentionRows }).then((el) => {
-      box.replaceWith(el);
-      (el as HTMLElement & { draw?: () => void }).draw?.();
-    });
-  }
-
-  private attention(controls: HTMLElement, a: AttentionData, index: number) {
-    const { ctx } = this;
-    const count = ctx.reply.attention.length;
-    const patches = ctx.patches(a.k_len);
-    // "on the image" where this stage's keys are the image's patches, else the map
-    const mode = ctx.attention.mode === "image" && !patches ? "map" : ctx.attention.mode;
-    if (index === 0) controls.append(...attentionControls(ctx, mode, patches !== null));
-    if (mode === "model") {
-      if (index === 0) this.attentionModel();
-      return;
-    }
-    if (mode === "image") {
-      if (index === 0) this.attentionImage(a, patches!);
-      return;
-    }
-    if (count > 1) this.el.append(heading(`Attention ${index + 1} of ${count}`));
-    if (mode === "heads") {
-      const view = headView(a, ctx.reply.tokens, ctx.width, scaleFor(ctx.attention.scale, a.k_len)) as HTMLElement & { draw?: () => void };
-      this.el.append(view);
-      this.draws.push(() => view.draw?.());
-      return;
-    }
-    if (index === 0 && ctx.available({ head: 0 })) {
-      // The kernel computes the map of one head, or the mean over heads (head = null).
-      const select = h("select", { class: "nfw-select", "aria-label": "attention head" });
-      select.append(h("option", { value: "" }, "mean over heads"));
-      for (let i = 0; i < a.heads; i++) select.append(h("option", { value: String(i) }, `head ${i}`));
-      select.value = a.head === null ? "" : String(a.head);
-      select.addEventListener("change", () => ctx.reload({ head: select.value === "" ? null : Number(select.value) }));
-      controls.append(h("label", { class: "nfw-label" }, "map ", select));
-    }
-    const compared = ctx.b !== null || ctx.diff !== null;
-    const side = compared && (ctx.width - 16) / 3 >= 150;
-    const width = compared ? (side ? Math.floor((ctx.width - 16) / 3) : ctx.width) : ctx.width;
-    const panels = h("div", { class: `nfw-panels${side ? " nfw-panels-row" : ""}` });
-    const bar = h("div");
-    this.el.append(panels, bar);
-    const canvas = (run: string) => h("canvas", { class: "nfw-plot", "data-view-kind": "attention", "data-run": run, "aria-label": `attention map${run ? ` (${run})` : ""}` });
-    const main = canvas("");
-    panels.append(compared ? panel("a", main) : main);
-    const readout = h("div", { class: "nfw-readout", "aria-live": "polite" }, "Point at the map to read a weight.");
-    this.el.append(readout);
-    const pooled = a.pool[0] > 1 || a.pool[1] > 1;
-    const what = a.head === null ? "mean over heads" : `head ${a.head}`;
-    const zoomed = a.window[1] - a.window[0] < a.q_len || a.window[3] - a.window[2] < a.k_len;
-    const grain = pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions` : zoomed ? " · every position exact" : "";
-    this.el.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${grain}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
-    const other = (s: PanelState | null) => (s?.state === "ok" ? s.reply.attention[index] ?? null : null);
-    const ab = other(ctx.b);
-    const ad = other(ctx.diff);
-    const bCanvas = canvas("b");
-    const dCanvas = canvas("diff");
-    const dBar = h("div");
-    if (compared) {
-      panels.append(panel("b", ctx.b?.state === "ok" ? (ab ? bCanvas : note("No attention here in run B.")) : this.stateInto(ctx.b ?? { state: "error", message: "Run B has no such stage." }, () => note(""))));
-      panels.append(panel("diff", ctx.diff?.state === "ok" ? (ad ? dCanvas : note("No A − B here.")) : this.stateInto(ctx.diff ?? { state: "error", message: "No A − B here." }, () => note(""))));
-      this.el.append(dBar);
-    }
-    let grid: HTMLCanvasElement | null = null;
-    if (a.grid && a.heads > 1) {
-      grid = h("canvas", { class: "nfw-plot", "data-view-kind": "attention-heads", "aria-label": "attention heads" });
-      this.el.append(heading(compared ? "Heads · run A" : "Heads"), grid);
-    }
-    const scale = scaleFor(ctx.attention.scale, a.k_len);
-    // the top of the colours: 1, the map's own, or the top of every head of this call
-    const hm = headMaps(a);
-    const all = hm ? Array.from({ length: hm.heads }, (_, i) => i) : [];
-    const sharedTop = hm ? topOf(hm.maps, hm.q * hm.k, 0, all, "shared") : undefined;
-    this.draws.push(() => {
-      const own = scale === "absolute" ? 1 : scale === "shared" && sharedTop !== undefined && a.head !== null ? sharedTop : undefined;
-      const top = ab ? Math.max(own ?? maxOf(a.map), maxOf(ab.map)) : own;
-      const vmax = drawAttention(main, a, ctx.reply.tokens, width, { vmax: top });
-      hoverReadout(main, a, ctx.reply.tokens, readout);
-      const zoom = zoomControls(main, a, ctx);
-      if (zoom) readout.before(zoom);
-      const cb = colorBar(gradientStops(false, 0, vmax), 0, vmax);
-      cb.prepend(h("span", { class: "nfw-colorbar-what", "data-scale": scale }, scale === "absolute" ? "0–1" : scale === "shared" && a.head !== null ? "all heads" : "this map"));
-      bar.replaceWith(cb);
-      if (ab) drawAttention(bCanvas, ab, ctx.reply.tokens, width, { vmax });
-      if (ad) {
-        const dmax = drawAttention(dCanvas, ad, ctx.reply.tokens, width, { signed: true });
-        const d = colorBar(gradientStops(true, -dmax, dmax), -dmax, dmax);
-        d.prepend(h("span", { class: "nfw-colorbar-what" }, "A − B"));
-        dBar.replaceWith(d);
-      }
-      if (grid) drawHeads(grid, a, ctx.width, scale === "per map" ? undefined : scale === "absolute" ? 1 : sharedTop);
-    });
-  }
-}
-
-function maxOf(values: Float32Array): number {
-  let m = 0;
-  for (const v of values) if (v > m) m = v;
-  return m || 1;
-}
-
-function note(text: string): HTMLElement {
-  return h("div", { class: "nfw-note" }, text);
-}
-
-function panel(run: "a" | "b" | "diff", content: HTMLElement): HTMLElement {
-  return h("div", { class: "nfw-panel", "data-run": run }, h("div", { class: "nfw-panel-cap" }, CAPTIONS[run]), content);
 }
 
 function numberPicker(label: string, value: number, max: number, change: (v: number) => void): HTMLElement {

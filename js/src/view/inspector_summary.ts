@@ -2,13 +2,9 @@
  * (inspector_stats.ts), a note on NaN / Inf, its error, its histogram. */
 import { formatShape } from "../model/format";
 import type { Summary } from "../wire";
-import { h } from "./dom";
+import { h, heading } from "./dom";
 import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
 import { drawHistogram } from "./plots";
-
-function heading(text: string): HTMLElement {
-  return h("div", { class: "nfw-h", role: "heading", "aria-level": 4 }, text);
-}
 
 /** The section; its histogram is drawn by a function pushed on `draws` (once it is in the page). */
 export function summarySection(s: Summary, index: number, compared: boolean, width: () => number, draws: (() => void)[]): HTMLElement {

@@ -16,7 +16,7 @@ import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
 import type { Scene, SceneNode } from "../scene/types";
 import { NAN_MARK, nonfiniteColor, viridis, type RGB } from "./colormap";
-import type { NodeFill } from "./graph_view";
+import type { NodeFill } from "./cards";
 
 /** What the nodes are coloured by: their module type, a statistic of their output, or how it differs in run B. */
 export type ColorMode = "type" | "mean_abs" | "std" | "divergence";

@@ -1,0 +1,192 @@
+/**
+ * Expansion states (view_model.ts's ViewState): the starting one (level by level, the deepest
+ * that stays readable, or the stages the user chose), whether a call is drawn in a state,
+ * expanding, unfolding and stepping by view key, and revealing a call. Pure and DOM-free.
+ */
+import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
+import type { CallTree } from "./tree";
+import { buildView, clusterKey, foldKey, type Item, runKey, stackKey, stageKey, type ViewGraph, type ViewState, viewItems } from "./view_model";
+
+/** Number of drawn stage and fold nodes. */
+export function visibleCount(tree: CallTree, state: ViewState): number {
+  let n = 0;
+  const count = (list: Item[]) => {
+    for (const it of list) {
+      if (it.kind === "stage" || it.kind === "fold") n++;
+      else count(it.items);
+    }
+  };
+  count(viewItems(tree, state));
+  return n;
+}
+
+function visibleExpandable(tree: CallTree, items: Item[], out: number[]) {
+  for (const it of items) {
+    if (it.kind === "stage" && tree.children[it.call].length > 0) out.push(it.call);
+    else if (it.kind === "cluster" || it.kind === "run") visibleExpandable(tree, it.items, out);
+  }
+}
+
+/** Number of layers a layered layout needs: the longest path of the view's edges, in nodes. */
+export function layerCount(view: ViewGraph): number {
+  const depth = new Map<string, number>();
+  let most = view.nodes.length ? 1 : 0;
+  for (const e of view.edges) {
+    const d = (depth.get(e.src) ?? 1) + 1;
+    if (d > (depth.get(e.dst) ?? 1)) depth.set(e.dst, d);
+    most = Math.max(most, d);
+  }
+  return most;
+}
+
+/**
+ * The states level by level: nothing open, then every visible stage with children opened at
+ * once, and so on while at most maxVisible nodes are drawn (and, when given, at most
+ * maxLayers layers), runs folded; then the same from the calls around the runs that stack
+ * (model/stack.ts) opened, boxless, the runs drawn as stacks one level open (inside, only what
+ * is asked). Later is preferred: a stack that fits before any fold.
+ */
+export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinity): ViewState[] {
+  const chain = (stacked: Map<string, number> | undefined): ViewState[] => {
+    const around = stacked ? wrappers(tree, stacked) : new Set<number>(); // stacks: opened from the first
+    let state: ViewState = { expanded: around, unfolded: new Set(), stacked, inlined: stacked && around };
+    const levels = [state];
+    for (;;) {
+      const candidates: number[] = [];
+      visibleExpandable(tree, viewItems(tree, state), candidates);
+      if (candidates.length === 0) return levels;
+      const next: ViewState = { expanded: new Set([...state.expanded, ...candidates]), unfolded: state.unfolded, stacked, inlined: state.inlined };
+      if (visibleCount(tree, next) > maxVisible || (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)) return levels;
+      levels.push((state = next));
+    }
+  };
+  const stacks = stackedRuns(tree);
+  const drawsStack = (items: Item[]): boolean => items.some((it) => it.kind === "stack" || ("items" in it && drawsStack(it.items)));
+  const fits = (s: ViewState) => visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
+  return [...chain(undefined), ...(stacks.size ? chain(stacks).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : [])];
+}
+
+/**
+ * The starting state. When the graph names its first stages (`graph.initial`, the user's
+ * `stages=`), exactly those: see chosenState. Otherwise the deepest level (levelStates) that
+ * stays readable: at most maxVisible nodes in at most maxLayers layers, marked `auto` (the
+ * view may open a shallower level of levelStates(tree, maxVisible) that fits its canvas).
+ */
+export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
+  if (tree.graph.initial) return chosenState(tree, tree.graph.initial);
+  const levels = levelStates(tree, maxVisible, maxLayers);
+  return { ...levels[levels.length - 1], auto: true };
+}
+
+/**
+ * A state that draws the chosen calls: their ancestors expanded, the calls themselves
+ * collapsed. Runs fold as usual; only a run that holds an ancestor of a chosen call unfolds
+ * (a fold cannot show what is inside its members).
+ */
+export function chosenState(tree: CallTree, chosen: Iterable<number>): ViewState {
+  const expanded = new Set<number>();
+  const unfolded = new Set<string>();
+  for (const call of chosen) {
+    for (let c = tree.graph.calls[call].parent; c >= 0; c = tree.graph.calls[c].parent) {
+      expanded.add(c);
+      const r = tree.runOf[c];
+      if (r >= 0) unfolded.add(tree.runList[r].key);
+    }
+  }
+  return { expanded, unfolded };
+}
+
+/** Whether a call is drawn as its own node in a state (no collapsed ancestor, no fold around
+ * it; in a stack, in the member shown). */
+export function isShown(tree: CallTree, state: ViewState, call: number): boolean {
+  const at = stackedAt(tree, state, call);
+  if (at) {
+    if (at.member !== at.shown || at.base === at.run.members[0]) return false;
+    call = at.base;
+  }
+  if (state.expanded.has(call) && tree.children[call].length > 0) return false; // drawn as a cluster
+  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+    const r = tree.runOf[c];
+    const run = r >= 0 ? tree.runList[r] : null;
+    const stacked = run !== null && run.members[0] === c && stackedMember(tree, state, run) >= 0;
+    if (c !== call && !state.expanded.has(c) && !stacked) return false;
+    if (run && !state.unfolded.has(run.key) && !stacked) return false;
+  }
+  return true;
+}
+
+export function toggleExpanded(tree: CallTree, state: ViewState, call: number): ViewState {
+  if (tree.children[call].length === 0) return state;
+  const expanded = new Set(state.expanded);
+  if (expanded.has(call)) expanded.delete(call);
+  else expanded.add(call);
+  return { expanded, unfolded: state.unfolded, stacked: state.stacked, inlined: state.inlined };
+}
+
+export function toggleUnfolded(state: ViewState, run: string): ViewState {
+  const unfolded = new Set(state.unfolded);
+  if (unfolded.has(run)) unfolded.delete(run);
+  else unfolded.add(run);
+  return { expanded: state.expanded, unfolded, stacked: state.stacked, inlined: state.inlined };
+}
+
+/**
+ * Expand or collapse (a stage "s:" / its cluster "c:"), open a fold "f:" (as a stack "k:" when
+ * its run stacks, else unfolded "r:"), fold a stack or a run again, unfold a stack's members
+ * ("u:"), show a stack's next or previous member ("n:" / "p:"), by view key: the next state, and
+ * the key that then draws the same thing (the cluster of an expanded stage, the stage of a
+ * collapsed cluster, ...); null: nothing to do.
+ */
+export function toggleKey(tree: CallTree, state: ViewState, key: string): { state: ViewState; key: string } | null {
+  const id = key.slice(2);
+  const run = tree.runs.get(id);
+  const stacks = run !== undefined && stackable(tree, run);
+  let next = state;
+  let other = key;
+  if (key.startsWith("s:") || key.startsWith("c:")) {
+    const call = tree.byId.get(id);
+    if (call === undefined) return null;
+    next = toggleExpanded(tree, state, call);
+    other = key.startsWith("s:") ? clusterKey(id) : stageKey(id);
+  } else if (key.startsWith("f:") && stacks) {
+    next = showMember(state, id, state.stacked?.get(id) ?? 0);
+    other = stackKey(id);
+  } else if (key.startsWith("f:") || key.startsWith("r:")) {
+    next = toggleUnfolded(state, id);
+    other = key.startsWith("f:") ? runKey(id) : stacks && state.stacked?.has(id) ? stackKey(id) : foldKey(id);
+  } else if (key.startsWith("k:") && run) {
+    next = showMember(state, id, null);
+    other = foldKey(id);
+  } else if (key.startsWith("u:") && run) {
+    next = toggleUnfolded(state, id);
+    other = runKey(id);
+  } else if ((key.startsWith("n:") || key.startsWith("p:")) && run && stacks) {
+    const k = stackedMember(tree, state, run);
+    if (k < 0) return null;
+    const to = Math.min(Math.max(k + (key.startsWith("n:") ? 1 : -1), 0), run.members.length - 1);
+    if (to === k || !counterpart(tree, run, to)) return null;
+    next = showMember(state, id, to);
+    other = stackKey(id);
+  }
+  return next === state ? null : { state: next, key: other };
+}
+
+/** Expand every ancestor of a call and unfold the runs around it, so that it is drawn; in a
+ * run drawn as a stack, the stack shows the call's member instead. */
+export function revealCall(tree: CallTree, state: ViewState, call: number): ViewState {
+  const expanded = new Set(state.expanded);
+  const unfolded = new Set(state.unfolded);
+  const stacked = new Map(state.stacked ?? []);
+  const at = stackedAt(tree, state, call);
+  const m0 = at && at.base !== at.run.members[0] ? at.run.members[0] : -1; // a block itself: its run unfolds
+  if (at && m0 >= 0) (stacked.set(at.run.key, at.member), (call = at.base));
+  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+    if (c === m0) continue; // the stack opens member 0
+    if (c !== call) expanded.add(c);
+    const r = tree.runOf[c];
+    if (r >= 0) unfolded.add(tree.runList[r].key);
+  }
+  expanded.delete(call);
+  return { expanded, unfolded, stacked, inlined: state.inlined };
+}
+

@@ -1,0 +1,132 @@
+/**
+ * The SVG of one node card (a stage, a fold, a model input or output) and of one group's
+ * box, their words fitted to their width in the fonts of the page's CSS. graph_view.ts keeps
+ * which are in the page and their state (selected, focused, current, matches). Names are SVG
+ * text, never HTML.
+ */
+import type { Direction } from "../layout/layout";
+import { NODE_H, PORT_H, THUMB_H } from "../scene/scene";
+import type { SceneCluster, SceneNode } from "../scene/types";
+import { fitText, s, svgText, textWidth } from "./dom";
+import { badge, markData, type Thumb, thumbEl } from "./figure";
+import { drawFlags, FLAG_H, flagsOf, flagsWidth } from "./flags";
+import { typeColor } from "./palette";
+import { residualEl, residualWords } from "./residual_mark";
+import { stackEl } from "./stack_header";
+
+/** A node's colour by a statistic (stat_colors.ts). */
+export interface NodeFill {
+  fill: string;
+  ink: string; // text colour that reads on the fill
+}
+
+/** The text kinds whose canvas fonts measure labels: a card's two lines and its numbers, a
+ * group's header, a port, a flag, a stack's header and its stepper. */
+export type FontKind = "t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa";
+
+/** How a node is drawn now: its state in the view, its colour, data on the graph. */
+export interface CardLook {
+  selected: boolean;
+  focused: boolean;
+  current: boolean; // the stage playback shows
+  match: boolean; // a search hit
+  fill: NodeFill | undefined;
+  thumb: ((id: string) => Thumb | null | undefined) | null; // each stage's picture (undefined: coming); null: no data on the graph
+  dir: Direction;
+}
+
+/** A group's box: its header (label, type, the flags of what went wrong inside, the collapse
+ * badge); a run drawn as a stack is stack_header.ts's. */
+export function clusterCard(c: SceneCluster, font: (kind: FontKind) => string): SVGGElement {
+  if (c.stack) return stackEl(c, c.stack, font);
+  const [x, y, w, h] = c.box;
+  const g = s("g", { class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`, "data-cluster-id": c.id, "data-key": c.key, transform: `translate(${x},${y})` });
+  markData(g, c.mark);
+  g.append(s("rect", { class: "nfw-box", width: w, height: h, rx: 10 }));
+  // The header: label, type, then the flags (if any) left of the collapse badge.
+  const flags = flagsOf(c.mark);
+  const fw = flags.length ? flagsWidth(flags, font("flag")) + 8 : 0;
+  const label = fitText(c.label, w - 48 - fw, font("ct"));
+  g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
+  const used = 12 + textWidth(label, font("ct")) + 8;
+  if (w - 36 - fw - used > 40) g.append(svgText(fitText(c.type, w - 36 - fw - used, font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+  if (flags.length) g.append(drawFlags(flags, w - 30 - fw + 8, 4, font("flag")));
+  g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
+  const title = s("title");
+  title.textContent = `${c.id} (${c.type})`;
+  g.append(title);
+  return g;
+}
+
+/** A node's card: a stage (name, parameters, type, shape), a fold (the type × n, its range), or
+ * a model input / output (a pill); its picture under the words with data on the graph, its
+ * residual mark, expand badge, focus ring and flags. */
+export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) => string): SVGGElement {
+  const [x, y, w, h] = n.box;
+  const port = n.kind === "input" || n.kind === "output";
+  const cls = ["nfw-node"];
+  if (port) cls.push("nfw-port");
+  if (n.error) cls.push("nfw-error");
+  if (n.mark?.failed) cls.push("nfw-failed");
+  if (n.mark?.nonfinite) cls.push("nfw-nonfinite");
+  if (look.selected) cls.push("nfw-selected");
+  if (look.focused) cls.push("nfw-focus");
+  if (look.current) cls.push("nfw-current");
+  if (look.match) cls.push("nfw-match");
+  const fill = look.fill;
+  if (fill) cls.push("nfw-stat-fill");
+  const g = s("g", { class: cls.join(" "), "data-stage-id": n.id, "data-key": n.key, "data-kind": n.kind, transform: `translate(${x},${y})` });
+  if (n.kind === "fold") g.dataset.fold = n.id;
+  if (look.current) g.dataset.current = "";
+  markData(g, n.mark);
+  if (fill) g.style.setProperty("--nfw-ink", fill.ink);
+  if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
+  const title = s("title");
+  title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
+  g.append(title);
+  // with data on the graph, the words take the top band and the picture the rest
+  const thumb = look.thumb;
+  const pic = thumb !== null && n.kind !== "fold";
+  const picture = () => (pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : []);
+  if (port) {
+    const band = pic ? PORT_H : h;
+    g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : h / 2 }), ...picture());
+    g.append(svgText(fitText(n.title, w - 20, font("port")), { class: "nfw-t1", x: w / 2, y: band / 2 + 4, "text-anchor": "middle" }));
+    g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: pic ? 14 : h / 2 + 4 }));
+    return g;
+  }
+  const cw = n.kind === "fold" ? w - 6 : w;
+  const ch = pic ? NODE_H : n.kind === "fold" ? h - 6 : h;
+  if (n.kind === "fold") {
+    g.append(s("rect", { class: "nfw-stack", x: 6, y: 6, width: cw, height: ch, rx: 8 }));
+    g.append(s("rect", { class: "nfw-stack", x: 3, y: 3, width: cw, height: ch, rx: 8 }));
+  }
+  const card = s("rect", { class: "nfw-card", width: cw, height: pic ? h : ch, rx: 8 });
+  if (fill) card.style.fill = fill.fill;
+  g.append(card, ...picture());
+  g.append(s("rect", { x: 7, y: 11, width: 3.5, height: ch - 22, rx: 1.75, fill: typeColor(n.type) }));
+  // Line 1: name (or the folded type) and, right-aligned, parameters (or the fold count).
+  // Line 2: type (or the folded range) and the output shape.
+  const fold = n.kind === "fold";
+  const left1 = fold ? n.type : n.title;
+  const right1 = fold ? `× ${n.foldCount}` : n.params;
+  const left2 = fold ? n.path : n.type;
+  const right2 = fold ? n.params : n.shape;
+  const avail = cw - 18 - 10;
+  const y1 = Math.round(ch / 2 - 3);
+  const y2 = Math.round(ch / 2 + 13);
+  const r1w = right1 ? textWidth(right1, fold ? font("t1") : font("num")) + 8 : 0;
+  const r2w = right2 ? textWidth(right2, font("num")) + 8 : 0;
+  g.append(svgText(fitText(left1, avail - r1w, font("t1")), { class: "nfw-t1", x: 18, y: y1 }));
+  if (right1) g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
+  const shapeFits = r2w < avail * 0.62;
+  g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
+  if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
+  if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0));
+  if (n.expandable) g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
+  g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
+  // What went wrong here: pills across the top edge (over the focus ring), clear of the expand badge.
+  const flags = flagsOf(n.mark);
+  if (flags.length) g.append(drawFlags(flags, -4, -FLAG_H / 2, font("flag")));
+  return g;
+}
