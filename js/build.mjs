@@ -27,7 +27,10 @@ const inlineWorker = {
   name: "inline-layout-worker",
   setup(build) {
     build.onResolve({ filter: /^virtual:layout-worker$/ }, () => ({ path: "layout-worker", namespace: "nfw" }));
-    build.onLoad({ filter: /.*/, namespace: "nfw" }, () => ({ contents: `export default ${JSON.stringify(workerCode)};`, loader: "js" }));
+    build.onLoad({ filter: /.*/, namespace: "nfw" }, () => ({
+      contents: `export default ${JSON.stringify(workerCode)};`,
+      loader: "js",
+    }));
   },
 };
 
@@ -46,5 +49,8 @@ await esbuild.build({
 
 const text = (await import("node:fs")).readFileSync(outfile, "utf8");
 // The static export embeds this file in an HTML page: keep it free of a closing script tag.
-if (/<\/script|<!--/i.test(text)) throw new Error("bundle contains '</script' or '<!--': the static export could not inline it");
-console.log(`built ${outfile} (${(statSync(outfile).size / 1024).toFixed(1)} KiB, worker ${(workerCode.length / 1024).toFixed(1)} KiB)`);
+if (/<\/script|<!--/i.test(text))
+  throw new Error("bundle contains '</script' or '<!--': the static export could not inline it");
+console.log(
+  `built ${outfile} (${(statSync(outfile).size / 1024).toFixed(1)} KiB, worker ${(workerCode.length / 1024).toFixed(1)} KiB)`,
+);

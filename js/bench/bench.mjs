@@ -7,7 +7,8 @@ import { synthTransformer } from "./synth.mjs";
 const RUNS = Number(process.env.NFW_BENCH_RUNS ?? 5);
 const SIZES = (process.env.NFW_BENCH_SIZES ?? "50,1000,5000").split(",").map(Number);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const click = (sel) => `document.querySelector(${JSON.stringify(sel)}).dispatchEvent(new MouseEvent("click", {bubbles: true}))`;
+const click = (sel) =>
+  `document.querySelector(${JSON.stringify(sel)}).dispatchEvent(new MouseEvent("click", {bubbles: true}))`;
 
 const browser = await launch();
 const rows = [];

@@ -5,7 +5,9 @@
 
 import { readFileSync } from "node:fs";
 
-const SCHEMA = Number(/export const SCHEMA = (\d+);/.exec(readFileSync(new URL("../src/wire.ts", import.meta.url), "utf8"))[1]);
+const SCHEMA = Number(
+  /export const SCHEMA = (\d+);/.exec(readFileSync(new URL("../src/wire.ts", import.meta.url), "utf8"))[1],
+);
 
 function hash(text) {
   let h = 0x811c9dc5;
@@ -101,7 +103,10 @@ export class GraphBuilder {
       if (kids.length) c.params += kids.reduce((s, j) => s + this.calls[j].params, 0);
       c.sig = hash(`${c.type}(${kids.map((j) => this.calls[j].sig).join(",")})`);
     }
-    const stats = this.calls.map((c, i) => [Number((0.1 + ((i * 37) % 23) / 10).toFixed(3)), Number((0.5 + ((i * 13) % 17) / 20).toFixed(3))]);
+    const stats = this.calls.map((c, i) => [
+      Number((0.1 + ((i * 37) % 23) / 10).toFixed(3)),
+      Number((0.5 + ((i * 13) % 17) / 20).toFixed(3)),
+    ]);
     // Where data of two or more ops meets: the residual adds, the cross-attention's mix.
     const joins = this.ops.flatMap(([, parents], op) => (parents.length > 1 ? [[op, "add"]] : []));
     return {

@@ -19,7 +19,8 @@ export function synthTransformer(stages) {
   const blocks = Math.max(1, Math.round((stages - 5) / perPair));
   const b = new GraphBuilder(`Synth${stages}`);
   const ids = b.input("input_ids");
-  const dim = 64, tokens = 32;
+  const dim = 64,
+    tokens = 32;
   let h = b.module("embed", "Embedding", [ids], { params: 32000 * dim, shape: [1, tokens, dim] });
   const memory = b.module("encoder", "Encoder", [h], {}, (b, [x]) => {
     for (let i = 0; i < blocks; i++) x = transformerBlock(b, `encoder.layers.${i}`, x, dim, tokens);

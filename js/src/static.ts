@@ -45,16 +45,23 @@ function blobBytes(blob: Baked["blob"]): Uint8Array {
   return blob instanceof Uint8Array ? blob : new Uint8Array(blob);
 }
 
-const keyOf = (r: Partial<StageRequest>) => `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}|${r.page ?? ""}`;
+const keyOf = (r: Partial<StageRequest>) =>
+  `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}|${r.page ?? ""}`;
 const RUNS: Record<RunName, string> = { a: "This stage's data", b: "Run B of this stage", diff: "A − B of this stage" };
 
 /** The answer for what the page does not carry: plainly why, and no Retry. */
 function notSaved(req: StageRequest): StageReply {
   const run = req.run ?? "a";
-  const what = req.view === null && req.head === null && !req.page
-    ? RUNS[run]
-    : `${run === "a" ? "The" : `${RUNS[run]}: the`} ${req.head !== null ? `map of head ${req.head}` : `${req.view ?? "default"} view${req.channel !== null ? ` of channel ${req.channel}` : ""}${req.page ? ` (page ${req.page + 1})` : ""}`}`;
-  return { ok: false, stage: req.stage, retry: false, error: `${what} is not in this page: it was over the page's budget, or the page keeps only each stage's first view. Export again with a larger budget_bytes, or open the live widget.` };
+  const what =
+    req.view === null && req.head === null && !req.page
+      ? RUNS[run]
+      : `${run === "a" ? "The" : `${RUNS[run]}: the`} ${req.head !== null ? `map of head ${req.head}` : `${req.view ?? "default"} view${req.channel !== null ? ` of channel ${req.channel}` : ""}${req.page ? ` (page ${req.page + 1})` : ""}`}`;
+  return {
+    ok: false,
+    stage: req.stage,
+    retry: false,
+    error: `${what} is not in this page: it was over the page's budget, or the page keeps only each stage's first view. Export again with a larger budget_bytes, or open the live widget.`,
+  };
 }
 
 function entriesSource(baked: Baked | null | undefined): Source {
@@ -110,13 +117,19 @@ function byStageSource(replies: BakedByStage | undefined): Source {
 }
 
 /** A fetchStage that answers from baked replies (exact request first, then looser matches). */
-export function bakedSource(input: Baked | BakedByStage | null | undefined, runs?: BakedRuns["runs"]): (req: StageRequest) => Promise<StageReply> {
+export function bakedSource(
+  input: Baked | BakedByStage | null | undefined,
+  runs?: BakedRuns["runs"],
+): (req: StageRequest) => Promise<StageReply> {
   const source = sourceOf(input, runs);
   return (req) => source.fetch(req);
 }
 
 function sourceOf(input: Baked | BakedByStage | null | undefined, runs?: BakedRuns["runs"]): Source {
-  const a = input && !Array.isArray((input as Baked).entries) ? byStageSource(input as BakedByStage) : entriesSource(input as Baked | null | undefined);
+  const a =
+    input && !Array.isArray((input as Baked).entries)
+      ? byStageSource(input as BakedByStage)
+      : entriesSource(input as Baked | null | undefined);
   const others: Record<string, Source> = { b: byStageSource(runs?.b), diff: byStageSource(runs?.diff) };
   const pick = (req: StageRequest) => (req.run === "b" || req.run === "diff" ? others[req.run] : a);
   return { has: (req) => pick(req).has(req), fetch: (req) => pick(req).fetch(req) };
@@ -138,7 +151,12 @@ export interface StaticHandle {
  * the comparison and run B's and A − B's replies of a page made from a widget with a comparison.
  * The view fills `el` when `el` has a height of its own.
  */
-export function renderStatic(el: HTMLElement, graph: unknown, baked?: Baked | BakedByStage | null, compared?: BakedRuns | null): StaticHandle {
+export function renderStatic(
+  el: HTMLElement,
+  graph: unknown,
+  baked?: Baked | BakedByStage | null,
+  compared?: BakedRuns | null,
+): StaticHandle {
   const source = sourceOf(baked, compared?.runs);
   const fill = el.clientHeight > 0; // measured before the view adds its own height
   const app = new FlowApp(el, { fetchStage: (req) => source.fetch(req), available: (req) => source.has(req) });

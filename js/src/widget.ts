@@ -29,7 +29,11 @@ export interface AnyModel {
 }
 
 export interface Experimental {
-  invoke(name: string, msg: unknown, options?: { signal?: AbortSignal; buffers?: ArrayBuffer[] }): Promise<[unknown, WireBuffer[]]>;
+  invoke(
+    name: string,
+    msg: unknown,
+    options?: { signal?: AbortSignal; buffers?: ArrayBuffer[] },
+  ): Promise<[unknown, WireBuffer[]]>;
 }
 
 export interface RenderProps {
@@ -54,11 +58,18 @@ function withTimeout(signal: AbortSignal, ms: number): AbortSignal {
  * the answer is {type: "export", request, format, ok, error} with the file's bytes as buffer 0.
  */
 async function answerExport(app: FlowApp, model: AnyModel, msg: { request?: unknown; format?: string }) {
-  const reply = { type: "export", request: msg.request ?? null, format: msg.format, ok: true, error: null as string | null };
+  const reply = {
+    type: "export",
+    request: msg.request ?? null,
+    format: msg.format,
+    ok: true,
+    error: null as string | null,
+  };
   try {
-    const bytes = msg.format === "png"
-      ? new Uint8Array(await (await app.exportPng()).arrayBuffer())
-      : new TextEncoder().encode(app.exportSvg());
+    const bytes =
+      msg.format === "png"
+        ? new Uint8Array(await (await app.exportPng()).arrayBuffer())
+        : new TextEncoder().encode(app.exportSvg());
     model.send(reply, undefined, [bytes]);
   } catch (err) {
     model.send({ ...reply, ok: false, error: String((err as Error)?.message ?? err) }, undefined, []);
@@ -68,8 +79,11 @@ async function answerExport(app: FlowApp, model: AnyModel, msg: { request?: unkn
 function render({ model, el, experimental }: RenderProps): () => void {
   const app = new FlowApp(el, {
     fetchStage: async (req: StageRequest, signal: AbortSignal) => {
-      if (!experimental?.invoke) throw new Error("this Jupyter front end has no anywidget command support (anywidget >= 0.9 is needed)");
-      const [msg, buffers] = await experimental.invoke("_stage_data", req, { signal: withTimeout(signal, req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS) });
+      if (!experimental?.invoke)
+        throw new Error("this Jupyter front end has no anywidget command support (anywidget >= 0.9 is needed)");
+      const [msg, buffers] = await experimental.invoke("_stage_data", req, {
+        signal: withTimeout(signal, req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS),
+      });
       return decodeStageReply(msg, buffers ?? []);
     },
     onSelect: (id) => {
@@ -107,7 +121,12 @@ function render({ model, el, experimental }: RenderProps): () => void {
   // widget.step() / play() / pause() / stop() in Python; applied once the graph is drawn
   const onPlayback = () => {
     const p = model.get("playback");
-    if (p && typeof p === "object") app.lecture.player.apply({ at: num(p.at), playing: typeof p.playing === "boolean" ? p.playing : undefined, speed: num(p.speed) });
+    if (p && typeof p === "object")
+      app.lecture.player.apply({
+        at: num(p.at),
+        playing: typeof p.playing === "boolean" ? p.playing : undefined,
+        speed: num(p.speed),
+      });
   };
   const onPresenting = () => app.lecture.presenter.set(model.get("presenting") === true, false);
   const onCustom = (msg: any) => {

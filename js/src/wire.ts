@@ -124,7 +124,8 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
       "rebuild the JS bundle (cd js && npm run build) so that it matches neural_flow_widget/wire.py",
     );
   }
-  if (!TOPOLOGIES.includes(g.topology as Topology)) fail("graph.topology", `unknown topology ${JSON.stringify(g.topology)}`);
+  if (!TOPOLOGIES.includes(g.topology as Topology))
+    fail("graph.topology", `unknown topology ${JSON.stringify(g.topology)}`);
   const inputs = strList(g.inputs, "graph.inputs");
   const outputs = strList(g.outputs, "graph.outputs");
   if (!Array.isArray(g.calls)) fail("graph.calls", "expected a list");
@@ -216,7 +217,8 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     const f = g.failure;
     if (!isObj(f) || typeof f.message !== "string") fail("graph.failure", "expected {message, stage, module}");
     const stage = f.stage === null || f.stage === undefined ? null : f.stage;
-    if (stage !== null && (!isInt(stage) || stage < 0 || stage >= nCalls)) fail("graph.failure.stage", "call index out of range");
+    if (stage !== null && (!isInt(stage) || stage < 0 || stage >= nCalls))
+      fail("graph.failure.stage", "call index out of range");
     failure = { message: f.message, stage, module: typeof f.module === "string" ? f.module : null };
   }
   return {
@@ -264,7 +266,14 @@ function decodeOrigin(o: unknown, nCalls: number): WireOrigin | null {
   };
   const line = isInt(o.line) && o.line > 0 ? o.line : 0;
   return {
-    op: text("op"), module: text("module"), type: text("type"), function: text("function"), file: text("file"),
-    line, text: text("text"), before: call("before"), after: call("after"),
+    op: text("op"),
+    module: text("module"),
+    type: text("type"),
+    function: text("function"),
+    file: text("file"),
+    line,
+    text: text("text"),
+    before: call("before"),
+    after: call("after"),
   };
 }

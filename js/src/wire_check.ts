@@ -7,7 +7,11 @@ export class WireError extends Error {
   override name = "WireError";
 }
 
-export function fail(where: string, what: string, fix = "re-trace with the matching neural_flow_widget version"): never {
+export function fail(
+  where: string,
+  what: string,
+  fix = "re-trace with the matching neural_flow_widget version",
+): never {
   throw new WireError(`${where}: ${what}; ${fix}`);
 }
 

@@ -46,7 +46,13 @@ const orNull = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x 
 function row(r: unknown, where: string): StageDiff {
   if (!Array.isArray(r) || r.length < 5) fail(where, "expected [rel L2, cosine, max |a-b|, exact, diverges]");
   const [relL2, cosine, maxAbs, exact, diverges] = r.slice(-5);
-  return { relL2: orNull(relL2), cosine: orNull(cosine), maxAbs: orNull(maxAbs), exact: exact === true, diverges: diverges === true };
+  return {
+    relL2: orNull(relL2),
+    cosine: orNull(cosine),
+    maxAbs: orNull(maxAbs),
+    exact: exact === true,
+    diverges: diverges === true,
+  };
 }
 
 /** Validate the comparison traitlet; null, absent or {} is "no comparison". */
@@ -66,15 +72,18 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
   });
   const ends = new Map<string, StageDiff>();
   if (isObj(raw.ends)) for (const [k, r] of Object.entries(raw.ends)) ends.set(k, row(r, `comparison.ends.${k}`));
-  if (Array.isArray(raw.raised)) raw.raised.forEach((r: unknown, i: number) => {
-    const where = `comparison.raised[${i}]`;
-    if (!Array.isArray(r) || (r[1] !== "a" && r[1] !== "b" && r[1] !== "both")) fail(where, 'expected [call index, "a" | "b" | "both"]');
-    const d = stages.get(inRange(r[0] as number, where));
-    if (d) d.raised = r[1] as "a" | "b" | "both";
-  });
+  if (Array.isArray(raw.raised))
+    raw.raised.forEach((r: unknown, i: number) => {
+      const where = `comparison.raised[${i}]`;
+      if (!Array.isArray(r) || (r[1] !== "a" && r[1] !== "b" && r[1] !== "both"))
+        fail(where, 'expected [call index, "a" | "b" | "both"]');
+      const d = stages.get(inRange(r[0] as number, where));
+      if (d) d.raised = r[1] as "a" | "b" | "both";
+    });
   const failed = (Array.isArray(raw.failed) ? raw.failed : []).map((f: unknown, i: number): RunFailure => {
     const where = `comparison.failed[${i}]`;
-    if (!isObj(f) || (f.run !== "a" && f.run !== "b") || typeof f.message !== "string") fail(where, "expected {run, stage, call, module, message}");
+    if (!isObj(f) || (f.run !== "a" && f.run !== "b") || typeof f.message !== "string")
+      fail(where, "expected {run, stage, call, module, message}");
     const text = (x: unknown) => (typeof x === "string" ? x : null);
     const call = f.call === null || f.call === undefined ? null : inRange(f.call as number, `${where}.call`);
     return { run: f.run, stage: text(f.stage), call, module: text(f.module), message: f.message };
@@ -85,7 +94,9 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
     first,
     stages,
     ends,
-    onlyA: Array.isArray(raw.only_a) ? intList(raw.only_a, "comparison.only_a").map((c) => inRange(c, "comparison.only_a")) : [],
+    onlyA: Array.isArray(raw.only_a)
+      ? intList(raw.only_a, "comparison.only_a").map((c) => inRange(c, "comparison.only_a"))
+      : [],
     onlyB: Array.isArray(raw.only_b) ? strList(raw.only_b, "comparison.only_b") : [],
     failed,
   };

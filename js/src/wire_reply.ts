@@ -111,13 +111,18 @@ function bytesOf(b: WireBuffer): Uint8Array {
 
 function bufferAt(buffers: WireBuffer[], index: unknown, where: string): Uint8Array {
   if (!isInt(index) || index < 0 || index >= buffers.length) {
-    fail(where, `buffer index ${String(index)} but the reply carries ${buffers.length} buffers`, "check encode_stage_reply");
+    fail(
+      where,
+      `buffer index ${String(index)} but the reply carries ${buffers.length} buffers`,
+      "check encode_stage_reply",
+    );
   }
   return bytesOf(buffers[index]);
 }
 
 function float64s(bytes: Uint8Array, count: number, where: string): Float64Array {
-  if (bytes.byteLength !== count * 8) fail(where, `expected ${count} float64 counts, got ${bytes.byteLength} bytes`, "check encode_stage_reply");
+  if (bytes.byteLength !== count * 8)
+    fail(where, `expected ${count} float64 counts, got ${bytes.byteLength} bytes`, "check encode_stage_reply");
   if (bytes.byteOffset % 8 === 0) return new Float64Array(bytes.buffer, bytes.byteOffset, count);
   return new Float64Array(bytes.slice().buffer);
 }
@@ -176,18 +181,27 @@ function decodeSummary(s: unknown, buffers: WireBuffer[], where: string): Summar
 
 function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
   if (v === null || v === undefined) return null;
-  if (!isObj(v) || typeof v.kind !== "string") fail("reply.view", "expected an object with a kind", "check encode_stage_reply");
+  if (!isObj(v) || typeof v.kind !== "string")
+    fail("reply.view", "expected an object with a kind", "check encode_stage_reply");
   const shape = intList(v.shape, "reply.view.shape");
   const pixels = bufferAt(buffers, v.buffer, "reply.view");
   const expected = shape.reduce((a, b) => a * b, 1);
   if (pixels.byteLength !== expected) {
-    fail("reply.view", `shape ${JSON.stringify(shape)} needs ${expected} bytes, buffer has ${pixels.byteLength}`, "check encode_stage_reply");
+    fail(
+      "reply.view",
+      `shape ${JSON.stringify(shape)} needs ${expected} bytes, buffer has ${pixels.byteLength}`,
+      "check encode_stage_reply",
+    );
   }
   let nonfinite: Uint8Array | null = null;
   if (v.nonfinite !== null && v.nonfinite !== undefined) {
     nonfinite = bufferAt(buffers, v.nonfinite, "reply.view.nonfinite");
     if (nonfinite.byteLength !== expected) {
-      fail("reply.view.nonfinite", `needs ${expected} bytes, buffer has ${nonfinite.byteLength}`, "check encode_stage_reply");
+      fail(
+        "reply.view.nonfinite",
+        `needs ${expected} bytes, buffer has ${nonfinite.byteLength}`,
+        "check encode_stage_reply",
+      );
     }
   }
   return {
@@ -205,7 +219,10 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
     palette: v.palette === "rgb" || v.palette === "categorical" ? v.palette : null,
     page: isInt(v.page) ? v.page : null,
     pages: isInt(v.pages) ? v.pages : null,
-    clipped: Array.isArray(v.clipped) && v.clipped.length === 2 && v.clipped.every(isInt) ? [v.clipped[0], v.clipped[1]] : null,
+    clipped:
+      Array.isArray(v.clipped) && v.clipped.length === 2 && v.clipped.every(isInt)
+        ? [v.clipped[0], v.clipped[1]]
+        : null,
   };
 }
 
@@ -216,11 +233,17 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
  */
 function decodeCodes(bytes: Uint8Array, codes: Record<string, unknown>, where: string): Float32Array {
   const bits = codes.bits;
-  if (bits !== 8 && bits !== 16) fail(`${where}.codes`, `bits=${String(bits)}: expected 8 or 16`, "check notebook/export.py");
+  if (bits !== 8 && bits !== 16)
+    fail(`${where}.codes`, `bits=${String(bits)}: expected 8 or 16`, "check notebook/export.py");
   const lo = num(codes.lo, 0);
   const step = (num(codes.hi, 1) - lo) / (bits === 8 ? 255 : 65535);
   const size = bits / 8;
-  if (bytes.byteLength % size) fail(`${where}.codes`, `${bytes.byteLength} bytes is not a whole number of ${bits}-bit codes`, "check notebook/export.py");
+  if (bytes.byteLength % size)
+    fail(
+      `${where}.codes`,
+      `${bytes.byteLength} bytes is not a whole number of ${bits}-bit codes`,
+      "check notebook/export.py",
+    );
   const out = new Float32Array(bytes.byteLength / size);
   const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let i = 0; i < out.length; i++) out[i] = lo + step * (size === 1 ? bytes[i] : data.getUint16(2 * i, true));
@@ -230,11 +253,17 @@ function decodeCodes(bytes: Uint8Array, codes: Record<string, unknown>, where: s
 function floatsOfShape(spec: unknown, buffers: WireBuffer[], rank: number, where: string): [Float32Array, number[]] {
   if (!isObj(spec)) fail(where, "expected {shape, buffer}", "check encode_stage_reply");
   const shape = intList(spec.shape, `${where}.shape`);
-  if (shape.length !== rank) fail(where, `expected a shape of ${rank} sides, got ${JSON.stringify(shape)}`, "check encode_stage_reply");
+  if (shape.length !== rank)
+    fail(where, `expected a shape of ${rank} sides, got ${JSON.stringify(shape)}`, "check encode_stage_reply");
   const bytes = bufferAt(buffers, spec.buffer, where);
   const values = isObj(spec.codes) ? decodeCodes(bytes, spec.codes, where) : float32s(bytes);
   const n = shape.reduce((a, b) => a * b, 1);
-  if (values.length !== n) fail(where, `shape ${JSON.stringify(shape)} needs ${n} values, buffer has ${values.length}`, "check encode_stage_reply");
+  if (values.length !== n)
+    fail(
+      where,
+      `shape ${JSON.stringify(shape)} needs ${n} values, buffer has ${values.length}`,
+      "check encode_stage_reply",
+    );
   return [values, shape];
 }
 
@@ -244,10 +273,14 @@ function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): Atte
   }
   const [map, mapShape] = floatsOfShape(a.map, buffers, 2, `${where}.map`);
   const grid = a.grid === null || a.grid === undefined ? null : floatsOfShape(a.grid, buffers, 3, `${where}.grid`);
-  const pool = Array.isArray(a.pool) && a.pool.length === 2 ? (intList(a.pool, `${where}.pool`) as [number, number]) : ([1, 1] as [number, number]);
-  const window = Array.isArray(a.window) && a.window.length === 4
-    ? (intList(a.window, `${where}.window`) as [number, number, number, number])
-    : ([0, a.q_len, 0, a.k_len] as [number, number, number, number]);
+  const pool =
+    Array.isArray(a.pool) && a.pool.length === 2
+      ? (intList(a.pool, `${where}.pool`) as [number, number])
+      : ([1, 1] as [number, number]);
+  const window =
+    Array.isArray(a.window) && a.window.length === 4
+      ? (intList(a.window, `${where}.window`) as [number, number, number, number])
+      : ([0, a.q_len, 0, a.k_len] as [number, number, number, number]);
   return {
     heads: a.heads,
     q_len: a.q_len,
@@ -269,7 +302,11 @@ export function decodeStageReply(msg: unknown, buffers: WireBuffer[] = []): Stag
   if (!isObj(msg)) fail("reply", "expected an object", "check encode_stage_reply");
   const stage = typeof msg.stage === "string" ? msg.stage : "";
   if (msg.ok !== true) {
-    return { ok: false, stage, error: typeof msg.error === "string" ? msg.error : "the kernel reported an unknown error" };
+    return {
+      ok: false,
+      stage,
+      error: typeof msg.error === "string" ? msg.error : "the kernel reported an unknown error",
+    };
   }
   const summaries = Array.isArray(msg.summaries)
     ? msg.summaries.map((s: unknown, i: number) => decodeSummary(s, buffers, `reply.summaries[${i}]`))

@@ -7,7 +7,20 @@ import type { AttentionData } from "../src/wire";
 function att(q: number, k: number, pool: [number, number], window: [number, number, number, number]): AttentionData {
   const rows = Math.ceil((window[1] - window[0]) / pool[0]);
   const cols = Math.ceil((window[3] - window[2]) / pool[1]);
-  return { heads: 2, q_len: q, k_len: k, pool, source: "sdpa", causal: false, head: null, window, map: new Float32Array(rows * cols), mapShape: [rows, cols], grid: null, gridShape: null };
+  return {
+    heads: 2,
+    q_len: q,
+    k_len: k,
+    pool,
+    source: "sdpa",
+    causal: false,
+    head: null,
+    window,
+    map: new Float32Array(rows * cols),
+    mapShape: [rows, cols],
+    grid: null,
+    gridShape: null,
+  };
 }
 
 describe("labels", () => {

@@ -4,13 +4,27 @@ import { describe, expect, it } from "vitest";
 import type { Box } from "../src/layout/layout";
 import { LEAST_K, placeWhole } from "../src/view/camera";
 
-const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [t.x + x * t.k, t.y + y * t.k, w * t.k, h * t.k];
-const overlaps = (a: Box, b: Box) => a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
-const inside = ([x, y, w, h]: Box, W: number, H: number) => x >= -0.5 && y >= -0.5 && x + w <= W + 0.5 && y + h <= H + 0.5;
+const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [
+  t.x + x * t.k,
+  t.y + y * t.k,
+  w * t.k,
+  h * t.k,
+];
+const overlaps = (a: Box, b: Box) =>
+  a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+const inside = ([x, y, w, h]: Box, W: number, H: number) =>
+  x >= -0.5 && y >= -0.5 && x + w <= W + 0.5 && y + h <= H + 0.5;
 
 describe("placeWhole", () => {
   // a U: a column down on the left, one up on the right, the bottom node near the middle
-  const marks: Box[] = [[0, 0, 200, 50], [0, 100, 200, 50], [0, 200, 200, 50], [300, 0, 200, 50], [300, 200, 200, 50], [150, 300, 200, 50]];
+  const marks: Box[] = [
+    [0, 0, 200, 50],
+    [0, 100, 200, 50],
+    [0, 200, 200, 50],
+    [300, 0, 200, 50],
+    [300, 200, 200, 50],
+    [150, 300, 200, 50],
+  ];
   const [sw, sh] = [500, 350];
 
   it("fits the whole graph, centred, up to the largest scale, when nothing lies over the canvas", () => {
@@ -24,7 +38,9 @@ describe("placeWhole", () => {
   it("slides the graph aside, at the same scale, to clear a legend in a corner", () => {
     const legend: Box = [10, 560, 380, 30]; // over the bottom node, centred
     const room = { w: 1000, h: 600, overlays: [legend] };
-    expect(placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)!.t.x + 150 * 1.53).toBeLessThan(390);
+    expect(placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)!.t.x + 150 * 1.53).toBeLessThan(
+      390,
+    );
     const p = placeWhole(marks, sw, sh, room, 3, LEAST_K)!;
     expect(p.clear).toBe(true);
     expect(p.t.k).toBeCloseTo((600 - 64) / 350, 5);
@@ -48,6 +64,9 @@ describe("placeWhole", () => {
 
   it("gives up below the least scale", () => {
     expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)).toBeNull();
-    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo((600 - 64) / 3500, 5);
+    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo(
+      (600 - 64) / 3500,
+      5,
+    );
   });
 });

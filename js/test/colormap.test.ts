@@ -2,11 +2,26 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { formatParams, formatShape } from "../src/model/format";
-import { applyLut, applyNonfinite, colorOf, cssColor, diverging, gradientStops, lut, markCounts, NONFINITE_NAMES, nonfiniteColor, viridis, type RGB } from "../src/view/colormap";
+import {
+  applyLut,
+  applyNonfinite,
+  colorOf,
+  cssColor,
+  diverging,
+  gradientStops,
+  lut,
+  markCounts,
+  NONFINITE_NAMES,
+  nonfiniteColor,
+  viridis,
+  type RGB,
+} from "../src/view/colormap";
 import { typeColor, typeHue } from "../src/view/palette";
 import { loadRaw } from "./fixtures";
 
-const TABLE = JSON.parse(readFileSync(fileURLToPath(new URL("../../neural_flow_widget/capture/colormaps.json", import.meta.url)), "utf8")) as Record<string, unknown>;
+const TABLE = JSON.parse(
+  readFileSync(fileURLToPath(new URL("../../neural_flow_widget/capture/colormaps.json", import.meta.url)), "utf8"),
+) as Record<string, unknown>;
 const VIRIDIS = TABLE.viridis as number[][];
 const DIVERGING = TABLE.diverging as number[][];
 
@@ -18,7 +33,11 @@ describe("the colormap table shared with Python", () => {
       expect((map as unknown[]).length, name).toBe(256);
       for (const entry of map as unknown[]) {
         expect(Array.isArray(entry) && entry.length === 3, `${name}: ${JSON.stringify(entry)}`).toBe(true);
-        for (const v of entry as unknown[]) expect(Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255, `${name}: ${JSON.stringify(entry)}`).toBe(true);
+        for (const v of entry as unknown[])
+          expect(
+            Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255,
+            `${name}: ${JSON.stringify(entry)}`,
+          ).toBe(true);
       }
     }
   });
@@ -107,9 +126,11 @@ describe("colormaps", () => {
 
   it("the lookup table maps byte b to table entry b", () => {
     const t = lut(0, 2, false);
-    for (let b = 0; b < 256; b++) expect(Array.from(t.slice(b * 4, b * 4 + 4)), `byte ${b}`).toEqual([...VIRIDIS[b], 255]);
+    for (let b = 0; b < 256; b++)
+      expect(Array.from(t.slice(b * 4, b * 4 + 4)), `byte ${b}`).toEqual([...VIRIDIS[b], 255]);
     const signed = lut(-2, 2, true);
-    for (let b = 0; b < 256; b++) expect(Array.from(signed.slice(b * 4, b * 4 + 4)), `signed byte ${b}`).toEqual([...DIVERGING[b], 255]);
+    for (let b = 0; b < 256; b++)
+      expect(Array.from(signed.slice(b * 4, b * 4 + 4)), `signed byte ${b}`).toEqual([...DIVERGING[b], 255]);
     const out = new Uint8ClampedArray(8);
     applyLut(new Uint8Array([0, 255]), signed, out);
     expect(Array.from(out.slice(0, 4))).toEqual([...diverging(-1), 255]);
@@ -117,8 +138,12 @@ describe("colormaps", () => {
   });
 
   it("colour bar stops come from the table", () => {
-    expect(gradientStops(false, 0, 1, 2)).toBe(`${cssColor(VIRIDIS[0] as RGB)} 0%, ${cssColor(VIRIDIS[255] as RGB)} 100%`);
-    expect(gradientStops(true, -1, 1, 3)).toBe(`${cssColor(DIVERGING[0] as RGB)} 0%, ${cssColor(DIVERGING[128] as RGB)} 50%, ${cssColor(DIVERGING[255] as RGB)} 100%`);
+    expect(gradientStops(false, 0, 1, 2)).toBe(
+      `${cssColor(VIRIDIS[0] as RGB)} 0%, ${cssColor(VIRIDIS[255] as RGB)} 100%`,
+    );
+    expect(gradientStops(true, -1, 1, 3)).toBe(
+      `${cssColor(DIVERGING[0] as RGB)} 0%, ${cssColor(DIVERGING[128] as RGB)} 50%, ${cssColor(DIVERGING[255] as RGB)} 100%`,
+    );
   });
 
   it("type colours are stable, by family first", () => {

@@ -24,7 +24,15 @@ function compared(rel: Record<string, number>, extra: Raw = {}) {
   const at = (id: string) => (raw.calls as { id: string }[]).findIndex((c) => c.id === id);
   const stages = Object.entries(rel).map(([id, r]) => [at(id), r, 1 - r, r * 3, true, r > RTOL]);
   const firstId = Object.keys(rel).find((id) => rel[id] > RTOL) ?? null;
-  const comparison: Raw = { rtol: RTOL, first: firstId === null ? null : at(firstId), stages, ends: {}, only_a: [], only_b: [], ...extra };
+  const comparison: Raw = {
+    rtol: RTOL,
+    first: firstId === null ? null : at(firstId),
+    stages,
+    ends: {},
+    only_a: [],
+    only_b: [],
+    ...extra,
+  };
   if (typeof extra.first === "string") comparison.first = at(extra.first);
   const graph = decodeGraph(raw, comparison);
   const tree = buildTree(graph);
@@ -56,7 +64,16 @@ describe("colour by divergence", () => {
   });
 
   it("two runs equal everywhere are all 'same', with no ramp", () => {
-    const { tree, view, scene } = compared({ enc1: 0, enc2: 0, bottleneck: 0, up2: 0, dec2: 0, up1: 0, dec1: 0, head: 0 });
+    const { tree, view, scene } = compared({
+      enc1: 0,
+      enc2: 0,
+      bottleneck: 0,
+      up2: 0,
+      dec2: 0,
+      up1: 0,
+      dec1: 0,
+      head: 0,
+    });
     const fills = statFills(tree, view, scene, "divergence")!;
     expect(new Set([...fills.values()].map((f) => f.fill))).toEqual(new Set([SAME_FILL.fill]));
     expect(statRange(tree, view, scene, "divergence")).toMatchObject({ same: true, unramped: true });
@@ -65,15 +82,31 @@ describe("colour by divergence", () => {
 
 describe("a run B that raised", () => {
   // Run B raised in dec2: the encoder ran equal, up1, dec1 and head never ran in B.
-  const failure = { run: "b", stage: "dec2", call: null as number | null, module: "dec2.conv1", message: "stage 'dec2' (module ConvBlock, inside 'dec2.conv1' (Conv2d)) raised RuntimeError: expected 64 channels, got 32; it received inputs of shape [1, 32, 8, 8]. Check that the inputs match what this module expects." };
+  const failure = {
+    run: "b",
+    stage: "dec2",
+    call: null as number | null,
+    module: "dec2.conv1",
+    message:
+      "stage 'dec2' (module ConvBlock, inside 'dec2.conv1' (Conv2d)) raised RuntimeError: expected 64 channels, got 32; it received inputs of shape [1, 32, 8, 8]. Check that the inputs match what this module expects.",
+  };
   const make = () => {
     const probe = compared({});
     const dec2 = probe.at("dec2");
     const onlyA = ["up1", "dec1", "head"].map(probe.at);
-    return compared({ enc1: 0, enc2: 0, bottleneck: 0, up2: 0 }, {
-      stages: [...["enc1", "enc2", "bottleneck", "up2"].map((id) => [probe.at(id), 0, 1, 0, true, false]), [dec2, null, null, null, false, true]],
-      first: "dec2", raised: [[dec2, "b"]], failed: [{ ...failure, call: dec2 }], only_a: onlyA,
-    });
+    return compared(
+      { enc1: 0, enc2: 0, bottleneck: 0, up2: 0 },
+      {
+        stages: [
+          ...["enc1", "enc2", "bottleneck", "up2"].map((id) => [probe.at(id), 0, 1, 0, true, false]),
+          [dec2, null, null, null, false, true],
+        ],
+        first: "dec2",
+        raised: [[dec2, "b"]],
+        failed: [{ ...failure, call: dec2 }],
+        only_a: onlyA,
+      },
+    );
   };
 
   it("the banner says run B failed at the stage, with what it raised, and never that the runs agree", () => {
@@ -87,7 +120,19 @@ describe("a run B that raised", () => {
   });
 
   it("a comparison whose wire 'first' is null still never says 'agree' when a run raised", () => {
-    const { graph } = compared({ enc1: 0 }, { failed: [{ ...failure, stage: null, module: null, message: "the model's own forward (UNet, after stage 'enc1') raised RuntimeError: no" }] });
+    const { graph } = compared(
+      { enc1: 0 },
+      {
+        failed: [
+          {
+            ...failure,
+            stage: null,
+            module: null,
+            message: "the model's own forward (UNet, after stage 'enc1') raised RuntimeError: no",
+          },
+        ],
+      },
+    );
     expect(graph.comparison!.first).toBeNull();
     expect(divergesHeadline(graph)).toBeNull();
     expect(runFailureHeadline(graph)!.lead).toBe("Run B failed in the model's own forward (UNet, after stage 'enc1')");
@@ -99,7 +144,12 @@ describe("a run B that raised", () => {
     expect(fills.get("s:dec2")).toEqual(RAISED_FILL);
     expect(fills.get("s:head")).toEqual(ONLY_A_FILL);
     expect(fills.get("s:enc1")).toEqual(SAME_FILL);
-    expect(statRange(tree, view, scene, "divergence")).toMatchObject({ raised: true, onlyA: true, same: true, unramped: true });
+    expect(statRange(tree, view, scene, "divergence")).toMatchObject({
+      raised: true,
+      onlyA: true,
+      same: true,
+      unramped: true,
+    });
   });
 
   it("a malformed failure is refused with where", () => {

@@ -10,7 +10,9 @@ export function fixturePath(name: string): string {
 export function loadRaw(name: string): unknown {
   const path = fixturePath(name);
   if (!existsSync(path)) {
-    throw new Error(`missing fixture ${path}: write it with \`.venv/bin/python scripts/make_fixtures.py\` from the repository root`);
+    throw new Error(
+      `missing fixture ${path}: write it with \`.venv/bin/python scripts/make_fixtures.py\` from the repository root`,
+    );
   }
   return JSON.parse(readFileSync(path, "utf8"));
 }

@@ -51,14 +51,18 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
   it("the view model draws exactly Python's selection for each state, folds included", () => {
     for (const c of golden.cases) {
       const tree = buildTree(decodeGraph(c.graph));
-      expect(tree.runList.map((r) => r.members), `${c.name}: the runs that fold`).toEqual(c.runs);
+      expect(
+        tree.runList.map((r) => r.members),
+        `${c.name}: the runs that fold`,
+      ).toEqual(c.runs);
       for (const sel of c.selections) {
         for (const state of sel.states) {
           const folded = new Set(state.folded);
           const unfolded = new Set(tree.runList.filter((r) => !folded.has(r.members[0])).map((r) => r.key));
           const view = buildView(tree, { expanded: new Set(state.expanded), unfolded });
           const drawn = [...view.selection].sort((a, b) => a - b);
-          if (drawn.join() !== sel.selected.join()) expect(drawn, `${c.name} ${JSON.stringify(state)}`).toEqual(sel.selected);
+          if (drawn.join() !== sel.selected.join())
+            expect(drawn, `${c.name} ${JSON.stringify(state)}`).toEqual(sel.selected);
         }
       }
     }
@@ -68,8 +72,13 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
     // A stack's edges are those of its own selection, spliced (stack.test.ts derives them by hand).
     for (const c of golden.cases) {
       const tree = buildTree(decodeGraph(c.graph));
-      const drawn = buildView(tree, { ...initialState(tree), stacked: undefined }).selection.sort((a, b) => a - b).join();
-      expect(c.selections.some((s) => s.selected.join() === drawn), c.name).toBe(true);
+      const drawn = buildView(tree, { ...initialState(tree), stacked: undefined })
+        .selection.sort((a, b) => a - b)
+        .join();
+      expect(
+        c.selections.some((s) => s.selected.join() === drawn),
+        c.name,
+      ).toBe(true);
     }
   });
 
@@ -79,7 +88,9 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
     expect(golden.cases.filter((c) => c.runs.length > 0).length).toBeGreaterThan(10);
     expect(all.filter((s) => s.states.some((st) => st.folded.length > 0)).length).toBeGreaterThan(100);
     expect(all.filter((s) => s.states.length === 0).length).toBeGreaterThan(500);
-    expect(golden.cases.filter((c) => (c.graph as { topology: string }).topology === "sequential").length).toBeGreaterThan(1);
+    expect(
+      golden.cases.filter((c) => (c.graph as { topology: string }).topology === "sequential").length,
+    ).toBeGreaterThan(1);
   });
 });
 

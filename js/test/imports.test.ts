@@ -104,7 +104,8 @@ export function layerViolations(graph: ModuleGraph): string[] {
     }
     for (const dep of deps) {
       const to = layerOf(dep);
-      if (to === null || LAYERS.indexOf(to) > LAYERS.indexOf(from)) bad.push(`${file} (${from}) imports ${dep} (${to ?? "no layer"})`);
+      if (to === null || LAYERS.indexOf(to) > LAYERS.indexOf(from))
+        bad.push(`${file} (${from}) imports ${dep} (${to ?? "no layer"})`);
     }
   }
   return bad;
@@ -129,7 +130,17 @@ describe("the module graph of js/src", () => {
   });
 
   it("covers the whole pipeline", () => {
-    for (const f of ["wire.ts", "model/topology.ts", "layout/layout.ts", "layout/worker.ts", "scene/scene.ts", "scene/routing.ts", "view/graph_view.ts", "app/app.ts", "widget.ts"]) {
+    for (const f of [
+      "wire.ts",
+      "model/topology.ts",
+      "layout/layout.ts",
+      "layout/worker.ts",
+      "scene/scene.ts",
+      "scene/routing.ts",
+      "view/graph_view.ts",
+      "app/app.ts",
+      "widget.ts",
+    ]) {
       expect(graph.has(f), f).toBe(true);
     }
     expect(graph.get("scene/scene.ts")).toContain("scene/routing.ts");
@@ -138,8 +149,24 @@ describe("the module graph of js/src", () => {
   });
 
   it("the cycle finder finds cycles, type imports included", () => {
-    expect(findCycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", []]]))).toEqual([]);
-    expect(findCycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]]]))).toEqual([["a", "b", "c", "a"]]);
+    expect(
+      findCycles(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", []],
+        ]),
+      ),
+    ).toEqual([]);
+    expect(
+      findCycles(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", ["a"]],
+        ]),
+      ),
+    ).toEqual([["a", "b", "c", "a"]]);
     expect(findCycles(new Map([["a", ["a"]]]))).toEqual([["a", "a"]]);
   });
 
@@ -149,11 +176,22 @@ describe("the module graph of js/src", () => {
 
   it("imports point one way: wire <- model <- layout <- scene <- view <- app <- entries", () => {
     expect(layerViolations(graph)).toEqual([]);
-    expect(layerViolations(new Map([["model/x.ts", ["view/y.ts"]], ["view/y.ts", []]]))).toHaveLength(1);
+    expect(
+      layerViolations(
+        new Map([
+          ["model/x.ts", ["view/y.ts"]],
+          ["view/y.ts", []],
+        ]),
+      ),
+    ).toHaveLength(1);
   });
 
   it("model/ imports nothing from layout/, scene/, view/; layout/ nothing from scene/, view/; scene/ nothing from view/", () => {
-    const banned: Record<string, string[]> = { model: ["layout", "scene", "view", "app"], layout: ["scene", "view", "app"], scene: ["view", "app"] };
+    const banned: Record<string, string[]> = {
+      model: ["layout", "scene", "view", "app"],
+      layout: ["scene", "view", "app"],
+      scene: ["view", "app"],
+    };
     const bad: string[] = [];
     for (const [file, deps] of graph) {
       const folder = file.split("/")[0];
@@ -170,6 +208,7 @@ describe("the module graph of js/src", () => {
   });
 
   it("the wire mirror imports nothing but itself", () => {
-    for (const [file, deps] of graph) if (layerOf(file) === "wire") for (const dep of deps) expect(layerOf(dep), `${file} imports ${dep}`).toBe("wire");
+    for (const [file, deps] of graph)
+      if (layerOf(file) === "wire") for (const dep of deps) expect(layerOf(dep), `${file} imports ${dep}`).toBe("wire");
   });
 });

@@ -6,8 +6,28 @@ import type { Summary, SummaryStats } from "../src/wire";
 
 function summary(stats: Partial<SummaryStats>, extra: Partial<Summary> = {}): Summary {
   return {
-    leaf: "0", shape: [1, 4, 8, 8], dtype: "float32", device: "cpu", kind: "float", numel: 256, sampled: null, hist: null, values: null, error: null,
-    stats: { min: -1, max: 2, mean: 0.1, std: 0.5, mean_abs: 0.4, zero_fraction: 0, nan: 0, posinf: 0, neginf: 0, ...stats },
+    leaf: "0",
+    shape: [1, 4, 8, 8],
+    dtype: "float32",
+    device: "cpu",
+    kind: "float",
+    numel: 256,
+    sampled: null,
+    hist: null,
+    values: null,
+    error: null,
+    stats: {
+      min: -1,
+      max: 2,
+      mean: 0.1,
+      std: 0.5,
+      mean_abs: 0.4,
+      zero_fraction: 0,
+      nan: 0,
+      posinf: 0,
+      neginf: 0,
+      ...stats,
+    },
     ...extra,
   };
 }
@@ -20,7 +40,9 @@ describe("NaN / Inf in the statistics", () => {
 
   it("some NaN: how many, of how many, and that the rest are of the finite values", () => {
     const s = summary({ nan: 119 });
-    expect(nonfiniteNote(s)).toBe("119 NaN of 256 values (46.5%); the statistics and the histogram are of the finite values.");
+    expect(nonfiniteNote(s)).toBe(
+      "119 NaN of 256 values (46.5%); the statistics and the histogram are of the finite values.",
+    );
     const rows = Object.fromEntries(statRows(s));
     expect(rows["min / max (finite)"]).toBe("-1 / 2");
     expect(rows["NaN / +Inf / −Inf"]).toBe("119 / 0 / 0");
@@ -47,7 +69,11 @@ describe("NaN / Inf in the statistics", () => {
   });
 
   it("mixed kinds; on an accelerator, counted in the sample", () => {
-    expect(nonfiniteNote(summary({ nan: 2, posinf: 1, neginf: 1 }, { numel: 4 }))).toBe("All 4 values are NaN or ±Inf (2 NaN, 1 +Inf, 1 −Inf): there is no finite value to summarise.");
-    expect(nonfiniteNote(summary({ posinf: 3 }, { device: "cuda:0", numel: 1_000_000, sampled: 8192 }))).toBe("3 +Inf in a sample of 8,192 values (<0.1%); the statistics and the histogram are of the finite values.");
+    expect(nonfiniteNote(summary({ nan: 2, posinf: 1, neginf: 1 }, { numel: 4 }))).toBe(
+      "All 4 values are NaN or ±Inf (2 NaN, 1 +Inf, 1 −Inf): there is no finite value to summarise.",
+    );
+    expect(nonfiniteNote(summary({ posinf: 3 }, { device: "cuda:0", numel: 1_000_000, sampled: 8192 }))).toBe(
+      "3 +Inf in a sample of 8,192 values (<0.1%); the statistics and the histogram are of the finite values.",
+    );
   });
 });

@@ -14,7 +14,12 @@ function overlaps(a: Box, b: Box): boolean {
 }
 
 function inside(inner: Box, outer: Box): boolean {
-  return inner[0] >= outer[0] && inner[1] >= outer[1] && inner[0] + inner[2] <= outer[0] + outer[2] && inner[1] + inner[3] <= outer[1] + outer[3];
+  return (
+    inner[0] >= outer[0] &&
+    inner[1] >= outer[1] &&
+    inner[0] + inner[2] <= outer[0] + outer[2] &&
+    inner[1] + inner[3] <= outer[1] + outer[3]
+  );
 }
 
 describe("layout", () => {
@@ -24,19 +29,26 @@ describe("layout", () => {
     const lay = computeLayout(layoutRequest(view, "TB"));
     const boxes = view.nodes.map((n) => lay.boxes[n.key]);
     expect(boxes.every(Boolean)).toBe(true);
-    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i], boxes[j])).toBe(false);
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i], boxes[j])).toBe(false);
     const rising = new Set(["s:up2", "s:dec2", "s:up1", "s:dec1"]); // the decoder, up the U's other side
     for (const e of view.edges) {
       if (e.kind !== "flow" || e.dst === "s:head") continue;
-      if (rising.has(e.dst) && e.src !== "s:bottleneck.conv2") expect(lay.boxes[e.src][1]).toBeGreaterThan(lay.boxes[e.dst][1]);
+      if (rising.has(e.dst) && e.src !== "s:bottleneck.conv2")
+        expect(lay.boxes[e.src][1]).toBeGreaterThan(lay.boxes[e.dst][1]);
       else if (!rising.has(e.dst)) expect(lay.boxes[e.src][1]).toBeLessThan(lay.boxes[e.dst][1]);
     }
-    const chain = buildView(gpt, toggleExpanded(gpt, toggleUnfolded(initialState(gpt), "layers.0"), gpt.byId.get("layers.3")!));
+    const chain = buildView(
+      gpt,
+      toggleExpanded(gpt, toggleUnfolded(initialState(gpt), "layers.0"), gpt.byId.get("layers.3")!),
+    );
     const chainLay = computeLayout(layoutRequest(chain, "TB"));
-    for (const e of chain.edges) if (e.kind === "flow") expect(chainLay.boxes[e.src][1]).toBeLessThan(chainLay.boxes[e.dst][1]);
+    for (const e of chain.edges)
+      if (e.kind === "flow") expect(chainLay.boxes[e.src][1]).toBeLessThan(chainLay.boxes[e.dst][1]);
     // Children sit inside their cluster box.
     const cluster = lay.boxes["c:bottleneck"];
-    for (const id of ["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"]) expect(inside(lay.boxes[`s:${id}`], cluster)).toBe(true);
+    for (const id of ["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"])
+      expect(inside(lay.boxes[`s:${id}`], cluster)).toBe(true);
   });
 
   it("left-to-right flows along x; a U lies on its side (encoder along +x, decoder back along -x)", () => {
@@ -72,8 +84,15 @@ describe("layout", () => {
   it("stacks a plain chain without the layered solver", () => {
     const chain: LayoutGroup = {
       key: "root",
-      items: [{ key: "a", w: 100, h: 40 }, { key: "b", w: 60, h: 40 }, { key: "c", w: 100, h: 20 }],
-      edges: [{ src: 0, dst: 1, weight: 1 }, { src: 1, dst: 2, weight: 1 }],
+      items: [
+        { key: "a", w: 100, h: 40 },
+        { key: "b", w: 60, h: 40 },
+        { key: "c", w: 100, h: 20 },
+      ],
+      edges: [
+        { src: 0, dst: 1, weight: 1 },
+        { src: 1, dst: 2, weight: 1 },
+      ],
     };
     const lay = computeLayout({ dir: "TB", root: chain });
     expect(lay.boxes.b).toEqual([20, 74, 60, 40]);

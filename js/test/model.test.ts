@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { buildTree } from "../src/model/tree";
 import { buildView, searchCalls, type ViewState } from "../src/model/view_model";
-import { chosenState, initialState, isShown, layerCount, revealCall, toggleExpanded, toggleUnfolded, visibleCount } from "../src/model/view_state";
+import {
+  chosenState,
+  initialState,
+  isShown,
+  layerCount,
+  revealCall,
+  toggleExpanded,
+  toggleUnfolded,
+  visibleCount,
+} from "../src/model/view_state";
 import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
 
@@ -9,7 +18,8 @@ const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
 const none: ViewState = { expanded: new Set(), unfolded: new Set() };
 const ids = (tree: typeof unet, calls: Iterable<number>) => [...calls].map((c) => tree.graph.calls[c].id).sort();
-const edgeText = (v: ReturnType<typeof buildView>) => v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`);
+const edgeText = (v: ReturnType<typeof buildView>) =>
+  v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`);
 
 describe("view model", () => {
   it("starts as deep as stays readable: few nodes in few layers", () => {
@@ -27,7 +37,18 @@ describe("view model", () => {
 
   it("lists visible nodes in canonical order with inputs and outputs", () => {
     const v = buildView(unet, none);
-    expect(v.nodes.map((n) => n.id)).toEqual(["input:0", "enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head", "output:0"]);
+    expect(v.nodes.map((n) => n.id)).toEqual([
+      "input:0",
+      "enc1",
+      "enc2",
+      "bottleneck",
+      "up2",
+      "dec2",
+      "up1",
+      "dec1",
+      "head",
+      "output:0",
+    ]);
     expect(v.nodes.map((n) => n.kind).filter((k) => k === "stage").length).toBe(8);
   });
 
@@ -35,7 +56,11 @@ describe("view model", () => {
     const collapsed = buildView(unet, none);
     expect(edgeText(collapsed).filter((e) => e.endsWith("skip"))).toEqual(["enc2 -> dec2 skip", "enc1 -> dec1 skip"]);
     const open = buildView(unet, toggleExpanded(unet, none, unet.byId.get("bottleneck")!));
-    expect(edgeText(open).filter((e) => e.endsWith("skip"))).toEqual(["enc2 -> up2 skip", "enc2 -> dec2 skip", "enc1 -> dec1 skip"]);
+    expect(edgeText(open).filter((e) => e.endsWith("skip"))).toEqual([
+      "enc2 -> up2 skip",
+      "enc2 -> dec2 skip",
+      "enc1 -> dec1 skip",
+    ]);
     expect(edgeText(open)).toContain("enc2 -> bottleneck.conv1 flow");
     const cluster = open.items.find((i) => i.kind === "cluster")!;
     expect(cluster.key).toBe("c:bottleneck");
@@ -60,7 +85,14 @@ describe("folding", () => {
     const v = buildView(gpt, s);
     // The trace names the model's inputs and outputs `input:<argument>` and `output:<key>`:
     // TinyGPT is called as model(input_ids=...) and returns {"logits": ...}.
-    expect(v.nodes.map((n) => `${n.kind} ${n.id}`)).toEqual(["input input:input_ids", "stage embed", "fold layers.0", "stage norm", "stage lm_head", "output output:logits"]);
+    expect(v.nodes.map((n) => `${n.kind} ${n.id}`)).toEqual([
+      "input input:input_ids",
+      "stage embed",
+      "fold layers.0",
+      "stage norm",
+      "stage lm_head",
+      "output output:logits",
+    ]);
     expect(edgeText(v)).toEqual([
       "input:input_ids -> embed flow",
       "embed -> layers.0 flow",
@@ -76,7 +108,10 @@ describe("folding", () => {
     const v = buildView(gpt, unfolded);
     expect(v.items.map((i) => i.kind)).toEqual(["stage", "run", "stage", "stage"]);
     expect(visibleCount(gpt, unfolded)).toBe(15);
-    expect(edgeText(v).filter((e) => e.includes("layers.3 ") || e.includes("layers.3 ->"))).toEqual(["layers.2 -> layers.3 flow", "layers.3 -> layers.4 flow"]);
+    expect(edgeText(v).filter((e) => e.includes("layers.3 ") || e.includes("layers.3 ->"))).toEqual([
+      "layers.2 -> layers.3 flow",
+      "layers.3 -> layers.4 flow",
+    ]);
     expect(edgeText(v).some((e) => e.endsWith("skip"))).toBe(false);
     const block = gpt.byId.get("layers.3")!;
     const open = buildView(gpt, toggleExpanded(gpt, unfolded, block));
@@ -92,7 +127,12 @@ describe("folding", () => {
     const s = revealCall(gpt, none, target); // from the fold (a stack shows layer 7 instead: stack.test.ts)
     const v = buildView(gpt, s);
     expect(v.byKey.has("s:layers.7.mlp.fc1")).toBe(true);
-    expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual(["layers.7.mlp", "layers.7.mlp.fc1", "layers.7.mlp.act", "layers.7.mlp.fc2"]);
+    expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual([
+      "layers.7.mlp",
+      "layers.7.mlp.fc1",
+      "layers.7.mlp.act",
+      "layers.7.mlp.fc2",
+    ]);
     expect(searchCalls(gpt, "layernorm").length).toBe(25);
   });
 });
@@ -102,21 +142,51 @@ describe("graph.initial: the stages the user chose", () => {
     const index = new Map(graph.calls.map((c, i) => [c.id, i]));
     return buildTree({ ...graph, initial: names.map((n) => index.get(n)!) });
   };
-  const shownStages = (tree: typeof unet, s: ViewState) => buildView(tree, s).nodes.filter((n) => n.kind !== "input" && n.kind !== "output").map((n) => `${n.kind}:${n.id}`);
+  const shownStages = (tree: typeof unet, s: ViewState) =>
+    buildView(tree, s)
+      .nodes.filter((n) => n.kind !== "input" && n.kind !== "output")
+      .map((n) => `${n.kind}:${n.id}`);
 
   it("null keeps the automatic depth", () => {
     expect(unet.graph.initial).toBeNull();
     expect(initialState(unet).expanded.size).toBe(0);
-    expect(ids(gpt, initialState(buildTree({ ...gpt.graph, initial: null }), 40, 30).expanded)).toEqual(ids(gpt, initialState(gpt, 40, 30).expanded));
+    expect(ids(gpt, initialState(buildTree({ ...gpt.graph, initial: null }), 40, 30).expanded)).toEqual(
+      ids(gpt, initialState(gpt, 40, 30).expanded),
+    );
   });
 
   it("a list shows exactly those calls: ancestors expanded, the calls collapsed", () => {
-    const tree = withInitial(unet.graph, ["enc1.conv1", "enc1.act1", "enc1.conv2", "enc1.act2", "enc2", "bottleneck.conv1", "bottleneck.act", "bottleneck.conv2", "up2", "dec2", "up1", "dec1", "head"]);
+    const tree = withInitial(unet.graph, [
+      "enc1.conv1",
+      "enc1.act1",
+      "enc1.conv2",
+      "enc1.act2",
+      "enc2",
+      "bottleneck.conv1",
+      "bottleneck.act",
+      "bottleneck.conv2",
+      "up2",
+      "dec2",
+      "up1",
+      "dec1",
+      "head",
+    ]);
     const s = initialState(tree);
     expect(ids(tree, s.expanded)).toEqual(["bottleneck", "enc1"]);
     expect(shownStages(tree, s)).toEqual([
-      "stage:enc1.conv1", "stage:enc1.act1", "stage:enc1.conv2", "stage:enc1.act2", "stage:enc2",
-      "stage:bottleneck.conv1", "stage:bottleneck.act", "stage:bottleneck.conv2", "stage:up2", "stage:dec2", "stage:up1", "stage:dec1", "stage:head",
+      "stage:enc1.conv1",
+      "stage:enc1.act1",
+      "stage:enc1.conv2",
+      "stage:enc1.act2",
+      "stage:enc2",
+      "stage:bottleneck.conv1",
+      "stage:bottleneck.act",
+      "stage:bottleneck.conv2",
+      "stage:up2",
+      "stage:dec2",
+      "stage:up1",
+      "stage:dec1",
+      "stage:head",
     ]);
     // Where the automatic rule would stop (too many layers), the user's choice still wins.
     expect(layerCount(buildView(tree, s))).toBeGreaterThan(14);
@@ -127,8 +197,18 @@ describe("graph.initial: the stages the user chose", () => {
   });
 
   it("runs fold as usual; a run opens only around a chosen call inside a member", () => {
-    const blocks = withInitial(gpt.graph, ["embed", ...Array.from({ length: 12 }, (_, i) => `layers.${i}`), "norm", "lm_head"]);
-    expect(shownStages(blocks, initialState(blocks))).toEqual(["stage:embed", "fold:layers.0", "stage:norm", "stage:lm_head"]);
+    const blocks = withInitial(gpt.graph, [
+      "embed",
+      ...Array.from({ length: 12 }, (_, i) => `layers.${i}`),
+      "norm",
+      "lm_head",
+    ]);
+    expect(shownStages(blocks, initialState(blocks))).toEqual([
+      "stage:embed",
+      "fold:layers.0",
+      "stage:norm",
+      "stage:lm_head",
+    ]);
     const inner = withInitial(gpt.graph, ["embed", "layers.3.attn", "norm", "lm_head"]);
     const s = initialState(inner);
     expect([...s.unfolded]).toEqual(["layers.0"]);

@@ -12,12 +12,24 @@ import { loadRaw } from "./fixtures";
 type Raw = Record<string, any>;
 const raw = () => structuredClone(loadRaw("wire_unet.json")) as Raw;
 const index = (g: Raw, id: string) => (g.calls as { id: string }[]).findIndex((c) => c.id === id);
-const ORIGIN = { op: "torch.Tensor.div", module: "", type: "UNet", function: "UNet.forward", file: "model.py", line: 12, text: "x / (x - x)" };
+const ORIGIN = {
+  op: "torch.Tensor.div",
+  module: "",
+  type: "UNet",
+  function: "UNet.forward",
+  file: "model.py",
+  line: 12,
+  text: "x / (x - x)",
+};
 
 function withOrigin(origin: Raw | null, first = "enc2.conv1") {
   const g = raw();
   g.nonfinite = [first, "enc2", "dec2"].map((id) => index(g, id));
-  g.nonfinite_origin = origin && { ...origin, before: origin.before === undefined ? index(g, "enc1") : origin.before, after: origin.after === undefined ? index(g, "enc2") : origin.after };
+  g.nonfinite_origin = origin && {
+    ...origin,
+    before: origin.before === undefined ? index(g, "enc1") : origin.before,
+    after: origin.after === undefined ? index(g, "enc2") : origin.after,
+  };
   return decodeGraph(g);
 }
 
@@ -33,7 +45,9 @@ describe("nonfinite_origin", () => {
 
   it("rejects a call index out of range and a field that is not text", () => {
     expect(() => withOrigin({ ...ORIGIN, after: 9999 })).toThrow(WireError);
-    expect(() => withOrigin({ ...ORIGIN, after: 9999 })).toThrow(/graph\.nonfinite_origin\.after: call index out of range/);
+    expect(() => withOrigin({ ...ORIGIN, after: 9999 })).toThrow(
+      /graph\.nonfinite_origin\.after: call index out of range/,
+    );
     expect(() => withOrigin({ ...ORIGIN, text: 3 })).toThrow(/graph\.nonfinite_origin\.text: expected a string/);
   });
 
@@ -49,13 +63,18 @@ describe("nonfinite_origin", () => {
 
   it("says what is known, in the words of NonfiniteOrigin.describe()", () => {
     const g = withOrigin(ORIGIN);
-    const words = (o: Raw) => originPhrases(g, { ...ORIGIN, before: null, after: null, ...o } as never).map((p) => p.text).join("");
+    const words = (o: Raw) =>
+      originPhrases(g, { ...ORIGIN, before: null, after: null, ...o } as never)
+        .map((p) => p.text)
+        .join("");
     const enc2 = index(raw(), "enc2");
     // (tests/tracing/test_origin.py::test_the_words_say_what_is_known, with this graph's ids)
-    expect(words({ op: "torch.log", module: "enc", type: "Encoder", function: "helper", line: 0, text: "", after: enc2 }))
-      .toBe("produced by torch.log before enc2, in helper, run by enc (Encoder)'s forward");
-    expect(words({ op: "torch.log", module: "enc", type: "Encoder", function: "Encoder.forward", line: 3, text: "" }))
-      .toBe("produced by torch.log, in Encoder.forward (line 3)");
+    expect(
+      words({ op: "torch.log", module: "enc", type: "Encoder", function: "helper", line: 0, text: "", after: enc2 }),
+    ).toBe("produced by torch.log before enc2, in helper, run by enc (Encoder)'s forward");
+    expect(
+      words({ op: "torch.log", module: "enc", type: "Encoder", function: "Encoder.forward", line: 3, text: "" }),
+    ).toBe("produced by torch.log, in Encoder.forward (line 3)");
     expect(words({ before: enc2 })).toBe("produced after enc2, in UNet.forward (line 12: x / (x - x))");
   });
 
@@ -68,7 +87,10 @@ describe("nonfinite_origin", () => {
     const flag = (origin: Raw | null) => {
       const graph = withOrigin(origin);
       const tree = buildTree(graph);
-      const view = buildView(tree, revealCall(tree, { expanded: new Set(), unfolded: new Set() }, tree.byId.get("enc2.conv1")!));
+      const view = buildView(
+        tree,
+        revealCall(tree, { expanded: new Set(), unfolded: new Set() }, tree.byId.get("enc2.conv1")!),
+      );
       return flagsOf(viewMarks(tree, view, problemsOf(graph)).get("s:enc2.conv1") ?? null).map((f) => f.text);
     };
     expect(flag(ORIGIN)).toEqual(["received NaN/Inf"]);

@@ -6,12 +6,22 @@ import type { WireGraph } from "../src/wire";
 
 /** A graph with one model input of `shape`, read as `reading`. */
 function withInput(shape: number[], reading: string | null = "image"): WireGraph {
-  return { inputs: ["pixel_values"], outputs: [], ends: { pixel_values: { shape, dtype: "float32", reading } } } as unknown as WireGraph;
+  return {
+    inputs: ["pixel_values"],
+    outputs: [],
+    ends: { pixel_values: { shape, dtype: "float32", reading } },
+  } as unknown as WireGraph;
 }
 
 describe("patch grid", () => {
   it("finds the CLS token and 14 × 14 patches of 16 px in ViT-B/16's 197 keys", () => {
-    expect(patchGrid(withInput([1, 3, 224, 224]), 197)).toEqual({ input: "pixel_values", rows: 14, cols: 14, extra: 1, patch: 16 });
+    expect(patchGrid(withInput([1, 3, 224, 224]), 197)).toEqual({
+      input: "pixel_values",
+      rows: 14,
+      cols: 14,
+      extra: 1,
+      patch: 16,
+    });
   });
 
   it("finds two leading tokens (DeiT's CLS and distillation), registers, and no CLS at all", () => {
@@ -21,7 +31,12 @@ describe("patch grid", () => {
   });
 
   it("tiles a wide image with square patches, rows × cols in its proportions", () => {
-    expect(patchGrid(withInput([1, 3, 224, 320]), 1 + 14 * 20)).toMatchObject({ rows: 14, cols: 20, patch: 16, extra: 1 });
+    expect(patchGrid(withInput([1, 3, 224, 320]), 1 + 14 * 20)).toMatchObject({
+      rows: 14,
+      cols: 20,
+      patch: 16,
+      extra: 1,
+    });
   });
 
   it("says no where nothing tiles: text keys, a cross-attention's 77 prompt tokens, no image input", () => {
@@ -35,7 +50,7 @@ describe("patch grid", () => {
 /** Random row-stochastic n × n maps, from a seeded generator. */
 function layers(count: number, n: number, seed = 1): Float32Array[] {
   let s = seed;
-  const rand = () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   return Array.from({ length: count }, () => {
     const a = new Float32Array(n * n);
     for (let i = 0; i < n; i++) {

@@ -22,13 +22,21 @@ const none: ViewState = { expanded: new Set(), unfolded: new Set() };
 
 describe("NaN / Inf marks", () => {
   // enc2.conv2 made the first NaN; enc2.act2, enc2 and dec2 carried it on.
-  const graph = graphWith("wire_unet.json", (g) => (g.nonfinite = ["enc2.conv2", "enc2.act2", "enc2", "dec2"].map((id) => index(g, id))));
+  const graph = graphWith(
+    "wire_unet.json",
+    (g) => (g.nonfinite = ["enc2.conv2", "enc2.act2", "enc2", "dec2"].map((id) => index(g, id))),
+  );
   const tree = buildTree(graph);
   const p = problemsOf(graph);
 
   it("starts where the first listed call returned", () => {
     expect(p.first).toBe(tree.byId.get("enc2.conv2"));
-    expect(nonfiniteHeadline(graph, p)).toEqual({ stage: "enc2.conv2", text: "First NaN/Inf at enc2.conv2", count: "4 stages hold NaN/Inf", origin: null });
+    expect(nonfiniteHeadline(graph, p)).toEqual({
+      stage: "enc2.conv2",
+      text: "First NaN/Inf at enc2.conv2",
+      count: "4 stages hold NaN/Inf",
+      origin: null,
+    });
   });
 
   it("a collapsed group carries the marks of the stages it hides", () => {
@@ -57,7 +65,10 @@ describe("NaN / Inf marks", () => {
   });
 
   it("a fold carries its members' marks", () => {
-    const gpt = graphWith("wire_transformer12.json", (g) => (g.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) => index(g, id))));
+    const gpt = graphWith(
+      "wire_transformer12.json",
+      (g) => (g.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) => index(g, id))),
+    );
     const t = buildTree(gpt);
     const folded = viewMarks(t, buildView(t, none), problemsOf(gpt));
     expect(folded.get("f:layers.0")).toEqual({ nonfinite: 3, first: true, failed: false });
@@ -78,7 +89,8 @@ describe("NaN / Inf marks", () => {
 });
 
 describe("failure marks", () => {
-  const message = "stage 'dec1' (module ConvBlock, inside 'dec1.conv2' (Conv2d)) raised RuntimeError: expected input[1, 8, 64, 64] to have 16 channels; it received inputs of shape [1, 8, 64, 64]. Check that the inputs match what this module expects.\nsecond line";
+  const message =
+    "stage 'dec1' (module ConvBlock, inside 'dec1.conv2' (Conv2d)) raised RuntimeError: expected input[1, 8, 64, 64] to have 16 channels; it received inputs of shape [1, 8, 64, 64]. Check that the inputs match what this module expects.\nsecond line";
   const graph = graphWith("wire_unet.json", (g) => {
     g.failure = { message, stage: index(g, "dec1"), module: "dec1.conv2" };
     g.calls[index(g, "dec1.conv2")].error = "RuntimeError: expected ...";
@@ -103,10 +115,21 @@ describe("failure marks", () => {
   });
 
   it("a failure in the model's own forward names no stage", () => {
-    const g = graphWith("wire_unet.json", (r) => (r.failure = { message: "the model's own forward (UNet, after stage 'up1') raised ValueError: bad", stage: null, module: null }));
+    const g = graphWith(
+      "wire_unet.json",
+      (r) =>
+        (r.failure = {
+          message: "the model's own forward (UNet, after stage 'up1') raised ValueError: bad",
+          stage: null,
+          module: null,
+        }),
+    );
     const q = problemsOf(g);
     expect(q.failedStage).toBeNull();
-    expect(failureHeadline(g, q)).toEqual({ where: "", what: "the model's own forward (UNet, after stage 'up1') raised ValueError: bad" });
+    expect(failureHeadline(g, q)).toEqual({
+      where: "",
+      what: "the model's own forward (UNet, after stage 'up1') raised ValueError: bad",
+    });
   });
 });
 

@@ -21,14 +21,18 @@ const tree = (name: string) => {
 /** "id: shortcut ×adds" of every residual block, in call order. */
 const blocks = (name: string) => {
   const t = tree(name);
-  return [...residualBlocks(t).values()].sort((a, b) => a.call - b.call).map((r) => `${t.graph.calls[r.call].id}: ${r.shortcut} ×${r.adds}`);
+  return [...residualBlocks(t).values()]
+    .sort((a, b) => a.call - b.call)
+    .map((r) => `${t.graph.calls[r.call].id}: ${r.shortcut} ×${r.adds}`);
 };
 const scene = (t: CallTree, state: ViewState, dir: Direction = "TB") => {
   const view = buildView(t, state);
   return buildScene(t, view, computeLayout(layoutRequest(view, dir)), dir);
 };
 const marked = (t: CallTree, state: ViewState, dir: Direction = "TB") =>
-  scene(t, state, dir).nodes.filter((n) => n.residual).map((n) => `${n.id} ${n.residual}`);
+  scene(t, state, dir)
+    .nodes.filter((n) => n.residual)
+    .map((n) => `${n.id} ${n.residual}`);
 
 describe("which calls are residual blocks", () => {
   it("every torchvision Bottleneck: out += identity (downsample(x) in the first), then relu", () => {
@@ -46,7 +50,15 @@ describe("which calls are residual blocks", () => {
   });
 
   it("none in a DenseNet (its layers concatenate), a U-Net's double convs, plain Sequentials", () => {
-    for (const name of ["torchvision_densenet", "demo_unet", "unet", "unet_sequential", "flat_mlp", "dense", "multimodal"]) {
+    for (const name of [
+      "torchvision_densenet",
+      "demo_unet",
+      "unet",
+      "unet_sequential",
+      "flat_mlp",
+      "dense",
+      "multimodal",
+    ]) {
       expect(blocks(name), name).toEqual([]);
     }
   });
@@ -85,7 +97,8 @@ describe("which calls are residual blocks", () => {
 describe("the marks on the drawing", () => {
   it("ResNet's first view marks both collapsed bottlenecks, nothing else", () => {
     const t = tree("torchvision_resnet");
-    for (const dir of ["TB", "LR"] as const) expect(marked(t, initialState(t), dir)).toEqual(["layer1.0 projected", "layer1.1 identity"]);
+    for (const dir of ["TB", "LR"] as const)
+      expect(marked(t, initialState(t), dir)).toEqual(["layer1.0 projected", "layer1.1 identity"]);
   });
 
   it("an expanded bottleneck shows its real junction instead", () => {
@@ -100,7 +113,11 @@ describe("the marks on the drawing", () => {
     const t = tree("gpt2");
     const first = initialState(t);
     expect(marked(t, first)).toEqual([]);
-    const folded: ViewState = { expanded: new Set([t.byId.get("transformer")!]), unfolded: new Set(), stacked: new Map() };
+    const folded: ViewState = {
+      expanded: new Set([t.byId.get("transformer")!]),
+      unfolded: new Set(),
+      stacked: new Map(),
+    };
     expect(marked(t, folded)).toEqual(["transformer.h.0 identity"]);
     const fold = scene(t, folded).nodes.find((n) => n.residual)!;
     expect(fold.kind).toBe("fold");
@@ -109,7 +126,11 @@ describe("the marks on the drawing", () => {
   it("no mark in a DenseNet or a U-Net at any depth", () => {
     for (const name of ["torchvision_densenet", "demo_unet"]) {
       const t = tree(name);
-      const all: ViewState = { expanded: new Set(t.graph.calls.map((_, i) => i)), unfolded: new Set(), stacked: new Map() };
+      const all: ViewState = {
+        expanded: new Set(t.graph.calls.map((_, i) => i)),
+        unfolded: new Set(),
+        stacked: new Map(),
+      };
       expect(marked(t, initialState(t)), name).toEqual([]);
       expect(marked(t, all), name).toEqual([]);
     }

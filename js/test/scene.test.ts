@@ -31,11 +31,13 @@ for (const dir of ["TB", "LR"] as const) {
 describe.each(cases)("ports: %s", (_, sc) => {
   const tb = sc.dir === "TB";
   const ends = (key: string, out: boolean) =>
-    sc.edges.filter((e) => (out ? e.src : e.dst) === key).map((e) => {
-      const p = e.points;
-      const i = out ? 0 : p.length - 2;
-      return { e, x: p[i], y: p[i + 1], nx: p[out ? 2 : i - 2], ny: p[out ? 3 : i - 1] };
-    });
+    sc.edges
+      .filter((e) => (out ? e.src : e.dst) === key)
+      .map((e) => {
+        const p = e.points;
+        const i = out ? 0 : p.length - 2;
+        return { e, x: p[i], y: p[i + 1], nx: p[out ? 2 : i - 2], ny: p[out ? 3 : i - 1] };
+      });
 
   // Which side of a box a point lies on, or null when it is not on the border.
   const sideOf = (b: number[], x: number, y: number): "top" | "bottom" | "left" | "right" | null => {
@@ -47,7 +49,8 @@ describe.each(cases)("ports: %s", (_, sc) => {
     if (Math.abs(x - bx - bw) < 1e-6 && within(y, by, bh)) return "right";
     return null;
   };
-  const drawnBox = (key: string) => (sc.nodes.find((n) => n.key === key) ?? sc.junctions.find((j) => j.key === key))?.box;
+  const drawnBox = (key: string) =>
+    (sc.nodes.find((n) => n.key === key) ?? sc.junctions.find((j) => j.key === key))?.box;
 
   it("every edge starts on the border of what it is drawn from and ends on the border of what it is drawn to", () => {
     let trunk = 0;
@@ -78,11 +81,13 @@ describe.each(cases)("ports: %s", (_, sc) => {
           const here = list.filter((p) => sideOf(n.box, p.x, p.y) === side);
           const vertical = side === "top" || side === "bottom";
           // the first segment is square to the side: no edge leaves a port sideways over its neighbour
-          for (const p of here) expect(vertical ? p.nx : p.ny, `${p.e.key} ${side}`).toBeCloseTo(vertical ? p.x : p.y, 6);
+          for (const p of here)
+            expect(vertical ? p.nx : p.ny, `${p.e.key} ${side}`).toBeCloseTo(vertical ? p.x : p.y, 6);
           if (here.length < 2) continue;
           shared++;
           const along = here.map((p) => (vertical ? p.x : p.y)).sort((a, b) => a - b);
-          for (let i = 1; i < along.length; i++) expect(along[i] - along[i - 1], `${n.key} ${side}`).toBeGreaterThanOrEqual(7);
+          for (let i = 1; i < along.length; i++)
+            expect(along[i] - along[i - 1], `${n.key} ${side}`).toBeGreaterThanOrEqual(7);
         }
       }
     }
@@ -100,7 +105,8 @@ describe.each(cases)("ports: %s", (_, sc) => {
       const target = a(0) + (out ? d : -d);
       for (let i = 1; i < n; i++) {
         const [a0, a1] = [a(i - 1), a(i)];
-        if ((target - a0) * (target - a1) <= 0 && a0 !== a1) return c(i - 1) + ((target - a0) / (a1 - a0)) * (c(i) - c(i - 1));
+        if ((target - a0) * (target - a1) <= 0 && a0 !== a1)
+          return c(i - 1) + ((target - a0) / (a1 - a0)) * (c(i) - c(i - 1));
       }
       return c(n - 1);
     };
@@ -109,7 +115,8 @@ describe.each(cases)("ports: %s", (_, sc) => {
         const list = ends(n.key, out);
         if (list.length < 2) continue;
         const byPort = [...list].sort((a, b) => (tb ? a.x - b.x : a.y - b.y)).map((p) => acrossAt(p.e.points, out, 16));
-        for (let i = 1; i < byPort.length; i++) expect(byPort[i] + 0.5, `${n.key} ${out ? "out" : "in"}: ${byPort}`).toBeGreaterThanOrEqual(byPort[i - 1]);
+        for (let i = 1; i < byPort.length; i++)
+          expect(byPort[i] + 0.5, `${n.key} ${out ? "out" : "in"}: ${byPort}`).toBeGreaterThanOrEqual(byPort[i - 1]);
       }
     }
   });
@@ -162,7 +169,10 @@ describe("skip edges of a U", () => {
 describe("the legend's junction signs", () => {
   it("name each sign drawn once, in a fixed order; a junction named by its function explains itself", () => {
     const drawn = [{ glyph: "⧺" }, { glyph: "+" }, { glyph: "⧺" }, { glyph: "einsum" }];
-    expect(signsDrawn(drawn)).toEqual([["+", "added"], ["⧺", "concatenated"]]);
+    expect(signsDrawn(drawn)).toEqual([
+      ["+", "added"],
+      ["⧺", "concatenated"],
+    ]);
     expect(signsDrawn([])).toEqual([]);
   });
 

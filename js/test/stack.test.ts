@@ -7,7 +7,14 @@ import { playbackSteps } from "../src/model/playback";
 import { problemsOf, viewMarks } from "../src/model/problems";
 import { counterpart, stackable } from "../src/model/stack";
 import { buildTree, type CallTree } from "../src/model/tree";
-import { buildView, followStepper, nodeKeyForCall, stackedRuns, type ViewGraph, type ViewState } from "../src/model/view_model";
+import {
+  buildView,
+  followStepper,
+  nodeKeyForCall,
+  stackedRuns,
+  type ViewGraph,
+  type ViewState,
+} from "../src/model/view_model";
 import { initialState, isShown, revealCall, toggleKey } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
@@ -16,10 +23,13 @@ import { loadGraph, loadRaw } from "./fixtures";
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
-const edgeText = (v: ViewGraph) => v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`).sort();
+const edgeText = (v: ViewGraph) =>
+  v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`).sort();
 const keyText = (v: ViewGraph) => v.edges.map((e) => `${e.src} -> ${e.dst} ${e.kind}`).sort();
 const stacked = (tree: CallTree, k = 0, expanded: number[] = []): ViewState => ({
-  expanded: new Set(expanded), unfolded: new Set(), stacked: new Map([...stackedRuns(tree).keys()].map((r) => [r, k])),
+  expanded: new Set(expanded),
+  unfolded: new Set(),
+  stacked: new Map([...stackedRuns(tree).keys()].map((r) => [r, k])),
 });
 
 describe("a 12-block transformer opens as one block, × 12", () => {
@@ -30,8 +40,15 @@ describe("a 12-block transformer opens as one block, × 12", () => {
     expect(state.stacked).toEqual(new Map([["layers.0", 0]]));
     expect(view.items.map((i) => i.kind)).toEqual(["stage", "stack", "stage", "stage"]);
     expect(view.nodes.map((n) => `${n.kind} ${n.id}`)).toEqual([
-      "input input:input_ids", "stage embed", "stage layers.0.norm1", "stage layers.0.attn", "stage layers.0.norm2", "stage layers.0.mlp",
-      "stage norm", "stage lm_head", "output output:logits",
+      "input input:input_ids",
+      "stage embed",
+      "stage layers.0.norm1",
+      "stage layers.0.attn",
+      "stage layers.0.norm2",
+      "stage layers.0.mlp",
+      "stage norm",
+      "stage lm_head",
+      "output output:logits",
     ]);
     expect(view.byKey.get("s:layers.0.attn")!.path).toEqual(["", "k:layers.0"]);
     // the edge walk's selection: member 0's children, members 1..11 whole, the rest
@@ -64,14 +81,27 @@ describe("a 12-block transformer opens as one block, × 12", () => {
       ["+", "k:layers.0", ["s:norm"]],
     ]);
     const [first, second] = d.junctions.map((j) => j.key);
-    expect(d.edges.filter((e) => e.dst === second).map((e) => e.src).sort()).toEqual([first, "s:layers.0.mlp"]); // attn -> norm, through the first add
+    expect(
+      d.edges
+        .filter((e) => e.dst === second)
+        .map((e) => e.src)
+        .sort(),
+    ).toEqual([first, "s:layers.0.mlp"]); // attn -> norm, through the first add
   });
 
   it("a scene header says 'TransformerBlock × 12' and carries the stepper", () => {
     const scene = buildScene(gpt, view, computeLayout(layoutRequest(view, "TB")), "TB");
     const c = scene.clusters.find((x) => x.kind === "stack")!;
     expect(c.label).toBe("TransformerBlock × 12");
-    expect(c.stack).toMatchObject({ count: 12, shown: 0, steppable: true, next: "n:layers.0", prev: "p:layers.0", unfold: "u:layers.0", fold: "k:layers.0" });
+    expect(c.stack).toMatchObject({
+      count: 12,
+      shown: 0,
+      steppable: true,
+      next: "n:layers.0",
+      prev: "p:layers.0",
+      unfold: "u:layers.0",
+      fold: "k:layers.0",
+    });
     expect(scene.nodes.filter((n) => n.kind === "stage").length).toBe(7);
   });
 });
@@ -86,7 +116,12 @@ describe("the member shown only changes the data", () => {
     expect(attn.id).toBe("layers.2.attn");
     expect(attn.call).toBe(gpt.byId.get("layers.2.attn"));
     expect(attn.base).toBe(gpt.byId.get("layers.0.attn"));
-    expect(k2.nodes.filter((n) => n.base !== undefined).map((n) => n.id)).toEqual(["layers.2.norm1", "layers.2.attn", "layers.2.norm2", "layers.2.mlp"]);
+    expect(k2.nodes.filter((n) => n.base !== undefined).map((n) => n.id)).toEqual([
+      "layers.2.norm1",
+      "layers.2.attn",
+      "layers.2.norm2",
+      "layers.2.mlp",
+    ]);
     expect(k2.stacks.map((s) => [s.key, s.shown])).toEqual([["k:layers.0", 2]]);
   });
 
@@ -94,7 +129,8 @@ describe("the member shown only changes the data", () => {
     const run = gpt.runs.get("layers.0")!;
     const map = counterpart(gpt, run, 11)!;
     expect(map.size).toBe(12); // the block and its 11 descendants
-    for (const [a, b] of map) expect(gpt.graph.calls[b].id).toBe(gpt.graph.calls[a].id.replace(/^layers\.0/, "layers.11"));
+    for (const [a, b] of map)
+      expect(gpt.graph.calls[b].id).toBe(gpt.graph.calls[a].id.replace(/^layers\.0/, "layers.11"));
   });
 
   it("steps with n: / p:, within 1..12, and the inspector's stage follows", () => {
@@ -149,12 +185,22 @@ describe("which runs stack", () => {
   it("a run that is not a pure chain keeps today's fold", () => {
     // random_23: blocks.4.layers.0 feeds layers.2 (a skip over layers.1) and output:1 (an
     // intermediate output); random_3: blocks.7 reads blocks.3, not blocks.6 (no chain).
-    for (const [name, key] of [["random_23", "blocks.4.layers.0"], ["random_3", "blocks.6"]]) {
+    for (const [name, key] of [
+      ["random_23", "blocks.4.layers.0"],
+      ["random_3", "blocks.6"],
+    ]) {
       const tree = goldenTree(name);
       const run = tree.runs.get(key)!;
       expect(stackable(tree, run), `${name} ${key}`).toBe(false);
-      const state: ViewState = { expanded: new Set(tree.graph.calls.map((_, i) => i).filter((i) => tree.children[i].length && tree.runOf[i] < 0)), unfolded: new Set(), stacked: new Map([[key, 0]]) };
-      const kinds = (items: ReturnType<typeof buildView>["items"]): string[] => items.flatMap((i) => [i.kind, ...("items" in i ? kinds(i.items) : [])]);
+      const state: ViewState = {
+        expanded: new Set(
+          tree.graph.calls.map((_, i) => i).filter((i) => tree.children[i].length && tree.runOf[i] < 0),
+        ),
+        unfolded: new Set(),
+        stacked: new Map([[key, 0]]),
+      };
+      const kinds = (items: ReturnType<typeof buildView>["items"]): string[] =>
+        items.flatMap((i) => [i.kind, ...("items" in i ? kinds(i.items) : [])]);
       expect(kinds(buildView(tree, state).items)).not.toContain("stack");
       expect(buildView(tree, state).nodes.some((n) => n.kind === "fold" && n.id === key)).toBe(true);
     }
@@ -183,7 +229,11 @@ describe("which runs stack", () => {
       "transformer.h.0.mlp -> transformer.ln_f flow",
       "transformer.ln_f -> lm_head flow",
     ]);
-    expect(junctions(tree, v).junctions.filter((j) => j.path.at(-1) === "k:transformer.h.0").map((j) => j.outs)).toEqual([["s:transformer.h.0.ln_2"], ["s:transformer.ln_f"]]);
+    expect(
+      junctions(tree, v)
+        .junctions.filter((j) => j.path.at(-1) === "k:transformer.h.0")
+        .map((j) => j.outs),
+    ).toEqual([["s:transformer.h.0.ln_2"], ["s:transformer.ln_f"]]);
   });
 
   it("BERT: the attention mask enters member 0's attention; the last layer's output leaves", () => {
@@ -208,7 +258,9 @@ describe("playback through a stack", () => {
   it("walks the stack's children once per member, the stack showing that member", () => {
     const inside = steps.filter((s) => s.key.startsWith("s:layers.0."));
     expect(inside.length).toBe(4 * 12);
-    expect(inside.map((s) => s.id)).toEqual(Array.from({ length: 12 }, (_, k) => ["norm1", "attn", "norm2", "mlp"].map((p) => `layers.${k}.${p}`)).flat());
+    expect(inside.map((s) => s.id)).toEqual(
+      Array.from({ length: 12 }, (_, k) => ["norm1", "attn", "norm2", "mlp"].map((p) => `layers.${k}.${p}`)).flat(),
+    );
     for (const s of inside) {
       const k = Number(/^layers\.(\d+)\./.exec(s.id)![1]);
       expect(s.state.stacked!.get("layers.0")).toBe(k);
@@ -216,7 +268,13 @@ describe("playback through a stack", () => {
       expect(v.byKey.get(s.key)!.id).toBe(s.id);
       expect(s.call).toBe(gpt.byId.get(s.id));
     }
-    expect(steps.map((s) => s.id).filter((id) => !id.startsWith("layers."))).toEqual(["input:input_ids", "embed", "norm", "lm_head", "output:logits"]);
+    expect(steps.map((s) => s.id).filter((id) => !id.startsWith("layers."))).toEqual([
+      "input:input_ids",
+      "embed",
+      "norm",
+      "lm_head",
+      "output:logits",
+    ]);
   });
 
   it("goes in execution order", () => {
@@ -228,7 +286,9 @@ describe("playback through a stack", () => {
 describe("marks on a stack", () => {
   it("a stack carries the NaN marks of the layers it hides; the layer shown, on its stages", () => {
     const raw = structuredClone(loadRaw("wire_transformer12.json")) as { calls: { id: string }[]; nonfinite: number[] };
-    raw.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) => raw.calls.findIndex((c) => c.id === id));
+    raw.nonfinite = ["layers.4.attn", "layers.4", "layers.5", "norm"].map((id) =>
+      raw.calls.findIndex((c) => c.id === id),
+    );
     const tree = buildTree(decodeGraph(raw));
     const marks = (k: number) => viewMarks(tree, buildView(tree, stacked(tree, k)), problemsOf(tree.graph));
     expect(marks(0).get("k:layers.0")).toEqual({ nonfinite: 3, first: true, failed: false });

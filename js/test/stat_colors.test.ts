@@ -15,7 +15,11 @@ const TOP = ["enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head"]
 const none: ViewState = { expanded: new Set(), unfolded: new Set() };
 
 function unetWith(values: Record<string, number | null>, nonfinite: string[] = []) {
-  const raw = structuredClone(loadRaw("wire_unet.json")) as { calls: { id: string }[]; stats: unknown[]; nonfinite: number[] };
+  const raw = structuredClone(loadRaw("wire_unet.json")) as {
+    calls: { id: string }[];
+    stats: unknown[];
+    nonfinite: number[];
+  };
   raw.calls.forEach((c, i) => {
     if (c.id in values) raw.stats[i] = values[c.id] === null ? null : [values[c.id], values[c.id]];
   });

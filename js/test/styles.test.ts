@@ -4,14 +4,24 @@ import { CSS, GRAPH_CSS, scopeCss, splitSelectors } from "../src/view/styles";
 
 describe("scopeCss", () => {
   it("prefixes every selector and keeps @-blocks whole", () => {
-    const out = scopeCss(".a, .b:hover { color: red; }\n@keyframes spin { to { transform: rotate(1turn); } }\n.c :where(i, b) { x: 1 }", ".root");
-    expect(out).toBe(".root .a, .root .b:hover { color: red; }\n@keyframes spin { to { transform: rotate(1turn); } }\n.root .c :where(i, b) { x: 1 }\n");
+    const out = scopeCss(
+      ".a, .b:hover { color: red; }\n@keyframes spin { to { transform: rotate(1turn); } }\n.c :where(i, b) { x: 1 }",
+      ".root",
+    );
+    expect(out).toBe(
+      ".root .a, .root .b:hover { color: red; }\n@keyframes spin { to { transform: rotate(1turn); } }\n.root .c :where(i, b) { x: 1 }\n",
+    );
     // the rules of a conditional group are scoped
-    expect(scopeCss("@media (x) { .a { y: 1 } .b { z: 2 } }", ".root")).toBe("@media (x) {\n.root .a { y: 1 }\n.root .b { z: 2 }\n}\n");
+    expect(scopeCss("@media (x) { .a { y: 1 } .b { z: 2 } }", ".root")).toBe(
+      "@media (x) {\n.root .a { y: 1 }\n.root .b { z: 2 }\n}\n",
+    );
   });
 
   it("leaves no rule of the live CSS unscoped (the exported SVG keeps the plain graph rules)", () => {
-    const plain = CSS.replace(/@keyframes[^{]*\{[^}]*\{[^}]*\}\s*\}/g, "").replace(/@(media|supports|container)[^{]*\{((?:[^{}]*\{[^}]*\})*)\s*\}/g, "$2");
+    const plain = CSS.replace(/@keyframes[^{]*\{[^}]*\{[^}]*\}\s*\}/g, "").replace(
+      /@(media|supports|container)[^{]*\{((?:[^{}]*\{[^}]*\})*)\s*\}/g,
+      "$2",
+    );
     const selectors = [...plain.matchAll(/([^{}]+)\{[^}]*\}/g)].flatMap((m) => splitSelectors(m[1]));
     expect(selectors.length).toBeGreaterThan(100);
     for (const sel of selectors) expect(sel.trim(), sel).toMatch(/^\.nfw-root/);

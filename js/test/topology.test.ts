@@ -6,7 +6,8 @@ import { loadGraph } from "./fixtures";
 const g = loadGraph("wire_unet.json");
 const idx = topologyIndex(g);
 const call = (id: string) => g.calls.findIndex((c) => c.id === id);
-const text = (edges: { src: string; dst: string; kind: string }[]) => edges.map((e) => `${e.src} -> ${e.dst} ${e.kind}`);
+const text = (edges: { src: string; dst: string; kind: string }[]) =>
+  edges.map((e) => `${e.src} -> ${e.dst} ${e.kind}`);
 const top = g.calls.flatMap((c, i) => (c.parent === -1 ? [i] : []));
 const leaves = g.calls.flatMap((c, i) => (c.leaf ? [i] : []));
 
@@ -28,7 +29,9 @@ describe("stageEdges on the U-Net", () => {
   });
 
   it("bottleneck expanded: its residual add becomes a skip edge into up2", () => {
-    const sel = top.filter((c) => c !== call("bottleneck")).concat(["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"].map(call));
+    const sel = top
+      .filter((c) => c !== call("bottleneck"))
+      .concat(["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"].map(call));
     expect(text(stageEdges(idx, sel))).toEqual([
       "input:0 -> enc1 flow",
       "enc1 -> enc2 flow",
@@ -70,8 +73,18 @@ describe("stageEdges on the U-Net", () => {
         { ...g.calls[0], id: "mlp", module: "mlp", parent: -1, in: [1], args: [0], state: -1 },
         { ...g.calls[0], id: "fusion", module: "fusion", parent: -1, in: [4], args: [0], state: -1 },
       ],
-      ops: [[-1, []], [-1, []], [0, [0]], [1, [1]], [-1, [2, 3]], [2, [4]]],
-      input_ops: [["image", 0], ["clinical", 1]],
+      ops: [
+        [-1, []],
+        [-1, []],
+        [0, [0]],
+        [1, [1]],
+        [-1, [2, 3]],
+        [2, [4]],
+      ],
+      input_ops: [
+        ["image", 0],
+        ["clinical", 1],
+      ],
       output_ops: [["out", [5]]],
     };
     expect(text(stageEdges(topologyIndex(two), [0, 1, 2]))).toEqual([
@@ -90,12 +103,23 @@ describe("stageEdges on the U-Net", () => {
         { ...g.calls[0], id: "a", module: "a", parent: -1, in: [0], args: [0], state: -1 },
         { ...g.calls[0], id: "const", module: "const", parent: -1, in: [], args: [], state: -1 },
       ],
-      ops: [[-1, []], [0, [0]], [1, []]],
+      ops: [
+        [-1, []],
+        [0, [0]],
+        [1, []],
+      ],
       input_ops: [["input:0", 0]],
       output_ops: [["output:0", [1]]],
     };
-    expect(text(stageEdges(topologyIndex(lonely), [0, 1]))).toEqual(["input:0 -> a flow", "a -> const order", "a -> output:0 flow"]);
-    expect(text(stageEdges(topologyIndex(lonely), [1]))).toEqual(["input:0 -> const order", "input:0 -> output:0 flow"]);
+    expect(text(stageEdges(topologyIndex(lonely), [0, 1]))).toEqual([
+      "input:0 -> a flow",
+      "a -> const order",
+      "a -> output:0 flow",
+    ]);
+    expect(text(stageEdges(topologyIndex(lonely), [1]))).toEqual([
+      "input:0 -> const order",
+      "input:0 -> output:0 flow",
+    ]);
   });
 
   it("sequential topology ignores ops", () => {

@@ -15,8 +15,10 @@ import { loadGraph, loadRaw } from "./fixtures";
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
 const round = (b: number[]) => b.map((v) => Math.round(v * 10) / 10);
-const layoutOf = (tree: CallTree, state: ViewState, dir: Direction = "TB") => computeLayout(layoutRequest(buildView(tree, state), dir));
-const open = (tree: CallTree, ...ids: string[]) => ids.reduce((s, id) => toggleExpanded(tree, s, tree.byId.get(id)!), initialState(tree));
+const layoutOf = (tree: CallTree, state: ViewState, dir: Direction = "TB") =>
+  computeLayout(layoutRequest(buildView(tree, state), dir));
+const open = (tree: CallTree, ...ids: string[]) =>
+  ids.reduce((s, id) => toggleExpanded(tree, s, tree.byId.get(id)!), initialState(tree));
 
 describe("the demo U-Net keeps its U", () => {
   const unet = buildTree(loadGraph("wire_unet.json"));
@@ -65,7 +67,9 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     expect(Math.abs(deep[1] - centre(box("up_blocks.0"))[1])).toBeLessThan(0.5);
     expect(Math.abs(deep[1] - centre(box("down_blocks.1"))[1])).toBeLessThan(0.5);
     const d0 = box("down_blocks.0");
-    const outer = Object.entries(lay.routes).find(([k]) => k.endsWith(">s:up_blocks.1") && k.includes("down_blocks.0"))![1];
+    const outer = Object.entries(lay.routes).find(
+      ([k]) => k.endsWith(">s:up_blocks.1") && k.includes("down_blocks.0"),
+    )![1];
     const end = outer.length - 1;
     expect(Math.abs(outer[end] - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
     expect(Math.abs(outer[end] - outer[end - 2])).toBeLessThan(0.5); // arrives across
@@ -84,7 +88,10 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     for (let i = 0; i < keys.length; i++) {
       for (let j = i + 1; j < keys.length; j++) {
         const [a, b] = [lay.boxes[keys[i]], lay.boxes[keys[j]]];
-        expect(a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3], `${keys[i]} / ${keys[j]}`).toBe(false);
+        expect(
+          a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3],
+          `${keys[i]} / ${keys[j]}`,
+        ).toBe(false);
       }
     }
     for (const k of ["s:time_embedding", "i:input:encoder_hidden_states"]) {
@@ -113,25 +120,32 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     expect(yd).toBeGreaterThan(up[1] + up[3]);
   });
 
-  it.each([...states, ["up_blocks.1 open", () => open(tree, "up_blocks.1")] as [string, () => ViewState]])("%s: the timestep and text buses pass behind no node", (_, state) => {
-    const view = buildView(tree, state());
-    const lay = computeLayout(layoutRequest(view, "TB"));
-    const scene = buildScene(tree, view, lay, "TB");
-    expect(scene.buses.map((b) => b.srcId).sort()).toEqual(["input:encoder_hidden_states", "time_embedding"]);
-    const lines = [
-      ...scene.buses.map((b) => ({ what: `bus ${b.srcId}`, ends: [b.src], pts: b.points })),
-      ...scene.edges.filter((e) => e.from?.startsWith("b:")).map((e) => ({ what: `tap ${e.srcId} -> ${e.dstId}`, ends: [e.src, e.dst], pts: e.points })),
-    ];
-    expect(lines.length).toBeGreaterThan(8);
-    for (const { what, ends, pts } of lines) {
-      for (const n of scene.nodes) {
-        if (ends.includes(n.key)) continue;
-        for (let i = 0; i + 3 < pts.length; i += 2) {
-          expect(segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], n.box, 2), `${what} behind ${n.id}`).toBe(false);
+  it.each([...states, ["up_blocks.1 open", () => open(tree, "up_blocks.1")] as [string, () => ViewState]])(
+    "%s: the timestep and text buses pass behind no node",
+    (_, state) => {
+      const view = buildView(tree, state());
+      const lay = computeLayout(layoutRequest(view, "TB"));
+      const scene = buildScene(tree, view, lay, "TB");
+      expect(scene.buses.map((b) => b.srcId).sort()).toEqual(["input:encoder_hidden_states", "time_embedding"]);
+      const lines = [
+        ...scene.buses.map((b) => ({ what: `bus ${b.srcId}`, ends: [b.src], pts: b.points })),
+        ...scene.edges
+          .filter((e) => e.from?.startsWith("b:"))
+          .map((e) => ({ what: `tap ${e.srcId} -> ${e.dstId}`, ends: [e.src, e.dst], pts: e.points })),
+      ];
+      expect(lines.length).toBeGreaterThan(8);
+      for (const { what, ends, pts } of lines) {
+        for (const n of scene.nodes) {
+          if (ends.includes(n.key)) continue;
+          for (let i = 0; i + 3 < pts.length; i += 2) {
+            expect(segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], n.box, 2), `${what} behind ${n.id}`).toBe(
+              false,
+            );
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it("lies on its side left to right", () => {
     const lay = layoutOf(tree, initialState(tree), "LR");

@@ -22,7 +22,13 @@ describe("decodeGraph", () => {
     const unet = loadGraph("wire_unet.json");
     const u = (id: string) => unet.calls.find((c) => c.id === id)!;
     // Conv2d(cin, cout, k): cout * cin * k * k + cout; ConvTranspose2d(cin, cout, 2): cin * cout * 4 + cout.
-    expect([u("enc1.conv1").params, u("enc1.conv2").params, u("up2").params, u("up1").params, u("head").params]).toEqual([160, 2320, 4128, 2064, 34]);
+    expect([
+      u("enc1.conv1").params,
+      u("enc1.conv2").params,
+      u("up2").params,
+      u("up1").params,
+      u("head").params,
+    ]).toEqual([160, 2320, 4128, 2064, 34]);
     expect(u("head").shapes).toEqual([[1, 2, 64, 64]]);
     // Blocks hold no parameters of their own: a container's count is its children's sum.
     for (const [i, c] of unet.calls.entries()) {
@@ -32,7 +38,11 @@ describe("decodeGraph", () => {
     const gpt = loadGraph("wire_transformer12.json");
     expect([gpt.inputs, gpt.outputs]).toEqual([["input:input_ids"], ["output:logits"]]);
     const g = (id: string) => gpt.calls.find((c) => c.id === id)!;
-    expect([g("embed").params, g("lm_head").params, g("layers.0.norm1").params]).toEqual([1000 * 64, 64 * 1000 + 1000, 2 * 64]);
+    expect([g("embed").params, g("lm_head").params, g("layers.0.norm1").params]).toEqual([
+      1000 * 64,
+      64 * 1000 + 1000,
+      2 * 64,
+    ]);
     expect(g("lm_head").shapes).toEqual([[1, 16, 1000]]);
     expect(gpt.attention).toEqual(gpt.calls.flatMap((c, i) => (c.type === "MultiheadAttention" ? [i] : [])));
     expect(gpt.attention.length).toBe(12);
@@ -80,14 +90,53 @@ describe("decodeStageReply", () => {
     stage: "enc1",
     summaries: [
       {
-        leaf: "0", shape: [1, 2, 2, 2], dtype: "float32", device: "cpu", kind: "float",
-        stats: { min: -1, max: 2, mean: 0.5, std: 0.7, mean_abs: 0.9, zero_fraction: 0.25, nan: 0, posinf: 0, neginf: 0 },
-        sampled: null, hist: { lo: -1, hi: 2, bins: 4, buffer: 0 }, values: null, error: null,
+        leaf: "0",
+        shape: [1, 2, 2, 2],
+        dtype: "float32",
+        device: "cpu",
+        kind: "float",
+        stats: {
+          min: -1,
+          max: 2,
+          mean: 0.5,
+          std: 0.7,
+          mean_abs: 0.9,
+          zero_fraction: 0.25,
+          nan: 0,
+          posinf: 0,
+          neginf: 0,
+        },
+        sampled: null,
+        hist: { lo: -1, hi: 2, bins: 4, buffer: 0 },
+        values: null,
+        error: null,
       },
     ],
     views: ["grid", "channel"],
-    view: { kind: "grid", shape: [2, 2, 2], vmin: -1, vmax: 2, signed: true, axes: ["y", "x"], labels: ["ch 0", "ch 1"], channels: [0, 1], buffer: 1 },
-    attention: [{ heads: 2, q_len: 2, k_len: 3, pool: [1, 1], source: "sdpa", causal: false, head: null, map: { shape: [2, 3], buffer: 2 }, grid: { shape: [2, 2, 3], buffer: 3 } }],
+    view: {
+      kind: "grid",
+      shape: [2, 2, 2],
+      vmin: -1,
+      vmax: 2,
+      signed: true,
+      axes: ["y", "x"],
+      labels: ["ch 0", "ch 1"],
+      channels: [0, 1],
+      buffer: 1,
+    },
+    attention: [
+      {
+        heads: 2,
+        q_len: 2,
+        k_len: 3,
+        pool: [1, 1],
+        source: "sdpa",
+        causal: false,
+        head: null,
+        map: { shape: [2, 3], buffer: 2 },
+        grid: { shape: [2, 2, 3], buffer: 3 },
+      },
+    ],
     tokens: ["a", "b", "c"],
     error: null,
   };
@@ -99,7 +148,12 @@ describe("decodeStageReply", () => {
     // DataViews with an odd offset, as a comm message may hand them over.
     const padded = new Uint8Array(3 + grid.byteLength);
     padded.set(new Uint8Array(grid.buffer), 3);
-    const r = decodeStageReply(msg, [f64([1, 2, 3, 4]), new DataView(new Uint8Array([0, 10, 20, 30, 40, 50, 60, 255]).buffer), mean, new DataView(padded.buffer, 3)]);
+    const r = decodeStageReply(msg, [
+      f64([1, 2, 3, 4]),
+      new DataView(new Uint8Array([0, 10, 20, 30, 40, 50, 60, 255]).buffer),
+      mean,
+      new DataView(padded.buffer, 3),
+    ]);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(Array.from(r.summaries[0].hist!.counts)).toEqual([1, 2, 3, 4]);
@@ -114,9 +168,13 @@ describe("decodeStageReply", () => {
   });
 
   it("reports a wrong buffer size at its place", () => {
-    expect(() => decodeStageReply(msg, [f64([1, 2, 3]), new Uint8Array(8), mean, grid])).toThrow(/reply\.summaries\[0\]\.hist/);
+    expect(() => decodeStageReply(msg, [f64([1, 2, 3]), new Uint8Array(8), mean, grid])).toThrow(
+      /reply\.summaries\[0\]\.hist/,
+    );
     expect(() => decodeStageReply(msg, [f64([1, 2, 3, 4]), new Uint8Array(7), mean, grid])).toThrow(/reply\.view/);
-    expect(() => decodeStageReply(msg, [f64([1, 2, 3, 4]), new Uint8Array(8), grid, grid])).toThrow(/reply\.attention\[0\]\.map: shape \[2,3\] needs 6/);
+    expect(() => decodeStageReply(msg, [f64([1, 2, 3, 4]), new Uint8Array(8), grid, grid])).toThrow(
+      /reply\.attention\[0\]\.map: shape \[2,3\] needs 6/,
+    );
     expect(() => decodeStageReply(msg, [f64([1, 2, 3, 4]), new Uint8Array(8), mean])).toThrow(/buffer index 3/);
   });
 
@@ -127,8 +185,15 @@ describe("decodeStageReply", () => {
 });
 
 describe("stage_replies.json (real replies from encode_stage_reply)", () => {
-  const data = loadRaw("stage_replies.json") as { schema: number; cases: { request: { stage: string; head: number | null }; reply: unknown; buffers: string[] }[] };
-  const decode = (c: (typeof data.cases)[number]) => decodeStageReply(c.reply, c.buffers.map((b) => new Uint8Array(Buffer.from(b, "base64"))));
+  const data = loadRaw("stage_replies.json") as {
+    schema: number;
+    cases: { request: { stage: string; head: number | null }; reply: unknown; buffers: string[] }[];
+  };
+  const decode = (c: (typeof data.cases)[number]) =>
+    decodeStageReply(
+      c.reply,
+      c.buffers.map((b) => new Uint8Array(Buffer.from(b, "base64"))),
+    );
 
   it("decodes every case", () => {
     expect(data.schema).toBe(SCHEMA);
@@ -148,7 +213,9 @@ describe("stage_replies.json (real replies from encode_stage_reply)", () => {
   });
 
   it("attention: the mean map or one head, a grid of every head, token labels", () => {
-    const [mean, head1] = data.cases.filter((c) => (c.reply as { attention?: unknown[] }).attention?.length).map(decode);
+    const [mean, head1] = data.cases
+      .filter((c) => (c.reply as { attention?: unknown[] }).attention?.length)
+      .map(decode);
     if (!mean.ok || !head1.ok) throw new Error("attention cases must decode");
     const a = mean.attention[0];
     expect(a.head).toBeNull();

@@ -5,7 +5,13 @@ import { decodeStageReply } from "../src/wire";
 
 function reply(map: unknown, grid: unknown) {
   return {
-    ok: true, stage: "h.0.attn", summaries: [], views: [], view: null, tokens: null, error: null,
+    ok: true,
+    stage: "h.0.attn",
+    summaries: [],
+    views: [],
+    view: null,
+    tokens: null,
+    error: null,
     attention: [{ heads: 2, q_len: 2, k_len: 2, pool: [1, 1], source: "sdpa", causal: true, head: null, map, grid }],
   };
 }
@@ -17,7 +23,10 @@ describe("attention maps as codes", () => {
     padded.set(new Uint8Array(map.buffer), 1); // an odd offset: no Uint16Array view fits
     const grid = new Uint8Array([255, 0, 51, 204, 255, 0, 0, 255]);
     const r = decodeStageReply(
-      reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 0.8 } }, { shape: [2, 2, 2], buffer: 1, codes: { bits: 8, lo: 0, hi: 1 } }),
+      reply(
+        { shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 0.8 } },
+        { shape: [2, 2, 2], buffer: 1, codes: { bits: 8, lo: 0, hi: 1 } },
+      ),
       [new DataView(padded.buffer, 1), grid],
     );
     if (!r.ok) throw new Error(r.error);
@@ -28,10 +37,16 @@ describe("attention maps as codes", () => {
   });
 
   it("decodes signed ranges (A − B) and a range of one value", () => {
-    const r = decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: -0.5, hi: 0.5 } }, { shape: [2, 1, 2], buffer: 1, codes: { bits: 16, lo: 0, hi: 0 } }), [
-      new Uint8Array(new Uint16Array([0, 65535, 0, 65535]).buffer),
-      new Uint8Array(new Uint16Array([0, 0, 0, 0]).buffer),
-    ]);
+    const r = decodeStageReply(
+      reply(
+        { shape: [2, 2], buffer: 0, codes: { bits: 16, lo: -0.5, hi: 0.5 } },
+        { shape: [2, 1, 2], buffer: 1, codes: { bits: 16, lo: 0, hi: 0 } },
+      ),
+      [
+        new Uint8Array(new Uint16Array([0, 65535, 0, 65535]).buffer),
+        new Uint8Array(new Uint16Array([0, 0, 0, 0]).buffer),
+      ],
+    );
     if (!r.ok) throw new Error(r.error);
     expect(Array.from(r.attention[0].map)).toEqual([-0.5, 0.5, -0.5, 0.5]);
     expect(Array.from(r.attention[0].grid!)).toEqual([0, 0, 0, 0]);
@@ -41,8 +56,18 @@ describe("attention maps as codes", () => {
     const f32 = new Uint8Array(new Float32Array([0.25, 0.75, 1, 0]).buffer);
     const plain = decodeStageReply(reply({ shape: [2, 2], buffer: 0 }, null), [f32]);
     expect(plain.ok && Array.from(plain.attention[0].map)).toEqual([0.25, 0.75, 1, 0]);
-    expect(() => decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 12, lo: 0, hi: 1 } }, null), [f32])).toThrow(/map\.codes: bits=12/);
-    expect(() => decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 1 } }, null), [new Uint8Array(7)])).toThrow(/map\.codes: 7 bytes/);
-    expect(() => decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 1 } }, null), [new Uint8Array(6)])).toThrow(/map: shape \[2,2\] needs 4 values, buffer has 3/);
+    expect(() =>
+      decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 12, lo: 0, hi: 1 } }, null), [f32]),
+    ).toThrow(/map\.codes: bits=12/);
+    expect(() =>
+      decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 1 } }, null), [
+        new Uint8Array(7),
+      ]),
+    ).toThrow(/map\.codes: 7 bytes/);
+    expect(() =>
+      decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 16, lo: 0, hi: 1 } }, null), [
+        new Uint8Array(6),
+      ]),
+    ).toThrow(/map: shape \[2,2\] needs 4 values, buffer has 3/);
   });
 });

@@ -22,7 +22,8 @@ async function exported(page, format) {
     const request = model.sent.length + 1000;
     model.emit("msg:custom", { type: "export", request, format });
     let reply;
-    for (let i = 0; i < 400 && !(reply = model.sent.find((m) => m.msg.request === request)); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && !(reply = model.sent.find((m) => m.msg.request === request)); i++)
+      await new Promise((r) => setTimeout(r, 50));
     if (!reply) throw new Error(`no ${format} export within 20 s`);
     if (!reply.msg.ok) throw new Error(`the ${format} export failed: ${reply.msg.error}`);
     const bytes = new Uint8Array(reply.buffers[0].buffer ?? reply.buffers[0]);
@@ -63,7 +64,14 @@ async function svgFacts(page, svg) {
       junctions: n(root, ".nfw-junction"),
       liveJunctions: n(live, ".nfw-junction"),
       legend: legend.map((g) => g.textContent),
-      legendPaint: legend.flatMap((g) => [...g.querySelectorAll("[stroke], [fill]")].flatMap((e) => [e.getAttribute("stroke"), e.getAttribute("fill")])).filter(Boolean),
+      legendPaint: legend
+        .flatMap((g) =>
+          [...g.querySelectorAll("[stroke], [fill]")].flatMap((e) => [
+            e.getAttribute("stroke"),
+            e.getAttribute("fill"),
+          ]),
+        )
+        .filter(Boolean),
       strips: n(root, ".nfw-strip"),
     };
   }, svg.toString("utf8"));
@@ -83,7 +91,9 @@ describe("U-Net export, exported in the middle of work", () => {
     await page.waitForFunction(() => document.querySelector(".nfw-match"));
     await page.evaluate(() => window.__t.model.set("playback", { at: 3, playing: false }));
     await page.waitForFunction(() => document.querySelector(".nfw-svg [data-current]"));
-    await page.$eval('[data-stage-id="dec2"]', (g) => g.dispatchEvent(new PointerEvent("pointerover", { bubbles: true })));
+    await page.$eval('[data-stage-id="dec2"]', (g) =>
+      g.dispatchEvent(new PointerEvent("pointerover", { bubbles: true })),
+    );
     svg = await exported(page, "svg");
     writeFileSync(`${ART}/export_unet.svg`, svg);
     facts = await svgFacts(page, svg);
@@ -137,7 +147,10 @@ describe("12-block transformer, unfolded, in LR", () => {
   before(async () => {
     ({ page, errors } = await newPage(browser));
     await openWidget(page, "wire_transformer12.json");
-    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     await paintedAfter(page, LR);
   });
 
@@ -166,15 +179,43 @@ function denseChain(n) {
   for (let i = 0; i < n; i++) {
     const inOps = i === 0 ? [0] : [i, i - 1];
     calls.push({
-      id: `stage${i}`, module: `stage${i}`, type: i % 2 ? "Linear" : "GELU", call: 0, parent: -1, depth: 1, leaf: true,
-      params: i % 2 ? 4160 : 0, shapes: [[1, 64]], dtypes: ["float32"], sig: `s${i}`, error: null, in: inOps, args: inOps.map((_, k) => k), state: -1,
+      id: `stage${i}`,
+      module: `stage${i}`,
+      type: i % 2 ? "Linear" : "GELU",
+      call: 0,
+      parent: -1,
+      depth: 1,
+      leaf: true,
+      params: i % 2 ? 4160 : 0,
+      shapes: [[1, 64]],
+      dtypes: ["float32"],
+      sig: `s${i}`,
+      error: null,
+      in: inOps,
+      args: inOps.map((_, k) => k),
+      state: -1,
     });
     ops.push([i, inOps]);
   }
   return {
-    schema: SCHEMA, model: "DenseChain", topology: "dataflow", inputs: ["input:0"], outputs: ["output:0"], calls, ops,
-    input_ops: [["input:0", 0]], output_ops: [["output:0", [n]]], joins: [], selected: calls.map((_, i) => i), initial: null,
-    attention: [], stats: calls.map(() => null), nonfinite: [], failure: null, notes: [], ends: {},
+    schema: SCHEMA,
+    model: "DenseChain",
+    topology: "dataflow",
+    inputs: ["input:0"],
+    outputs: ["output:0"],
+    calls,
+    ops,
+    input_ops: [["input:0", 0]],
+    output_ops: [["output:0", [n]]],
+    joins: [],
+    selected: calls.map((_, i) => i),
+    initial: null,
+    attention: [],
+    stats: calls.map(() => null),
+    nonfinite: [],
+    failure: null,
+    notes: [],
+    ends: {},
   };
 }
 
@@ -187,7 +228,10 @@ describe("a 60-stage chain in LR, too long to fold", () => {
   });
 
   it("is drawn live as one long row (what the export has to wrap)", async () => {
-    const box = await page.$eval(".nfw-svg .nfw-world", (g) => ({ width: g.getBBox().width, height: g.getBBox().height }));
+    const box = await page.$eval(".nfw-svg .nfw-world", (g) => ({
+      width: g.getBBox().width,
+      height: g.getBBox().height,
+    }));
     assert.ok(box.width > 10 * box.height, JSON.stringify(box));
   });
 

@@ -13,7 +13,14 @@ export const ORIGIN = "http://nfw.test";
 /** The wire schema the front end reads (js/src/wire.ts), for graphs a test builds by hand. */
 export const SCHEMA = Number(/export const SCHEMA = (\d+);/.exec(readFileSync(`${REPO}js/src/wire.ts`, "utf8"))[1]);
 export const CHROMIUM = process.env.NFW_CHROMIUM ?? "/usr/bin/chromium";
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+];
 
 const ROUTES = {
   "/page.html": "tests/browser/page.html",
@@ -24,7 +31,8 @@ const TYPES = { ".html": "text/html", ".js": "text/javascript", ".json": "applic
 
 export async function launch() {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/install_browser.sh`);
-  if (!existsSync(`${REPO}neural_flow_widget/static/widget.js`)) throw new Error("no bundle: run `npm run build` in js/");
+  if (!existsSync(`${REPO}neural_flow_widget/static/widget.js`))
+    throw new Error("no bundle: run `npm run build` in js/");
   return chromium.launch({ executablePath: CHROMIUM, args: ARGS, headless: true });
 }
 
@@ -55,31 +63,42 @@ export async function newPage(browser, { width = 1280, height = 760, extra = {} 
  * Render the widget in the page for a fixture (or a graph object), with a fake model and a
  * fake kernel. Resolves after the first painted frame with its paint info.
  */
-export async function openWidget(page, graphOrFixture, { failing = [], mutate = null, height = 640, selected = null } = {}) {
-  return page.evaluate(async ({ graphOrFixture, failing, mutate, height, selected }) => {
-    const mod = await import("/widget.js");
-    const { FakeModel, fakeExperimental } = await import("/fake_kernel.js");
-    const graph = typeof graphOrFixture === "string" ? await (await fetch(`/fixtures/${graphOrFixture}`)).json() : graphOrFixture;
-    if (mutate) new Function("graph", mutate)(graph);
-    const host = document.getElementById("host");
-    host.replaceChildren();
-    const el = document.createElement("div");
-    el.style.setProperty("--nfw-height", `${height}px`);
-    host.append(el);
-    // Like the Python traitlet: `selected` is a stage id or null, never "".
-    const model = new FakeModel({ graph, selected });
-    const log = [];
-    const painted = new Promise((resolve, reject) => {
-      el.addEventListener("nfw-painted", (e) => resolve(e.detail), { once: true });
-      // never hang a suite: a graph the front end refuses shows a message and paints no frame
-      setTimeout(() => reject(new Error(`no frame painted within 20 s; the widget shows: ${el.textContent.slice(0, 300)}`)), 20000);
-    });
-    const t0 = performance.now();
-    const cleanup = mod.default.render({ model, el, experimental: fakeExperimental(graph, { failing, log }) });
-    const info = await painted;
-    window.__t = { mod, model, el, cleanup, log, graph };
-    return { ...info, sinceRender: performance.now() - t0 };
-  }, { graphOrFixture, failing, mutate, height, selected });
+export async function openWidget(
+  page,
+  graphOrFixture,
+  { failing = [], mutate = null, height = 640, selected = null } = {},
+) {
+  return page.evaluate(
+    async ({ graphOrFixture, failing, mutate, height, selected }) => {
+      const mod = await import("/widget.js");
+      const { FakeModel, fakeExperimental } = await import("/fake_kernel.js");
+      const graph =
+        typeof graphOrFixture === "string" ? await (await fetch(`/fixtures/${graphOrFixture}`)).json() : graphOrFixture;
+      if (mutate) new Function("graph", mutate)(graph);
+      const host = document.getElementById("host");
+      host.replaceChildren();
+      const el = document.createElement("div");
+      el.style.setProperty("--nfw-height", `${height}px`);
+      host.append(el);
+      // Like the Python traitlet: `selected` is a stage id or null, never "".
+      const model = new FakeModel({ graph, selected });
+      const log = [];
+      const painted = new Promise((resolve, reject) => {
+        el.addEventListener("nfw-painted", (e) => resolve(e.detail), { once: true });
+        // never hang a suite: a graph the front end refuses shows a message and paints no frame
+        setTimeout(
+          () => reject(new Error(`no frame painted within 20 s; the widget shows: ${el.textContent.slice(0, 300)}`)),
+          20000,
+        );
+      });
+      const t0 = performance.now();
+      const cleanup = mod.default.render({ model, el, experimental: fakeExperimental(graph, { failing, log }) });
+      const info = await painted;
+      window.__t = { mod, model, el, cleanup, log, graph };
+      return { ...info, sinceRender: performance.now() - t0 };
+    },
+    { graphOrFixture, failing, mutate, height, selected },
+  );
 }
 
 /** Wait for the next painted frame after `action` runs in the page. */
@@ -101,7 +120,8 @@ export async function inkFraction(page, selector) {
     const ctx = c.getContext("2d");
     const { data } = ctx.getImageData(0, 0, c.width, c.height);
     let ink = 0;
-    for (let i = 0; i < data.length; i += 4) if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) ink++;
+    for (let i = 0; i < data.length; i += 4)
+      if (data[i + 3] > 0 && !(data[i] > 245 && data[i + 1] > 245 && data[i + 2] > 245)) ink++;
     return ink / (data.length / 4);
   });
 }
@@ -119,7 +139,9 @@ export async function layoutBoxes(page) {
       const f = (v) => Math.round(v * 2) / 2;
       out.push(`${path}: ${f(r.x)},${f(r.y)},${f(r.width)},${f(r.height)}`);
       if (el.tagName.toLowerCase() === "svg") return;
-      [...el.children].forEach((c, i) => walk(c, `${path}>${c.tagName.toLowerCase()}${c.classList[0] ? "." + c.classList[0] : ""}[${i}]`));
+      [...el.children].forEach((c, i) =>
+        walk(c, `${path}>${c.tagName.toLowerCase()}${c.classList[0] ? "." + c.classList[0] : ""}[${i}]`),
+      );
     };
     walk(root, "root");
     return out.filter((line) => !line.includes(">style["));

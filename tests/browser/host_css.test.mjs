@@ -10,16 +10,20 @@ let browser;
 before(async () => (browser = await launch()));
 after(async () => browser?.close());
 
-const hostile = (page, on) => page.evaluate((on) => {
-  document.body.classList.toggle("hostile", on);
-  return document.body.offsetHeight; // lay out now
-}, on);
+const hostile = (page, on) =>
+  page.evaluate((on) => {
+    document.body.classList.toggle("hostile", on);
+    return document.body.offsetHeight; // lay out now
+  }, on);
 
 /** Each key of the inspector's meta and statistics blocks, with its value: same row, value to the right. */
 async function pairs(page) {
   return page.evaluate(() => {
     const rows = [];
-    for (const [k, v] of [[".nfw-meta-k", ".nfw-meta-v"], [".nfw-stat-k", ".nfw-stat-v"]]) {
+    for (const [k, v] of [
+      [".nfw-meta-k", ".nfw-meta-v"],
+      [".nfw-stat-k", ".nfw-stat-v"],
+    ]) {
       for (const key of document.querySelectorAll(k)) {
         const value = key.nextElementSibling;
         if (!value?.matches(v)) continue;
@@ -60,7 +64,10 @@ describe("host page CSS", () => {
     const rows = await pairs(page);
     await page.screenshot({ path: `${REPO}test-artifacts/frontend_hostile_css.png` });
     await hostile(page, false);
-    assert.deepEqual(rows.slice(0, 4).map((r) => r.key), ["stage", "output", "dtype", "params"]);
+    assert.deepEqual(
+      rows.slice(0, 4).map((r) => r.key),
+      ["stage", "output", "dtype", "params"],
+    );
     assert.ok(rows.length >= 8, JSON.stringify(rows));
     for (const r of rows) {
       assert.ok(r.top < 2, `${r.key}: value ${r.top}px off its row`);
@@ -94,7 +101,10 @@ describe("host page CSS, with the banners of a run that went wrong", () => {
     await hostile(page, true);
     const styled = await layoutBoxes(page);
     await hostile(page, false);
-    assert.ok(plain.some((line) => line.includes("nfw-banners")), "no banners");
+    assert.ok(
+      plain.some((line) => line.includes("nfw-banners")),
+      "no banners",
+    );
     const moved = plain.flatMap((line, i) => (styled[i] === line ? [] : [`${line}  ->  ${styled[i]}`]));
     assert.deepEqual(moved, [], `${moved.length} boxes moved under host CSS:\n${moved.slice(0, 12).join("\n")}`);
     assert.deepEqual(errors, []);

@@ -18,24 +18,36 @@ const rect = (page, sel) => page.$eval(sel, (e) => e.getBoundingClientRect().toJ
 async function nodesClearOfBanners(page) {
   const banners = await rect(page, ".nfw-banners");
   const canvas = await rect(page, ".nfw-canvas");
-  assert.ok(canvas.top >= banners.bottom - 0.5, `canvas ${canvas.top} starts above the banners' bottom ${banners.bottom}`);
+  assert.ok(
+    canvas.top >= banners.bottom - 0.5,
+    `canvas ${canvas.top} starts above the banners' bottom ${banners.bottom}`,
+  );
   const tops = await page.$$eval(".nfw-node", (els) => els.map((e) => e.getBoundingClientRect().top));
-  for (const t of tops) assert.ok(t >= banners.bottom - 12, `a node at ${t} under the banners (bottom ${banners.bottom})`); // (its badge may straddle)
+  for (const t of tops)
+    assert.ok(t >= banners.bottom - 12, `a node at ${t} under the banners (bottom ${banners.bottom})`); // (its badge may straddle)
 }
 
 describe("order edges: a stage that receives no data", () => {
   let page, errors;
   before(async () => {
     ({ page, errors } = await newPage(browser));
-    await openWidget(page, "wire_unet.json", { mutate: `Object.assign(graph.calls[${idx("head")}], { in: [], args: [] });` });
+    await openWidget(page, "wire_unet.json", {
+      mutate: `Object.assign(graph.calls[${idx("head")}], { in: [], args: [] });`,
+    });
   });
 
   it("is drawn as a thin dotted, muted line, unlike flow, skip and merge", async () => {
     assert.equal(await count(page, '.nfw-edge[data-edge-kind="order"][data-src="dec1"][data-dst="head"]'), 1);
-    const style = (kind) => page.$eval(`.nfw-edge[data-edge-kind="${kind}"]`, (p) => {
-      const s = getComputedStyle(p);
-      return { dash: s.strokeDasharray, cap: s.strokeLinecap, stroke: s.stroke, marker: p.getAttribute("marker-end") };
-    });
+    const style = (kind) =>
+      page.$eval(`.nfw-edge[data-edge-kind="${kind}"]`, (p) => {
+        const s = getComputedStyle(p);
+        return {
+          dash: s.strokeDasharray,
+          cap: s.strokeLinecap,
+          stroke: s.stroke,
+          marker: p.getAttribute("marker-end"),
+        };
+      });
     const order = await style("order");
     const flow = await style("flow");
     const skip = await style("skip");
@@ -108,8 +120,15 @@ describe("NaN / Inf", () => {
       return n / (d.length / 4);
     });
     assert.ok(magenta > 0.1, `only ${magenta} of the grid is the NaN colour`);
-    assert.deepEqual(await page.$$eval(".nfw-colorbar [data-swatch]", (els) => els.map((e) => e.textContent)), ["NaN", "+Inf", "−Inf"]);
-    assert.match(await page.$eval("[data-nonfinite-note]", (e) => e.textContent), /96 NaN, 2 \+Inf, 1 −Inf of \d[\d,]* values/);
+    assert.deepEqual(await page.$$eval(".nfw-colorbar [data-swatch]", (els) => els.map((e) => e.textContent)), [
+      "NaN",
+      "+Inf",
+      "−Inf",
+    ]);
+    assert.match(
+      await page.$eval("[data-nonfinite-note]", (e) => e.textContent),
+      /96 NaN, 2 \+Inf, 1 −Inf of \d[\d,]* values/,
+    );
     assert.match(await page.$eval(".nfw-meta", (e) => e.textContent), /NaN\/Inf.*first of the run/);
   });
 
@@ -117,7 +136,10 @@ describe("NaN / Inf", () => {
     await page.selectOption('select[aria-label="node colour"]', "std");
     const fill = await page.$eval('[data-stage-id="enc2.conv2"] .nfw-card', (r) => getComputedStyle(r).fill);
     assert.equal(fill, "rgb(255, 0, 255)");
-    assert.notEqual(await page.$eval('[data-stage-id="enc1"] .nfw-card', (r) => getComputedStyle(r).fill), "rgb(255, 0, 255)");
+    assert.notEqual(
+      await page.$eval('[data-stage-id="enc1"] .nfw-card', (r) => getComputedStyle(r).fill),
+      "rgb(255, 0, 255)",
+    );
     assert.match(await page.$eval(".nfw-legend", (e) => e.textContent), /std.*(log scale|linear).*NaN\/Inf/);
     assert.equal(await count(page, "img"), 0);
     assert.deepEqual(errors, []);
@@ -142,12 +164,18 @@ describe("the forward raised", () => {
     assert.equal(await count(page, '.nfw-node.nfw-failed[data-stage-id="dec1"][data-failed]'), 1);
     assert.match(await page.$eval('[data-stage-id="dec1"] .nfw-flag text', (g) => g.textContent), /^raised$/);
     const text = await page.$eval('[data-banner="failure"]', (e) => e.textContent);
-    assert.match(text, /^raisedThe forward raised at dec1 \(dec1\.conv2\): RuntimeError: expected input to have 16 channels/);
+    assert.match(
+      text,
+      /^raisedThe forward raised at dec1 \(dec1\.conv2\): RuntimeError: expected input to have 16 channels/,
+    );
     assert.equal(await count(page, "img"), 0);
   });
 
   it("the notes banner lists the run's notes, as text", async () => {
-    assert.match(await page.$eval('[data-banner="notes"]', (e) => e.textContent), /The model ran on the meta device <img src=x/);
+    assert.match(
+      await page.$eval('[data-banner="notes"]', (e) => e.textContent),
+      /The model ran on the meta device <img src=x/,
+    );
     assert.equal(await count(page, "img"), 0);
     await nodesClearOfBanners(page);
   });
@@ -157,7 +185,11 @@ describe("the forward raised", () => {
     await page.waitForSelector('.nfw-node.nfw-selected[data-stage-id="dec1"]');
     await page.waitForSelector(".nfw-trace");
     assert.equal(await page.$eval(".nfw-trace", (e) => e.textContent), message);
-    const trace = await page.$eval(".nfw-trace", (e) => ({ tag: e.tagName, select: getComputedStyle(e).userSelect, first: e.closest(".nfw-ins-body").firstElementChild.contains(e) }));
+    const trace = await page.$eval(".nfw-trace", (e) => ({
+      tag: e.tagName,
+      select: getComputedStyle(e).userSelect,
+      first: e.closest(".nfw-ins-body").firstElementChild.contains(e),
+    }));
     assert.deepEqual(trace, { tag: "PRE", select: "text", first: true });
     // Selecting it by hand gives the message (nothing swallows the selection).
     const picked = await page.evaluate(() => {

@@ -12,7 +12,8 @@ after(async () => browser?.close());
 
 const count = (page, sel) => page.$$eval(sel, (els) => els.length);
 const world = (page) => page.$eval(".nfw-world", (g) => g.getAttribute("transform"));
-const click = (sel) => `document.querySelector(${JSON.stringify(sel)}).dispatchEvent(new MouseEvent("click", {bubbles: true}))`;
+const click = (sel) =>
+  `document.querySelector(${JSON.stringify(sel)}).dispatchEvent(new MouseEvent("click", {bubbles: true}))`;
 
 describe("update: a new run of the same model", () => {
   let page, errors;
@@ -32,7 +33,10 @@ describe("update: a new run of the same model", () => {
   it("keeps the open groups, the selection and the zoom, and asks for the new data", async () => {
     const zoom = await world(page);
     const asked = await page.evaluate(() => window.__t.log.length);
-    await paintedAfter(page, `t.model.set("graph", { ...t.graph, stats: t.graph.stats.map((s) => s && [s[0] * 3, s[1] * 3]) })`);
+    await paintedAfter(
+      page,
+      `t.model.set("graph", { ...t.graph, stats: t.graph.stats.map((s) => s && [s[0] * 3, s[1] * 3]) })`,
+    );
     await page.waitForSelector('canvas[data-view-kind="grid"]');
     assert.equal(await count(page, '[data-cluster-id="bottleneck"]'), 1);
     assert.equal(await count(page, '[data-stage-id="dec1"].nfw-selected'), 1);
@@ -55,11 +59,21 @@ describe("update: a new run of the same model", () => {
 /** A comparison traitlet for a graph: stages diverge from `first` on; `onlyA` ran in run A only. */
 function comparisonFor(graph, first, onlyA) {
   const at = (id) => graph.calls.findIndex((c) => c.id === id);
-  const stages = graph.calls.map((c, i) => i).filter((i) => i !== at(onlyA)).map((i) => {
-    const rel = i >= at(first) ? 0.02 * (i + 1) : 0;
-    return [i, rel, 1 - rel, rel * 3, false, rel > 1e-3];
-  });
-  return { rtol: 1e-3, first: at(first), stages, ends: { "input:0": [0, 1, 0, true, false] }, only_a: [at(onlyA)], only_b: [] };
+  const stages = graph.calls
+    .map((c, i) => i)
+    .filter((i) => i !== at(onlyA))
+    .map((i) => {
+      const rel = i >= at(first) ? 0.02 * (i + 1) : 0;
+      return [i, rel, 1 - rel, rel * 3, false, rel > 1e-3];
+    });
+  return {
+    rtol: 1e-3,
+    first: at(first),
+    stages,
+    ends: { "input:0": [0, 1, 0, true, false] },
+    only_a: [at(onlyA)],
+    only_b: [],
+  };
 }
 
 describe("compare: run A against run B", () => {
@@ -76,7 +90,10 @@ describe("compare: run A against run B", () => {
     assert.equal(await count(page, '[data-stage-id="dec2"] .nfw-flag-diverges'), 1);
     assert.equal(await count(page, ".nfw-flag-diverges"), 1);
     assert.equal(await page.$eval('[data-stage-id="head"] .nfw-card', (r) => r.style.fill), "rgb(209, 213, 219)");
-    const fills = await page.$$eval('.nfw-node[data-kind="stage"] .nfw-card', (els) => new Set(els.map((r) => r.style.fill)).size);
+    const fills = await page.$$eval(
+      '.nfw-node[data-kind="stage"] .nfw-card',
+      (els) => new Set(els.map((r) => r.style.fill)).size,
+    );
     assert.ok(fills >= 4, `${fills} colours`);
     assert.match(await page.$eval(".nfw-legend", (l) => l.textContent), /A vs B.*run A only/);
   });
@@ -84,7 +101,8 @@ describe("compare: run A against run B", () => {
   it("the banner opens the stage as A | B | A − B, B at A's tiles", async () => {
     await page.click('[data-banner="diverges"]');
     await page.waitForSelector('.nfw-panel[data-run="diff"] canvas[data-view-kind="grid"]');
-    for (const run of ["a", "b", "diff"]) assert.equal(await count(page, `.nfw-panel[data-run="${run}"] canvas`), 1, run);
+    for (const run of ["a", "b", "diff"])
+      assert.equal(await count(page, `.nfw-panel[data-run="${run}"] canvas`), 1, run);
     assert.equal(await page.evaluate(() => window.__t.model.get("selected")), "dec2");
     assert.match(await page.$eval("[data-versus]", (s) => s.textContent), /Differs.*first stage where the runs part/);
     const asked = await page.evaluate(() => window.__t.log.map((e) => e.msg).filter((m) => m.stage === "dec2"));
@@ -92,8 +110,11 @@ describe("compare: run A against run B", () => {
     const diff = asked.find((m) => m.run === "diff");
     assert.ok(b && diff, JSON.stringify(asked));
     assert.equal(b.view, "grid");
-    const tiles = (await page.evaluate(() => window.__t.graph.calls.find((c) => c.id === "dec2").shapes[0][1]));
-    assert.deepEqual(b.channels, Array.from({ length: Math.min(16, tiles) }, (_, i) => i)); // the fake kernel's tiles of run A
+    const tiles = await page.evaluate(() => window.__t.graph.calls.find((c) => c.id === "dec2").shapes[0][1]);
+    assert.deepEqual(
+      b.channels,
+      Array.from({ length: Math.min(16, tiles) }, (_, i) => i),
+    ); // the fake kernel's tiles of run A
     assert.ok(asked.some((m) => m.run === undefined));
     assert.equal(await count(page, ".nfw-colorbar"), 2); // A and B on one range, A − B on its own
     assert.match(await page.$$eval(".nfw-colorbar", (els) => els.at(-1).textContent), /A − B/);

@@ -15,7 +15,10 @@ describe("static export page", () => {
     mkdirSync(ART, { recursive: true });
     const graph = JSON.parse(readFileSync(`${REPO}tests/fixtures/wire_unet.json`, "utf8"));
     const top = graph.calls.filter((c) => c.parent === -1).map((c) => c.id);
-    const baked = bakeReplies(graph, top.map((stage) => ({ stage, view: null, channel: null, head: null, sample: null })));
+    const baked = bakeReplies(
+      graph,
+      top.map((stage) => ({ stage, view: null, channel: null, head: null, sample: null })),
+    );
     const path = `${ART}/static_unet.html`;
     writeStaticPage(path, graph, baked, "UNet");
     const context = await browser.newContext({ viewport: { width: 1280, height: 760 } });
@@ -35,10 +38,19 @@ describe("static export page", () => {
     // A stage that was not baked says so plainly, with no Retry that cannot help.
     await page.evaluate(() => window.nfw.select("enc1.conv1"));
     await page.waitForSelector("[data-missing]");
-    assert.match(await page.$eval("[data-missing]", (e) => e.textContent), /not in this page: it was over the page's budget/);
-    assert.equal(await page.$$eval(".nfw-inspector button", (els) => els.filter((b) => b.textContent === "Retry").length), 0);
+    assert.match(
+      await page.$eval("[data-missing]", (e) => e.textContent),
+      /not in this page: it was over the page's budget/,
+    );
+    assert.equal(
+      await page.$$eval(".nfw-inspector button", (els) => els.filter((b) => b.textContent === "Retry").length),
+      0,
+    );
     assert.deepEqual(errors, []);
-    assert.deepEqual(requests.filter((u) => !u.startsWith("file:") && !u.startsWith("blob:") && !u.startsWith("data:")), []);
+    assert.deepEqual(
+      requests.filter((u) => !u.startsWith("file:") && !u.startsWith("blob:") && !u.startsWith("data:")),
+      [],
+    );
     const svg = await page.evaluate(() => window.nfw.exportSvg());
     assert.match(svg, /^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     assert.ok(svg.includes('data-stage-id="bottleneck"'));

@@ -35,10 +35,18 @@ describe("U-Net", () => {
   });
 
   it("draws the U: each skip straight across into a junction glyph, dashed, off its own port", async () => {
-    const edges = await page.$$eval(".nfw-edge:not(.nfw-stub)", (els) => els.map((p) => ({
-      src: p.dataset.src, dst: p.dataset.dst, kind: p.dataset.edgeKind,
-      nums: p.getAttribute("d").match(/-?[\d.]+/g).map(Number), dash: getComputedStyle(p).strokeDasharray,
-    })));
+    const edges = await page.$$eval(".nfw-edge:not(.nfw-stub)", (els) =>
+      els.map((p) => ({
+        src: p.dataset.src,
+        dst: p.dataset.dst,
+        kind: p.dataset.edgeKind,
+        nums: p
+          .getAttribute("d")
+          .match(/-?[\d.]+/g)
+          .map(Number),
+        dash: getComputedStyle(p).strokeDasharray,
+      })),
+    );
     const skips = edges.filter((e) => e.kind === "skip");
     assert.equal(skips.length, 2);
     for (const e of skips) {
@@ -62,12 +70,18 @@ describe("U-Net", () => {
   });
 
   it("expands and collapses a residual block without leaking its add", async () => {
-    await paintedAfter(page, `document.querySelector('[data-stage-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-stage-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     assert.equal(await count(page, '[data-cluster-id="bottleneck"]'), 1);
     assert.equal(await count(page, '[data-stage-id="bottleneck.conv2"]'), 1);
     assert.equal(await count(page, '[data-edge-kind="skip"]'), 3);
     assert.equal(await count(page, '[data-edge-kind="skip"][data-src="enc2"][data-dst="up2"]'), 1);
-    await paintedAfter(page, `document.querySelector('[data-cluster-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-cluster-id="bottleneck"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     assert.equal(await count(page, '[data-cluster-id="bottleneck"]'), 0);
     assert.equal(await count(page, '[data-edge-kind="skip"]'), 2);
   });
@@ -75,7 +89,11 @@ describe("U-Net", () => {
   it("opens the inspector on click, sets `selected`, draws the view", async () => {
     await page.click('[data-stage-id="enc2"]');
     await page.waitForSelector('canvas[data-view-kind="grid"]');
-    const state = await page.evaluate(() => ({ selected: window.__t.model.get("selected"), saved: window.__t.model.saved, log: window.__t.log }));
+    const state = await page.evaluate(() => ({
+      selected: window.__t.model.get("selected"),
+      saved: window.__t.model.saved,
+      log: window.__t.log,
+    }));
     assert.equal(state.selected, "enc2");
     assert.ok(state.saved >= 1);
     assert.deepEqual(state.log.at(-1).msg, { stage: "enc2", view: null, channel: null, head: null, sample: null });
@@ -113,7 +131,7 @@ describe("U-Net", () => {
     assert.equal(await count(page, '[data-cluster-id="dec1"]'), 1);
   });
 
-  it("clears `selected` to null (not \"\") when the inspector's close button is clicked", async () => {
+  it('clears `selected` to null (not "") when the inspector\'s close button is clicked', async () => {
     await page.click(".nfw-close");
     assert.equal(await page.$eval(".nfw-inspector", (e) => e.hidden), true);
     assert.equal(await page.evaluate(() => window.__t.model.get("selected")), null);
@@ -163,7 +181,12 @@ describe("U-Net", () => {
       model.emit("msg:custom", { type: "export", request: 1, format: "svg" });
       model.emit("msg:custom", { type: "export", request: 2, format: "png" });
       for (let i = 0; i < 100 && model.sent.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
-      return model.sent.map(({ msg, buffers }) => ({ msg, head: new TextDecoder().decode(buffers[0].slice(0, 200)), size: buffers[0].byteLength, png: Array.from(buffers[0].slice(0, 4)) }));
+      return model.sent.map(({ msg, buffers }) => ({
+        msg,
+        head: new TextDecoder().decode(buffers[0].slice(0, 200)),
+        size: buffers[0].byteLength,
+        png: Array.from(buffers[0].slice(0, 4)),
+      }));
     });
     const svg = out.find((o) => o.msg.request === 1);
     const png = out.find((o) => o.msg.request === 2);
@@ -177,14 +200,20 @@ describe("U-Net", () => {
   it("LR layout and a polished screenshot", async () => {
     await page.evaluate(() => window.__t.model.set("selected", "enc2"));
     await page.waitForSelector('canvas[data-view-kind="grid"]');
-    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await paintedAfter(
+      page,
+      `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`,
+    );
     await page.mouse.move(5, 5);
     await page.waitForTimeout(400);
     await page.screenshot({ path: `${ART}/frontend.png` });
-    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent.includes("LR")).click()`);
+    await paintedAfter(
+      page,
+      `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent.includes("LR")).click()`,
+    );
     await page.waitForTimeout(350);
     await page.screenshot({ path: `${ART}/frontend_lr.png` });
-    assert.equal(await count(page, '[data-edge-kind="skip"]') >= 2, true);
+    assert.equal((await count(page, '[data-edge-kind="skip"]')) >= 2, true);
   });
 
   it("cleanup removes every listener, element and worker", async () => {
@@ -209,7 +238,10 @@ describe("12-block transformer", () => {
     assert.equal(await page.$eval(".nfw-stacked", (g) => g.dataset.key), "k:layers.0");
     assert.match(await page.$eval(".nfw-stacked", (g) => g.textContent), /TransformerBlock × 12/);
     assert.equal(await count(page, '.nfw-node[data-stage-id="layers.0.attn"]'), 1);
-    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node[data-stage-id^="layers."]'), 12);
     assert.equal(await count(page, '[data-edge-kind="flow"][data-src="layers.3"][data-dst="layers.4"]'), 1);
@@ -217,7 +249,10 @@ describe("12-block transformer", () => {
 
   it("folding the blocks again leaves the whole graph in view, none of it above the canvas", async () => {
     await page.waitForTimeout(350); // the unfold's pan
-    await paintedAfter(page, `document.querySelector('[data-cluster-id] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-cluster-id] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     await page.waitForTimeout(350);
     assert.equal(await count(page, ".nfw-stacked"), 1); // back to the stack it was unfolded from
     const { canvas, nodes } = await page.evaluate(() => ({
@@ -228,7 +263,10 @@ describe("12-block transformer", () => {
       assert.ok(n.top >= canvas.top - 0.5 && n.bottom <= canvas.bottom + 0.5, JSON.stringify([n, canvas]));
       assert.ok(n.left >= canvas.left - 0.5 && n.right <= canvas.right + 0.5, JSON.stringify([n, canvas]));
     }
-    await paintedAfter(page, `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-action][data-key="u:layers.0"]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
   });
 
   it("draws attention heads with token labels as text", async () => {
@@ -277,14 +315,20 @@ describe("`selected` from Python reveals stages hidden in folds and groups", () 
   });
 
   it("a stage inside a fold, and one inside a block of a fold", async () => {
-    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await paintedAfter(
+      page,
+      `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`,
+    );
     assert.equal(await count(page, ".nfw-stacked"), 1); // the blocks as one, layer 1 shown
     await paintedAfter(page, `t.model.set("selected", "layers.7.mlp.fc1")`); // the stack shows layer 8
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.7.mlp.fc1"]'), 1);
     assert.equal(await count(page, '[data-cluster-id="layers.7.mlp"]'), 1);
     assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "layers.7.mlp.fc1");
-    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await paintedAfter(
+      page,
+      `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`,
+    );
     await paintedAfter(page, `t.model.set("selected", "layers.5")`);
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.5"]'), 1);
@@ -292,7 +336,10 @@ describe("`selected` from Python reveals stages hidden in folds and groups", () 
     await page.waitForTimeout(450);
     const box = await page.$eval('[data-stage-id="layers.5"]', (g) => g.getBoundingClientRect().toJSON());
     const canvas = await page.$eval(".nfw-canvas", (c) => c.getBoundingClientRect().toJSON());
-    assert.ok(box.top >= canvas.top && box.bottom <= canvas.bottom, `${JSON.stringify(box)} outside ${JSON.stringify(canvas)}`);
+    assert.ok(
+      box.top >= canvas.top && box.bottom <= canvas.bottom,
+      `${JSON.stringify(box)} outside ${JSON.stringify(canvas)}`,
+    );
     await page.focus(".nfw-canvas");
     await page.keyboard.press("Escape");
     assert.equal(await page.$eval(".nfw-inspector", (e) => e.hidden), true);
@@ -321,9 +368,15 @@ describe("graph.initial", () => {
   });
 
   it("Reset goes back to the chosen stages", async () => {
-    await paintedAfter(page, `document.querySelector('[data-cluster-id="layers.3"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`);
+    await paintedAfter(
+      page,
+      `document.querySelector('[data-cluster-id="layers.3"] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
+    );
     assert.equal(await count(page, '.nfw-node[data-stage-id="layers.3.attn"]'), 0);
-    await paintedAfter(page, `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`);
+    await paintedAfter(
+      page,
+      `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`,
+    );
     assert.equal(await count(page, '.nfw-node[data-stage-id="layers.3.attn"]'), 1);
     assert.deepEqual(errors, []);
   });
@@ -351,7 +404,10 @@ describe("minimap", () => {
     assert.equal(hits(map, await rect(".nfw-legend")), false);
     const nodes = await page.$$eval(".nfw-node", (els) => els.map((e) => e.getBoundingClientRect().toJSON()));
     assert.ok(nodes.length >= 4);
-    assert.deepEqual(nodes.filter((n) => hits(map, n)), []);
+    assert.deepEqual(
+      nodes.filter((n) => hits(map, n)),
+      [],
+    );
   });
 
   it("is opaque while hovered", async () => {
@@ -399,12 +455,18 @@ describe("a short widget", () => {
     await page.click('[data-stage-id="enc2"]');
     await page.waitForSelector('canvas[data-view-kind="grid"]');
     const { boxes, scrolls } = await page.$eval(".nfw-ins-body", (body) => ({
-      boxes: [...body.children].map((c) => { const r = c.getBoundingClientRect(); return [r.top, r.bottom, c.scrollHeight, r.height]; }),
+      boxes: [...body.children].map((c) => {
+        const r = c.getBoundingClientRect();
+        return [r.top, r.bottom, c.scrollHeight, r.height];
+      }),
       scrolls: body.scrollHeight > body.clientHeight,
     }));
     assert.equal(scrolls, true);
     for (let i = 0; i < boxes.length; i++) {
-      assert.ok(boxes[i][3] >= boxes[i][2] - 1, `section ${i} is ${boxes[i][3]}px tall for ${boxes[i][2]}px of content`);
+      assert.ok(
+        boxes[i][3] >= boxes[i][2] - 1,
+        `section ${i} is ${boxes[i][3]}px tall for ${boxes[i][2]}px of content`,
+      );
       if (i) assert.ok(boxes[i][0] >= boxes[i - 1][1], `section ${i} starts inside section ${i - 1}`);
     }
     assert.deepEqual(errors, []);

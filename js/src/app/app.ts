@@ -16,7 +16,15 @@ import { buildScene } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
 import { fillBanners } from "../view/banners";
-import { buildChrome, colorModeFor, fillLegend, flashHint, showFatal, type Chrome, type ColorMode } from "../view/chrome";
+import {
+  buildChrome,
+  colorModeFor,
+  fillLegend,
+  flashHint,
+  showFatal,
+  type Chrome,
+  type ColorMode,
+} from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
 import type { NodeFill } from "../view/cards";
 import { GraphView } from "../view/graph_view";
@@ -77,7 +85,10 @@ export class FlowApp implements ControlsHost {
   private raw: { graph: unknown; comparison: unknown } = { graph: null, comparison: null };
   private framing = new Framing(); // the first view's depth, arrangement and zoom
 
-  constructor(private readonly el: HTMLElement, private readonly opts: FlowOptions) {
+  constructor(
+    private readonly el: HTMLElement,
+    private readonly opts: FlowOptions,
+  ) {
     this.ui = buildChrome(CSS);
     this.root = this.ui.root;
     this.layout = new LayoutClient(opts.useWorker ?? true);
@@ -90,23 +101,59 @@ export class FlowApp implements ControlsHost {
       () => this.camera.zoom.suppressClick,
     );
     this.ui.canvas.prepend(this.graphView.svg);
-    this.camera = new Camera(this.ui.canvas, (t) => this.onTransform(t), () => flashHint(this.ui.hint));
+    this.camera = new Camera(
+      this.ui.canvas,
+      (t) => this.onTransform(t),
+      () => flashHint(this.ui.hint),
+    );
     this.selection = new Selection({
-      tree: () => this.tree, view: () => this.view, state: () => this.state, graphView: this.graphView, camera: this.camera,
-      inspector: () => this.inspector, finder: () => this.finder, canvas: this.ui.canvas, onSelect: opts.onSelect,
-      reveal: (call) => this.reveal(call), showStage: (id, shown) => this.controls.showStage(id, shown),
+      tree: () => this.tree,
+      view: () => this.view,
+      state: () => this.state,
+      graphView: this.graphView,
+      camera: this.camera,
+      inspector: () => this.inspector,
+      finder: () => this.finder,
+      canvas: this.ui.canvas,
+      onSelect: opts.onSelect,
+      reveal: (call) => this.reveal(call),
+      showStage: (id, shown) => this.controls.showStage(id, shown),
     });
-    this.minimap = new Minimap((x, y) => this.camera.centerOn(x, y, 0), this.ui.legend, () => this.camera.zoom.dims());
+    this.minimap = new Minimap(
+      (x, y) => this.camera.centerOn(x, y, 0),
+      this.ui.legend,
+      () => this.camera.zoom.dims(),
+    );
     this.ui.canvas.append(this.minimap.el);
-    this.inspector = new Inspector(opts.fetchStage, () => this.selection.inspectorClosed(), { available: opts.available });
+    this.inspector = new Inspector(opts.fetchStage, () => this.selection.inspectorClosed(), {
+      available: opts.available,
+    });
     this.inspector.onOpen = (id) => this.selection.opened(id);
     this.ui.main.append(this.inspector.el);
-    this.finder = new Viewfinder({ ui: this.ui, camera: this.camera, graphView: this.graphView, inspector: this.inspector.el,
-      scene: () => this.scene, dir: () => this.dir, selectedKey: () => this.selection.key(), redraw: () => this.onTransform(this.camera.t) });
+    this.finder = new Viewfinder({
+      ui: this.ui,
+      camera: this.camera,
+      graphView: this.graphView,
+      inspector: this.inspector.el,
+      scene: () => this.scene,
+      dir: () => this.dir,
+      selectedKey: () => this.selection.key(),
+      redraw: () => this.onTransform(this.camera.t),
+    });
     const open = (target: WireCall | EndTarget) => this.selection.openInspector(target);
-    const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) => this.setState(state, reason, anchor);
-    this.lecture = new Lecture({ ...opts, ui: this.ui, graphView: this.graphView, camera: this.camera, framing: this.framing,
-      shown: () => this.shown(), state: () => this.state, setState, open });
+    const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) =>
+      this.setState(state, reason, anchor);
+    this.lecture = new Lecture({
+      ...opts,
+      ui: this.ui,
+      graphView: this.graphView,
+      camera: this.camera,
+      framing: this.framing,
+      shown: () => this.shown(),
+      state: () => this.state,
+      setState,
+      open,
+    });
     this.controls = new Controls(this);
     el.append(this.root);
     if (typeof ResizeObserver !== "undefined") {
@@ -171,7 +218,15 @@ export class FlowApp implements ControlsHost {
     const tl = performance.now();
     this.finder.laying = true;
     try {
-      lay = await this.framing.lay(this.layout, state, view, this.dir, this.ui.canvas, this.camera.needsFit, this.camera.readK);
+      lay = await this.framing.lay(
+        this.layout,
+        state,
+        view,
+        this.dir,
+        this.ui.canvas,
+        this.camera.needsFit,
+        this.camera.readK,
+      );
     } catch (err) {
       clearTimeout(busy);
       if (gen === this.generation) this.finder.laying = false;
@@ -198,7 +253,13 @@ export class FlowApp implements ControlsHost {
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
         if (gen !== this.generation) return;
-        const info: PaintInfo = { reason, ms: performance.now() - t0, layoutMs, nodes: scene.nodes.length, laidOut: lay.laidOut };
+        const info: PaintInfo = {
+          reason,
+          ms: performance.now() - t0,
+          layoutMs,
+          nodes: scene.nodes.length,
+          laidOut: lay.laidOut,
+        };
         this.el.dispatchEvent(new CustomEvent("nfw-painted", { detail: info }));
         if (!this.keysTaken) (this.keysTaken = true), this.controls.takeKeys();
       }),
@@ -206,7 +267,9 @@ export class FlowApp implements ControlsHost {
   }
 
   shown() {
-    return this.tree && this.view && this.scene ? { tree: this.tree, view: this.view, scene: this.scene, dir: this.dir } : null;
+    return this.tree && this.view && this.scene
+      ? { tree: this.tree, view: this.view, scene: this.scene, dir: this.dir }
+      : null;
   }
 
   // -- the view -------------------------------------------------------------------------
@@ -251,8 +314,14 @@ export class FlowApp implements ControlsHost {
   }
 
   private legend() {
-    const scale = this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
-    fillLegend(this.ui.legend, scale, new Set(this.scene?.edges.map((e) => e.kind)), signsDrawn(this.scene?.junctions ?? []));
+    const scale =
+      this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
+    fillLegend(
+      this.ui.legend,
+      scale,
+      new Set(this.scene?.edges.map((e) => e.kind)),
+      signsDrawn(this.scene?.junctions ?? []),
+    );
   }
 
   private fills(): Map<string, NodeFill> | null {
@@ -274,7 +343,11 @@ export class FlowApp implements ControlsHost {
     const before = this.graphView.node(key)?.box ?? this.scene?.clusters.find((c) => c.key === key)?.box;
     const grouped = next.key.startsWith("c:") || next.key.startsWith("r:");
     if (this.selection.focusKey === key) this.selection.focusKey = grouped ? null : next.key;
-    void this.setState(next.state, grouped ? "expand" : "collapse", before ? { key: next.key, box: before } : undefined);
+    void this.setState(
+      next.state,
+      grouped ? "expand" : "collapse",
+      before ? { key: next.key, box: before } : undefined,
+    );
     const follow = followStepper(this.tree!, next.state, this.selection.id); // the stage of the member a stack now shows
     if (follow) this.selectStage(follow, true);
   }

@@ -69,7 +69,9 @@ export class Controls {
     L.on(ui.dirTB, "click", () => host.setDirection("TB", true));
     L.on(ui.dirLR, "click", () => host.setDirection("LR", true));
     L.on(ui.color, "change", () => host.setColorMode(ui.color.value as ColorMode));
-    L.on(ui.svg, "click", () => download(new Blob([host.exportSvg()], { type: "image/svg+xml" }), `${this.fileStem()}.svg`));
+    L.on(ui.svg, "click", () =>
+      download(new Blob([host.exportSvg()], { type: "image/svg+xml" }), `${this.fileStem()}.svg`),
+    );
     L.on(ui.png, "click", () => void host.exportPng().then((b) => download(b, `${this.fileStem()}.png`)));
     L.on(ui.search, "input", () => {
       clearTimeout(this.timer);
@@ -94,7 +96,8 @@ export class Controls {
       if (document.activeElement !== ui.canvas) ui.canvas.focus({ preventScroll: true });
     });
     L.on(ui.canvas, "pointerdown", () => {
-      if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement)) ui.canvas.focus({ preventScroll: true });
+      if (document.activeElement !== ui.canvas && !ui.canvas.contains(document.activeElement))
+        ui.canvas.focus({ preventScroll: true });
     });
   }
 
@@ -111,12 +114,14 @@ export class Controls {
     const centre = () => {
       host.selectStage(id, true);
       // After the inspector has taken its width (the resize moves the view once).
-      requestAnimationFrame(() => requestAnimationFrame(() => {
-        const n = host.graphView.node(stageKey(id));
-        if (!n || host.selected() !== id) return;
-        host.setFocus(n.key, false);
-        host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
-      }));
+      requestAnimationFrame(() =>
+        requestAnimationFrame(() => {
+          const n = host.graphView.node(stageKey(id));
+          if (!n || host.selected() !== id) return;
+          host.setFocus(n.key, false);
+          host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
+        }),
+      );
     };
     const call = host.shown()?.tree.byId.get(id);
     if (shown || call === undefined) centre();
@@ -140,7 +145,9 @@ export class Controls {
     host.ui.searchCount.textContent = q.trim() ? `${n}${n >= 200 ? "+" : ""} match${n === 1 ? "" : "es"}` : "";
     host.setMatches(this.matches);
     if (!shown || !n || !move) return;
-    const keys = new Set(this.matches.map((c) => nodeKeyForCall(shown.tree, shown.view, c)).filter((k): k is string => k !== null));
+    const keys = new Set(
+      this.matches.map((c) => nodeKeyForCall(shown.tree, shown.view, c)).filter((k): k is string => k !== null),
+    );
     host.camera.showBoxes([...keys].map((k) => host.graphView.node(k)?.box).filter((b) => b !== undefined));
   }
 
@@ -157,7 +164,8 @@ export class Controls {
       host.setFocus(key, false);
       host.selectStage(shown.tree.graph.calls[call].id, true); // and open it
       const n = host.graphView.node(key);
-      if (n) host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
+      if (n)
+        host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));
     };
     if (shown.view.byKey.has(key)) go();
     else void host.reveal(call).then(go);
@@ -173,7 +181,14 @@ export class Controls {
     const active = document.activeElement;
     if (typing(active) || (active && active !== document.body && this.host.ui.root.contains(active))) return;
     const r = canvas.getBoundingClientRect();
-    if (r.width <= 0 || r.bottom <= 0 || r.top >= (window.innerHeight || 0) || r.right <= 0 || r.left >= (window.innerWidth || 0)) return;
+    if (
+      r.width <= 0 ||
+      r.bottom <= 0 ||
+      r.top >= (window.innerHeight || 0) ||
+      r.right <= 0 ||
+      r.left >= (window.innerWidth || 0)
+    )
+      return;
     canvas.focus({ preventScroll: true });
   }
 

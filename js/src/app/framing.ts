@@ -20,7 +20,10 @@ export type Framed = LayoutResult & { state: ViewState; view: ViewGraph };
 
 /** Whether a layout fits a canvas at the target's scale. */
 export function fitsAt(lay: { width: number; height: number }, fit: FitTarget): boolean {
-  return Math.min((fit.w - 2 * MARGIN) / Math.max(lay.width, 1), (fit.h - 2 * MARGIN) / Math.max(lay.height, 1)) >= fit.k - 1e-6;
+  return (
+    Math.min((fit.w - 2 * MARGIN) / Math.max(lay.width, 1), (fit.h - 2 * MARGIN) / Math.max(lay.height, 1)) >=
+    fit.k - 1e-6
+  );
 }
 
 export class Framing {
@@ -32,7 +35,15 @@ export class Framing {
   /** Lay out a state (`fresh`: for a first view, on the canvas as it is now, with names
    * readable at scale `k`: READ_K, more in presentation mode; when nothing fits at a larger
    * `k`, as at READ_K, and the camera shows it as large as the canvas allows). */
-  async lay(client: LayoutClient, state: ViewState, view: ViewGraph, dir: Direction, canvas: HTMLElement, fresh: boolean, k = READ_K): Promise<Framed> {
+  async lay(
+    client: LayoutClient,
+    state: ViewState,
+    view: ViewGraph,
+    dir: Direction,
+    canvas: HTMLElement,
+    fresh: boolean,
+    k = READ_K,
+  ): Promise<Framed> {
     if (fresh || !this.target) {
       this.target = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600, k, reserve: MINIMAP_STRIP };
     }

@@ -58,7 +58,14 @@ export class Lecture {
       host.camera.least = this.pictures.on ? PICTURES_LEAST_K : LEAST_K; // the pictures carry it
       void host.setState(host.state(), "pictures");
     };
-    this.pictures = new Pictures(ui.data, host.fetchStage, host.available ?? (() => true), host.graphView, host.framing, relayout);
+    this.pictures = new Pictures(
+      ui.data,
+      host.fetchStage,
+      host.available ?? (() => true),
+      host.graphView,
+      host.framing,
+      relayout,
+    );
     ui.dirTB.parentElement!.before(this.player.button);
     ui.banners.after(this.player.bar);
   }

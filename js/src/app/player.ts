@@ -59,16 +59,57 @@ export class Player {
   private seq = 0; // the step being drawn (a newer one drops an older one)
 
   constructor(private readonly host: PlayerHost) {
-    this.button = h("button", { class: "nfw-btn nfw-play", type: "button", "aria-label": "Play", title: "Play the forward pass step by step (Space)" }, "▶ Play");
-    const back = h("button", { class: "nfw-btn", type: "button", "aria-label": "Step back", title: "Step back (←)" }, "◀");
-    const forward = h("button", { class: "nfw-btn", type: "button", "aria-label": "Step forward", title: "Step forward (→)" }, "▶");
-    this.scrub = h("input", { class: "nfw-scrub", type: "range", min: "0", max: "0", step: "1", value: "0", "aria-label": "playback position" });
+    this.button = h(
+      "button",
+      {
+        class: "nfw-btn nfw-play",
+        type: "button",
+        "aria-label": "Play",
+        title: "Play the forward pass step by step (Space)",
+      },
+      "▶ Play",
+    );
+    const back = h(
+      "button",
+      { class: "nfw-btn", type: "button", "aria-label": "Step back", title: "Step back (←)" },
+      "◀",
+    );
+    const forward = h(
+      "button",
+      { class: "nfw-btn", type: "button", "aria-label": "Step forward", title: "Step forward (→)" },
+      "▶",
+    );
+    this.scrub = h("input", {
+      class: "nfw-scrub",
+      type: "range",
+      min: "0",
+      max: "0",
+      step: "1",
+      value: "0",
+      "aria-label": "playback position",
+    });
     this.where = h("span", { class: "nfw-where", "aria-live": "polite" });
-    this.speedSelect = h("select", { class: "nfw-select", "aria-label": "playback speed", title: "Playback speed" },
-      ...SPEEDS.map((v) => h("option", { value: String(v) }, `${v}×`)));
+    this.speedSelect = h(
+      "select",
+      { class: "nfw-select", "aria-label": "playback speed", title: "Playback speed" },
+      ...SPEEDS.map((v) => h("option", { value: String(v) }, `${v}×`)),
+    );
     this.speedSelect.value = "1";
-    const stop = h("button", { class: "nfw-btn", type: "button", "aria-label": "Stop playback", title: "Stop playback (Esc)" }, "✕");
-    this.bar = h("div", { class: "nfw-transport", role: "toolbar", "aria-label": "playback", hidden: true }, back, forward, this.scrub, this.where, this.speedSelect, stop);
+    const stop = h(
+      "button",
+      { class: "nfw-btn", type: "button", "aria-label": "Stop playback", title: "Stop playback (Esc)" },
+      "✕",
+    );
+    this.bar = h(
+      "div",
+      { class: "nfw-transport", role: "toolbar", "aria-label": "playback", hidden: true },
+      back,
+      forward,
+      this.scrub,
+      this.where,
+      this.speedSelect,
+      stop,
+    );
     const L = this.listeners;
     L.on(this.button, "click", () => this.toggle());
     L.on(back, "click", () => this.step(-1));
@@ -83,7 +124,13 @@ export class Player {
   }
 
   get state(): PlaybackState {
-    return { at: this.at, playing: this.playing, speed: this.speed, stage: this.steps[this.at]?.id ?? null, steps: this.steps.length };
+    return {
+      at: this.at,
+      playing: this.playing,
+      speed: this.speed,
+      stage: this.steps[this.at]?.id ?? null,
+      steps: this.steps.length,
+    };
   }
 
   /** Play, or pause while playing; from the end, from the start again. */
@@ -212,12 +259,22 @@ export class Player {
     if (!sameState(step.state, host.state())) await host.setState(step.state, this.anchor());
     host.graphView.setCurrent(step.key);
     const { graph } = shown.tree;
-    const target = step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
+    const target =
+      step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
     if (target) host.open(target);
     // in view with the edges bringing its data (a no-op while the whole graph is)
     const n = host.graphView.node(step.key);
-    const around = host.graphView.edgesAt(step.key).filter((e) => e.dst === step.key).map((e) => host.graphView.node(e.src)?.box);
-    if (n) host.camera.keepInView(n.box, around.filter((b): b is Box => b !== undefined), host.camera.readK, 220);
+    const around = host.graphView
+      .edgesAt(step.key)
+      .filter((e) => e.dst === step.key)
+      .map((e) => host.graphView.node(e.src)?.box);
+    if (n)
+      host.camera.keepInView(
+        n.box,
+        around.filter((b): b is Box => b !== undefined),
+        host.camera.readK,
+        220,
+      );
   }
 
   /** What stays in place when a step opens or closes a group: the node current so far, or

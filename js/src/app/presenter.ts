@@ -43,7 +43,10 @@ export class Presenter {
     this.camera.readK = on ? PRESENT_K : READ_K;
     this.camera.needsFit = true;
     if (on && fromUser && this.root.requestFullscreen) {
-      this.root.requestFullscreen().then(() => (this.wentFull = true), () => (this.wentFull = false));
+      this.root.requestFullscreen().then(
+        () => (this.wentFull = true),
+        () => (this.wentFull = false),
+      );
     } else if (!on && this.wentFull) {
       this.wentFull = false;
       if (document.fullscreenElement === this.root) void document.exitFullscreen().catch(() => undefined);

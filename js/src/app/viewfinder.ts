@@ -57,7 +57,10 @@ export class Viewfinder {
 
   /** The canvas or the legend changed size (read here, after the browser laid them out). */
   resized() {
-    const { ui: { canvas, legend }, camera } = this.host;
+    const {
+      ui: { canvas, legend },
+      camera,
+    } = this.host;
     const width = canvas.clientWidth;
     const height = canvas.clientHeight;
     camera.zoom.setSize(width, height);
@@ -67,12 +70,20 @@ export class Viewfinder {
     this.height = height;
     const c = canvas.getBoundingClientRect();
     const r = legend.childElementCount ? legend.getBoundingClientRect() : null;
-    const moved = camera.setOverlays(r && r.width > 0 && r.height > 0 ? [[r.left - c.left, r.top - c.top, r.width, r.height]] : []);
+    const moved = camera.setOverlays(
+      r && r.width > 0 && r.height > 0 ? [[r.left - c.left, r.top - c.top, r.width, r.height]] : [],
+    );
     const scene = this.host.scene();
     if (!scene || this.laying) return;
     if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);
     else if (grew || taller || moved) {
-      camera.resized(scene, grew, camera.showsAll(scene, width - grew), this.keep(), grew || camera.zoom.moving ? 200 : 0);
+      camera.resized(
+        scene,
+        grew,
+        camera.showsAll(scene, width - grew),
+        this.keep(),
+        grew || camera.zoom.moving ? 200 : 0,
+      );
     } else this.host.redraw();
   }
 
@@ -98,10 +109,12 @@ export class Viewfinder {
     open();
     const scene = this.host.scene();
     const k = camera.readK;
-    if (!was || el.hidden || !scene || el.style.width || k > READ_K || !(camera.framed || camera.showsAll(scene))) return;
+    if (!was || el.hidden || !scene || el.style.width || k > READ_K || !(camera.framed || camera.showsAll(scene)))
+      return;
     const need = Math.ceil(scene.width * k + 2 * FIT_MARGIN);
     const room = total - el.getBoundingClientRect().width;
-    if (need <= room || total - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight) return;
+    if (need <= room || total - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight)
+      return;
     el.style.width = el.dataset.fitted = `${Math.floor(total - need)}px`;
   }
 

@@ -65,13 +65,27 @@ export function rounded(points: number[], r = 12): number[] {
   if (n < 3) return points;
   const out = [points[0], points[1]];
   for (let i = 1; i < n - 1; i++) {
-    const [ax, ay, cx, cy, bx, by] = [points[2 * i - 2], points[2 * i - 1], points[2 * i], points[2 * i + 1], points[2 * i + 2], points[2 * i + 3]];
+    const [ax, ay, cx, cy, bx, by] = [
+      points[2 * i - 2],
+      points[2 * i - 1],
+      points[2 * i],
+      points[2 * i + 1],
+      points[2 * i + 2],
+      points[2 * i + 3],
+    ];
     const la = Math.hypot(cx - ax, cy - ay);
     const lb = Math.hypot(bx - cx, by - cy);
     if (la < 0.5 || lb < 0.5) continue; // a repeated point
     const ra = Math.min(r, la / 2);
     const rb = Math.min(r, lb / 2);
-    out.push(cx - ((cx - ax) / la) * ra, cy - ((cy - ay) / la) * ra, cx, cy, cx + ((bx - cx) / lb) * rb, cy + ((by - cy) / lb) * rb);
+    out.push(
+      cx - ((cx - ax) / la) * ra,
+      cy - ((cy - ay) / la) * ra,
+      cx,
+      cy,
+      cx + ((bx - cx) / lb) * rb,
+      cy + ((by - cy) / lb) * rb,
+    );
   }
   out.push(points[2 * n - 2], points[2 * n - 1]);
   return out;
@@ -82,14 +96,29 @@ export function rounded(points: number[], r = 12): number[] {
  * on every side (Liang-Barsky clipping); a box that the inset leaves empty is never crossed.
  * Any axes, as long as the points and the box use the same: x / y, or along / across.
  */
-export function segmentHitsBox(ax: number, ay: number, bx: number, by: number, box: readonly [number, number, number, number], inset = 2): boolean {
-  const x0 = box[0] + inset, y0 = box[1] + inset, x1 = box[0] + box[2] - inset, y1 = box[1] + box[3] - inset;
+export function segmentHitsBox(
+  ax: number,
+  ay: number,
+  bx: number,
+  by: number,
+  box: readonly [number, number, number, number],
+  inset = 2,
+): boolean {
+  const x0 = box[0] + inset,
+    y0 = box[1] + inset,
+    x1 = box[0] + box[2] - inset,
+    y1 = box[1] + box[3] - inset;
   if (x1 <= x0 || y1 <= y0) return false;
   let t0 = 0;
   let t1 = 1;
   const dx = bx - ax;
   const dy = by - ay;
-  for (const [p, q] of [[-dx, ax - x0], [dx, x1 - ax], [-dy, ay - y0], [dy, y1 - ay]] as const) {
+  for (const [p, q] of [
+    [-dx, ax - x0],
+    [dx, x1 - ax],
+    [-dy, ay - y0],
+    [dy, y1 - ay],
+  ] as const) {
     if (p === 0) {
       if (q < 0) return false;
       continue;

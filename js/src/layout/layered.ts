@@ -22,13 +22,26 @@ export interface GroupPlacement {
 }
 
 export function placeLayered(
-  dir: Direction, sizes: [number, number][], edges: { src: number; dst: number; weight: number }[],
-  entries: number[], exits: number[], pad: number, header: number,
+  dir: Direction,
+  sizes: [number, number][],
+  edges: { src: number; dst: number; weight: number }[],
+  entries: number[],
+  exits: number[],
+  pad: number,
+  header: number,
 ): GroupPlacement {
   const g = new graphlib.Graph({ multigraph: false, compound: false });
   const big = sizes.length > 250;
   // network-simplex is the best ranker but superlinear; large flat groups use a faster one.
-  g.setGraph({ rankdir: dir, nodesep: NODESEP, ranksep: RANKSEP, edgesep: 10, marginx: 0, marginy: 0, ranker: big ? "longest-path" : "network-simplex" });
+  g.setGraph({
+    rankdir: dir,
+    nodesep: NODESEP,
+    ranksep: RANKSEP,
+    edgesep: 10,
+    marginx: 0,
+    marginy: 0,
+    ranker: big ? "longest-path" : "network-simplex",
+  });
   g.setDefaultEdgeLabel(() => ({}));
   sizes.forEach(([w, h], i) => g.setNode(String(i), { width: w, height: h }));
   const IN = "in";
@@ -99,11 +112,15 @@ export function placeLayered(
   const aout = at(OUT, tb ? w / 2 : h / 2);
   const inRoutes = entries.map((v) => {
     const [tx, ty] = side(v, false);
-    return tb ? [ain, 0, ain, Math.max(2, ty - RANKSEP / 2), tx, ty] : [0, ain, Math.max(2, tx - RANKSEP / 2), ain, tx, ty];
+    return tb
+      ? [ain, 0, ain, Math.max(2, ty - RANKSEP / 2), tx, ty]
+      : [0, ain, Math.max(2, tx - RANKSEP / 2), ain, tx, ty];
   });
   const outRoutes = exits.map((v) => {
     const [sx, sy] = side(v, true);
-    return tb ? [sx, sy, aout, Math.min(h - 2, sy + RANKSEP / 2), aout, h] : [sx, sy, Math.min(w - 2, sx + RANKSEP / 2), aout, w, aout];
+    return tb
+      ? [sx, sy, aout, Math.min(h - 2, sy + RANKSEP / 2), aout, h]
+      : [sx, sy, Math.min(w - 2, sx + RANKSEP / 2), aout, w, aout];
   });
   return { w, h, pos, routes, inRoutes, outRoutes, ain, aout };
 }

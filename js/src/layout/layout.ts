@@ -111,13 +111,26 @@ function toGroup(p: FlowPlacement, dir: Direction, pad: number, header: number, 
   const along = p.al + lead + pad;
   const across = p.ac + side + pad;
   return {
-    w: tb ? across : along, h: tb ? along : across,
-    pos: xy(p.pos), routes: p.routes.map(xy), inRoutes: p.inRoutes.map(xy), outRoutes: p.outRoutes.map(xy),
-    ain: side + p.ain, aout: side + p.aout, bands, flip: p.flip,
+    w: tb ? across : along,
+    h: tb ? along : across,
+    pos: xy(p.pos),
+    routes: p.routes.map(xy),
+    inRoutes: p.inRoutes.map(xy),
+    outRoutes: p.outRoutes.map(xy),
+    ain: side + p.ain,
+    aout: side + p.aout,
+    bands,
+    flip: p.flip,
   };
 }
 
-function placeGroup(dir: Direction, group: LayoutGroup, kids: (Placement | null)[], isRoot: boolean, fit: FitTarget | undefined): Placement {
+function placeGroup(
+  dir: Direction,
+  group: LayoutGroup,
+  kids: (Placement | null)[],
+  isRoot: boolean,
+  fit: FitTarget | undefined,
+): Placement {
   const pad = isRoot ? 0 : GROUP_PAD;
   const header = isRoot ? 0 : GROUP_HEADER;
   const tb = dir === "TB";
@@ -130,8 +143,13 @@ function placeGroup(dir: Direction, group: LayoutGroup, kids: (Placement | null)
     const kid = kids[i];
     const ac = tb ? w : h;
     return {
-      al: tb ? h : w, ac, ain: kid ? kid.ain : ac / 2, aout: kid ? kid.aout : ac / 2,
-      spine: it.spine === true, junction: !isGroup(it) && it.junction === true, group: kid !== null,
+      al: tb ? h : w,
+      ac,
+      ain: kid ? kid.ain : ac / 2,
+      aout: kid ? kid.aout : ac / 2,
+      spine: it.spine === true,
+      junction: !isGroup(it) && it.junction === true,
+      group: kid !== null,
     };
   });
   const flow: FlowGroup = {
@@ -161,13 +179,16 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
   const placeRec = (group: LayoutGroup, isRoot: boolean): Done => {
     const kids: (Done | null)[] = [];
     const parts: string[] = [req.dir, isRoot ? "R" : "G"];
-    if (isRoot && req.fit) parts.push(`fit=${Math.round(req.fit.w)}x${Math.round(req.fit.h)}@${req.fit.k.toFixed(3)}-${req.fit.reserve}`);
+    if (isRoot && req.fit)
+      parts.push(`fit=${Math.round(req.fit.w)}x${Math.round(req.fit.h)}@${req.fit.k.toFixed(3)}-${req.fit.reserve}`);
     for (const it of group.items) {
       const flags = `${it.spine ? "s" : ""}${!isGroup(it) && it.junction ? "j" : ""}`;
       if (isGroup(it)) {
         const done = placeRec(it, false);
         kids.push(done);
-        parts.push(`${it.key}${flags}=${done.p.w.toFixed(1)}x${done.p.h.toFixed(1)}@${done.p.ain.toFixed(1)},${done.p.aout.toFixed(1)}`);
+        parts.push(
+          `${it.key}${flags}=${done.p.w.toFixed(1)}x${done.p.h.toFixed(1)}@${done.p.ain.toFixed(1)},${done.p.aout.toFixed(1)}`,
+        );
       } else {
         kids.push(null);
         parts.push(`${it.key}${flags}=${it.w}x${it.h}`);
@@ -178,7 +199,13 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {
-      p = placeGroup(req.dir, group, kids.map((k) => k?.p ?? null), isRoot, req.fit);
+      p = placeGroup(
+        req.dir,
+        group,
+        kids.map((k) => k?.p ?? null),
+        isRoot,
+        req.fit,
+      );
       cache.set(sig, p);
       laidOut++;
     }
@@ -222,9 +249,16 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
       if (kid) emit(kid, ox + x, oy + y, flipped || p.flip?.[i] === true);
       else boxes[it.key] = [ox + x, oy + y, w, h];
     });
-    group.edges.forEach((e, i) => (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy)));
-    (group.entries ?? []).forEach((v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy)));
-    (group.exits ?? []).forEach((v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy)));
+    group.edges.forEach(
+      (e, i) =>
+        (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy)),
+    );
+    (group.entries ?? []).forEach(
+      (v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy)),
+    );
+    (group.exits ?? []).forEach(
+      (v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy)),
+    );
   };
   emit(root, 0, 0, false);
   return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands };

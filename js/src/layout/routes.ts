@@ -26,8 +26,13 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   const { items, a, c } = arr;
   const n = items.length;
   const end = (v: number): End => ({
-    box: [a[v], c[v], items[v].al, items[v].ac], row: arr.row[v], band: arr.band[v], junction: items[v].junction,
-    cin: c[v] + items[v].ain, cout: c[v] + items[v].aout, index: v,
+    box: [a[v], c[v], items[v].al, items[v].ac],
+    row: arr.row[v],
+    band: arr.band[v],
+    junction: items[v].junction,
+    cin: c[v] + items[v].ain,
+    cout: c[v] + items[v].aout,
+    index: v,
   });
   const byRow: number[][] = Array.from({ length: arr.rows }, () => []);
   for (let v = 0; v < n; v++) byRow[arr.row[v]].push(v);
@@ -49,13 +54,17 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       for (const w of byRow[r]) {
         if (w === u.index || w === v.index || arr.band[w] !== (u.index >= 0 ? u.band : v.band)) continue;
         const box: [number, number, number, number] = [a[w], c[w], items[w].al, items[w].ac];
-        for (let i = 0; i + 3 < pts.length; i += 2) if (segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
+        for (let i = 0; i + 3 < pts.length; i += 2)
+          if (segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
       }
     }
     return false;
   };
   const mid = (u: End) => u.box[0] + u.box[2] / 2;
-  const side = (u: End, toward: number): [number, number] => [mid(u), toward >= u.box[1] + u.box[3] / 2 ? u.box[1] + u.box[3] : u.box[1]];
+  const side = (u: End, toward: number): [number, number] => [
+    mid(u),
+    toward >= u.box[1] + u.box[3] / 2 ? u.box[1] + u.box[3] : u.box[1],
+  ];
   const gapBelow = (u: End) => (u.row >= 0 && u.row < arr.rows ? arr.gapAfter[u.row] : 24);
 
   const route = (u: End, v: End): number[] => {
@@ -136,7 +145,10 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   let bottomTurn = 0; // along, in flow coordinates of the finished group: set below
   const routes = arr.edges.map((e) => (e.src >= 0 && e.dst >= 0 ? route(end(e.src), end(e.dst)) : []));
   // the extent of items and routes; the content starts at 0, 0
-  let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
+  let minA = Infinity,
+    minC = Infinity,
+    maxA = -Infinity,
+    maxC = -Infinity;
   for (let v = 0; v < n; v++) {
     minA = Math.min(minA, a[v]);
     minC = Math.min(minC, c[v]);
@@ -167,14 +179,23 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   const ain = arr.lineIn - minC;
   const aout = arr.lineOut - minC;
   const top: End = { box: [-g.lead, ain, 0, 0], row: -1, band: 0, junction: false, cin: ain, cout: ain, index: -1 };
-  const bottom: End = { box: [al + g.trail, aout, 0, 0], row: arr.rows, band: bands - 1, junction: false, cin: aout, cout: aout, index: -2 };
+  const bottom: End = {
+    box: [al + g.trail, aout, 0, 0],
+    row: arr.rows,
+    band: bands - 1,
+    junction: false,
+    cin: aout,
+    cout: aout,
+    index: -2,
+  };
   bottomTurn = al + Math.min(7, g.trail / 2);
   const inRoutes = g.entries.map((v) => route(top, end(v)));
   const outRoutes = g.exits.map((v) => route(end(v), bottom));
   // a lane of an entry or exit may pass beside everything: the group grows to hold it
   let lo = 0;
   let hi = maxC - minC;
-  for (const r of [...inRoutes, ...outRoutes]) for (let i = 1; i < r.length; i += 2) (lo = Math.min(lo, r[i])), (hi = Math.max(hi, r[i]));
+  for (const r of [...inRoutes, ...outRoutes])
+    for (let i = 1; i < r.length; i += 2) (lo = Math.min(lo, r[i])), (hi = Math.max(hi, r[i]));
   if (lo < 0 || hi > maxC - minC) {
     lo -= lo < 0 ? LANE_SEP / 2 : 0;
     hi += hi > maxC - minC ? LANE_SEP / 2 : 0;

@@ -40,11 +40,15 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   // the conditioning, in order, each of its parts (a chain: timestep -> time_proj -> ...) whole
   const part = all.map((_, v) => v);
   const find = (v: number): number => (part[v] === v ? v : (part[v] = find(part[v])));
-  for (const e of edges) if (e.src >= 0 && e.dst >= 0 && !all[e.src].spine && !all[e.dst].spine) part[find(e.src)] = find(e.dst);
+  for (const e of edges)
+    if (e.src >= 0 && e.dst >= 0 && !all[e.src].spine && !all[e.dst].spine) part[find(e.src)] = find(e.dst);
   const aside0 = order0.filter((v) => !all[v].spine);
   const firstOf = new Map<number, number>();
   aside0.forEach((v, q) => firstOf.has(find(v)) || firstOf.set(find(v), q));
-  const aside = aside0.map((v, q) => [firstOf.get(find(v))!, q, v]).sort((x, y) => x[0] - y[0] || x[1] - y[1]).map((x) => x[2]);
+  const aside = aside0
+    .map((v, q) => [firstOf.get(find(v))!, q, v])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1])
+    .map((x) => x[2]);
   const n = order.length;
   if (n < 6) return null;
   const at = new Int32Array(all.length).fill(-1);
@@ -72,7 +76,8 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   if (chain.size !== n - 1) return null;
   // skips do not cross: by source, then outermost target first, each within the one before
   all_skips.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
-  for (let q = 1; q < all_skips.length; q++) if (!(all_skips[q][0] >= all_skips[q - 1][0] && all_skips[q][1] <= all_skips[q - 1][1])) return null;
+  for (let q = 1; q < all_skips.length; q++)
+    if (!(all_skips[q][0] >= all_skips[q - 1][0] && all_skips[q][1] <= all_skips[q - 1][1])) return null;
   // the levels: each target with its deepest source (a source levels with one target only)
   const deepest = new Map<number, number>(); // target -> its skip of the deepest source
   all_skips.forEach(([s, t], q) => {
@@ -81,7 +86,9 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   });
   const skips: [number, number, number][] = [];
   const level = new Set<number>();
-  for (const q of [...deepest.values()].sort((x, y) => all_skips[x][0] - all_skips[y][0] || all_skips[y][1] - all_skips[x][1])) {
+  for (const q of [...deepest.values()].sort(
+    (x, y) => all_skips[x][0] - all_skips[y][0] || all_skips[y][1] - all_skips[x][1],
+  )) {
     if (skips.length && skips[skips.length - 1][0] === all_skips[q][0]) continue;
     skips.push(all_skips[q]);
     level.add(q);
@@ -147,7 +154,8 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   for (let i = tk - 1; i >= rightStart; i--) A[i] = A[i + 1] + dist(i, i + 1);
   for (let i = t1 + 1; i <= rEnd; i++) A[i] = A[i - 1] - dist(i - 1, i);
   let floor = -Infinity;
-  for (let i = 0; i < n; i++) if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
+  for (let i = 0; i < n; i++)
+    if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
   // the conditioning, along: one column ending a rank above the first level and above the
   // decoder (an open up block reaches higher), so that it is above every stage it feeds
@@ -176,9 +184,14 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
 
   // across: two sides, the bottom between them, the tail on to the right at the top
   // each side's line through its items' anchors (a group's entry need not be its centre)
-  let leftA = 0, leftB = 0, rightA = 0, rightB = 0;
-  for (let i = 0; i <= leftEnd; i++) (leftA = Math.max(leftA, item(i).ain)), (leftB = Math.max(leftB, item(i).ac - item(i).ain));
-  for (let i = rightStart; i <= last; i++) (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
+  let leftA = 0,
+    leftB = 0,
+    rightA = 0,
+    rightB = 0;
+  for (let i = 0; i <= leftEnd; i++)
+    (leftA = Math.max(leftA, item(i).ain)), (leftB = Math.max(leftB, item(i).ac - item(i).ain));
+  for (let i = rightStart; i <= last; i++)
+    (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
   const cL = leftA;
   const cR = leftA + leftB + U_GAP + rightA;
   const C = new Float64Array(n); // across of each position's line (its anchor)
@@ -229,7 +242,10 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const into = (t: number, a: number) => (item(t).group ? [a, inC(t), low(t), inC(t)] : [a, lo(t)]);
   for (const [s, t, e] of skips) {
     const a = A[t] + offIn(t);
-    routes[e] = rounded(item(s).group ? [low(s), outC(s), a, outC(s), ...into(t, a)] : [A[s], hi(s), ...into(t, a)], 12);
+    routes[e] = rounded(
+      item(s).group ? [low(s), outC(s), a, outC(s), ...into(t, a)] : [A[s], hi(s), ...into(t, a)],
+      12,
+    );
   }
   // a shared skip: out beside its source's level skip, down the middle of the U, into its
   // target above that one's level skip (its source is higher up)
@@ -264,7 +280,10 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   }
 
   // the content from 0, 0
-  let minA = Infinity, minC = Infinity, maxA = -Infinity, maxC = -Infinity;
+  let minA = Infinity,
+    minC = Infinity,
+    maxA = -Infinity,
+    maxC = -Infinity;
   for (let i = 0; i < n; i++) {
     minA = Math.min(minA, top(i));
     maxA = Math.max(maxA, low(i));
@@ -277,7 +296,8 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     minC = Math.min(minC, sLo[q]);
     maxC = Math.max(maxC, sLo[q] + all[v].ac);
   });
-  for (const r of routes) for (let q = 0; q < r.length; q += 2) (minA = Math.min(minA, r[q])), (maxA = Math.max(maxA, r[q]));
+  for (const r of routes)
+    for (let q = 0; q < r.length; q += 2) (minA = Math.min(minA, r[q])), (maxA = Math.max(maxA, r[q]));
   // room for the conditioning's buses round the U (one per end of it: a source of a bus)
   const sinks = aside.filter((v) => !edges.some((e) => e.src === v)).length;
   if (sinks) {

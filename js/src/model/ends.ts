@@ -15,7 +15,10 @@ export function endKey(graph: WireGraph, id: string | null): string | null {
 
 /** Two graphs of the same model: the same calls (ids and nesting), in the same order. */
 export function sameCalls(a: WireGraph, b: WireGraph): boolean {
-  return a.calls.length === b.calls.length && a.calls.every((c, i) => c.id === b.calls[i].id && c.parent === b.calls[i].parent);
+  return (
+    a.calls.length === b.calls.length &&
+    a.calls.every((c, i) => c.id === b.calls[i].id && c.parent === b.calls[i].parent)
+  );
 }
 
 /** How a stage (by id) or model end differs between runs A and B; null: no comparison, or it ran in one run only. */
@@ -49,7 +52,11 @@ export function endTarget(graph: WireGraph, id: string): EndTarget | null {
 }
 
 /** What the inspector opens for a selected id: its call, or a model input / output; null for none. */
-export function targetOf(graph: WireGraph, byId: ReadonlyMap<string, number>, id: string | null): WireCall | ReturnType<typeof endTarget> {
+export function targetOf(
+  graph: WireGraph,
+  byId: ReadonlyMap<string, number>,
+  id: string | null,
+): WireCall | ReturnType<typeof endTarget> {
   if (id === null) return null;
   const call = byId.get(id);
   return call !== undefined ? graph.calls[call] : endTarget(graph, id);

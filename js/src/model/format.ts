@@ -3,7 +3,12 @@
 /** 1234 -> "1.2K", 1234567 -> "1.2M"; 0 -> "". */
 export function formatParams(n: number): string {
   if (!n) return "";
-  const units: [number, string][] = [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "K"]];
+  const units: [number, string][] = [
+    [1e12, "T"],
+    [1e9, "B"],
+    [1e6, "M"],
+    [1e3, "K"],
+  ];
   for (const [v, u] of units) {
     if (Math.abs(n) >= v) {
       const x = n / v;

@@ -49,11 +49,28 @@ export interface Drawing {
 
 export const junctionKey = (op: number) => `j:${op}`;
 
-const GLYPHS: Record<string, string> = { add: "+", sub: "−", mul: "×", div: "÷", cat: "⧺", concatenate: "⧺", concat: "⧺", stack: "⧺", matmul: "@" };
+const GLYPHS: Record<string, string> = {
+  add: "+",
+  sub: "−",
+  mul: "×",
+  div: "÷",
+  cat: "⧺",
+  concatenate: "⧺",
+  concat: "⧺",
+  stack: "⧺",
+  matmul: "@",
+};
 const MAX_CANDIDATES = 8;
 
 /** What a junction's sign says in a legend. */
-const SIGN_WORDS: Record<string, string> = { "+": "added", "−": "subtracted", "×": "multiplied", "÷": "divided", "⧺": "concatenated", "@": "matrix product" };
+const SIGN_WORDS: Record<string, string> = {
+  "+": "added",
+  "−": "subtracted",
+  "×": "multiplied",
+  "÷": "divided",
+  "⧺": "concatenated",
+  "@": "matrix product",
+};
 
 /** The legend's entries for the junctions drawn: [sign, what it does], each sign once, in the
  * order above; a junction named by its function (no sign) explains itself. */
@@ -89,7 +106,11 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   const { graph } = tree;
   const { calls, ops } = graph;
   const joinOf = new Map<number, string>(graph.joins);
-  const empty: Drawing = { junctions: [], byKey: new Map(), edges: view.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind, edge: e })) };
+  const empty: Drawing = {
+    junctions: [],
+    byKey: new Map(),
+    edges: view.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind, edge: e })),
+  };
   if (joinOf.size === 0 || graph.topology === "sequential") return empty;
 
   // 1. the drawn node owning each call
@@ -99,14 +120,17 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     else if (n.kind === "fold" && n.run) for (const m of n.run.members) drawnKey.set(m, foldKey(n.run.key));
   }
   const ownerKey: (string | null)[] = new Array(calls.length).fill(null);
-  for (let c = 0; c < calls.length; c++) ownerKey[c] = drawnKey.get(c) ?? (calls[c].parent >= 0 ? ownerKey[calls[c].parent] : null);
+  for (let c = 0; c < calls.length; c++)
+    ownerKey[c] = drawnKey.get(c) ?? (calls[c].parent >= 0 ? ownerKey[calls[c].parent] : null);
   // 6. the ops of a stack's members 1..n-1 lead back to what member 1 reads
   const reentry: (number[] | null)[] = new Array(calls.length).fill(null);
   for (const st of view.stacks) {
     const back = calls[st.run.members[1]].in;
     for (const m of st.run.members.slice(1)) reentry[m] = back;
   }
-  if (view.stacks.length) for (let c = 0; c < calls.length; c++) if (!reentry[c] && calls[c].parent >= 0) reentry[c] = reentry[calls[c].parent];
+  if (view.stacks.length)
+    for (let c = 0; c < calls.length; c++)
+      if (!reentry[c] && calls[c].parent >= 0) reentry[c] = reentry[calls[c].parent];
   const hidden = (o: number) => ops[o][0] >= 0 && reentry[ops[o][0]] !== null;
   const parentsOf = (o: number): readonly number[] => (hidden(o) ? reentry[ops[o][0]]! : ops[o][1]);
   const inputOf = tree.topo.inputOfOp;
@@ -122,7 +146,11 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   };
   // Sources reached walking back from `start` (exclusive of `start` itself when `skipStart`),
   // stopping at junction ops in `stops` (recorded as such).
-  const reach = (start: number[], self: string, stops: Set<number> | null): { nodes: Set<string>; via: Set<number> } => {
+  const reach = (
+    start: number[],
+    self: string,
+    stops: Set<number> | null,
+  ): { nodes: Set<string>; via: Set<number> } => {
     const nodes = new Set<string>();
     const via = new Set<number>();
     const seen = new Set<number>(start);
@@ -139,14 +167,15 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
         via.add(o);
         continue;
       }
-      for (const p of parentsOf(o)) if (!seen.has(p)) (seen.add(p), stack.push(p));
+      for (const p of parentsOf(o)) if (!seen.has(p)) seen.add(p), stack.push(p);
     }
     return { nodes, via };
   };
 
   // 2. the junction of each node with two or more incoming edges
   const incoming = new Map<string, ViewEdge[]>();
-  for (const e of view.edges) if (e.kind !== "order") (incoming.get(e.dst) ?? incoming.set(e.dst, []).get(e.dst)!).push(e);
+  for (const e of view.edges)
+    if (e.kind !== "order") (incoming.get(e.dst) ?? incoming.set(e.dst, []).get(e.dst)!).push(e);
   const startsOf = (key: string): number[] => {
     const n = view.byKey.get(key)!;
     if (n.kind === "output") return outputOps.get(n.id) ?? [];
@@ -176,7 +205,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
             break search;
           }
         }
-        for (const p of parentsOf(o)) if (!seen.has(p)) (seen.add(p), next.push(p));
+        for (const p of parentsOf(o)) if (!seen.has(p)) seen.add(p), next.push(p);
       }
       queue = next;
     }

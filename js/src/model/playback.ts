@@ -21,18 +21,33 @@ export interface Step {
 }
 
 function withExpanded(state: ViewState, call: number): ViewState {
-  return { expanded: new Set([...state.expanded, call]), unfolded: state.unfolded, stacked: state.stacked, inlined: state.inlined };
+  return {
+    expanded: new Set([...state.expanded, call]),
+    unfolded: state.unfolded,
+    stacked: state.stacked,
+    inlined: state.inlined,
+  };
 }
 
 function withUnfolded(state: ViewState, run: string): ViewState {
-  return { expanded: state.expanded, unfolded: new Set([...state.unfolded, run]), stacked: state.stacked, inlined: state.inlined };
+  return {
+    expanded: state.expanded,
+    unfolded: new Set([...state.unfolded, run]),
+    stacked: state.stacked,
+    inlined: state.inlined,
+  };
 }
 
 /** The steps of a walk through the view of `start`, in execution order (the states are
  * exact: none is `auto`, which the view may open less deep). */
 export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
   const { calls, inputs, outputs } = tree.graph;
-  const state: ViewState = { expanded: start.expanded, unfolded: start.unfolded, stacked: start.stacked, inlined: start.inlined };
+  const state: ViewState = {
+    expanded: start.expanded,
+    unfolded: start.unfolded,
+    stacked: start.stacked,
+    inlined: start.inlined,
+  };
   // the items of the container `key` (an expanded call's cluster, an unfolded run) in a state
   const containerItems = (at: ViewState, key: string): Item[] => {
     const find = (items: Item[]): Item[] | null => {
@@ -82,6 +97,10 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
 export function sameState(a: ViewState, b: ViewState): boolean {
   const same = (x: ReadonlySet<unknown>, y: ReadonlySet<unknown>) => x.size === y.size && [...x].every((v) => y.has(v));
   const stacks = (x: ViewState) => new Set([...(x.stacked ?? [])].map(([r, k]) => `${r}\u0000${k}`));
-  return same(a.expanded, b.expanded) && same(a.unfolded, b.unfolded) && same(stacks(a), stacks(b)) && same(a.inlined ?? new Set(), b.inlined ?? new Set());
+  return (
+    same(a.expanded, b.expanded) &&
+    same(a.unfolded, b.unfolded) &&
+    same(stacks(a), stacks(b)) &&
+    same(a.inlined ?? new Set(), b.inlined ?? new Set())
+  );
 }
-

@@ -30,7 +30,8 @@ function innermostFailed(graph: WireGraph, failure: WireFailure): number | null 
   };
   let found: number | null = null;
   graph.calls.forEach((c, i) => {
-    if (failure.module !== null && c.module === failure.module && within(i) && (found === null || c.error !== null)) found = i;
+    if (failure.module !== null && c.module === failure.module && within(i) && (found === null || c.error !== null))
+      found = i;
   });
   return found ?? failure.stage;
 }
@@ -132,7 +133,7 @@ export function failureHeadline(graph: WireGraph, p: Problems): { where: string;
     if (cut >= 0) what = what.slice(cut + 8);
   }
   const inner = f.module !== null && f.module !== stage ? f.module : null;
-  const where = stage !== null ? (inner ? `${stage} (${inner})` : stage) : inner ?? "";
+  const where = stage !== null ? (inner ? `${stage} (${inner})` : stage) : (inner ?? "");
   return { where, what };
 }
 
@@ -150,8 +151,13 @@ export function divergesHeadline(graph: WireGraph): { stage: string | null; text
   const raised = c.failed.length > 0 || graph.failure !== null || [...c.stages.values()].some((d) => d.raised);
   if (c.first === null && raised) return null;
   if (c.first !== null && c.failed.some((f) => f.call === c.first)) return null;
-  if (c.first === null) return { stage: null, text: "Runs A and B agree at every stage", detail: `relative L2 ≤ ${c.rtol}${ran}` };
-  return { stage: graph.calls[c.first].id, text: "Runs part at", detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}` };
+  if (c.first === null)
+    return { stage: null, text: "Runs A and B agree at every stage", detail: `relative L2 ≤ ${c.rtol}${ran}` };
+  return {
+    stage: graph.calls[c.first].id,
+    text: "Runs part at",
+    detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}`,
+  };
 }
 
 /** A piece of a sentence: plain words, a stage id, or the user's code (all shown as text). */
@@ -171,14 +177,16 @@ export function originPhrases(graph: WireGraph, o: WireOrigin): Phrase[] {
   const after = id(o.after);
   const out: Phrase[] = [{ text: "produced" }];
   if (!o.text) out.push({ text: ` by ${o.op}` });
-  if (before && after) out.push({ text: " between " }, { text: before, kind: "id" }, { text: " and " }, { text: after, kind: "id" });
+  if (before && after)
+    out.push({ text: " between " }, { text: before, kind: "id" }, { text: " and " }, { text: after, kind: "id" });
   else if (after) out.push({ text: " before " }, { text: after, kind: "id" });
   else if (before) out.push({ text: " after " }, { text: before, kind: "id" });
   const fn = o.function || `${o.type}.forward`;
   out.push({ text: ", in " }, { text: fn, kind: "code" });
   if (o.line && o.text) out.push({ text: ` (line ${o.line}: ` }, { text: o.text, kind: "code" }, { text: ")" });
   else if (o.line) out.push({ text: ` (line ${o.line})` });
-  if (!fn.startsWith(`${o.type}.`)) out.push({ text: `, run by ${o.module ? `${o.module} (${o.type})` : o.type}'s forward` });
+  if (!fn.startsWith(`${o.type}.`))
+    out.push({ text: `, run by ${o.module ? `${o.module} (${o.type})` : o.type}'s forward` });
   return out;
 }
 
@@ -187,7 +195,10 @@ export function originPhrases(graph: WireGraph, o: WireOrigin): Phrase[] {
  * that stage received it with its input, where it was made instead ("NaN/Inf produced between
  * …", `origin` its phrases).
  */
-export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: string; text: string; count: string; origin: Phrase[] | null } | null {
+export function nonfiniteHeadline(
+  graph: WireGraph,
+  p: Problems,
+): { stage: string; text: string; count: string; origin: Phrase[] | null } | null {
   if (p.first === null) return null;
   const stage = graph.calls[p.first].id;
   const n = p.nonfinite.length;
@@ -202,13 +213,20 @@ export function nonfiniteHeadline(graph: WireGraph, p: Problems): { stage: strin
  * (or "in the model's own forward (…)") and what it raised; `call` is the stage in run A's
  * graph (what the banner's button selects), `message` the whole text. Null: run B ran to the end.
  */
-export function runFailureHeadline(graph: WireGraph): { lead: string; what: string; call: number | null; message: string } | null {
+export function runFailureHeadline(
+  graph: WireGraph,
+): { lead: string; what: string; call: number | null; message: string } | null {
   const f = graph.comparison?.failed.find((r) => r.run === "b");
   if (!f) return null;
   const line = firstLine(f.message);
   const cut = line.indexOf(" raised ");
   const what = cut >= 0 ? line.slice(cut + 8) : line;
   const inner = f.module !== null && f.module !== f.stage ? ` (${f.module})` : "";
-  const lead = f.stage !== null ? `Run B failed at ${f.stage}${inner}` : cut >= 0 ? `Run B failed in ${line.slice(0, cut)}` : "Run B failed";
+  const lead =
+    f.stage !== null
+      ? `Run B failed at ${f.stage}${inner}`
+      : cut >= 0
+        ? `Run B failed in ${line.slice(0, cut)}`
+        : "Run B failed";
   return { lead, what, call: f.call, message: f.message };
 }

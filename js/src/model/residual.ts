@@ -50,7 +50,8 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   if (tree.graph.topology === "sequential" || n === 0) return found;
   // the last call of each subtree: calls are in start order, a subtree is contiguous
   const end = Int32Array.from(calls, (_, i) => i);
-  for (let i = n - 1; i >= 0; i--) if (calls[i].parent >= 0) end[calls[i].parent] = Math.max(end[calls[i].parent], end[i]);
+  for (let i = n - 1; i >= 0; i--)
+    if (calls[i].parent >= 0) end[calls[i].parent] = Math.max(end[calls[i].parent], end[i]);
   const inside = (c: number, w: number) => w > c && w <= end[c]; // w in c's subtree, not c
   const childOf = (c: number, w: number) => {
     while (calls[w].parent !== c) w = calls[w].parent;
@@ -84,9 +85,9 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
       if (w === c) next = ops[o][1];
       else if (w >= 0 && inside(c, w)) {
         const k = childOf(c, w);
-        if (!kids.has(k)) (kids.add(k), (next = calls[k].in));
+        if (!kids.has(k)) kids.add(k), (next = calls[k].in);
       }
-      for (const p of next) if (!seen.has(p)) (seen.add(p), todo.push(p));
+      for (const p of next) if (!seen.has(p)) seen.add(p), todo.push(p);
     }
     return { hits, kids };
   };
@@ -109,7 +110,8 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
           }
           // `f(x) + g(x)`: both from the stream; g is x through c's own ops (`x[:, :k]`) or
           // one child, smaller than f's (`downsample(x)`), and f passes other children
-          if (s.hits.size === 0 || s.kids.size > 1 || f.kids.size === 0 || ![...s.hits].some((h) => f.hits.has(h))) continue;
+          if (s.hits.size === 0 || s.kids.size > 1 || f.kids.size === 0 || ![...s.hits].some((h) => f.hits.has(h)))
+            continue;
           if ([...s.kids].some((k) => f.kids.has(k))) continue;
           const branch = [...f.kids].reduce((t, k) => t + size(k), 0);
           if (s.kids.size === 0) kind = "identity";

@@ -165,7 +165,8 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         if (source(o, stage, found)) continue;
         if (!crossRelays && !starts.has(o) && isRelay(o, stage)) {
           const behind = reach(o, stage);
-          if (behind.size > 1) held.push(o); // a stream: crossed after the direct part
+          if (behind.size > 1)
+            held.push(o); // a stream: crossed after the direct part
           else for (const m of behind) found.add(m); // one source's data: direct
           continue;
         }
@@ -215,7 +216,12 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const outputOps = new Map(graph.output_ops);
   graph.outputs.forEach((name, i) => {
     const start = outputOps.get(name) ?? [];
-    sources[outBase + i] = sourcesOf(start, start.map((o) => [o]), -1, outBase + i);
+    sources[outBase + i] = sourcesOf(
+      start,
+      start.map((o) => [o]),
+      -1,
+      outBase + i,
+    );
   });
 
   // 4. Ancestor bitsets in canonical order (sources always precede their destination).
@@ -263,8 +269,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
       for (const m of src) {
         // an older contributor of a relayed stream: shown where the relay was read
         if (m !== primary && relayed[n].has(m) && covered[m >>> 5] & (1 << (m & 31))) continue;
-        const kind: EdgeKind =
-          m === primary ? "flow" : path[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
+        const kind: EdgeKind = m === primary ? "flow" : path[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
         edge(m, n, kind);
       }
     }

@@ -93,8 +93,18 @@ function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[]
       continue;
     }
     const members = stretch.slice(i, i + best);
-    const type = members.slice(0, bestPeriod).map((c) => graph.calls[c].type).join(" → ");
-    runs.push({ key: graph.calls[members[0]].id, members, type, prefix: parent, period: bestPeriod, count: best / bestPeriod });
+    const type = members
+      .slice(0, bestPeriod)
+      .map((c) => graph.calls[c].type)
+      .join(" → ");
+    runs.push({
+      key: graph.calls[members[0]].id,
+      members,
+      type,
+      prefix: parent,
+      period: bestPeriod,
+      count: best / bestPeriod,
+    });
     i += best;
   }
   return runs;
@@ -129,7 +139,10 @@ export function buildTree(graph: WireGraph): CallTree {
     else roots.push(i);
   });
   const runList: Run[] = [];
-  const lists: [number[], string][] = [[roots, ""], ...children.map((kids, c): [number[], string] => [kids, graph.calls[c].module])];
+  const lists: [number[], string][] = [
+    [roots, ""],
+    ...children.map((kids, c): [number[], string] => [kids, graph.calls[c].module]),
+  ];
   for (const [sibs, parent] of lists) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs, parent));
   const runOf = new Int32Array(graph.calls.length).fill(-1);
   runList.forEach((r, k) => r.members.forEach((c) => (runOf[c] = k)));

@@ -70,7 +70,8 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   for (const e of drawing.edges) {
     if (e.kind === "skip" || e.kind === "merge") (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
   }
-  for (const [src, list] of side) if (new Set(list.map((e) => e.dst)).size >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
+  for (const [src, list] of side)
+    if (new Set(list.map((e) => e.dst)).size >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
   const bused = new Set([...buses.values()].flat());
   const edges = drawing.edges.filter((e) => !bused.has(e));
   const order = topoOrder(keys, priority, edges);
@@ -112,7 +113,7 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   });
   const succ = (u: string): string[] => {
     const s = streamTo.get(u);
-    return s !== undefined ? [s] : flowOut.get(u) ?? [];
+    return s !== undefined ? [s] : (flowOut.get(u) ?? []);
   };
   // the longest way on from each key (reverse order)
   const rest = new Map<string, number>();

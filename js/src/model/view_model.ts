@@ -10,7 +10,16 @@ import { stageEdges } from "./topology";
 import { counterpart, located, stackedMember } from "./stack";
 import type { CallTree, Run } from "./tree";
 export { searchCalls } from "./tree";
-export { followStepper, nextMemberKey, prevMemberKey, shownCounterpart, showMember, stackedMember, stackedRuns, unfoldStackKey } from "./stack";
+export {
+  followStepper,
+  nextMemberKey,
+  prevMemberKey,
+  shownCounterpart,
+  showMember,
+  stackedMember,
+  stackedRuns,
+  unfoldStackKey,
+} from "./stack";
 
 /** Which calls are expanded (drawn as clusters) and which runs are unfolded. */
 export interface ViewState {
@@ -90,7 +99,14 @@ function containerItems(tree: CallTree, state: ViewState, siblings: number[], in
       if (state.unfolded.has(run.key)) {
         items.push({ kind: "run", key: runKey(run.key), run, items: containerItems(tree, state, run.members, true) });
       } else if (shown >= 0) {
-        items.push({ kind: "stack", key: stackKey(run.key), run, call: c, shown, items: containerItems(tree, state, tree.children[c]) });
+        items.push({
+          kind: "stack",
+          key: stackKey(run.key),
+          run,
+          call: c,
+          shown,
+          items: containerItems(tree, state, tree.children[c]),
+        });
       } else {
         items.push({ kind: "fold", key: foldKey(run.key), run });
       }
@@ -101,7 +117,12 @@ function containerItems(tree: CallTree, state: ViewState, siblings: number[], in
     if (state.expanded.has(c) && tree.children[c].length > 0 && state.inlined?.has(c)) {
       items.push(...containerItems(tree, state, tree.children[c]));
     } else if (state.expanded.has(c) && tree.children[c].length > 0) {
-      items.push({ kind: "cluster", key: clusterKey(call.id), call: c, items: containerItems(tree, state, tree.children[c]) });
+      items.push({
+        kind: "cluster",
+        key: clusterKey(call.id),
+        call: c,
+        items: containerItems(tree, state, tree.children[c]),
+      });
     } else {
       items.push({ kind: "stage", key: stageKey(call.id), call: c });
     }
@@ -138,18 +159,39 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     for (const it of list) {
       if (it.kind === "stage") {
         const call = shown(it.call);
-        nodes.push({ key: it.key, id: graph.calls[call].id, kind: "stage", call, run: null, path, ...(stack ? { base: it.call } : {}) });
+        nodes.push({
+          key: it.key,
+          id: graph.calls[call].id,
+          kind: "stage",
+          call,
+          run: null,
+          path,
+          ...(stack ? { base: it.call } : {}),
+        });
         selection.push(it.call);
         keyOfId.set(graph.calls[it.call].id, it.key);
         if (stack) inStack.set(it.key, stack);
       } else if (it.kind === "fold") {
         const call = shown(it.run.members[0]);
-        nodes.push({ key: it.key, id: it.run.key, kind: "fold", call, run: it.run, path, ...(stack ? { base: it.run.members[0] } : {}) });
-        for (const m of it.run.members) (selection.push(m), keyOfId.set(graph.calls[m].id, it.key));
+        nodes.push({
+          key: it.key,
+          id: it.run.key,
+          kind: "fold",
+          call,
+          run: it.run,
+          path,
+          ...(stack ? { base: it.run.members[0] } : {}),
+        });
+        for (const m of it.run.members) selection.push(m), keyOfId.set(graph.calls[m].id, it.key);
         if (stack) inStack.set(it.key, stack);
       } else if (it.kind === "stack") {
         const map = counterpart(tree, it.run, it.shown);
-        const st: Stack = { key: it.key, run: it.run, shown: it.shown, steppable: it.run.members.every((_, k) => counterpart(tree, it.run, k) !== null) };
+        const st: Stack = {
+          key: it.key,
+          run: it.run,
+          shown: it.shown,
+          steppable: it.run.members.every((_, k) => counterpart(tree, it.run, k) !== null),
+        };
         stacks.push(st);
         it.run.members.slice(1).forEach((m, j) => (selection.push(m), memberOf.set(graph.calls[m].id, [st, j + 1])));
         walk(it.items, [...path, it.key], st, it.shown > 0 ? map : null);
@@ -160,8 +202,12 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   };
   walk(items, [""], null, null);
   nodes.sort((a, b) => (a.base ?? a.call) - (b.base ?? b.call));
-  const ins = graph.inputs.map((name): VisibleNode => ({ key: inputKey(name), id: name, kind: "input", call: -1, run: null, path: [""] }));
-  const outs = graph.outputs.map((name): VisibleNode => ({ key: outputKey(name), id: name, kind: "output", call: -1, run: null, path: [""] }));
+  const ins = graph.inputs.map(
+    (name): VisibleNode => ({ key: inputKey(name), id: name, kind: "input", call: -1, run: null, path: [""] }),
+  );
+  const outs = graph.outputs.map(
+    (name): VisibleNode => ({ key: outputKey(name), id: name, kind: "output", call: -1, run: null, path: [""] }),
+  );
   for (const n of [...ins, ...outs]) keyOfId.set(n.id, n.key);
   const all = [...ins, ...nodes, ...outs];
 
@@ -181,17 +227,28 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     if (from || to) {
       const [st, j] = from ?? to!;
       const dst = keyOfId.get(e.dst);
-      if (from && !to && j === st.run.members.length - 1 && dst) (outOf.get(st) ?? outOf.set(st, []).get(st)!).push(dst);
+      if (from && !to && j === st.run.members.length - 1 && dst)
+        (outOf.get(st) ?? outOf.set(st, []).get(st)!).push(dst);
       const src = keyOfId.get(e.src);
-      if (!from && to && to[1] === 1 && src && inStack.get(src) === to[0]) (into.get(to[0]) ?? into.set(to[0], []).get(to[0])!).push([src, e.kind]);
+      if (!from && to && to[1] === 1 && src && inStack.get(src) === to[0])
+        (into.get(to[0]) ?? into.set(to[0], []).get(to[0])!).push([src, e.kind]);
       continue;
     }
     const src = keyOfId.get(e.src);
     const dst = keyOfId.get(e.dst);
     if (src && dst) add(src, dst, e.kind);
   }
-  for (const [st, list] of into) for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) add(src, dst, kind);
-  return { tree, items, nodes: all, byKey: new Map(all.map((n) => [n.key, n])), edges: [...best.values()], selection, stacks };
+  for (const [st, list] of into)
+    for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) add(src, dst, kind);
+  return {
+    tree,
+    items,
+    nodes: all,
+    byKey: new Map(all.map((n) => [n.key, n])),
+    edges: [...best.values()],
+    selection,
+    stacks,
+  };
 }
 
 /** The visible node that currently shows a call (itself, its fold, or a collapsed ancestor). */

@@ -5,7 +5,18 @@
  */
 import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
 import type { CallTree } from "./tree";
-import { buildView, clusterKey, foldKey, type Item, runKey, stackKey, stageKey, type ViewGraph, type ViewState, viewItems } from "./view_model";
+import {
+  buildView,
+  clusterKey,
+  foldKey,
+  type Item,
+  runKey,
+  stackKey,
+  stageKey,
+  type ViewGraph,
+  type ViewState,
+  viewItems,
+} from "./view_model";
 
 /** Number of drawn stage and fold nodes. */
 export function visibleCount(tree: CallTree, state: ViewState): number {
@@ -55,15 +66,29 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
       const candidates: number[] = [];
       visibleExpandable(tree, viewItems(tree, state), candidates);
       if (candidates.length === 0) return levels;
-      const next: ViewState = { expanded: new Set([...state.expanded, ...candidates]), unfolded: state.unfolded, stacked, inlined: state.inlined };
-      if (visibleCount(tree, next) > maxVisible || (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)) return levels;
+      const next: ViewState = {
+        expanded: new Set([...state.expanded, ...candidates]),
+        unfolded: state.unfolded,
+        stacked,
+        inlined: state.inlined,
+      };
+      if (
+        visibleCount(tree, next) > maxVisible ||
+        (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)
+      )
+        return levels;
       levels.push((state = next));
     }
   };
   const stacks = stackedRuns(tree);
-  const drawsStack = (items: Item[]): boolean => items.some((it) => it.kind === "stack" || ("items" in it && drawsStack(it.items)));
-  const fits = (s: ViewState) => visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
-  return [...chain(undefined), ...(stacks.size ? chain(stacks).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : [])];
+  const drawsStack = (items: Item[]): boolean =>
+    items.some((it) => it.kind === "stack" || ("items" in it && drawsStack(it.items)));
+  const fits = (s: ViewState) =>
+    visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
+  return [
+    ...chain(undefined),
+    ...(stacks.size ? chain(stacks).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
+  ];
 }
 
 /**
@@ -179,7 +204,7 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
   const stacked = new Map(state.stacked ?? []);
   const at = stackedAt(tree, state, call);
   const m0 = at && at.base !== at.run.members[0] ? at.run.members[0] : -1; // a block itself: its run unfolds
-  if (at && m0 >= 0) (stacked.set(at.run.key, at.member), (call = at.base));
+  if (at && m0 >= 0) stacked.set(at.run.key, at.member), (call = at.base);
   for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
     if (c === m0) continue; // the stack opens member 0
     if (c !== call) expanded.add(c);
@@ -189,4 +214,3 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
   expanded.delete(call);
   return { expanded, unfolded, stacked, inlined: state.inlined };
 }
-

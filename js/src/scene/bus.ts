@@ -19,7 +19,11 @@ const TAP_SEP = 8; // between the taps of two buses into one reader
 const TAP_CLEAR = 24; // a tap passes a node no closer than this along the flow
 
 export function drawBuses(
-  buses: Map<string, DrawnEdge[]>, view: ViewGraph, boxOf: (key: string) => Box | undefined, obstacles: Box[], dir: Direction,
+  buses: Map<string, DrawnEdge[]>,
+  view: ViewGraph,
+  boxOf: (key: string) => Box | undefined,
+  obstacles: Box[],
+  dir: Direction,
 ): { buses: SceneBus[]; taps: SceneEdge[] } {
   const tb = dir === "TB";
   const al = (b: Box): [number, number] => (tb ? [b[1], b[3]] : [b[0], b[2]]);
@@ -35,18 +39,29 @@ export function drawBuses(
   // a tap straight across from `at` into `box` that passes behind another node, or close
   // along it (where a skip leaves an open group), not the groups around the reader: the
   // reader lies beyond something, seen from that side
-  const inside = (a: Box, b: Box) => a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
+  const inside = (a: Box, b: Box) =>
+    a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
   const blocked = (a: number, at: number, box: Box, to: number, from: Box, clear = TAP_CLEAR) => {
     const [x0, y0, x1, y1] = tb ? [at, a, to, a] : [a, at, a, to];
     return obstacles.some((b) => {
       if (b === from || inside(box, b)) return false;
-      const wide: Box = tb ? [b[0], b[1] - clear, b[2], b[3] + 2 * clear] : [b[0] - clear, b[1], b[2] + 2 * clear, b[3]];
+      const wide: Box = tb
+        ? [b[0], b[1] - clear, b[2], b[3] + 2 * clear]
+        : [b[0] - clear, b[1], b[2] + 2 * clear, b[3]];
       return segmentHitsBox(x0, y0, x1, y1, wide, 2);
     });
   };
   interface Round {
-    sgn: number; at: number; bottom: number; far: number; a0: number; out: number[];
-    ends: { e: DrawnEdge; box: Box }[]; tapAt: number[]; isFar: boolean[]; src: string;
+    sgn: number;
+    at: number;
+    bottom: number;
+    far: number;
+    a0: number;
+    out: number[];
+    ends: { e: DrawnEdge; box: Box }[];
+    tapAt: number[];
+    isFar: boolean[];
+    src: string;
   }
   const rounds: Round[] = [];
   const tappers = new Map<string, string[]>(); // reader -> the buses tapping it
@@ -58,7 +73,9 @@ export function drawBuses(
   }
   for (const [src, edges] of buses) {
     const sb = boxOf(src);
-    const ends = edges.map((e) => ({ e, box: boxOf(e.dst) })).filter((t): t is { e: DrawnEdge; box: Box } => t.box !== undefined);
+    const ends = edges
+      .map((e) => ({ e, box: boxOf(e.dst) }))
+      .filter((t): t is { e: DrawnEdge; box: Box } => t.box !== undefined);
     if (!sb || ends.length === 0) continue;
     const [sa, sl] = al(sb);
     const [sc, sw] = ac(sb);
@@ -87,7 +104,8 @@ export function drawBuses(
     const [lo, hi] = extent(out[0], aEnd, sc, sc + sw);
     const lane = (sgn: number) => {
       let at = sgn > 0 ? hi + OFF : lo - OFF;
-      for (const u of used) if (u.side === sgn && u.a0 < aEnd && out[0] < u.a1 && Math.abs(u.at - at) < STEP) at = u.at + sgn * STEP;
+      for (const u of used)
+        if (u.side === sgn && u.a0 < aEnd && out[0] < u.a1 && Math.abs(u.at - at) < STEP) at = u.at + sgn * STEP;
       return at;
     };
     const near = (box: Box, at: number) => {
@@ -99,14 +117,25 @@ export function drawBuses(
     // outside of one side, under the bottom, up the outside of the other)
     // taps of a plan that pass behind a node, and that pass close along one
     const behind = (at: number, far: number, isFar: boolean[], clear: number) =>
-      ends.filter(({ box }, i) => blocked(tapAt[i], isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear)).length;
+      ends.filter(({ box }, i) =>
+        blocked(tapAt[i], isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
+      ).length;
     const plan = (sgn: number, straight: boolean) => {
       const at = lane(sgn);
       const isFar = ends.map(({ box }, i) => !straight && blocked(tapAt[i], at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
       if (!isFar.some(Boolean)) {
         const cost = ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1]));
-        return { sgn, at, isFar, bottom: 0, far: 0, cost, hard: behind(at, 0, isFar, 0), soft: behind(at, 0, isFar, TAP_CLEAR) };
+        return {
+          sgn,
+          at,
+          isFar,
+          bottom: 0,
+          far: 0,
+          cost,
+          hard: behind(at, 0, isFar, 0),
+          soft: behind(at, 0, isFar, TAP_CLEAR),
+        };
       }
       let bottom = -Infinity;
       for (const b of obstacles) {
@@ -119,7 +148,16 @@ export function drawBuses(
       const far = sgn > 0 ? flo - OFF : fhi + OFF;
       let cost = Math.abs(at - out[1]) + Math.abs(far - at) + 2 * (bottom - top);
       ends.forEach(({ box }, i) => (cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at))));
-      return { sgn, at, isFar, bottom, far, cost, hard: behind(at, far, isFar, 0), soft: behind(at, far, isFar, TAP_CLEAR) };
+      return {
+        sgn,
+        at,
+        isFar,
+        bottom,
+        far,
+        cost,
+        hard: behind(at, far, isFar, 0),
+        soft: behind(at, far, isFar, TAP_CLEAR),
+      };
     };
     // the plan whose taps pass behind fewest nodes, then close along fewest; then straight
     // taps before a line round; where both go round, the side of the source (its line does
@@ -132,7 +170,9 @@ export function drawBuses(
       if (fp !== fq) return !fp;
       return fp ? Math.abs(p.at - out[1]) <= Math.abs(q.at - out[1]) : p.cost <= q.cost;
     };
-    const best = [plan(1, true), plan(-1, true), plan(1, false), plan(-1, false)].reduce((p, q) => (better(q, p) ? q : p));
+    const best = [plan(1, true), plan(-1, true), plan(1, false), plan(-1, false)].reduce((p, q) =>
+      better(q, p) ? q : p,
+    );
     const { sgn, at } = best;
     const round = nFar(best) > 0;
     used.push({ side: sgn, at, a0: out[0], a1: round ? best.bottom : aEnd });
@@ -149,8 +189,12 @@ export function drawBuses(
       taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
     result.push({
-      key: `b:${src}`, src, srcId: node?.id ?? src, kind,
-      points: xy(rounded([out[0], out[1], a0, out[1], a0, at, aEnd, at], 10)), taps: dots,
+      key: `b:${src}`,
+      src,
+      srcId: node?.id ?? src,
+      kind,
+      points: xy(rounded([out[0], out[1], a0, out[1], a0, at, aEnd, at], 10)),
+      taps: dots,
     });
   }
   // buses round a U nest: the one further out on its side passes further under and outside
@@ -176,8 +220,14 @@ export function drawBuses(
     });
     const node = view.byKey.get(r.src);
     result.push({
-      key: `b:${r.src}`, src: r.src, srcId: node?.id ?? r.src, kind: r.ends[0].e.kind,
-      points: xy(rounded([r.out[0], r.out[1], r.a0, r.out[1], r.a0, r.at, r.bottom, r.at, r.bottom, r.far, top, r.far], 10)), taps: dots,
+      key: `b:${r.src}`,
+      src: r.src,
+      srcId: node?.id ?? r.src,
+      kind: r.ends[0].e.kind,
+      points: xy(
+        rounded([r.out[0], r.out[1], r.a0, r.out[1], r.a0, r.at, r.bottom, r.at, r.bottom, r.far, top, r.far], 10),
+      ),
+      taps: dots,
     });
   }
   return { buses: result, taps };
@@ -186,9 +236,15 @@ export function drawBuses(
     const ve = e.edge!;
     const node = view.byKey.get(src);
     return {
-      key: `${ve.src}>${ve.dst}`, src: ve.src, dst: ve.dst,
-      srcId: node?.id ?? src, dstId: view.byKey.get(ve.dst)?.id ?? ve.dst,
-      kind: e.kind, points, from: `b:${src}`, to: e.dst,
+      key: `${ve.src}>${ve.dst}`,
+      src: ve.src,
+      dst: ve.dst,
+      srcId: node?.id ?? src,
+      dstId: view.byKey.get(ve.dst)?.id ?? ve.dst,
+      kind: e.kind,
+      points,
+      from: `b:${src}`,
+      to: e.dst,
     };
   }
 }

@@ -7,7 +7,15 @@
  * routes those pieces itself). The drawing and the trunk are computed once per view.
  * Pure and DOM-free.
  */
-import { GROUP_PAD, type FitTarget, type LayoutEdge, type LayoutGroup, type LayoutLeaf, type LayoutRequest, type Direction } from "../layout/layout";
+import {
+  GROUP_PAD,
+  type FitTarget,
+  type LayoutEdge,
+  type LayoutGroup,
+  type LayoutLeaf,
+  type LayoutRequest,
+  type Direction,
+} from "../layout/layout";
 import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
@@ -138,19 +146,36 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     const at = j.path.length > 1 ? j.path[j.path.length - 1] : ROOT;
     (inner.get(at) ?? inner.set(at, []).get(at)!).push(j);
   }
-  const leaf = (key: string, w: number, h: number, junction = false): LayoutLeaf => ({ key, w, h, spine: trunk.spine.has(key), junction });
+  const leaf = (key: string, w: number, h: number, junction = false): LayoutLeaf => ({
+    key,
+    w,
+    h,
+    spine: trunk.spine.has(key),
+    junction,
+  });
   // `minW`: in a stack, its nodes are at least as wide as its header needs
-  const build = (key: string, items: Item[], ports: LayoutLeaf[] = [], tail: LayoutLeaf[] = [], minW = 0): LayoutGroup => {
+  const build = (
+    key: string,
+    items: Item[],
+    ports: LayoutLeaf[] = [],
+    tail: LayoutLeaf[] = [],
+    minW = 0,
+  ): LayoutGroup => {
     const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [] };
     groups.set(key, g);
     g.items.push(...ports);
     for (const it of items) {
-      if (it.kind === "stage") g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call])), NODE_H + extra));
+      if (it.kind === "stage")
+        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call])), NODE_H + extra));
       else if (it.kind === "fold") g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;
         const header =
-          it.kind === "stack" ? stackHeaderWidth(it.run) : it.kind === "cluster" ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call].type) : 0;
+          it.kind === "stack"
+            ? stackHeaderWidth(it.run)
+            : it.kind === "cluster"
+              ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call].type)
+              : 0;
         g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0));
       }
     }

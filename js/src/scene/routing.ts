@@ -20,7 +20,12 @@ const STUB = 10; // an edge leaves and enters its side square to it for this lon
  * flow and a skip edge leaving one node do not start on the same point. Ends are ordered by
  * where each edge heads across the flow, so neighbouring edges do not cross at the node.
  */
-export function spreadPorts(edges: SceneEdge[], boxes: Record<string, Box>, dir: Direction, fixed: ReadonlySet<string> = new Set()) {
+export function spreadPorts(
+  edges: SceneEdge[],
+  boxes: Record<string, Box>,
+  dir: Direction,
+  fixed: ReadonlySet<string> = new Set(),
+) {
   const { across, along } = axes(dir);
   const onSide = (e: SceneEdge, key: string, out: boolean) => {
     const b = boxes[key];
@@ -68,7 +73,9 @@ function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
     return [at(i), at(n - 1)];
   };
   const order = list.map((e) => ({ e, h: heading(e) }));
-  order.sort((a, b) => a.h[0] - b.h[0] || a.h[1] - b.h[1] || (a.e.kind === "flow" ? -1 : 0) - (b.e.kind === "flow" ? -1 : 0));
+  order.sort(
+    (a, b) => a.h[0] - b.h[0] || a.h[1] - b.h[1] || (a.e.kind === "flow" ? -1 : 0) - (b.e.kind === "flow" ? -1 : 0),
+  );
   const k = order.length;
   const room = Math.max(0, side - 2 * Math.min(PORT_MARGIN, side / 4));
   const gap = k > 1 ? Math.min(PORT_GAP, room / (k - 1)) : 0;

@@ -17,7 +17,25 @@ import { clusterLabel, drawnOf, itemPath, projectEdge, stageTitle } from "./requ
 import { spreadPorts } from "./routing";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
 
-export { drawnOf, itemPath, stageTitle, stageWidth, JUNCTION_D, layoutRequest, MIN_NAME_PX, MINIMAP_STRIP, NAME_PX, NODE_H, NODE_W, PORT_H, PORT_W, projectEdge, READ_K, ROOT, THUMB_H } from "./request";
+export {
+  drawnOf,
+  itemPath,
+  stageTitle,
+  stageWidth,
+  JUNCTION_D,
+  layoutRequest,
+  MIN_NAME_PX,
+  MINIMAP_STRIP,
+  NAME_PX,
+  NODE_H,
+  NODE_W,
+  PORT_H,
+  PORT_W,
+  projectEdge,
+  READ_K,
+  ROOT,
+  THUMB_H,
+} from "./request";
 
 /** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
 function runType(run: Run): string {
@@ -33,7 +51,22 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     const box = lay.boxes[n.key];
     if (!box) continue;
     if (n.kind === "input" || n.kind === "output") {
-      nodes.push({ key: n.key, id: n.id, kind: n.kind, call: -1, box, title: n.id, path: n.id, type: n.kind, shape: "", params: "", expandable: false, foldCount: 0, error: null, mark: null });
+      nodes.push({
+        key: n.key,
+        id: n.id,
+        kind: n.kind,
+        call: -1,
+        box,
+        title: n.id,
+        path: n.id,
+        type: n.kind,
+        shape: "",
+        params: "",
+        expandable: false,
+        foldCount: 0,
+        error: null,
+        mark: null,
+      });
       continue;
     }
     const c = calls[n.call];
@@ -43,21 +76,39 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       const params = members.reduce((s, m) => s + calls[m].params, 0);
       const err = members.map((m) => calls[m].error).find((e) => e !== null) ?? null;
       nodes.push({
-        key: n.key, id: n.id, kind: "fold", call: n.call, box,
+        key: n.key,
+        id: n.id,
+        kind: "fold",
+        call: n.call,
+        box,
         title: `${runType(n.run)} × ${n.run.count}`,
         path: `${c.module} … ${last.module.slice(last.module.lastIndexOf(".") + 1)}`,
-        type: runType(n.run), shape: formatShape(last.shapes[0]), params: formatParams(params),
-        expandable: true, foldCount: n.run.count, error: err, mark: mark(n.key),
+        type: runType(n.run),
+        shape: formatShape(last.shapes[0]),
+        params: formatParams(params),
+        expandable: true,
+        foldCount: n.run.count,
+        error: err,
+        mark: mark(n.key),
       });
       const residual = residualOf(tree, members);
       if (residual) nodes[nodes.length - 1].residual = residual;
     } else {
       nodes.push({
-        key: n.key, id: n.id, kind: "stage", call: n.call, box,
+        key: n.key,
+        id: n.id,
+        kind: "stage",
+        call: n.call,
+        box,
         title: stageTitle(c),
         path: c.module,
-        type: c.type, shape: formatShape(c.shapes[0]), params: formatParams(c.params),
-        expandable: tree.children[n.call].length > 0, foldCount: 0, error: c.error, mark: mark(n.key),
+        type: c.type,
+        shape: formatShape(c.shapes[0]),
+        params: formatParams(c.params),
+        expandable: tree.children[n.call].length > 0,
+        foldCount: 0,
+        error: c.error,
+        mark: mark(n.key),
       });
       const residual = residualOf(tree, [n.base ?? n.call]);
       if (residual) nodes[nodes.length - 1].residual = residual;
@@ -70,14 +121,33 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       if (it.kind === "cluster") {
         const call = map?.get(it.call) ?? it.call;
         const c = calls[call];
-        clusters.push({ key: it.key, id: c.id, kind: "cluster", call, box: lay.boxes[it.key], label: clusterLabel(calls, call), type: c.type, depth: c.depth, mark: mark(it.key) });
+        clusters.push({
+          key: it.key,
+          id: c.id,
+          kind: "cluster",
+          call,
+          box: lay.boxes[it.key],
+          label: clusterLabel(calls, call),
+          type: c.type,
+          depth: c.depth,
+          mark: mark(it.key),
+        });
         walk(it.items, map);
       } else if (it.kind === "run") {
         const c = calls[it.run.members[0]];
         clusters.push({
-          key: it.key, id: it.run.key, kind: "run", call: it.run.members[0], box: lay.boxes[it.key],
-          label: it.run.period > 1 ? `${c.module} … ${calls[it.run.members[it.run.members.length - 1]].module}` : `${it.run.prefix}.* (${it.run.members.length})`,
-          type: `${runType(it.run)} × ${it.run.count}`, depth: c.depth, mark: null,
+          key: it.key,
+          id: it.run.key,
+          kind: "run",
+          call: it.run.members[0],
+          box: lay.boxes[it.key],
+          label:
+            it.run.period > 1
+              ? `${c.module} … ${calls[it.run.members[it.run.members.length - 1]].module}`
+              : `${it.run.prefix}.* (${it.run.members.length})`,
+          type: `${runType(it.run)} × ${it.run.count}`,
+          depth: c.depth,
+          mark: null,
         });
         walk(it.items, map);
       } else if (it.kind === "stack") {
@@ -85,11 +155,23 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         const shown = st?.shown ?? 0;
         const c = calls[it.run.members[shown]];
         clusters.push({
-          key: it.key, id: c.id, kind: "stack", call: it.run.members[shown], box: lay.boxes[it.key],
-          label: `${runType(it.run)} × ${it.run.count}`, type: c.module, depth: c.depth, mark: mark(it.key),
+          key: it.key,
+          id: c.id,
+          kind: "stack",
+          call: it.run.members[shown],
+          box: lay.boxes[it.key],
+          label: `${runType(it.run)} × ${it.run.count}`,
+          type: c.module,
+          depth: c.depth,
+          mark: mark(it.key),
           stack: {
-            count: it.run.count, shown, steppable: st?.steppable ?? false,
-            prev: prevMemberKey(it.run.key), next: nextMemberKey(it.run.key), unfold: unfoldStackKey(it.run.key), fold: it.key,
+            count: it.run.count,
+            shown,
+            steppable: st?.steppable ?? false,
+            prev: prevMemberKey(it.run.key),
+            next: nextMemberKey(it.run.key),
+            unfold: unfoldStackKey(it.run.key),
+            fold: it.key,
           },
         });
         walk(it.items, shown > 0 ? counterpart(tree, it.run, shown) : null);
@@ -142,20 +224,43 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     const points = compose(e.src, e.dst);
     if (!points) continue;
     if (!e.edge) {
-      stubs.push({ key: `${e.src}>${e.dst}`, src: e.src, dst: e.dst, srcId: "", dstId: view.byKey.get(e.dst)?.id ?? e.dst, kind: "flow", points, from: e.src, to: e.dst });
+      stubs.push({
+        key: `${e.src}>${e.dst}`,
+        src: e.src,
+        dst: e.dst,
+        srcId: "",
+        dstId: view.byKey.get(e.dst)?.id ?? e.dst,
+        kind: "flow",
+        points,
+        from: e.src,
+        to: e.dst,
+      });
       continue;
     }
     const ve = e.edge;
     const a = view.byKey.get(ve.src)!;
     const b = view.byKey.get(ve.dst)!;
-    edges.push({ key: `${ve.src}>${ve.dst}`, src: ve.src, dst: ve.dst, srcId: a.id, dstId: b.id, kind: ve.kind, points, from: e.src, to: e.dst });
+    edges.push({
+      key: `${ve.src}>${ve.dst}`,
+      src: ve.src,
+      dst: ve.dst,
+      srcId: a.id,
+      dstId: b.id,
+      kind: ve.kind,
+      points,
+      from: e.src,
+      to: e.dst,
+    });
   }
   const obstacles = [...nodes.map((n) => n.box), ...junctionList.map((j) => j.box), ...clusters.map((c) => c.box)];
   const bus = drawBuses(trunk.buses, view, boxOf, obstacles, dir);
   edges.push(...bus.taps);
   spreadPorts([...edges, ...stubs], lay.boxes, dir, new Set(drawing.byKey.keys()));
   // Buses may run beside everything: the scene starts at 0, 0 again.
-  let minX = 0, minY = 0, maxX = lay.width, maxY = lay.height;
+  let minX = 0,
+    minY = 0,
+    maxX = lay.width,
+    maxY = lay.height;
   const grow = (pts: number[]) => {
     for (let i = 0; i < pts.length; i += 2) {
       minX = Math.min(minX, pts[i]);
@@ -177,9 +282,19 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     for (const c of clusters) c.box = moveBox(c.box);
     for (const j of junctionList) j.box = moveBox(j.box);
     for (const e of [...edges, ...stubs]) move(e.points);
-    for (const b of bus.buses) (move(b.points), move(b.taps));
+    for (const b of bus.buses) move(b.points), move(b.taps);
   }
-  return { dir, nodes, clusters, edges, junctions: junctionList, stubs, buses: bus.buses, width: maxX - minX, height: maxY - minY };
+  return {
+    dir,
+    nodes,
+    clusters,
+    edges,
+    junctions: junctionList,
+    stubs,
+    buses: bus.buses,
+    width: maxX - minX,
+    height: maxY - minY,
+  };
 }
 
 /** An SVG path through the points: straight ends, a smooth B-spline in between. */
@@ -190,15 +305,22 @@ export function edgePath(p: number[]): string {
   if (n === 2) return `M${f(p[0])},${f(p[1])}L${f(p[2])},${f(p[3])}`;
   let d = `M${f(p[0])},${f(p[1])}`;
   // Uniform cubic B-spline (like d3.curveBasis), clamped at both ends.
-  let x0 = p[0], y0 = p[1], x1 = p[0], y1 = p[1];
+  let x0 = p[0],
+    y0 = p[1],
+    x1 = p[0],
+    y1 = p[1];
   const point = (x: number, y: number) => {
     d += `C${f((2 * x0 + x1) / 3)},${f((2 * y0 + y1) / 3)} ${f((x0 + 2 * x1) / 3)},${f((y0 + 2 * y1) / 3)} ${f((x0 + 4 * x1 + x) / 6)},${f((y0 + 4 * y1 + y) / 6)}`;
   };
   for (let i = 1; i < n; i++) {
-    const x = p[2 * i], y = p[2 * i + 1];
+    const x = p[2 * i],
+      y = p[2 * i + 1];
     if (i >= 2) point(x, y);
     else d += `L${f((5 * x0 + x) / 6)},${f((5 * y0 + y) / 6)}`;
-    x0 = x1; y0 = y1; x1 = x; y1 = y;
+    x0 = x1;
+    y0 = y1;
+    x1 = x;
+    y1 = y;
   }
   point(x1, y1);
   d += `L${f(x1)},${f(y1)}`;

@@ -9,7 +9,14 @@
 import type { PatchGrid } from "../model/patches";
 import type { AttentionData, ViewData } from "../wire";
 import { imageAttention } from "./attention_image";
-import { type AttentionHost, attentionControls, hoverReadout, SCALE_WORDS, scaleFor, zoomControls } from "./attention_section";
+import {
+  type AttentionHost,
+  attentionControls,
+  hoverReadout,
+  SCALE_WORDS,
+  scaleFor,
+  zoomControls,
+} from "./attention_section";
 import { headMaps, headView, type ModelRow, modelView, topOf } from "./attention_views";
 import { gradientStops } from "./colormap";
 import { h, heading } from "./dom";
@@ -51,13 +58,25 @@ function attentionModel(sec: HTMLElement, ctx: AttentionContext) {
 function attentionImage(sec: HTMLElement, ctx: AttentionContext, a: AttentionData, grid: PatchGrid) {
   const box = h("div", { class: "nfw-note" }, "Loading the image and every attention stage …");
   sec.append(box);
-  void imageAttention(a, grid, { stage: ctx.reply.stage, width: ctx.width, image: ctx.inputImage, rows: ctx.attentionRows }).then((el) => {
+  void imageAttention(a, grid, {
+    stage: ctx.reply.stage,
+    width: ctx.width,
+    image: ctx.inputImage,
+    rows: ctx.attentionRows,
+  }).then((el) => {
     box.replaceWith(el);
     (el as HTMLElement & { draw?: () => void }).draw?.();
   });
 }
 
-function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionContext, draws: (() => void)[], a: AttentionData, index: number) {
+function attentionCall(
+  sec: HTMLElement,
+  controls: HTMLElement,
+  ctx: AttentionContext,
+  draws: (() => void)[],
+  a: AttentionData,
+  index: number,
+) {
   const count = ctx.reply.attention.length;
   const patches = ctx.patches(a.k_len);
   // "on the image" where this stage's keys are the image's patches, else the map
@@ -73,7 +92,9 @@ function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionCo
   }
   if (count > 1) sec.append(heading(`Attention ${index + 1} of ${count}`));
   if (mode === "heads") {
-    const view = headView(a, ctx.reply.tokens, ctx.width, scaleFor(ctx.attention.scale, a.k_len)) as HTMLElement & { draw?: () => void };
+    const view = headView(a, ctx.reply.tokens, ctx.width, scaleFor(ctx.attention.scale, a.k_len)) as HTMLElement & {
+      draw?: () => void;
+    };
     sec.append(view);
     draws.push(() => view.draw?.());
     return;
@@ -93,7 +114,13 @@ function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionCo
   const panels = h("div", { class: `nfw-panels${side ? " nfw-panels-row" : ""}` });
   const bar = h("div");
   sec.append(panels, bar);
-  const canvas = (run: string) => h("canvas", { class: "nfw-plot", "data-view-kind": "attention", "data-run": run, "aria-label": `attention map${run ? ` (${run})` : ""}` });
+  const canvas = (run: string) =>
+    h("canvas", {
+      class: "nfw-plot",
+      "data-view-kind": "attention",
+      "data-run": run,
+      "aria-label": `attention map${run ? ` (${run})` : ""}`,
+    });
   const main = canvas("");
   panels.append(compared ? panel("a", main) : main);
   const readout = h("div", { class: "nfw-readout", "aria-live": "polite" }, "Point at the map to read a weight.");
@@ -101,17 +128,43 @@ function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionCo
   const pooled = a.pool[0] > 1 || a.pool[1] > 1;
   const what = a.head === null ? "mean over heads" : `head ${a.head}`;
   const zoomed = a.window[1] - a.window[0] < a.q_len || a.window[3] - a.window[2] < a.k_len;
-  const grain = pooled ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions` : zoomed ? " · every position exact" : "";
-  sec.append(note(`${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${grain}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`));
-  const other = (s: PanelState | null) => (s?.state === "ok" ? s.reply.attention[index] ?? null : null);
+  const grain = pooled
+    ? ` · block means of ${a.pool[0]}×${a.pool[1]} positions`
+    : zoomed
+      ? " · every position exact"
+      : "";
+  sec.append(
+    note(
+      `${what} · ${a.heads} heads · ${a.q_len} queries × ${a.k_len} keys${a.causal ? " · causal" : ""}${grain}${a.source ? ` · ${a.source}` : ""} · rows: queries, columns: keys`,
+    ),
+  );
+  const other = (s: PanelState | null) => (s?.state === "ok" ? (s.reply.attention[index] ?? null) : null);
   const ab = other(ctx.b);
   const ad = other(ctx.diff);
   const bCanvas = canvas("b");
   const dCanvas = canvas("diff");
   const dBar = h("div");
   if (compared) {
-    panels.append(panel("b", ctx.b?.state === "ok" ? (ab ? bCanvas : note("No attention here in run B.")) : stateInto(ctx.b ?? { state: "error", message: "Run B has no such stage." }, () => note(""))));
-    panels.append(panel("diff", ctx.diff?.state === "ok" ? (ad ? dCanvas : note("No A − B here.")) : stateInto(ctx.diff ?? { state: "error", message: "No A − B here." }, () => note(""))));
+    panels.append(
+      panel(
+        "b",
+        ctx.b?.state === "ok"
+          ? ab
+            ? bCanvas
+            : note("No attention here in run B.")
+          : stateInto(ctx.b ?? { state: "error", message: "Run B has no such stage." }, () => note("")),
+      ),
+    );
+    panels.append(
+      panel(
+        "diff",
+        ctx.diff?.state === "ok"
+          ? ad
+            ? dCanvas
+            : note("No A − B here.")
+          : stateInto(ctx.diff ?? { state: "error", message: "No A − B here." }, () => note("")),
+      ),
+    );
     sec.append(dBar);
   }
   let grid: HTMLCanvasElement | null = null;
@@ -125,14 +178,25 @@ function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionCo
   const all = hm ? Array.from({ length: hm.heads }, (_, i) => i) : [];
   const sharedTop = hm ? topOf(hm.maps, hm.q * hm.k, 0, all, "shared") : undefined;
   draws.push(() => {
-    const own = scale === "absolute" ? 1 : scale === "shared" && sharedTop !== undefined && a.head !== null ? sharedTop : undefined;
+    const own =
+      scale === "absolute"
+        ? 1
+        : scale === "shared" && sharedTop !== undefined && a.head !== null
+          ? sharedTop
+          : undefined;
     const top = ab ? Math.max(own ?? maxOf(a.map), maxOf(ab.map)) : own;
     const vmax = drawAttention(main, a, ctx.reply.tokens, width, { vmax: top });
     hoverReadout(main, a, ctx.reply.tokens, readout);
     const zoom = zoomControls(main, a, ctx);
     if (zoom) readout.before(zoom);
     const cb = colorBar(gradientStops(false, 0, vmax), 0, vmax);
-    cb.prepend(h("span", { class: "nfw-colorbar-what", "data-scale": scale }, scale === "absolute" ? "0–1" : scale === "shared" && a.head !== null ? "all heads" : "this map"));
+    cb.prepend(
+      h(
+        "span",
+        { class: "nfw-colorbar-what", "data-scale": scale },
+        scale === "absolute" ? "0–1" : scale === "shared" && a.head !== null ? "all heads" : "this map",
+      ),
+    );
     bar.replaceWith(cb);
     if (ab) drawAttention(bCanvas, ab, ctx.reply.tokens, width, { vmax });
     if (ad) {
@@ -146,8 +210,7 @@ function attentionCall(sec: HTMLElement, controls: HTMLElement, ctx: AttentionCo
 }
 
 function maxOf(values: Float32Array): number {
-let m = 0;
-for (const v of values) if (v > m) m = v;
-return m || 1;
+  let m = 0;
+  for (const v of values) if (v > m) m = v;
+  return m || 1;
 }
-

@@ -29,21 +29,36 @@ export interface AttentionHost {
 }
 
 export const SCALE_WORDS: Record<AttentionScale | "auto", string> = {
-  auto: "auto (0–1 up to 64 keys)", shared: "one scale for the maps shown", "per map": "each map its own scale", absolute: "probability 0–1",
+  auto: "auto (0–1 up to 64 keys)",
+  shared: "one scale for the maps shown",
+  "per map": "each map its own scale",
+  absolute: "probability 0–1",
 };
 
 /** The attention section's choices: how (map, head view, model view, over the input image
  * where the keys are its patches: `mode` is the one shown) and the scale. */
 export function attentionControls(ctx: AttentionHost, mode: AttentionChoice["mode"], image: boolean): HTMLElement[] {
   const modes = h("div", { class: "nfw-tabs nfw-subtabs", role: "tablist", "aria-label": "attention view" });
-  const all = [["map", "map"], ["heads", "head view"], ["model", "model view"], ["image", "on the image"]] as const;
+  const all = [
+    ["map", "map"],
+    ["heads", "head view"],
+    ["model", "model view"],
+    ["image", "on the image"],
+  ] as const;
   for (const [m, label] of all.filter(([m]) => m !== "image" || image)) {
-    const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(mode === m), "data-attention-mode": m }, label);
+    const b = h(
+      "button",
+      { class: "nfw-tab", role: "tab", "aria-selected": String(mode === m), "data-attention-mode": m },
+      label,
+    );
     b.addEventListener("click", () => ctx.setAttention({ mode: m }));
     modes.append(b);
   }
-  const scale = h("select", { class: "nfw-select", "aria-label": "attention colour scale" },
-    ...(["auto", "absolute", "shared", "per map"] as const).map((v) => h("option", { value: v }, SCALE_WORDS[v])));
+  const scale = h(
+    "select",
+    { class: "nfw-select", "aria-label": "attention colour scale" },
+    ...(["auto", "absolute", "shared", "per map"] as const).map((v) => h("option", { value: v }, SCALE_WORDS[v])),
+  );
   scale.value = ctx.attention.scale;
   scale.addEventListener("change", () => ctx.setAttention({ scale: scale.value as AttentionChoice["scale"] }));
   // over the image, each panel has its own scale, said on its colour bar
@@ -96,7 +111,12 @@ export function zoomControls(canvas: HTMLCanvasElement, a: AttentionData, ctx: A
   if (whole) return null;
   const back = h("button", { class: "nfw-btn", type: "button" }, "whole map");
   back.addEventListener("click", () => ctx.reload({ window: null }));
-  return h("div", { class: "nfw-zoom" }, `zoomed: queries ${a.window[0]}–${a.window[1] - 1} × keys ${a.window[2]}–${a.window[3] - 1} `, back);
+  return h(
+    "div",
+    { class: "nfw-zoom" },
+    `zoomed: queries ${a.window[0]}–${a.window[1] - 1} × keys ${a.window[2]}–${a.window[3] - 1} `,
+    back,
+  );
 }
 
 export const fmtWeight = (w: number) => (Math.abs(w) >= 0.01 || w === 0 ? w.toFixed(3) : w.toExponential(2));

@@ -16,7 +16,9 @@ import { inkOf, sized } from "./plots";
 export type AttentionScale = "shared" | "per map" | "absolute";
 
 /** The per-head maps of a reply: [heads, queries', keys'] and whether they are exact. */
-export function headMaps(a: AttentionData): { maps: Float32Array; heads: number; q: number; k: number; exact: boolean } | null {
+export function headMaps(
+  a: AttentionData,
+): { maps: Float32Array; heads: number; q: number; k: number; exact: boolean } | null {
   if (!a.grid || !a.gridShape) return null;
   const [heads, q, k] = a.gridShape;
   return { maps: a.grid, heads, q, k, exact: q === a.q_len && k === a.k_len };
@@ -60,7 +62,13 @@ export function zoomWindow(a: AttentionData, i: number, j: number): [number, num
 }
 
 /** The top of the colour scale for head `h` of `maps` under `scale` (shared: over `heads`). */
-export function topOf(maps: Float32Array, per: number, head: number, heads: Iterable<number>, scale: AttentionScale): number {
+export function topOf(
+  maps: Float32Array,
+  per: number,
+  head: number,
+  heads: Iterable<number>,
+  scale: AttentionScale,
+): number {
   if (scale === "absolute") return 1;
   if (scale === "per map") return maxIn(maps, head * per, per);
   let m = 0;
@@ -83,11 +91,25 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
   const per = q * k;
   const on = new Set(Array.from({ length: heads }, (_, i) => i));
   let focus: { side: "q" | "k"; index: number } | null = null;
-  const canvas = h("canvas", { class: "nfw-plot nfw-head-view", "data-view-kind": "attention-head-view", "aria-label": "head view: lines from query tokens to key tokens, one colour per head" });
+  const canvas = h("canvas", {
+    class: "nfw-plot nfw-head-view",
+    "data-view-kind": "attention-head-view",
+    "aria-label": "head view: lines from query tokens to key tokens, one colour per head",
+  });
   const chips = h("div", { class: "nfw-chips", role: "group", "aria-label": "heads" });
   const chipOf: HTMLButtonElement[] = [];
   for (let i = 0; i < heads; i++) {
-    const chip = h("button", { class: "nfw-chip-btn", type: "button", "aria-pressed": "true", "data-head": i, title: `head ${i}: show or hide its lines` }, String(i));
+    const chip = h(
+      "button",
+      {
+        class: "nfw-chip-btn",
+        type: "button",
+        "aria-pressed": "true",
+        "data-head": i,
+        title: `head ${i}: show or hide its lines`,
+      },
+      String(i),
+    );
     chip.style.setProperty("--nfw-chip", cssColor(categoricalColor(i)));
     chip.addEventListener("click", (e) => {
       if ((e as MouseEvent).shiftKey) on.clear(); // shift-click: this head alone
@@ -111,7 +133,10 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
   chips.append(all, none);
   const qLabels = Array.from({ length: q }, (_, i) => positionLabel(i, q, a.q_len, tokens));
   const kLabels = Array.from({ length: k }, (_, j) => positionLabel(j, k, a.k_len, tokens));
-  const longest = Math.max(...qLabels.map((s) => Math.min(14, s.length)), ...kLabels.map((s) => Math.min(14, s.length)));
+  const longest = Math.max(
+    ...qLabels.map((s) => Math.min(14, s.length)),
+    ...kLabels.map((s) => Math.min(14, s.length)),
+  );
   const labelW = Math.min(120, 14 + 7 * longest);
   const rows = Math.max(q, k);
   const heightPx = rows * ROW + 12;
@@ -183,8 +208,11 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
     focus = null;
     draw();
   });
-  const note = h("div", { class: "nfw-note" },
-    `${heads} heads · queries on the left, keys on the right; a line's opacity is its weight (${scale === "absolute" ? "0–1" : scale === "per map" ? "each head on its own top" : "on the top of the heads shown"}). Hover a token for its lines; shift-click a head for it alone.${exact ? "" : ` Block means of ${Math.ceil(a.q_len / q)}×${Math.ceil(a.k_len / k)} positions (${a.q_len} × ${a.k_len} in all).`}`);
+  const note = h(
+    "div",
+    { class: "nfw-note" },
+    `${heads} heads · queries on the left, keys on the right; a line's opacity is its weight (${scale === "absolute" ? "0–1" : scale === "per map" ? "each head on its own top" : "on the top of the heads shown"}). Hover a token for its lines; shift-click a head for it alone.${exact ? "" : ` Block means of ${Math.ceil(a.q_len / q)}×${Math.ceil(a.k_len / k)} positions (${a.q_len} × ${a.k_len} in all).`}`,
+  );
   const box = h("div", { class: "nfw-head-view-box" }, chips, canvas, note);
   (box as HTMLElement & { draw?: () => void }).draw = draw;
   return box;
@@ -200,7 +228,12 @@ export interface ModelRow {
  * The model view: a row per attention stage, a column per head, each cell that head's map.
  * `pick(stage, head)` on a click. Cells carry data-cell="stage|head" (tests count them).
  */
-export function modelView(rows: ModelRow[], width: number, scale: AttentionScale, pick: (stage: string, head: number) => void): HTMLElement {
+export function modelView(
+  rows: ModelRow[],
+  width: number,
+  scale: AttentionScale,
+  pick: (stage: string, head: number) => void,
+): HTMLElement {
   const heads = Math.max(1, ...rows.map((r) => r.a?.gridShape?.[0] ?? 0));
   const labelW = Math.min(150, 16 + 6.6 * Math.max(...rows.map((r) => r.id.length)));
   const cell = Math.max(14, Math.min(56, Math.floor((width - labelW - 4) / heads) - 2));
@@ -210,7 +243,11 @@ export function modelView(rows: ModelRow[], width: number, scale: AttentionScale
     const hm = r.a && headMaps(r.a);
     if (hm) shared = Math.max(shared, maxIn(hm.maps, 0, hm.maps.length));
   }
-  const grid = h("div", { class: "nfw-model-view", role: "grid", "aria-label": "model view: attention stages by heads" });
+  const grid = h("div", {
+    class: "nfw-model-view",
+    role: "grid",
+    "aria-label": "model view: attention stages by heads",
+  });
   grid.style.gridTemplateColumns = `${labelW}px repeat(${heads}, ${cell}px)`;
   grid.append(h("div", { class: "nfw-mv-corner" }, "stage \\ head"));
   for (let hh = 0; hh < heads; hh++) grid.append(h("div", { class: "nfw-mv-head" }, String(hh)));
@@ -223,7 +260,13 @@ export function modelView(rows: ModelRow[], width: number, scale: AttentionScale
         grid.append(h("div", { class: "nfw-mv-empty" }, r.a ? "" : "…"));
         continue;
       }
-      const c = h("canvas", { class: "nfw-mv-cell", "data-cell": `${r.id}|${hh}`, title: `${r.id} · head ${hh}: open it`, role: "gridcell", tabindex: "0" });
+      const c = h("canvas", {
+        class: "nfw-mv-cell",
+        "data-cell": `${r.id}|${hh}`,
+        title: `${r.id} · head ${hh}: open it`,
+        role: "gridcell",
+        tabindex: "0",
+      });
       c.addEventListener("click", () => pick(r.id, hh));
       c.addEventListener("keydown", (e) => (e.key === "Enter" || e.key === " ") && pick(r.id, hh));
       grid.append(c);
@@ -236,7 +279,15 @@ export function modelView(rows: ModelRow[], width: number, scale: AttentionScale
   return grid;
 }
 
-function drawSmall(canvas: HTMLCanvasElement, maps: Float32Array, from: number, q: number, k: number, top: number, size: number) {
+function drawSmall(
+  canvas: HTMLCanvasElement,
+  maps: Float32Array,
+  from: number,
+  q: number,
+  k: number,
+  top: number,
+  size: number,
+) {
   const src = document.createElement("canvas");
   src.width = k;
   src.height = q;

@@ -7,7 +7,13 @@
  * there), or that run B raised (where, what; never "A = B" then). Names and messages come
  * from the user's model: text only.
  */
-import { divergesHeadline, failureHeadline, nonfiniteHeadline, runFailureHeadline, type Problems } from "../model/problems";
+import {
+  divergesHeadline,
+  failureHeadline,
+  nonfiniteHeadline,
+  runFailureHeadline,
+  type Problems,
+} from "../model/problems";
 import type { Phrase } from "../model/problems";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
@@ -22,13 +28,30 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
   const banners: HTMLElement[] = [];
   const failure = failureHeadline(graph, p);
   if (failure && p.failure) {
-    const text = h("span", { class: "nfw-banner-text", title: p.failure.message },
+    const text = h(
+      "span",
+      { class: "nfw-banner-text", title: p.failure.message },
       h("b", {}, failure.where ? `The forward raised at ${failure.where}` : "The forward raised"),
-      failure.what ? `: ${failure.what}` : "");
-    const banner = h("div", { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure" }, pill("raised", "failed"), text);
+      failure.what ? `: ${failure.what}` : "",
+    );
+    const banner = h(
+      "div",
+      { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure" },
+      pill("raised", "failed"),
+      text,
+    );
     const stage = p.failedStage !== null ? graph.calls[p.failedStage].id : null;
     if (stage !== null) {
-      const go = h("button", { class: "nfw-btn nfw-banner-btn", type: "button", "aria-label": `Show the failing stage ${stage}`, title: `Select ${stage} and show its error` }, "Show stage");
+      const go = h(
+        "button",
+        {
+          class: "nfw-btn nfw-banner-btn",
+          type: "button",
+          "aria-label": `Show the failing stage ${stage}`,
+          title: `Select ${stage} and show its error`,
+        },
+        "Show stage",
+      );
       go.addEventListener("click", () => show(stage));
       banner.append(go);
     }
@@ -40,29 +63,61 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
     // made between stages: where (the user's code; "Produced …" after the pill), then the stage it reached first
     const phrase = (x: Phrase, i: number) => {
       const text = i === 0 ? x.text.charAt(0).toUpperCase() + x.text.slice(1) : x.text;
-      return x.kind === "id" ? h("b", {}, text) : x.kind === "code" ? h("span", { class: "nfw-banner-code" }, text) : text;
+      return x.kind === "id"
+        ? h("b", {}, text)
+        : x.kind === "code"
+          ? h("span", { class: "nfw-banner-code" }, text)
+          : text;
     };
     const words = origin
       ? [...origin.map(phrase), " · ", h("b", {}, stage), ` received it first · ${nonfinite.count}`]
       : ["First NaN/Inf at ", h("b", {}, stage), ` · ${nonfinite.count}`];
-    const banner = h("button", {
-      class: "nfw-banner nfw-banner-nonfinite", type: "button", "data-banner": "nonfinite",
-      "aria-label": origin ? `${nonfinite.text}; ${stage} received it first (${nonfinite.count}): show ${stage}` : `${nonfinite.text} (${nonfinite.count}): show ${stage}`,
-      title: origin ? `Select ${stage}, the first stage that holds NaN/Inf (its input already did)` : `Select ${stage}, where NaN/Inf first appeared`,
-    },
+    const banner = h(
+      "button",
+      {
+        class: "nfw-banner nfw-banner-nonfinite",
+        type: "button",
+        "data-banner": "nonfinite",
+        "aria-label": origin
+          ? `${nonfinite.text}; ${stage} received it first (${nonfinite.count}): show ${stage}`
+          : `${nonfinite.text} (${nonfinite.count}): show ${stage}`,
+        title: origin
+          ? `Select ${stage}, the first stage that holds NaN/Inf (its input already did)`
+          : `Select ${stage}, where NaN/Inf first appeared`,
+      },
       pill("NaN/Inf", "nonfinite"),
       h("span", { class: "nfw-banner-text" }, ...words),
-      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
+      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"),
+    );
     banner.addEventListener("click", () => show(nonfinite.stage));
     banners.push(banner);
   }
   const failedB = runFailureHeadline(graph);
   if (failedB) {
-    const text = h("span", { class: "nfw-banner-text", title: failedB.message }, h("b", {}, failedB.lead), failedB.what ? `: ${failedB.what}` : "");
-    const banner = h("div", { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure-b" }, pill("B raised", "failed"), text);
+    const text = h(
+      "span",
+      { class: "nfw-banner-text", title: failedB.message },
+      h("b", {}, failedB.lead),
+      failedB.what ? `: ${failedB.what}` : "",
+    );
+    const banner = h(
+      "div",
+      { class: "nfw-banner nfw-banner-failure", role: "alert", "data-banner": "failure-b" },
+      pill("B raised", "failed"),
+      text,
+    );
     const stage = failedB.call !== null ? graph.calls[failedB.call].id : null;
     if (stage !== null) {
-      const go = h("button", { class: "nfw-btn nfw-banner-btn", type: "button", "aria-label": `Show the stage where run B failed, ${stage}`, title: `Select ${stage}: run A's output, and run B's error` }, "Show stage");
+      const go = h(
+        "button",
+        {
+          class: "nfw-btn nfw-banner-btn",
+          type: "button",
+          "aria-label": `Show the stage where run B failed, ${stage}`,
+          title: `Select ${stage}: run A's output, and run B's error`,
+        },
+        "Show stage",
+      );
       go.addEventListener("click", () => show(stage));
       banner.append(go);
     }
@@ -71,23 +126,44 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
   const parting = divergesHeadline(graph);
   if (parting?.stage) {
     const stage = parting.stage;
-    const banner = h("button", {
-      class: "nfw-banner nfw-banner-diverges", type: "button", "data-banner": "diverges",
-      "aria-label": `${parting.text} ${stage} (${parting.detail}): show it`, title: `Select ${stage}, the first stage whose output differs between runs A and B`,
-    },
+    const banner = h(
+      "button",
+      {
+        class: "nfw-banner nfw-banner-diverges",
+        type: "button",
+        "data-banner": "diverges",
+        "aria-label": `${parting.text} ${stage} (${parting.detail}): show it`,
+        title: `Select ${stage}, the first stage whose output differs between runs A and B`,
+      },
       pill("runs part", "diverges"),
       h("span", { class: "nfw-banner-text" }, `${parting.text} `, h("b", {}, stage), ` · ${parting.detail}`),
-      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"));
+      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"),
+    );
     banner.addEventListener("click", () => show(stage));
     banners.push(banner);
   } else if (parting) {
-    banners.push(h("div", { class: "nfw-banner nfw-banner-diverges", role: "note", "data-banner": "diverges" },
-      pill("A = B", "diverges"), h("span", { class: "nfw-banner-text" }, `${parting.text} · ${parting.detail}`)));
+    banners.push(
+      h(
+        "div",
+        { class: "nfw-banner nfw-banner-diverges", role: "note", "data-banner": "diverges" },
+        pill("A = B", "diverges"),
+        h("span", { class: "nfw-banner-text" }, `${parting.text} · ${parting.detail}`),
+      ),
+    );
   }
   if (p.notes.length) {
-    banners.push(h("div", { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },
-      h("span", { class: "nfw-banner-icon", "aria-hidden": "true" }, "i"),
-      h("span", { class: "nfw-banner-text" }, ...p.notes.map((n) => h("span", { class: "nfw-note-line" }, n.charAt(0).toUpperCase() + n.slice(1))))));
+    banners.push(
+      h(
+        "div",
+        { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },
+        h("span", { class: "nfw-banner-icon", "aria-hidden": "true" }, "i"),
+        h(
+          "span",
+          { class: "nfw-banner-text" },
+          ...p.notes.map((n) => h("span", { class: "nfw-note-line" }, n.charAt(0).toUpperCase() + n.slice(1))),
+        ),
+      ),
+    );
   }
   el.replaceChildren(...banners);
   el.hidden = banners.length === 0;

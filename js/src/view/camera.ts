@@ -41,9 +41,13 @@ const SIDES: Side[] = ["right", "left", "up", "down"];
 
 function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[] {
   const out: Box[] = [];
-  const x0 = ox - CLEAR, y0 = oy - CLEAR, x1 = ox + ow + CLEAR, y1 = oy + oh + CLEAR;
+  const x0 = ox - CLEAR,
+    y0 = oy - CLEAR,
+    x1 = ox + ow + CLEAR,
+    y1 = oy + oh + CLEAR;
   for (const m of marks) {
-    const sx = t.x + m[0] * t.k, sy = t.y + m[1] * t.k;
+    const sx = t.x + m[0] * t.k,
+      sy = t.y + m[1] * t.k;
     if (sx < x1 && sx + m[2] * t.k > x0 && sy < y1 && sy + m[3] * t.k > y0) out.push(m);
   }
   return out;
@@ -57,7 +61,15 @@ function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[]
  * beside the overlay. `clear` says whether it managed;
  * null when even the whole at `least` does not fit. Pure.
  */
-export function placeWhole(marks: readonly Box[], sw: number, sh: number, room: Room, maxK: number, least: number, worth = CLEAR_WORTH): { t: Transform; clear: boolean } | null {
+export function placeWhole(
+  marks: readonly Box[],
+  sw: number,
+  sh: number,
+  room: Room,
+  maxK: number,
+  least: number,
+  worth = CLEAR_WORTH,
+): { t: Transform; clear: boolean } | null {
   const { w: W, h: H, overlays } = room;
   const w = Math.max(sw, 1);
   const h = Math.max(sh, 1);
@@ -66,14 +78,20 @@ export function placeWhole(marks: readonly Box[], sw: number, sh: number, room: 
   const M = FIT_MARGIN;
   const areas: [number, number, number, number][] = [[M, M, W - M, H - M]];
   for (const [ox, oy, ow, oh] of overlays) {
-    areas.push([M, M, W - M, oy - CLEAR], [M, oy + oh + CLEAR, W - M, H - M], [M, M, ox - CLEAR, H - M], [ox + ow + CLEAR, M, W - M, H - M]);
+    areas.push(
+      [M, M, W - M, oy - CLEAR],
+      [M, oy + oh + CLEAR, W - M, H - M],
+      [M, M, ox - CLEAR, H - M],
+      [ox + ow + CLEAR, M, W - M, H - M],
+    );
   }
   const covered = (t: Transform) => overlays.some((o) => hits(marks, t, o).length > 0);
   let best: Transform | null = null;
   let bestClear: Transform | null = null;
   let centre: [number, number] = [0, 0]; // the whole canvas' centred position at a scale
   const off = (t: Transform) => Math.abs(t.x - centre[0]) + Math.abs(t.y - centre[1]);
-  const better = (t: Transform, than: Transform | null) => !than || t.k > than.k + 1e-6 || (t.k > than.k - 1e-6 && off(t) < off(than) - 0.5);
+  const better = (t: Transform, than: Transform | null) =>
+    !than || t.k > than.k + 1e-6 || (t.k > than.k - 1e-6 && off(t) < off(than) - 0.5);
   const consider = (t: Transform) => {
     centre = [(W - w * t.k) / 2, (H - h * t.k) / 2];
     if (better(t, best)) best = t;
@@ -92,8 +110,14 @@ export function placeWhole(marks: readonly Box[], sw: number, sh: number, room: 
       for (const m of under) {
         const s0 = along === "x" ? at.x + m[0] * at.k : at.y + m[1] * at.k;
         const s1 = s0 + (along === "x" ? m[2] : m[3]) * at.k;
-        const d = side === "right" ? o[0] + o[2] + CLEAR - s0 : side === "down" ? o[1] + o[3] + CLEAR - s0
-          : side === "left" ? o[0] - CLEAR - s1 : o[1] - CLEAR - s1;
+        const d =
+          side === "right"
+            ? o[0] + o[2] + CLEAR - s0
+            : side === "down"
+              ? o[1] + o[3] + CLEAR - s0
+              : side === "left"
+                ? o[0] - CLEAR - s1
+                : o[1] - CLEAR - s1;
         need = side === "right" || side === "down" ? Math.max(need, d) : Math.min(need, d);
       }
       const next = at[along] + need + Math.sign(need) * 0.5;
@@ -109,10 +133,11 @@ export function placeWhole(marks: readonly Box[], sw: number, sh: number, room: 
     const t = { x: (x0 + x1 - w * k) / 2, y: (y0 + y1 - h * k) / 2, k };
     consider(t);
     if (!covered(t)) continue;
-    for (const o of overlays) for (const side of SIDES) {
-      const s = slide(t, o, side);
-      if (s) consider(s);
-    }
+    for (const o of overlays)
+      for (const side of SIDES) {
+        const s = slide(t, o, side);
+        if (s) consider(s);
+      }
   }
   if (!best) return null;
   const b = best as Transform;
@@ -151,7 +176,11 @@ export class Camera {
   least = LEAST_K;
   private overlays: Box[] = [];
 
-  constructor(private readonly surface: HTMLElement, onChange: (t: Transform) => void, onWheelHint: () => void) {
+  constructor(
+    private readonly surface: HTMLElement,
+    onChange: (t: Transform) => void,
+    onWheelHint: () => void,
+  ) {
     this.zoom = new PanZoom(surface, onChange, onWheelHint);
     this.zoom.onUser = () => (this.framed = false);
   }
@@ -175,7 +204,9 @@ export class Camera {
 
   /** The overlays over the canvas (canvas px) nodes are kept from under; whether they changed. */
   setOverlays(boxes: Box[]): boolean {
-    const same = boxes.length === this.overlays.length && boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i][j]) < 0.5));
+    const same =
+      boxes.length === this.overlays.length &&
+      boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i][j]) < 0.5));
     this.overlays = boxes;
     return !same;
   }
@@ -185,7 +216,10 @@ export class Camera {
   whole(scene: Scene, least = this.least): Transform | null {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
-    return placeWhole(marksOf(scene), scene.width, scene.height, { w, h, overlays: this.overlays }, this.maxK, least, worth)?.t ?? null;
+    return (
+      placeWhole(marksOf(scene), scene.width, scene.height, { w, h, overlays: this.overlays }, this.maxK, least, worth)
+        ?.t ?? null
+    );
   }
 
   /** Show the whole graph when it fits at `least` or more; whether it did. */

@@ -40,7 +40,12 @@ export interface CardLook {
 export function clusterCard(c: SceneCluster, font: (kind: FontKind) => string): SVGGElement {
   if (c.stack) return stackEl(c, c.stack, font);
   const [x, y, w, h] = c.box;
-  const g = s("g", { class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`, "data-cluster-id": c.id, "data-key": c.key, transform: `translate(${x},${y})` });
+  const g = s("g", {
+    class: `nfw-cluster${c.kind === "run" ? " nfw-run" : ""}`,
+    "data-cluster-id": c.id,
+    "data-key": c.key,
+    transform: `translate(${x},${y})`,
+  });
   markData(g, c.mark);
   g.append(s("rect", { class: "nfw-box", width: w, height: h, rx: 10 }));
   // The header: label, type, then the flags (if any) left of the collapse badge.
@@ -49,7 +54,8 @@ export function clusterCard(c: SceneCluster, font: (kind: FontKind) => string): 
   const label = fitText(c.label, w - 48 - fw, font("ct"));
   g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
   const used = 12 + textWidth(label, font("ct")) + 8;
-  if (w - 36 - fw - used > 40) g.append(svgText(fitText(c.type, w - 36 - fw - used, font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+  if (w - 36 - fw - used > 40)
+    g.append(svgText(fitText(c.type, w - 36 - fw - used, font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
   if (flags.length) g.append(drawFlags(flags, w - 30 - fw + 8, 4, font("flag")));
   g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
   const title = s("title");
@@ -75,23 +81,39 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   if (look.match) cls.push("nfw-match");
   const fill = look.fill;
   if (fill) cls.push("nfw-stat-fill");
-  const g = s("g", { class: cls.join(" "), "data-stage-id": n.id, "data-key": n.key, "data-kind": n.kind, transform: `translate(${x},${y})` });
+  const g = s("g", {
+    class: cls.join(" "),
+    "data-stage-id": n.id,
+    "data-key": n.key,
+    "data-kind": n.kind,
+    transform: `translate(${x},${y})`,
+  });
   if (n.kind === "fold") g.dataset.fold = n.id;
   if (look.current) g.dataset.current = "";
   markData(g, n.mark);
   if (fill) g.style.setProperty("--nfw-ink", fill.ink);
   if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
   const title = s("title");
-  title.textContent = port ? n.id : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
+  title.textContent = port
+    ? n.id
+    : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
   g.append(title);
   // with data on the graph, the words take the top band and the picture the rest
   const thumb = look.thumb;
   const pic = thumb !== null && n.kind !== "fold";
-  const picture = () => (pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : []);
+  const picture = () =>
+    pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : [];
   if (port) {
     const band = pic ? PORT_H : h;
     g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : h / 2 }), ...picture());
-    g.append(svgText(fitText(n.title, w - 20, font("port")), { class: "nfw-t1", x: w / 2, y: band / 2 + 4, "text-anchor": "middle" }));
+    g.append(
+      svgText(fitText(n.title, w - 20, font("port")), {
+        class: "nfw-t1",
+        x: w / 2,
+        y: band / 2 + 4,
+        "text-anchor": "middle",
+      }),
+    );
     g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: pic ? 14 : h / 2 + 4 }));
     return g;
   }
@@ -118,12 +140,14 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const r1w = right1 ? textWidth(right1, fold ? font("t1") : font("num")) + 8 : 0;
   const r2w = right2 ? textWidth(right2, font("num")) + 8 : 0;
   g.append(svgText(fitText(left1, avail - r1w, font("t1")), { class: "nfw-t1", x: 18, y: y1 }));
-  if (right1) g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
+  if (right1)
+    g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
   const shapeFits = r2w < avail * 0.62;
   g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
   if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
   if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0));
-  if (n.expandable) g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
+  if (n.expandable)
+    g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
   g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
   // What went wrong here: pills across the top edge (over the focus ring), clear of the expand badge.
   const flags = flagsOf(n.mark);

@@ -8,7 +8,6 @@ import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, type ColorMode, type StatScale } f
 
 export type { ColorMode };
 
-
 export interface Chrome {
   root: HTMLElement;
   title: HTMLElement;
@@ -41,46 +40,118 @@ function button(label: string, title: string, attrs: Record<string, string> = {}
 export function buildChrome(css: string): Chrome {
   const title = h("b", {});
   const counts = h("span", {});
-  const search = h("input", { class: "nfw-search", type: "search", placeholder: "Search name or type", "aria-label": "search stages", spellcheck: "false" });
+  const search = h("input", {
+    class: "nfw-search",
+    type: "search",
+    placeholder: "Search name or type",
+    "aria-label": "search stages",
+    spellcheck: "false",
+  });
   const searchCount = h("span", { class: "nfw-search-count", "aria-live": "polite" });
   const dirTB = button("↓ TB", "Top to bottom", { "aria-pressed": "true" });
   const dirLR = button("→ LR", "Left to right", { "aria-pressed": "false" });
-  const color = h("select", { class: "nfw-select", title: "Node colour", "aria-label": "node colour" },
+  const color = h(
+    "select",
+    { class: "nfw-select", title: "Node colour", "aria-label": "node colour" },
     h("option", { value: "type" }, "Colour: type"),
     h("option", { value: "mean_abs" }, "Colour: mean |x|"),
     h("option", { value: "std" }, "Colour: std"),
-    h("option", { value: "divergence", hidden: true, disabled: true }, "Colour: A vs B"));
+    h("option", { value: "divergence", hidden: true, disabled: true }, "Colour: A vs B"),
+  );
   const fit = button("Fit", "Fit the graph to the view (F)");
   const reset = button("Reset", "Back to the starting expansion");
   const svg = button("SVG", "Download the graph as SVG", { class: "nfw-btn nfw-export" });
   const png = button("PNG", "Download the graph as PNG", { class: "nfw-btn nfw-export" });
-  const present = button("", "Present: full screen, larger type, more contrast", { "aria-label": "Present", "aria-pressed": "false" });
+  const present = button("", "Present: full screen, larger type, more contrast", {
+    "aria-label": "Present",
+    "aria-pressed": "false",
+  });
   present.append(
-    s("svg", { width: 16, height: 14, viewBox: "0 0 16 14", "aria-hidden": "true" },
-      s("rect", { x: 1, y: 1, width: 14, height: 9, rx: 1.5, fill: "none", stroke: "currentColor", "stroke-width": 1.4 }),
-      s("path", { d: "M8 10v3M5 13h6", stroke: "currentColor", "stroke-width": 1.4, "stroke-linecap": "round" })),
-    h("span", { class: "nfw-present-label" }, "End"));
-  const data = button("Data", "Data on the graph: each stage's view as a picture on its node", { "aria-label": "Data on the graph", "aria-pressed": "false" });
+    s(
+      "svg",
+      { width: 16, height: 14, viewBox: "0 0 16 14", "aria-hidden": "true" },
+      s("rect", {
+        x: 1,
+        y: 1,
+        width: 14,
+        height: 9,
+        rx: 1.5,
+        fill: "none",
+        stroke: "currentColor",
+        "stroke-width": 1.4,
+      }),
+      s("path", { d: "M8 10v3M5 13h6", stroke: "currentColor", "stroke-width": 1.4, "stroke-linecap": "round" }),
+    ),
+    h("span", { class: "nfw-present-label" }, "End"),
+  );
+  const data = button("Data", "Data on the graph: each stage's view as a picture on its node", {
+    "aria-label": "Data on the graph",
+    "aria-pressed": "false",
+  });
   const helpButton = button("?", "Keyboard help (?)", { "aria-label": "Keyboard help", "aria-expanded": "false" });
   const help = buildHelp();
-  const toolbar = h("div", { class: "nfw-toolbar" },
+  const toolbar = h(
+    "div",
+    { class: "nfw-toolbar" },
     h("div", { class: "nfw-title" }, title, counts),
-    search, searchCount,
+    search,
+    searchCount,
     h("span", { class: "nfw-sep" }),
     h("span", { class: "nfw-btn-group", role: "group", "aria-label": "direction" }, dirTB, dirLR),
-    color, data, fit, reset,
+    color,
+    data,
+    fit,
+    reset,
     h("span", { class: "nfw-sep" }),
-    svg, png, present, helpButton);
+    svg,
+    png,
+    present,
+    helpButton,
+  );
   const legend = h("div", { class: "nfw-legend", "aria-hidden": "true" });
   const hint = h("div", { class: "nfw-hint" }, "Ctrl + scroll (or click the graph) to zoom");
   const busy = h("div", { class: "nfw-busy", hidden: true }, "laying out …");
-  const canvas = h("div", { class: "nfw-canvas", tabindex: "0", "aria-label": "graph: arrows move along edges, Enter opens, Space plays the forward pass step by step, Esc closes" }, legend, hint, busy);
+  const canvas = h(
+    "div",
+    {
+      class: "nfw-canvas",
+      tabindex: "0",
+      "aria-label":
+        "graph: arrows move along edges, Enter opens, Space plays the forward pass step by step, Esc closes",
+    },
+    legend,
+    hint,
+    busy,
+  );
   const main = h("div", { class: "nfw-main" }, canvas, help);
   const banners = h("div", { class: "nfw-banners", hidden: true });
   const style = h("style", {});
   style.textContent = css;
   const root = h("div", { class: "nfw-root" }, style, toolbar, banners, main);
-  return { root, title, counts, search, searchCount, dirTB, dirLR, color, fit, reset, svg, png, present, data, helpButton, help, banners, main, canvas, legend, hint, busy };
+  return {
+    root,
+    title,
+    counts,
+    search,
+    searchCount,
+    dirTB,
+    dirLR,
+    color,
+    fit,
+    reset,
+    svg,
+    png,
+    present,
+    data,
+    helpButton,
+    help,
+    banners,
+    main,
+    canvas,
+    legend,
+    hint,
+    busy,
+  };
 }
 
 const hintTimers = new WeakMap<HTMLElement, number>();
@@ -89,7 +160,11 @@ const hintTimers = new WeakMap<HTMLElement, number>();
 export function flashHint(hint: HTMLElement, ms = 1200) {
   clearTimeout(hintTimers.get(hint));
   hint.classList.toggle("nfw-show", ms > 0);
-  if (ms > 0) hintTimers.set(hint, window.setTimeout(() => hint.classList.remove("nfw-show"), ms));
+  if (ms > 0)
+    hintTimers.set(
+      hint,
+      window.setTimeout(() => hint.classList.remove("nfw-show"), ms),
+    );
 }
 
 /** In place of the graph: why it cannot be shown (as text). */
@@ -100,13 +175,23 @@ export function showFatal(canvas: HTMLElement, err: unknown) {
 }
 
 /** The legend's names of the edge kinds. */
-export const EDGE_NAMES: Record<EdgeKind, string> = { flow: "flow", skip: "skip", merge: "merge / conditioning", order: "runs after (no data)" };
+export const EDGE_NAMES: Record<EdgeKind, string> = {
+  flow: "flow",
+  skip: "skip",
+  merge: "merge / conditioning",
+  order: "runs after (no data)",
+};
 
 function swatch(kind: EdgeKind): SVGSVGElement {
   // Styled inline: data-edge-kind is reserved for the graph's edges (tests count them).
   const line = s("line", {
-    x1: 2, y1: 5, x2: 24, y2: 5, "stroke-width": 2,
-    stroke: `var(--nfw-${kind})`, "stroke-dasharray": kind === "skip" ? "5 3" : kind === "order" ? "0.5 4" : null,
+    x1: 2,
+    y1: 5,
+    x2: 24,
+    y2: 5,
+    "stroke-width": 2,
+    stroke: `var(--nfw-${kind})`,
+    "stroke-dasharray": kind === "skip" ? "5 3" : kind === "order" ? "0.5 4" : null,
     "stroke-linecap": kind === "order" ? "round" : null,
   });
   return s("svg", { width: 26, height: 10 }, line);
@@ -114,36 +199,57 @@ function swatch(kind: EdgeKind): SVGSVGElement {
 
 /** The residual mark in small: an arc round a card's corner into a ⊕ (view/residual_mark.ts). */
 function residualSwatch(): SVGSVGElement {
-  return s("svg", { width: 28, height: 18, viewBox: "0 0 28 18" },
+  return s(
+    "svg",
+    { width: 28, height: 18, viewBox: "0 0 28 18" },
     s("rect", { x: 8, y: 1.5, width: 18, height: 9, rx: 2, fill: "var(--nfw-bg2)", stroke: "var(--nfw-border)" }),
-    s("path", { d: "M11,1.5C11,-0.5 3,-0.5 3,3L3,12Q3,14.5 6,14.5L12.5,14.5", fill: "none", stroke: "var(--nfw-skip)", "stroke-width": 1.5 }),
+    s("path", {
+      d: "M11,1.5C11,-0.5 3,-0.5 3,3L3,12Q3,14.5 6,14.5L12.5,14.5",
+      fill: "none",
+      stroke: "var(--nfw-skip)",
+      "stroke-width": 1.5,
+    }),
     s("circle", { cx: 17, cy: 14, r: 3.6, fill: "var(--nfw-bg)", stroke: "var(--nfw-skip)", "stroke-width": 1.3 }),
-    s("path", { d: "M15,14H19M17,12V16", stroke: "var(--nfw-fg0)", "stroke-width": 1.3 }));
+    s("path", { d: "M15,14H19M17,12V16", stroke: "var(--nfw-fg0)", "stroke-width": 1.3 }),
+  );
 }
 
 function label(x: number): string {
-  return x === 0 ? "0" : Math.abs(x) >= 1e4 || Math.abs(x) < 1e-3 ? x.toExponential(1) : String(Number(x.toPrecision(2)));
+  return x === 0
+    ? "0"
+    : Math.abs(x) >= 1e4 || Math.abs(x) < 1e-3
+      ? x.toExponential(1)
+      : String(Number(x.toPrecision(2)));
 }
 
 /** Edge kinds (flow, skip, merge always; "runs after" when drawn), the signs of the junctions
  * drawn (where data meets: "+ added"), then the colour scale, if any. */
-export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: ReadonlySet<EdgeKind>, signs: [string, string][] = []) {
+export function fillLegend(
+  legend: HTMLElement,
+  scale: StatScale | null,
+  kinds: ReadonlySet<EdgeKind>,
+  signs: [string, string][] = [],
+) {
   const items: (HTMLElement | string)[] = (["flow", "skip", "merge", "order"] as const)
     .filter((k) => k !== "order" || kinds.has(k))
     .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
-  for (const [sign, words] of signs) items.push(h("span", { "data-legend": "junction" }, h("b", { class: "nfw-legend-sign" }, sign), words));
+  for (const [sign, words] of signs)
+    items.push(h("span", { "data-legend": "junction" }, h("b", { class: "nfw-legend-sign" }, sign), words));
   // collapsed residual blocks drawn with their mark (graph_view.ts notes them on the graph's svg)
   const residual = residualLegendWords(legend.parentElement?.querySelector(":scope > svg.nfw-graph"));
   if (residual) items.push(h("span", { "data-legend": "residual" }, residualSwatch(), residual));
   if (scale) {
-    const parts: (HTMLElement | string)[] = [h("span", {}, scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B:" : "mean |x|")];
+    const parts: (HTMLElement | string)[] = [
+      h("span", {}, scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B:" : "mean |x|"),
+    ];
     const chip = (fill: string, words: string, key: string) => {
       const box = h("i", { class: "nfw-chip" });
       box.style.background = fill;
       parts.push(h("span", { class: "nfw-legend-chip", "data-legend-fill": key }, box, words));
     };
     // Comparing: the stages equal within the tolerance first, pale and off the ramp, which starts above it.
-    if (scale.mode === "divergence" && scale.same) chip(SAME_FILL.fill, `same (≤ ${label(scale.rtol ?? 1e-3)})`, "same");
+    if (scale.mode === "divergence" && scale.same)
+      chip(SAME_FILL.fill, `same (≤ ${label(scale.rtol ?? 1e-3)})`, "same");
     if (scale.mode === "divergence" && !scale.unramped) parts.push(h("span", {}, "rel. L2"));
     if (scale.mode === "divergence" && scale.unramped) {
       // no drawn stage differs: no ramp
@@ -152,7 +258,13 @@ export function fillLegend(legend: HTMLElement, scale: StatScale | null, kinds: 
       grad.style.background = `linear-gradient(to right, ${gradientStops(false, 0, 1)})`;
       parts.push(
         h("span", { class: "nfw-scale" }, scale.log ? "log scale" : "linear"),
-        h("span", { class: "nfw-legend-ramp" }, `${scale.clippedLo ? "≤" : ""}${label(scale.lo)}`, grad, `${scale.clippedHi ? "≥" : ""}${label(scale.hi)}`),
+        h(
+          "span",
+          { class: "nfw-legend-ramp" },
+          `${scale.clippedLo ? "≤" : ""}${label(scale.lo)}`,
+          grad,
+          `${scale.clippedHi ? "≥" : ""}${label(scale.hi)}`,
+        ),
       );
     } else if (scale.mode === "divergence") {
       chip(cssColor(viridis(0.5)), label(scale.lo), "differs"); // one value differs (rampPosition: the middle)

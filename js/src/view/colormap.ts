@@ -62,7 +62,13 @@ export function lut(vmin: number, vmax: number, signed: boolean): Uint8ClampedAr
 }
 
 /** Apply a lookup table to uint8 pixels, writing RGBA into `dst` (an ImageData's data). */
-export function applyLut(pixels: Uint8Array, table: Uint8ClampedArray, dst: Uint8ClampedArray, offset = 0, count = pixels.length - offset): void {
+export function applyLut(
+  pixels: Uint8Array,
+  table: Uint8ClampedArray,
+  dst: Uint8ClampedArray,
+  offset = 0,
+  count = pixels.length - offset,
+): void {
   for (let i = 0; i < count; i++) {
     const p = pixels[offset + i] * 4;
     const o = i * 4;
@@ -74,7 +80,12 @@ export function applyLut(pixels: Uint8Array, table: Uint8ClampedArray, dst: Uint
 }
 
 /** Paint the pixels whose mark is set in their nonfinite colour (RGBA `dst`, as applyLut wrote it). */
-export function applyNonfinite(marks: Uint8Array, dst: Uint8ClampedArray, offset = 0, count = marks.length - offset): void {
+export function applyNonfinite(
+  marks: Uint8Array,
+  dst: Uint8ClampedArray,
+  offset = 0,
+  count = marks.length - offset,
+): void {
   for (let i = 0; i < count; i++) {
     const m = marks[offset + i];
     if (m < 1 || m > 3) continue;

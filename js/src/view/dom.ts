@@ -32,7 +32,11 @@ export function heading(text: string): HTMLElement {
 }
 
 /** An SVG element. */
-export function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: (Node | null)[]): SVGElementTagNameMap[K] {
+export function s<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Node | null)[]
+): SVGElementTagNameMap[K] {
   const node = document.createElementNS(SVG_NS, tag) as SVGElementTagNameMap[K];
   setAttrs(node, attrs);
   for (const c of children) if (c) node.append(c);

@@ -69,7 +69,19 @@ function stripUi(drawing: Element) {
 }
 
 /** Selectors only the live view's UI matches (its states above, hover, level of detail). */
-const UI_SELECTOR = new RegExp(["data-action", "data-current", "nfw-ring", "nfw-badge", ":hover", "nfw-hovering", "nfw-stepping", "nfw-lod", ...UI_CLASSES].join("|"));
+const UI_SELECTOR = new RegExp(
+  [
+    "data-action",
+    "data-current",
+    "nfw-ring",
+    "nfw-badge",
+    ":hover",
+    "nfw-hovering",
+    "nfw-stepping",
+    "nfw-lod",
+    ...UI_CLASSES,
+  ].join("|"),
+);
 
 /**
  * The graph's rules without those for the UI (selector by selector), the pointer cursor and
@@ -115,15 +127,27 @@ function drawnKinds(scene: Scene): EdgeKind[] {
 }
 
 /** One row of swatches and names; colours are the resolved theme values, so any SVG reader shows them. */
-function legendEl(kinds: EdgeKind[], signs: [string, string][], id: string, vars: Record<string, string>): { el: SVGGElement; width: number; height: number } {
+function legendEl(
+  kinds: EdgeKind[],
+  signs: [string, string][],
+  id: string,
+  vars: Record<string, string>,
+): { el: SVGGElement; width: number; height: number } {
   const el = s("g", { class: "nfw-export-legend", "font-size": LEGEND_FONT });
   const font = `${LEGEND_FONT}px ${vars["--nfw-font"] || "sans-serif"}`;
   let x = 0;
   for (const kind of kinds) {
     const { width, dash, cap } = STROKES[kind];
     const line = s("line", {
-      x1: 0, y1: 0, x2: SWATCH, y2: 0, stroke: vars[`--nfw-${kind}`] || "#6b7280", "stroke-width": width,
-      "stroke-dasharray": dash, "stroke-linecap": cap, "marker-end": `url(#${id}-arrow-${kind})`,
+      x1: 0,
+      y1: 0,
+      x2: SWATCH,
+      y2: 0,
+      stroke: vars[`--nfw-${kind}`] || "#6b7280",
+      "stroke-width": width,
+      "stroke-dasharray": dash,
+      "stroke-linecap": cap,
+      "marker-end": `url(#${id}-arrow-${kind})`,
     });
     const name = EDGE_NAMES[kind];
     const text = svgText(name, { x: SWATCH + 6, y: 4, fill: vars["--nfw-fg1"] || "#374151" });
@@ -132,7 +156,14 @@ function legendEl(kinds: EdgeKind[], signs: [string, string][], id: string, vars
   }
   for (const [sign, words] of signs) {
     const ink = vars["--nfw-fg1"] || "#374151";
-    const ring = s("circle", { cx: 7, cy: 0, r: 7, fill: vars["--nfw-bg1"] || "#ffffff", stroke: vars["--nfw-flow"] || "#6b7280", "stroke-width": 1.5 });
+    const ring = s("circle", {
+      cx: 7,
+      cy: 0,
+      r: 7,
+      fill: vars["--nfw-bg1"] || "#ffffff",
+      stroke: vars["--nfw-flow"] || "#6b7280",
+      "stroke-width": 1.5,
+    });
     const mark = svgText(sign, { x: 7, y: 4, fill: ink, "text-anchor": "middle", "font-size": LEGEND_FONT - 1 });
     const text = svgText(words, { x: 20, y: 4, fill: ink });
     el.append(s("g", { "data-legend": "junction", transform: `translate(${x},${LEGEND_FONT / 2})` }, ring, mark, text));
@@ -178,13 +209,17 @@ export async function svgToPng(svg: string, scale = 2): Promise<Blob> {
     });
     const k = Math.min(scale, MAX_PNG_SIDE / Math.max(img.width, img.height, 1));
     if (k < LEGIBLE_SCALE) {
-      console.warn(`neural_flow_widget: the graph is too large for a legible PNG (drawn at ${Math.round(k * 100)} %, labels under 8 px); the SVG export keeps them sharp`);
+      console.warn(
+        `neural_flow_widget: the graph is too large for a legible PNG (drawn at ${Math.round(k * 100)} %, labels under 8 px); the SVG export keeps them sharp`,
+      );
     }
     const canvas = document.createElement("canvas");
     canvas.width = Math.max(1, Math.round(img.width * k));
     canvas.height = Math.max(1, Math.round(img.height * k));
     canvas.getContext("2d")!.drawImage(img, 0, 0, canvas.width, canvas.height);
-    return await new Promise<Blob>((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("PNG encoding failed"))), "image/png"));
+    return await new Promise<Blob>((resolve, reject) =>
+      canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("PNG encoding failed"))), "image/png"),
+    );
   } finally {
     URL.revokeObjectURL(url);
   }

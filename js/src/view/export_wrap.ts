@@ -50,10 +50,22 @@ function inside(box: Span, band: { a0: number; a1: number }): boolean {
 /** The drawing (`scene`'s, every layer, in scene coordinates), whole or as strips, placed
  * `pad` from the top left; `id`: the view's id prefix (ids made here are unique with it);
  * `vars`: the resolved theme colours. */
-export function wrapped(scene: Scene, drawing: SVGGElement, id: string, vars: Record<string, string>, pad: number): Wrapped {
+export function wrapped(
+  scene: Scene,
+  drawing: SVGGElement,
+  id: string,
+  vars: Record<string, string>,
+  pad: number,
+): Wrapped {
   const along = scene.dir === "LR" ? 0 : 1; // the axis the data flows along
   const strips = stripsOf(scene, along);
-  if (!strips) return { width: scene.width, height: scene.height, parts: [s("g", { transform: `translate(${pad},${pad})` }, drawing)], defs: [] };
+  if (!strips)
+    return {
+      width: scene.width,
+      height: scene.height,
+      parts: [s("g", { transform: `translate(${pad},${pad})` }, drawing)],
+      defs: [],
+    };
   const drawingId = `${id}-figure`;
   drawing.setAttribute("id", drawingId);
   const defs: SVGElement[] = [drawing];
@@ -65,13 +77,18 @@ export function wrapped(scene: Scene, drawing: SVGGElement, id: string, vars: Re
     const cutAfter = i + 1 < strips.length && strips[i + 1].band === st.band;
     if (cutBefore) across += STRIP_GAP; // between bands the layout's own gap is there already
     const clipId = `${id}-strip-${i}`;
-    const [x, y, width, height] = along === 0 ? [st.lo, st.a0, st.hi - st.lo, st.a1 - st.a0] : [st.a0, st.lo, st.a1 - st.a0, st.hi - st.lo];
+    const [x, y, width, height] =
+      along === 0 ? [st.lo, st.a0, st.hi - st.lo, st.a1 - st.a0] : [st.a0, st.lo, st.a1 - st.a0, st.hi - st.lo];
     defs.push(s("clipPath", { id: clipId }, s("rect", { x, y, width, height })));
     const use = s("use", { href: `#${drawingId}` });
     use.setAttributeNS(XLINK_NS, "xlink:href", `#${drawingId}`); // for SVG 1.1 readers (Inkscape 0.9x, librsvg)
     // each strip starts CLIP_MARGIN before the pad line, as the drawing does unwrapped
     const [dl, da] = [pad - CLIP_MARGIN - st.lo, pad - CLIP_MARGIN + across - st.a0];
-    const strip = s("g", { class: "nfw-strip", "data-strip": i, transform: `translate(${along === 0 ? dl : da},${along === 0 ? da : dl})` });
+    const strip = s("g", {
+      class: "nfw-strip",
+      "data-strip": i,
+      transform: `translate(${along === 0 ? dl : da},${along === 0 ? da : dl})`,
+    });
     strip.append(s("g", { "clip-path": `url(#${clipId})` }, use));
     if (cutBefore) strip.append(cutMark(st.lo, along, st, vars));
     if (cutAfter) strip.append(cutMark(st.hi, along, st, vars));
@@ -96,7 +113,11 @@ function stripsOf(scene: Scene, along: 0 | 1): Strip[] | null {
   const boxes = [...scene.nodes, ...scene.junctions].map(({ box }) => spanOf(box, along));
   return bands.flatMap((band, index) => {
     const mine = boxes.filter((b) => inside(b, band));
-    const ends = [Math.max(-CLIP_MARGIN, band.lo - 2 * CLIP_MARGIN), ...cutsAt(mine, band, stripsIn(band, length)), Math.min(long + CLIP_MARGIN, band.hi + 2 * CLIP_MARGIN)];
+    const ends = [
+      Math.max(-CLIP_MARGIN, band.lo - 2 * CLIP_MARGIN),
+      ...cutsAt(mine, band, stripsIn(band, length)),
+      Math.min(long + CLIP_MARGIN, band.hi + 2 * CLIP_MARGIN),
+    ];
     return ends.slice(1).map((hi, i) => ({ lo: ends[i], hi, a0: band.a0, a1: band.a1, band: index }));
   });
 }
@@ -115,17 +136,23 @@ function bandsOf(scene: Scene, along: 0 | 1): Span[] | null {
   const lines: number[] = [];
   for (const { points } of [...scene.edges, ...scene.stubs, ...scene.buses]) {
     for (let i = 2; i < points.length; i += 2) {
-      if (points[i - 2 + along] - points[i + along] > Math.min(300, long / 4)) lines.push((points[i - 1 - along] + points[i + 1 - along]) / 2);
+      if (points[i - 2 + along] - points[i + along] > Math.min(300, long / 4))
+        lines.push((points[i - 1 - along] + points[i + 1 - along]) / 2);
     }
   }
   if (lines.some((at) => boxes.some((b) => b.a0 < at && at < b.a1))) return null;
-  const bounds = [-CLIP_MARGIN, ...lines.sort((a, b) => a - b).filter((at, i) => i === 0 || at - lines[i - 1] > 8), short + CLIP_MARGIN];
+  const bounds = [
+    -CLIP_MARGIN,
+    ...lines.sort((a, b) => a - b).filter((at, i) => i === 0 || at - lines[i - 1] > 8),
+    short + CLIP_MARGIN,
+  ];
   const bands: Span[] = [];
   for (let i = 0; i + 1 < bounds.length; i++) {
     // 3 px off the connector: its run back along the flow is the line break, not drawn
     const [a0, a1] = [i > 0 ? bounds[i] + 3 : bounds[i], i + 2 < bounds.length ? bounds[i + 1] - 3 : bounds[i + 1]];
     const mine = boxes.filter((b) => inside(b, { a0, a1 }));
-    if (mine.length) bands.push({ lo: Math.min(...mine.map((b) => b.lo)), hi: Math.max(...mine.map((b) => b.hi)), a0, a1 });
+    if (mine.length)
+      bands.push({ lo: Math.min(...mine.map((b) => b.lo)), hi: Math.max(...mine.map((b) => b.hi)), a0, a1 });
   }
   return bands;
 }
@@ -180,5 +207,14 @@ function cutsAt(boxes: Span[], band: Span, n: number): number[] {
 /** A faint dashed line where a band was cut: the edges that end there go on in the next strip. */
 function cutMark(at: number, along: 0 | 1, strip: Span, vars: Record<string, string>): SVGLineElement {
   const [x1, y1, x2, y2] = along === 0 ? [at, strip.a0, at, strip.a1] : [strip.a0, at, strip.a1, at];
-  return s("line", { class: "nfw-cut", x1, y1, x2, y2, stroke: vars["--nfw-fg3"] || "#9ca3af", "stroke-width": 1, "stroke-dasharray": "2 4" });
+  return s("line", {
+    class: "nfw-cut",
+    x1,
+    y1,
+    x2,
+    y2,
+    stroke: vars["--nfw-fg3"] || "#9ca3af",
+    "stroke-width": 1,
+    "stroke-dasharray": "2 4",
+  });
 }

@@ -32,7 +32,13 @@ function glyphPath(glyph: string, r: number): string | null {
 
 export function junctionEl(j: SceneJunction): SVGGElement {
   const [x, y, w, h] = j.box;
-  const g = s("g", { class: "nfw-junction", "data-junction": j.what, "data-glyph": j.glyph, "data-key": j.key, transform: `translate(${x + w / 2},${y + h / 2})` });
+  const g = s("g", {
+    class: "nfw-junction",
+    "data-junction": j.what,
+    "data-glyph": j.glyph,
+    "data-key": j.key,
+    transform: `translate(${x + w / 2},${y + h / 2})`,
+  });
   const title = s("title");
   title.textContent = `${j.what}: the data of its inputs meets here`;
   g.append(title);
@@ -49,13 +55,25 @@ export function junctionEl(j: SceneJunction): SVGGElement {
 }
 
 export function stubEl(e: SceneEdge, marker: string): SVGPathElement {
-  return s("path", { class: "nfw-edge nfw-stub", d: edgePath(e.points), "data-stub": e.to, "data-src-junction": e.from, "marker-end": marker });
+  return s("path", {
+    class: "nfw-edge nfw-stub",
+    d: edgePath(e.points),
+    "data-stub": e.to,
+    "data-src-junction": e.from,
+    "marker-end": marker,
+  });
 }
 
 export function busEl(b: SceneBus): SVGGElement {
-  const g = s("g", { class: "nfw-bus", "data-bus": b.srcId, "data-bus-kind": b.kind, "data-taps": String(b.taps.length / 2 + 1) });
+  const g = s("g", {
+    class: "nfw-bus",
+    "data-bus": b.srcId,
+    "data-bus-kind": b.kind,
+    "data-taps": String(b.taps.length / 2 + 1),
+  });
   g.append(s("path", { class: "nfw-bus-line", d: edgePath(b.points) }));
-  for (let i = 0; i < b.taps.length; i += 2) g.append(s("circle", { class: "nfw-bus-dot", cx: b.taps[i], cy: b.taps[i + 1], r: 2.6 }));
+  for (let i = 0; i < b.taps.length; i += 2)
+    g.append(s("circle", { class: "nfw-bus-dot", cx: b.taps[i], cy: b.taps[i + 1], r: 2.6 }));
   return g;
 }
 
@@ -80,7 +98,11 @@ export function badge(cx: number, cy: number, label: string, title: string, key:
   const g = s("g", { "data-action": "toggle", "data-key": key, transform: `translate(${cx - 8},${cy - 8})` });
   const t = s("title");
   t.textContent = title;
-  g.append(t, s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }), svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }));
+  g.append(
+    t,
+    s("rect", { class: "nfw-badge", width: 16, height: 16, rx: 4 }),
+    svgText(label, { class: "nfw-badge-text", x: 8, y: 12.5, "text-anchor": "middle" }),
+  );
   return g;
 }
 
@@ -90,17 +112,52 @@ export function badge(cx: number, cy: number, label: string, title: string, key:
  * the words of its reply (an offline page that left it out says so and why). */
 export type Thumb = string | { missing: string };
 
-export function thumbEl(x: number, y: number, w: number, h: number, thumb: Thumb | null | undefined, font = "11px sans-serif"): SVGElement {
+export function thumbEl(
+  x: number,
+  y: number,
+  w: number,
+  h: number,
+  thumb: Thumb | null | undefined,
+  font = "11px sans-serif",
+): SVGElement {
   if (thumb === undefined) return s("rect", { class: "nfw-thumb-wait", x, y, width: w, height: h, rx: 4 });
   if (thumb === null) return s("g", { class: "nfw-thumb-none" });
-  if (typeof thumb === "string") return s("image", { class: "nfw-thumb", href: thumb, x, y, width: w, height: h, preserveAspectRatio: "xMidYMid meet" });
+  if (typeof thumb === "string")
+    return s("image", {
+      class: "nfw-thumb",
+      href: thumb,
+      x,
+      y,
+      width: w,
+      height: h,
+      preserveAspectRatio: "xMidYMid meet",
+    });
   // no picture, and why: the reply's first clause in the slot, all of it on hover
   const lines = wrapped(thumb.missing.split(/\.\s|\s\(/)[0], w - 12, font, Math.max(1, Math.floor((h - 8) / 14)));
   const g = s("g", { class: "nfw-thumb-missing", "data-missing": "" });
   const title = s("title");
   title.textContent = thumb.missing;
-  g.append(title, s("rect", { x, y, width: w, height: h, rx: 4, style: "fill:none;stroke:var(--nfw-fg3,#9ca3af);stroke-dasharray:4 3" }));
-  lines.forEach((line, i) => g.append(svgText(line, { class: "nfw-t2", x: x + w / 2, y: y + h / 2 + 14 * (i - (lines.length - 1) / 2) + 4, "text-anchor": "middle" })));
+  g.append(
+    title,
+    s("rect", {
+      x,
+      y,
+      width: w,
+      height: h,
+      rx: 4,
+      style: "fill:none;stroke:var(--nfw-fg3,#9ca3af);stroke-dasharray:4 3",
+    }),
+  );
+  lines.forEach((line, i) =>
+    g.append(
+      svgText(line, {
+        class: "nfw-t2",
+        x: x + w / 2,
+        y: y + h / 2 + 14 * (i - (lines.length - 1) / 2) + 4,
+        "text-anchor": "middle",
+      }),
+    ),
+  );
   return g;
 }
 

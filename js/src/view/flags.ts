@@ -25,15 +25,34 @@ export function flagsOf(mark: Mark | null): Flag[] {
   const flags: Flag[] = [];
   if (mark.failed) flags.push({ text: "raised", cls: "nfw-flag-failed", title: "The forward raised here" });
   if (mark.nonfinite) {
-    const where = mark.nonfinite > 1 ? `${mark.nonfinite} stages shown here hold NaN or ±Inf` : "Its output holds NaN or ±Inf";
+    const where =
+      mark.nonfinite > 1 ? `${mark.nonfinite} stages shown here hold NaN or ±Inf` : "Its output holds NaN or ±Inf";
     if (mark.received) {
-      flags.push({ text: "received NaN/Inf", cls: "nfw-flag-nonfinite", title: `${where}; it came in with its input, made before it (the banner says where)` });
+      flags.push({
+        text: "received NaN/Inf",
+        cls: "nfw-flag-nonfinite",
+        title: `${where}; it came in with its input, made before it (the banner says where)`,
+      });
     } else {
-      flags.push({ text: mark.first ? "1st NaN/Inf" : "NaN/Inf", cls: "nfw-flag-nonfinite", title: mark.first ? `${where}; the first NaN/Inf of the run is here` : where });
+      flags.push({
+        text: mark.first ? "1st NaN/Inf" : "NaN/Inf",
+        cls: "nfw-flag-nonfinite",
+        title: mark.first ? `${where}; the first NaN/Inf of the run is here` : where,
+      });
     }
   }
-  if (mark.failedB) flags.push({ text: "B raised", cls: "nfw-flag-failed", title: "Run B's forward raised here: it has no output to compare" });
-  else if (mark.diverges) flags.push({ text: "runs part", cls: "nfw-flag-diverges", title: "Runs A and B part here: the first stage whose output differs" });
+  if (mark.failedB)
+    flags.push({
+      text: "B raised",
+      cls: "nfw-flag-failed",
+      title: "Run B's forward raised here: it has no output to compare",
+    });
+  else if (mark.diverges)
+    flags.push({
+      text: "runs part",
+      cls: "nfw-flag-diverges",
+      title: "Runs A and B part here: the first stage whose output differs",
+    });
   return flags;
 }
 
@@ -51,7 +70,11 @@ export function drawFlags(flags: Flag[], x: number, y: number, font: string): SV
     const g = s("g", { class: `nfw-flag ${f.cls}`, transform: `translate(${at},0)` });
     const title = s("title");
     title.textContent = f.title;
-    g.append(title, s("rect", { width: w, height: FLAG_H, rx: FLAG_H / 2 }), svgText(f.text, { x: w / 2, y: FLAG_H / 2 + 4, "text-anchor": "middle" }));
+    g.append(
+      title,
+      s("rect", { width: w, height: FLAG_H, rx: FLAG_H / 2 }),
+      svgText(f.text, { x: w / 2, y: FLAG_H / 2 + 4, "text-anchor": "middle" }),
+    );
     row.append(g);
     at += w + GAP;
   }

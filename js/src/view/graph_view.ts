@@ -50,18 +50,36 @@ export class GraphView {
       const style = getComputedStyle(this.svg);
       const fam = style.fontFamily || "sans-serif";
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = { t1: `600 14px ${fam}`, t2: `11px ${fam}`, num: `11px ${mono}`, ct: `600 12px ${fam}`, port: `500 13px ${fam}`, flag: `700 11px ${fam}`, st: `600 14px ${fam}`, sa: `13px ${fam}` }; // a stack's header, its stepper
+      this.fonts = {
+        t1: `600 14px ${fam}`,
+        t2: `11px ${fam}`,
+        num: `11px ${mono}`,
+        ct: `600 12px ${fam}`,
+        port: `500 13px ${fam}`,
+        flag: `700 11px ${fam}`,
+        st: `600 14px ${fam}`,
+        sa: `13px ${fam}`,
+      }; // a stack's header, its stepper
     }
     return this.fonts[kind];
   }
 
-  constructor(private readonly events: GraphViewEvents, private readonly isDragging: () => boolean) {
+  constructor(
+    private readonly events: GraphViewEvents,
+    private readonly isDragging: () => boolean,
+  ) {
     this.svg = s("svg", { class: "nfw-svg nfw-graph", role: "img", "aria-label": "network flow graph" });
     const defs = (this.defs = s("defs"));
     for (const kind of ["flow", "skip", "merge", "order"]) {
       const m = s("marker", {
-        id: `${this.uid}-arrow-${kind}`, viewBox: "0 0 10 10", refX: 9, refY: 5,
-        markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", markerUnits: "userSpaceOnUse",
+        id: `${this.uid}-arrow-${kind}`,
+        viewBox: "0 0 10 10",
+        refX: 9,
+        refY: 5,
+        markerWidth: 7,
+        markerHeight: 7,
+        orient: "auto-start-reverse",
+        markerUnits: "userSpaceOnUse",
       });
       m.append(s("path", { d: "M0,1 L10,5 L0,9 z", class: `nfw-arrow-${kind}` }));
       defs.append(m);
@@ -111,7 +129,8 @@ export class GraphView {
     this.nodeByKey = new Map(scene.nodes.map((n) => [n.key, n]));
     noteResidualKinds(this.svg, scene.nodes); // for the legend, whatever is culled
     this.edgesOf = new Map();
-    for (const e of scene.edges) for (const k of [e.src, e.dst]) (this.edgesOf.get(k) ?? this.edgesOf.set(k, []).get(k)!).push(e);
+    for (const e of scene.edges)
+      for (const k of [e.src, e.dst]) (this.edgesOf.get(k) ?? this.edgesOf.set(k, []).get(k)!).push(e);
     this.nodeEls.clear();
     this.edgeEls.clear();
     this.clusterLayer.replaceChildren(...scene.clusters.map((c) => this.clusterEl(c)));
@@ -166,7 +185,8 @@ export class GraphView {
     const [vx, vy, vw, vh] = this.viewport;
     const mx = vw * 0.25;
     const my = vh * 0.25;
-    const inView = (x: number, y: number, w: number, h: number) => all || (x + w >= vx - mx && x <= vx + vw + mx && y + h >= vy - my && y <= vy + vh + my);
+    const inView = (x: number, y: number, w: number, h: number) =>
+      all || (x + w >= vx - mx && x <= vx + vw + mx && y + h >= vy - my && y <= vy + vh + my);
     const wantNodes: SVGGElement[] = [];
     for (const n of scene.nodes) {
       const [x, y, w, h] = n.box;
@@ -178,10 +198,15 @@ export class GraphView {
     const wantEdges: SVGPathElement[] = [];
     for (const e of scene.edges) {
       if (!all) {
-        let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+        let x0 = Infinity,
+          y0 = Infinity,
+          x1 = -Infinity,
+          y1 = -Infinity;
         for (let i = 0; i < e.points.length; i += 2) {
-          x0 = Math.min(x0, e.points[i]); x1 = Math.max(x1, e.points[i]);
-          y0 = Math.min(y0, e.points[i + 1]); y1 = Math.max(y1, e.points[i + 1]);
+          x0 = Math.min(x0, e.points[i]);
+          x1 = Math.max(x1, e.points[i]);
+          y0 = Math.min(y0, e.points[i + 1]);
+          y1 = Math.max(y1, e.points[i + 1]);
         }
         if (!inView(x0, y0, x1 - x0, y1 - y0)) continue;
       }
@@ -195,8 +220,13 @@ export class GraphView {
 
   private edgeEl(e: SceneEdge): SVGPathElement {
     return s("path", {
-      class: this.current !== null && this.feeds(e, this.current) ? "nfw-edge nfw-live" : "nfw-edge", d: edgePath(e.points), "data-edge-kind": e.kind, "data-src": e.srcId, "data-dst": e.dstId,
-      "data-key": e.key, "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${e.kind})` : null,
+      class: this.current !== null && this.feeds(e, this.current) ? "nfw-edge nfw-live" : "nfw-edge",
+      d: edgePath(e.points),
+      "data-edge-kind": e.kind,
+      "data-src": e.srcId,
+      "data-dst": e.dstId,
+      "data-key": e.key,
+      "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${e.kind})` : null,
     });
   }
 
@@ -222,7 +252,13 @@ export class GraphView {
     const scene = this.scene;
     if (!scene) return "";
     const fig = figureLayers(scene, `url(#${this.uid}-arrow-flow)`);
-    const layers = [fig.buses, scene.edges.map((e) => this.edgeEl(e)), scene.clusters.map((c) => this.clusterEl(c)), fig.joins, scene.nodes.map((n) => this.nodeEl(n))];
+    const layers = [
+      fig.buses,
+      scene.edges.map((e) => this.edgeEl(e)),
+      scene.clusters.map((c) => this.clusterEl(c)),
+      fig.joins,
+      scene.nodes.map((n) => this.nodeEl(n)),
+    ];
     const drawing = s("g", { class: "nfw-world" }, ...layers.map((els) => s("g", {}, ...els)));
     return figure(scene, drawing, this.defs.cloneNode(true) as SVGDefsElement, this.uid);
   }
@@ -298,7 +334,8 @@ export class GraphView {
     el?.classList.add("nfw-current");
     if (el) el.dataset.current = "";
     for (const e of this.scene?.edges ?? []) if (this.feeds(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
-    for (const stub of this.joinLayer.querySelectorAll<SVGElement>(".nfw-stub")) if (stub.dataset.stub === key) stub.classList.add("nfw-live");
+    for (const stub of this.joinLayer.querySelectorAll<SVGElement>(".nfw-stub"))
+      if (stub.dataset.stub === key) stub.classList.add("nfw-live");
   }
 
   setMatches(keys: Iterable<string>) {

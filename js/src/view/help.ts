@@ -15,7 +15,13 @@ const KEYS: [string, string][] = [
 
 /** The help panel, hidden; `toggle` shows or hides it. */
 export function buildHelp(): HTMLElement {
-  const rows = KEYS.map(([key, what]) => h("div", { class: "nfw-help-row" }, h("span", { class: "nfw-kbd" }, key), h("span", {}, what)));
-  return h("div", { class: "nfw-help", role: "dialog", "aria-label": "Keyboard help", hidden: true },
-    h("div", { class: "nfw-help-title" }, "Keys"), ...rows);
+  const rows = KEYS.map(([key, what]) =>
+    h("div", { class: "nfw-help-row" }, h("span", { class: "nfw-kbd" }, key), h("span", {}, what)),
+  );
+  return h(
+    "div",
+    { class: "nfw-help", role: "dialog", "aria-label": "Keyboard help", hidden: true },
+    h("div", { class: "nfw-help-title" }, "Keys"),
+    ...rows,
+  );
 }

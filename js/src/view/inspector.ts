@@ -45,10 +45,19 @@ export class Inspector {
   /** The inspector moved to another stage by itself (a map of the model view clicked). */
   onOpen: ((id: string) => void) | null = null;
 
-  constructor(private readonly fetchStage: FetchStage, private readonly onClose: () => void, private readonly opts: InspectorOptions = {}) {
+  constructor(
+    private readonly fetchStage: FetchStage,
+    private readonly onClose: () => void,
+    private readonly opts: InspectorOptions = {},
+  ) {
     this.head = h("div", { class: "nfw-ins-head" });
     this.body = h("div", { class: "nfw-ins-body" });
-    this.el = h("aside", { class: "nfw-inspector", "aria-label": "stage inspector", hidden: true }, this.head, this.body);
+    this.el = h(
+      "aside",
+      { class: "nfw-inspector", "aria-label": "stage inspector", hidden: true },
+      this.head,
+      this.body,
+    );
     this.resizer = new Resizer(this.el, () => this.redraw());
   }
 
@@ -94,9 +103,10 @@ export class Inspector {
     const t = this.target!;
     const close = h("button", { class: "nfw-close", title: "Close (Esc)", "aria-label": "close inspector" }, "×");
     close.addEventListener("click", () => this.close());
-    const [name, what] = t.kind === "stage"
-      ? [t.call.module + (t.call.call > 0 ? ` #${t.call.call}` : ""), t.call.type]
-      : [t.id, `model ${t.kind}${t.end.reading ? ` · read as ${t.end.reading}` : ""}`];
+    const [name, what] =
+      t.kind === "stage"
+        ? [t.call.module + (t.call.call > 0 ? ` #${t.call.call}` : ""), t.call.type]
+        : [t.id, `model ${t.kind}${t.end.reading ? ` · read as ${t.end.reading}` : ""}`];
     this.head.replaceChildren(h("div", { class: "nfw-ins-title" }, h("b", {}, name), h("span", {}, what)), close);
   }
 
@@ -145,14 +155,22 @@ export class Inspector {
 
   /** Run B's reply and A − B, at run A's view, channels and page. */
   private async loadOthers(req: StageRequest, a: OkReply, controller: AbortController) {
-    if (this.graph && this.target && ["b", "both"].includes(diffOf(this.graph, this.target.id)?.raised ?? "")) { // run B raised here: no output to ask for
+    if (this.graph && this.target && ["b", "both"].includes(diffOf(this.graph, this.target.id)?.raised ?? "")) {
+      // run B raised here: no output to ask for
       const why = runFailureHeadline(this.graph)?.what;
-      this.others = { b: { state: "error", message: `Run B raised here${why ? `: ${why}` : ""}` }, diff: { state: "error", message: "No A − B: run B has no output here." } };
+      this.others = {
+        b: { state: "error", message: `Run B raised here${why ? `: ${why}` : ""}` },
+        diff: { state: "error", message: "No A − B: run B has no output here." },
+      };
       return this.show(a);
     }
     const view = a.view;
     const tiles = view && (view.kind === "grid" || view.kind === "first") ? view.channels : null;
-    const at: StageRequest = { ...req, view: view?.kind ?? req.view, channel: view?.kind === "channel" ? (view.channels?.[0] ?? req.channel) : req.channel };
+    const at: StageRequest = {
+      ...req,
+      view: view?.kind ?? req.view,
+      channel: view?.kind === "channel" ? (view.channels?.[0] ?? req.channel) : req.channel,
+    };
     const ask = async (run: RunName): Promise<PanelState> => {
       const r = plain(run === "b" ? { ...at, page: null, channels: tiles, run } : { ...at, run });
       try {
@@ -171,10 +189,26 @@ export class Inspector {
   private showState(state: "loading" | "error", message = "", retry = true) {
     const meta = this.leadSections();
     if (state === "loading") {
-      this.body.replaceChildren(...meta, h("div", { class: "nfw-state", role: "status" }, h("div", { class: "nfw-spinner" }), `Loading ${this.target?.id ?? ""} …`));
+      this.body.replaceChildren(
+        ...meta,
+        h(
+          "div",
+          { class: "nfw-state", role: "status" },
+          h("div", { class: "nfw-spinner" }),
+          `Loading ${this.target?.id ?? ""} …`,
+        ),
+      );
       return;
     }
-    const box = h("div", { class: retry ? "nfw-errorbox" : "nfw-note nfw-missing", role: retry ? "alert" : "note", "data-missing": retry ? null : "" }, h("div", {}, message));
+    const box = h(
+      "div",
+      {
+        class: retry ? "nfw-errorbox" : "nfw-note nfw-missing",
+        role: retry ? "alert" : "note",
+        "data-missing": retry ? null : "",
+      },
+      h("div", {}, message),
+    );
     if (retry) {
       const again = h("button", { class: "nfw-btn" }, "Retry");
       again.addEventListener("click", () => this.request && void this.load({ ...this.request }));
@@ -192,24 +226,40 @@ export class Inspector {
     this.reply = reply;
     if (!reply.ok) {
       const name = reply.stage || this.target?.id;
-      return this.showState("error", reply.retry === false ? reply.error : `The kernel could not summarise ${name}: ${reply.error}`, reply.retry !== false);
+      return this.showState(
+        "error",
+        reply.retry === false ? reply.error : `The kernel could not summarise ${name}: ${reply.error}`,
+        reply.retry !== false,
+      );
     }
     // The views it can show: all of them live; on an offline page those it carries.
     const here = this.request!;
-    const tabs = reply.views.filter((t) => t === reply.view?.kind || this.available(plain({ ...here, view: t, channel: null, page: null })));
+    const tabs = reply.views.filter(
+      (t) => t === reply.view?.kind || this.available(plain({ ...here, view: t, channel: null, page: null })),
+    );
     if (reply.attention.length) tabs.push(ATTENTION);
     if (!this.tab || !tabs.includes(this.tab)) this.tab = reply.view?.kind ?? tabs[0] ?? null;
     const parts: HTMLElement[] = this.leadSections();
     // The stage that raised has its message above already; the reply's error repeats it.
     const raised = this.run.failure !== null && this.run.failed.has(reply.stage);
-    if (reply.error && !(raised && this.run.failure!.includes(reply.error))) parts.push(h("div", { class: "nfw-errorbox", role: "alert" }, reply.error));
-    if (raised && !tabs.length && !reply.summaries.length) parts.push(h("div", { class: "nfw-note" }, "No output: the forward raised before this stage returned."));
-    else if (!tabs.length && !reply.summaries.length && !reply.error) parts.push(h("div", { class: "nfw-note" }, "It returned no tensor: there is nothing to show."));
+    if (reply.error && !(raised && this.run.failure!.includes(reply.error)))
+      parts.push(h("div", { class: "nfw-errorbox", role: "alert" }, reply.error));
+    if (raised && !tabs.length && !reply.summaries.length)
+      parts.push(h("div", { class: "nfw-note" }, "No output: the forward raised before this stage returned."));
+    else if (!tabs.length && !reply.summaries.length && !reply.error)
+      parts.push(h("div", { class: "nfw-note" }, "It returned no tensor: there is nothing to show."));
     let output: OutputSection | null = null;
     if (tabs.length) {
       const req = this.request!;
       output = new OutputSection({
-        reply, b: this.others.b, diff: this.others.diff, tab: this.tab, tabs, request: req, width: this.width(), perTile: this.perTile,
+        reply,
+        b: this.others.b,
+        diff: this.others.diff,
+        tab: this.tab,
+        tabs,
+        request: req,
+        width: this.width(),
+        perTile: this.perTile,
         available: (change) => this.available({ ...req, ...change }),
         pickTab: (t) => this.pickTab(t),
         reload: (change) => this.reload(change),
@@ -230,7 +280,11 @@ export class Inspector {
       parts.push(output.el);
     }
     const hists: (() => void)[] = [];
-    reply.summaries.forEach((s, i) => parts.push(summarySection(s, reply.summaries.length > 1 ? i : -1, this.others.b !== null, () => this.width(), hists)));
+    reply.summaries.forEach((s, i) =>
+      parts.push(
+        summarySection(s, reply.summaries.length > 1 ? i : -1, this.others.b !== null, () => this.width(), hists),
+      ),
+    );
     this.body.replaceChildren(...parts);
     output?.draw();
     for (const f of hists) f();
@@ -243,13 +297,15 @@ export class Inspector {
     const g = this.graph;
     if (!g) return [];
     const controller = new AbortController();
-    return Promise.all(g.attention.map(async (c) => {
-      const id = g.calls[c].id;
-      const req = { stage: id, view: null, channel: null, head: null, sample: null };
-      if (!this.available(req)) return { id, a: null };
-      const reply = await this.fetchCached(req, controller.signal).catch(() => null);
-      return { id, a: reply?.ok ? reply.attention[0] ?? null : null };
-    }));
+    return Promise.all(
+      g.attention.map(async (c) => {
+        const id = g.calls[c].id;
+        const req = { stage: id, view: null, channel: null, head: null, sample: null };
+        if (!this.available(req)) return { id, a: null };
+        const reply = await this.fetchCached(req, controller.signal).catch(() => null);
+        return { id, a: reply?.ok ? (reply.attention[0] ?? null) : null };
+      }),
+    );
   }
 
   /** The picture of a model input (its "image" reading), through the same cache. */
@@ -305,12 +361,19 @@ export class Inspector {
 /** A request without the optional fields it leaves at their defaults (page, channels, run A). */
 function plain(req: StageRequest): StageRequest {
   const { page, channels, run, window, ...rest } = req;
-  return { ...rest, ...(page ? { page } : {}), ...(channels ? { channels } : {}), ...(window ? { window } : {}), ...(run && run !== "a" ? { run } : {}) };
+  return {
+    ...rest,
+    ...(page ? { page } : {}),
+    ...(channels ? { channels } : {}),
+    ...(window ? { window } : {}),
+    ...(run && run !== "a" ? { run } : {}),
+  };
 }
 
 function describeError(err: unknown): string {
   const e = err as { name?: string; message?: string } | null;
-  if (e?.name === "TimeoutError") return "The kernel did not answer within 10 s. Is it busy, or was it restarted? Re-run the cell that shows the widget, then retry.";
+  if (e?.name === "TimeoutError")
+    return "The kernel did not answer within 10 s. Is it busy, or was it restarted? Re-run the cell that shows the widget, then retry.";
   if (e?.name === "AbortError") return "The request was cancelled.";
   return `Could not load this stage: ${e?.message ?? String(err)}`;
 }

@@ -10,7 +10,9 @@ import type { WireCall, WireEnd, WireGraph } from "../wire";
 import { h, heading } from "./dom";
 
 /** What the inspector shows: a module call, or a model input / output with captured data. */
-export type Target = { kind: "stage"; id: string; call: WireCall } | { kind: "input" | "output"; id: string; end: WireEnd };
+export type Target =
+  | { kind: "stage"; id: string; call: WireCall }
+  | { kind: "input" | "output"; id: string; end: WireEnd };
 
 /** What went wrong in the run, by stage id: the failure's message and the stages it marks,
  * the stages with NaN / Inf, the first of them, and where its NaN / Inf came from. */
@@ -22,7 +24,13 @@ export interface RunMarks {
   origin: string | null;
 }
 
-export const NO_MARKS: RunMarks = { failure: null, failed: new Set<string>(), nonfinite: new Set<string>(), first: null, origin: null };
+export const NO_MARKS: RunMarks = {
+  failure: null,
+  failed: new Set<string>(),
+  nonfinite: new Set<string>(),
+  first: null,
+  origin: null,
+};
 
 export function runMarks(graph: WireGraph, p: Problems): RunMarks {
   const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
@@ -31,7 +39,11 @@ export function runMarks(graph: WireGraph, p: Problems): RunMarks {
     failed: new Set([id(p.failedStage), id(p.failedCall)].filter((x): x is string => x !== null)),
     nonfinite: new Set(p.nonfinite.map((c) => graph.calls[c].id)),
     first: id(p.first),
-    origin: p.origin ? originPhrases(graph, p.origin).map((x) => x.text).join("") : null,
+    origin: p.origin
+      ? originPhrases(graph, p.origin)
+          .map((x) => x.text)
+          .join("")
+      : null,
   };
 }
 
@@ -40,9 +52,14 @@ export function leadSections(t: Target, run: RunMarks, graph: WireGraph | null):
   const out: HTMLElement[] = [];
   const failed = run.failure !== null && run.failed.has(t.id);
   if (failed) {
-    out.push(h("section", { class: "nfw-section nfw-raised", "data-failure": "" },
-      heading("The forward raised here"),
-      h("pre", { class: "nfw-trace" }, run.failure)));
+    out.push(
+      h(
+        "section",
+        { class: "nfw-section nfw-raised", "data-failure": "" },
+        heading("The forward raised here"),
+        h("pre", { class: "nfw-trace" }, run.failure),
+      ),
+    );
   }
   out.push(metaSection(t, run, failed));
   const versus = graph ? versusSection(t, graph) : null;
@@ -53,7 +70,8 @@ export function leadSections(t: Target, run: RunMarks, graph: WireGraph | null):
 function metaSection(t: Target, run: RunMarks, failed: boolean): HTMLElement {
   // A two-column grid of divs: hosts restyle dl / dt / dd (JupyterLab floats them).
   const meta = h("div", { class: "nfw-meta", role: "list", "aria-label": "stage facts" });
-  const row = (k: string, v: string) => v && meta.append(h("div", { class: "nfw-meta-k", role: "listitem" }, k), h("div", { class: "nfw-meta-v" }, v));
+  const row = (k: string, v: string) =>
+    v && meta.append(h("div", { class: "nfw-meta-k", role: "listitem" }, k), h("div", { class: "nfw-meta-v" }, v));
   if (t.kind !== "stage") {
     row(t.kind, t.id);
     row("shape", formatShape(t.end.shape));
@@ -68,9 +86,16 @@ function metaSection(t: Target, run: RunMarks, failed: boolean): HTMLElement {
   row("params", c.params ? `${formatParams(c.params)} (${c.params.toLocaleString("en-US")})` : "0");
   if (run.nonfinite.has(c.id)) {
     const first = run.first === c.id;
-    row("NaN/Inf", first && run.origin ? `already in its input: ${run.origin}`
-      : first ? "in its output; the first of the run" : `in its output (first at ${run.first})`);
-    for (const el of [meta.lastElementChild, meta.lastElementChild?.previousElementSibling]) el?.classList.add("nfw-meta-bad");
+    row(
+      "NaN/Inf",
+      first && run.origin
+        ? `already in its input: ${run.origin}`
+        : first
+          ? "in its output; the first of the run"
+          : `in its output (first at ${run.first})`,
+    );
+    for (const el of [meta.lastElementChild, meta.lastElementChild?.previousElementSibling])
+      el?.classList.add("nfw-meta-bad");
   }
   if (c.error && !failed) row("error", c.error);
   return h("section", { class: "nfw-section" }, meta);
@@ -87,16 +112,23 @@ function versusSection(t: Target, g: WireGraph): HTMLElement | null {
   const d = diffOf(g, t.id);
   if (!d) return null;
   const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "comparison" });
-  const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
+  const row = (k: string, v: string) =>
+    table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
   const num = (x: number | null) => (x === null ? "—" : formatNumber(x));
   row("relative L2", num(d.relL2));
   row("cosine", num(d.cosine));
   row("max |A − B|", num(d.maxAbs));
   row("compared", d.exact ? "every element" : "the fixed sample of elements");
   const first = g.comparison.first !== null && g.calls[g.comparison.first].id === t.id;
-  const verdict = h("div", { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },
-    d.raised ? `${d.raised === "both" ? "Both runs" : `Run ${d.raised.toUpperCase()}`} raised here: there is no output to compare` :
-    d.diverges ? `Differs (relative L2 > ${g.comparison.rtol})${first ? ": the first stage where the runs part" : ""}` : `Agrees (relative L2 ≤ ${g.comparison.rtol})`);
+  const verdict = h(
+    "div",
+    { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },
+    d.raised
+      ? `${d.raised === "both" ? "Both runs" : `Run ${d.raised.toUpperCase()}`} raised here: there is no output to compare`
+      : d.diverges
+        ? `Differs (relative L2 > ${g.comparison.rtol})${first ? ": the first stage where the runs part" : ""}`
+        : `Agrees (relative L2 ≤ ${g.comparison.rtol})`,
+  );
   sec.append(verdict, ...(d.raised ? [] : [table])); // (a run that raised has no figures)
   return sec;
 }

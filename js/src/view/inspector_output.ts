@@ -50,10 +50,24 @@ export function viewNote(v: ViewData, diff: boolean): string {
   const share = clipped ? (100 * clipped) / Math.max(1, v.pixels.length) : 0;
   return [
     v.note,
-    formOf(v) === "bars" || formOf(v) === "ids" ? "" : `${v.shape.join(" × ")}${axesText(v) ? ` · ${axesText(v)}` : ""}`,
-    v.palette === "rgb" ? "the colours themselves" : v.palette === "categorical" ? "a colour per class" : diff ? "red: A larger, blue: B larger" : v.signed ? "diverging around 0" : "",
-    clipped ? `${share < 0.1 ? "<0.1" : share.toFixed(1)}% of values lie beyond the colour range (drawn in its end colours)` : "",
-  ].filter(Boolean).join(" · ");
+    formOf(v) === "bars" || formOf(v) === "ids"
+      ? ""
+      : `${v.shape.join(" × ")}${axesText(v) ? ` · ${axesText(v)}` : ""}`,
+    v.palette === "rgb"
+      ? "the colours themselves"
+      : v.palette === "categorical"
+        ? "a colour per class"
+        : diff
+          ? "red: A larger, blue: B larger"
+          : v.signed
+            ? "diverging around 0"
+            : "",
+    clipped
+      ? `${share < 0.1 ? "<0.1" : share.toFixed(1)}% of values lie beyond the colour range (drawn in its end colours)`
+      : "",
+  ]
+    .filter(Boolean)
+    .join(" · ");
 }
 
 const rangeOf = (v: ViewData): ColorRange => ({ vmin: v.vmin, vmax: v.vmax, signed: v.signed });
@@ -65,7 +79,11 @@ export class OutputSection {
   constructor(private readonly ctx: OutputContext) {
     const bar = h("div", { class: "nfw-tabs", role: "tablist" });
     for (const t of ctx.tabs) {
-      const b = h("button", { class: "nfw-tab", role: "tab", "aria-selected": String(t === ctx.tab), "data-view": t }, t);
+      const b = h(
+        "button",
+        { class: "nfw-tab", role: "tab", "aria-selected": String(t === ctx.tab), "data-view": t },
+        t,
+      );
       b.addEventListener("click", () => ctx.pickTab(t));
       bar.append(b);
     }
@@ -95,24 +113,53 @@ export class OutputSection {
     if (view.kind === "channel") {
       const channels = first && first.shape.length > 1 ? first.shape[1] : 1;
       const current = ctx.request.channel ?? view.channels?.[0] ?? 0;
-      if (channels > 1 && ctx.available({ view: "channel", channel: (current + 1) % channels })) controls.append(numberPicker("channel", current, channels - 1, (v) => ctx.reload({ view: "channel", channel: v })));
+      if (channels > 1 && ctx.available({ view: "channel", channel: (current + 1) % channels }))
+        controls.append(
+          numberPicker("channel", current, channels - 1, (v) => ctx.reload({ view: "channel", channel: v })),
+        );
     }
     if (formOf(view) === "grid" && view.page !== null && view.pages !== null && view.pages > 1) {
       const page = view.page;
       const go = (p: number) => ctx.reload({ view: view.kind, page: p, channel: null });
       if (ctx.available({ view: view.kind, page: (page + 1) % view.pages })) {
-        const prev = h("button", { class: "nfw-btn nfw-page", type: "button", "aria-label": "previous page", disabled: page === 0 }, "‹");
-        const next = h("button", { class: "nfw-btn nfw-page", type: "button", "aria-label": "next page", disabled: page + 1 >= view.pages }, "›");
+        const prev = h(
+          "button",
+          { class: "nfw-btn nfw-page", type: "button", "aria-label": "previous page", disabled: page === 0 },
+          "‹",
+        );
+        const next = h(
+          "button",
+          { class: "nfw-btn nfw-page", type: "button", "aria-label": "next page", disabled: page + 1 >= view.pages },
+          "›",
+        );
         prev.addEventListener("click", () => go(page - 1));
         next.addEventListener("click", () => go(page + 1));
-        controls.append(h("span", { class: "nfw-pager", "data-page": page, "data-pages": view.pages }, prev, h("span", {}, `page ${page + 1} / ${view.pages}`), next));
+        controls.append(
+          h(
+            "span",
+            { class: "nfw-pager", "data-page": page, "data-pages": view.pages },
+            prev,
+            h("span", {}, `page ${page + 1} / ${view.pages}`),
+            next,
+          ),
+        );
       } else {
-        controls.append(h("span", { class: "nfw-pager", "data-page": page, "data-pages": view.pages }, `page ${page + 1} of ${view.pages} (the others are not in this page)`));
+        controls.append(
+          h(
+            "span",
+            { class: "nfw-pager", "data-page": page, "data-pages": view.pages },
+            `page ${page + 1} of ${view.pages} (the others are not in this page)`,
+          ),
+        );
       }
     }
     if (formOf(view) === "grid") {
-      const scale = h("select", { class: "nfw-select", "aria-label": "colour scale" },
-        h("option", { value: "shared" }, "one colour scale"), h("option", { value: "tile" }, "a scale per channel"));
+      const scale = h(
+        "select",
+        { class: "nfw-select", "aria-label": "colour scale" },
+        h("option", { value: "shared" }, "one colour scale"),
+        h("option", { value: "tile" }, "a scale per channel"),
+      );
       scale.value = ctx.perTile ? "tile" : "shared";
       scale.addEventListener("change", () => ctx.setPerTile(scale.value === "tile"));
       controls.append(h("label", { class: "nfw-label" }, "colours ", scale));
@@ -127,7 +174,10 @@ export class OutputSection {
     const bView = ctx.b?.state === "ok" ? ctx.b.reply.view : null;
     const dView = ctx.diff?.state === "ok" ? ctx.diff.reply.view : null;
     const sameKind = bView !== null && bView.kind === view.kind && bView.palette === view.palette;
-    const shared = compared && sameKind && !ctx.perTile && view.palette === null && form !== "bars" && form !== "ids" ? unionRange(rangeOf(view), rangeOf(bView!)) : undefined;
+    const shared =
+      compared && sameKind && !ctx.perTile && view.palette === null && form !== "bars" && form !== "ids"
+        ? unionRange(rangeOf(view), rangeOf(bView!))
+        : undefined;
     const side = compared && form === "map" && (ctx.width - 16) / 3 >= 150;
     const width = side ? Math.floor((ctx.width - 16) / 3) : ctx.width;
     const panels = h("div", { class: `nfw-panels${side ? " nfw-panels-row" : ""}` });
@@ -135,24 +185,59 @@ export class OutputSection {
     const a = this.viewInto(view, width, shared, false, ctx.reply.tokens);
     panels.append(compared ? panel("a", a) : a);
     if (compared) {
-      panels.append(panel("b", ctx.b === null ? note("Run B has no such stage.") : stateInto(ctx.b, (v) => v.kind === view.kind ? this.viewInto(v, width, shared, false, ctx.reply.tokens) : note(`Run B shows ${v.kind} here.`))));
-      panels.append(panel("diff", ctx.diff === null ? note("No A − B here.") : stateInto(ctx.diff, (v) => this.viewInto(v, width, undefined, true, ctx.reply.tokens))));
+      panels.append(
+        panel(
+          "b",
+          ctx.b === null
+            ? note("Run B has no such stage.")
+            : stateInto(ctx.b, (v) =>
+                v.kind === view.kind
+                  ? this.viewInto(v, width, shared, false, ctx.reply.tokens)
+                  : note(`Run B shows ${v.kind} here.`),
+              ),
+        ),
+      );
+      panels.append(
+        panel(
+          "diff",
+          ctx.diff === null
+            ? note("No A − B here.")
+            : stateInto(ctx.diff, (v) => this.viewInto(v, width, undefined, true, ctx.reply.tokens)),
+        ),
+      );
     }
     const scaleOf = shared ?? rangeOf(view);
     if (view.palette === null && form !== "bars" && form !== "ids" && !(ctx.perTile && form === "grid")) {
       const marks = markCounts(view.nonfinite, view.pixels.length);
-      const clipped: [number, number] | null = view.clipped && bView?.clipped ? [view.clipped[0] + bView.clipped[0], view.clipped[1] + bView.clipped[1]] : view.clipped;
-      const bar = colorBar(marks[0] ? gradientStops(scaleOf.signed, scaleOf.vmin, scaleOf.vmax) : null, scaleOf.vmin, scaleOf.vmax, marks, shared ? clipped : view.clipped);
+      const clipped: [number, number] | null =
+        view.clipped && bView?.clipped
+          ? [view.clipped[0] + bView.clipped[0], view.clipped[1] + bView.clipped[1]]
+          : view.clipped;
+      const bar = colorBar(
+        marks[0] ? gradientStops(scaleOf.signed, scaleOf.vmin, scaleOf.vmax) : null,
+        scaleOf.vmin,
+        scaleOf.vmax,
+        marks,
+        shared ? clipped : view.clipped,
+      );
       if (compared) bar.prepend(h("span", { class: "nfw-colorbar-what" }, shared ? "A, B" : "A"));
       panels.after(bar);
       if (dView && dView.palette === null && formOf(dView) !== "bars" && formOf(dView) !== "ids") {
         const dm = markCounts(dView.nonfinite, dView.pixels.length);
-        const dbar = colorBar(dm[0] ? gradientStops(true, dView.vmin, dView.vmax) : null, dView.vmin, dView.vmax, dm, dView.clipped);
+        const dbar = colorBar(
+          dm[0] ? gradientStops(true, dView.vmin, dView.vmax) : null,
+          dView.vmin,
+          dView.vmax,
+          dm,
+          dView.clipped,
+        );
         dbar.prepend(h("span", { class: "nfw-colorbar-what" }, "A − B"));
         bar.after(dbar);
       }
     } else if (ctx.perTile && form === "grid") {
-      panels.after(note("Each channel on its own colour range (printed under it): colours are not comparable across channels."));
+      panels.after(
+        note("Each channel on its own colour range (printed under it): colours are not comparable across channels."),
+      );
     }
     const notes = [viewNote(view, false)];
     if (shared) notes.push("A and B on one colour range");
@@ -161,16 +246,30 @@ export class OutputSection {
   }
 
   /** One view in its form. */
-  private viewInto(view: ViewData, width: number, range: ColorRange | undefined, diff: boolean, tokens: string[] | null): HTMLElement {
+  private viewInto(
+    view: ViewData,
+    width: number,
+    range: ColorRange | undefined,
+    diff: boolean,
+    tokens: string[] | null,
+  ): HTMLElement {
     const { ctx } = this;
     const form = formOf(view);
     if (form === "bars") return barChart(view, diff);
     if (form === "ids") return idChips(view);
-    const canvas = h("canvas", { class: "nfw-plot", "data-view-kind": view.kind, "data-run": diff ? "diff" : "", "aria-label": `${view.kind} view` });
+    const canvas = h("canvas", {
+      class: "nfw-plot",
+      "data-view-kind": view.kind,
+      "data-run": diff ? "diff" : "",
+      "aria-label": `${view.kind} view`,
+    });
     const shape = ctx.reply.summaries[0]?.shape ?? [];
     const box = h("div", { class: "nfw-view" }, canvas);
     if (form === "tokens") {
-      const axis = { rows: shape.length >= 2 ? shape[shape.length - 2] : view.shape[0], cols: shape.length >= 1 ? shape[shape.length - 1] : view.shape[1] };
+      const axis = {
+        rows: shape.length >= 2 ? shape[shape.length - 2] : view.shape[0],
+        cols: shape.length >= 1 ? shape[shape.length - 1] : view.shape[1],
+      };
       this.draws.push(() => drawTokenMap(canvas, view, tokens, width, axis, range));
     } else if (form === "strip") {
       const n = view.pixels.length;
@@ -199,7 +298,15 @@ export class OutputSection {
 }
 
 function numberPicker(label: string, value: number, max: number, change: (v: number) => void): HTMLElement {
-  const input = h("input", { type: "number", class: "nfw-select nfw-number", min: 0, max, step: 1, value, "aria-label": label });
+  const input = h("input", {
+    type: "number",
+    class: "nfw-select nfw-number",
+    min: 0,
+    max,
+    step: 1,
+    value,
+    "aria-label": label,
+  });
   input.addEventListener("change", () => change(Math.max(0, Math.min(max, Math.round(Number(input.value) || 0)))));
   return h("label", { class: "nfw-label" }, `${label} `, input, ` / ${max}`);
 }

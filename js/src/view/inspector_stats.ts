@@ -23,7 +23,11 @@ export function statRows(s: Summary): [string, string][] {
     [`mean |x|${of}`, num(t.mean_abs)],
     ["zeros", Number.isFinite(t.zero_fraction) ? `${(t.zero_fraction * 100).toFixed(1)}%` : "—"],
   ];
-  if (bad) rows.push(["NaN / +Inf / −Inf", `${t.nan.toLocaleString("en-US")} / ${t.posinf.toLocaleString("en-US")} / ${t.neginf.toLocaleString("en-US")}`]);
+  if (bad)
+    rows.push([
+      "NaN / +Inf / −Inf",
+      `${t.nan.toLocaleString("en-US")} / ${t.posinf.toLocaleString("en-US")} / ${t.neginf.toLocaleString("en-US")}`,
+    ]);
   return rows;
 }
 
@@ -33,13 +37,21 @@ export function nonfiniteNote(s: Summary): string | null {
   if (!t) return null;
   const bad = t.nan + t.posinf + t.neginf;
   if (!bad) return null;
-  const kinds = ([[t.nan, "NaN"], [t.posinf, "+Inf"], [t.neginf, "−Inf"]] as const).filter(([n]) => n > 0);
+  const kinds = (
+    [
+      [t.nan, "NaN"],
+      [t.posinf, "+Inf"],
+      [t.neginf, "−Inf"],
+    ] as const
+  ).filter(([n]) => n > 0);
   const what = kinds.map(([n, name]) => `${n.toLocaleString("en-US")} ${name}`).join(", ");
   // On an accelerator the counts come from the summary's sample (the CPU counts exactly).
   const sampled = s.sampled !== null && s.device !== "" && !s.device.startsWith("cpu");
   const total = sampled ? s.sampled : s.numel;
   if (total === null || total <= 0) return `${what} in this output.`;
-  const among = sampled ? `in a sample of ${total.toLocaleString("en-US")} values` : `of ${total.toLocaleString("en-US")} values`;
+  const among = sampled
+    ? `in a sample of ${total.toLocaleString("en-US")} values`
+    : `of ${total.toLocaleString("en-US")} values`;
   if (bad >= total) {
     const are = kinds.length === 1 ? kinds[0][1] : `NaN or ±Inf (${what})`;
     return `All ${total.toLocaleString("en-US")} values are ${are}: there is no finite value to summarise.`;

@@ -7,16 +7,30 @@ import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
 import { drawHistogram } from "./plots";
 
 /** The section; its histogram is drawn by a function pushed on `draws` (once it is in the page). */
-export function summarySection(s: Summary, index: number, compared: boolean, width: () => number, draws: (() => void)[]): HTMLElement {
+export function summarySection(
+  s: Summary,
+  index: number,
+  compared: boolean,
+  width: () => number,
+  draws: (() => void)[],
+): HTMLElement {
   const title = `Statistics${compared ? " · run A" : ""}${index >= 0 ? ` · output ${s.leaf ?? index}` : ""}`;
   const sec = h("section", { class: "nfw-section" }, heading(title));
   const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
-  const row = (k: string, v: string) => table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
+  const row = (k: string, v: string) =>
+    table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
   row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
   for (const [k, v] of statRows(s)) row(k, v);
   if (s.numel !== null) row("elements", s.numel.toLocaleString("en-US"));
   if (s.sampled !== null) row("sampled", `${s.sampled.toLocaleString("en-US")} elements`);
-  if (s.values) row("values", s.values.slice(0, 8).map(([v, n]) => `${String(v)}: ${n}`).join(", ") + (s.values.length > 8 ? ", …" : ""));
+  if (s.values)
+    row(
+      "values",
+      s.values
+        .slice(0, 8)
+        .map(([v, n]) => `${String(v)}: ${n}`)
+        .join(", ") + (s.values.length > 8 ? ", …" : ""),
+    );
   const bad = nonfiniteNote(s);
   if (bad) sec.append(h("div", { class: "nfw-errorbox nfw-nonfinite-note", "data-nonfinite-note": "" }, bad));
   sec.append(table);

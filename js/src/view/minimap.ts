@@ -33,7 +33,10 @@ function covered(boxes: Box[], x: number, y: number, w: number, hh: number): num
  * the current corner unless another is clearly better (so it does not hop while panning).
  */
 export function pickCorner(nodes: Box[], width: number, height: number, current: Corner): Corner {
-  const rect = (c: Corner): [number, number] => [c.endsWith("right") ? width - MARGIN - W : MARGIN, c.startsWith("top") ? MARGIN : height - MARGIN - H];
+  const rect = (c: Corner): [number, number] => [
+    c.endsWith("right") ? width - MARGIN - W : MARGIN,
+    c.startsWith("top") ? MARGIN : height - MARGIN - H,
+  ];
   const cost = (c: Corner) => covered(nodes, ...rect(c), W, H);
   const now = cost(current);
   if (now === 0) return current;
@@ -69,9 +72,16 @@ export class Minimap {
   constructor(
     private readonly centerOn: (x: number, y: number) => void,
     private readonly legend: HTMLElement | null = null,
-    private readonly hostSize: () => [number, number] = () => [this.el.parentElement?.clientWidth ?? 0, this.el.parentElement?.clientHeight ?? 0],
+    private readonly hostSize: () => [number, number] = () => [
+      this.el.parentElement?.clientWidth ?? 0,
+      this.el.parentElement?.clientHeight ?? 0,
+    ],
   ) {
-    this.canvas = h("canvas", { class: "nfw-minimap-map", "aria-label": "minimap", title: "Overview: click or drag to move" });
+    this.canvas = h("canvas", {
+      class: "nfw-minimap-map",
+      "aria-label": "minimap",
+      title: "Overview: click or drag to move",
+    });
     this.toggleBtn = h("button", { class: "nfw-minimap-toggle", type: "button" });
     this.el = h("div", { class: "nfw-minimap", hidden: true, "data-corner": this.corner }, this.canvas, this.toggleBtn);
     this.setCollapsed(false);
@@ -169,7 +179,14 @@ export class Minimap {
       this.corner = corner;
       this.el.dataset.corner = corner;
     }
-    const covers = covered(boxes, corner.endsWith("right") ? hw - MARGIN - W : MARGIN, corner.startsWith("top") ? MARGIN : hh - MARGIN - H, W, H) > 0;
+    const covers =
+      covered(
+        boxes,
+        corner.endsWith("right") ? hw - MARGIN - W : MARGIN,
+        corner.startsWith("top") ? MARGIN : hh - MARGIN - H,
+        W,
+        H,
+      ) > 0;
     if ((this.chosen ?? covers) !== this.collapsed) this.setCollapsed(this.chosen ?? covers);
   }
 
@@ -208,7 +225,10 @@ export class Minimap {
     ctx.strokeStyle = style.getPropertyValue("--nfw-accent").trim() || "#2563eb";
     ctx.lineWidth = 1.5;
     ctx.fillStyle = "rgba(37, 99, 235, 0.08)";
-    const rx = this.ox + vx * k, ry = this.oy + vy * k, rw = vw * k, rh = vh * k;
+    const rx = this.ox + vx * k,
+      ry = this.oy + vy * k,
+      rw = vw * k,
+      rh = vh * k;
     ctx.fillRect(rx, ry, rw, rh);
     ctx.strokeRect(rx, ry, rw, rh);
   }

@@ -14,7 +14,12 @@ export type PanelState = { state: "loading" } | { state: "error"; message: strin
 const CAPTIONS = { a: "A · this run", b: "B · compared run", diff: "A − B" } as const;
 
 export function panel(run: "a" | "b" | "diff", content: HTMLElement): HTMLElement {
-  return h("div", { class: "nfw-panel", "data-run": run }, h("div", { class: "nfw-panel-cap" }, CAPTIONS[run]), content);
+  return h(
+    "div",
+    { class: "nfw-panel", "data-run": run },
+    h("div", { class: "nfw-panel-cap" }, CAPTIONS[run]),
+    content,
+  );
 }
 
 export function note(text: string): HTMLElement {
@@ -23,7 +28,13 @@ export function note(text: string): HTMLElement {
 
 /** A panel's content: a spinner, the reason it has none, or `ok` of its reply's view. */
 export function stateInto(s: PanelState, ok: (v: ViewData) => HTMLElement): HTMLElement {
-  if (s.state === "loading") return h("div", { class: "nfw-state nfw-state-small", role: "status" }, h("div", { class: "nfw-spinner" }), "Loading …");
+  if (s.state === "loading")
+    return h(
+      "div",
+      { class: "nfw-state nfw-state-small", role: "status" },
+      h("div", { class: "nfw-spinner" }),
+      "Loading …",
+    );
   if (s.state === "error") return h("div", { class: "nfw-note nfw-panel-error" }, s.message);
   return s.reply.view ? ok(s.reply.view) : note("No view.");
 }

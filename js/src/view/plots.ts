@@ -1,6 +1,18 @@
 /** Canvas drawings for the inspector: activation views, attention maps, histograms. */
 import type { AttentionData, Histogram, ViewData } from "../wire";
-import { applyLut, applyNonfinite, categoricalColor, type ColorRange, cssColor, diverging, lut, lutOnRange, NONFINITE_NAMES, nonfiniteColor, viridis } from "./colormap";
+import {
+  applyLut,
+  applyNonfinite,
+  categoricalColor,
+  type ColorRange,
+  cssColor,
+  diverging,
+  lut,
+  lutOnRange,
+  NONFINITE_NAMES,
+  nonfiniteColor,
+  viridis,
+} from "./colormap";
 import { h } from "./dom";
 
 /** Where the tiles of a drawn grid are (css pixels), to find the tile under a click. */
@@ -17,7 +29,8 @@ export interface TileGeometry {
 export function tileAt(g: TileGeometry, x: number, y: number): number {
   const col = Math.floor(x / (g.cellW + g.gap));
   const row = Math.floor(y / g.rowH);
-  if (col < 0 || col >= g.cols || row < 0 || x - col * (g.cellW + g.gap) > g.cellW || y - row * g.rowH > g.cellH) return -1;
+  if (col < 0 || col >= g.cols || row < 0 || x - col * (g.cellW + g.gap) > g.cellW || y - row * g.rowH > g.cellH)
+    return -1;
   const i = row * g.cols + col;
   return i < g.count ? i : -1;
 }
@@ -39,7 +52,12 @@ export function inkOf(el: Element, name: string, fallback: string): string {
 }
 
 /** Raw pixels of `count` maps of h*w into one canvas laid out as a vertical strip. */
-export function strip(count: number, hh: number, w: number, fill: (img: Uint8ClampedArray, i: number) => void): HTMLCanvasElement {
+export function strip(
+  count: number,
+  hh: number,
+  w: number,
+  fill: (img: Uint8ClampedArray, i: number) => void,
+): HTMLCanvasElement {
   const c = document.createElement("canvas");
   c.width = w;
   c.height = hh * count;
@@ -55,12 +73,22 @@ export function pictureOf(view: ViewData): HTMLCanvasElement | null {
   if (view.palette !== "rgb" || view.shape.length !== 3 || view.shape[2] !== 3) return null;
   const [h, w] = view.shape;
   return strip(1, h, w, (img) => {
-    for (let i = 0; i < h * w; i++) img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
+    for (let i = 0; i < h * w; i++)
+      img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
   });
 }
 
 /** A grid of tiles scaled to `width` css pixels, with labels when tiles are big enough. */
-function tiles(canvas: HTMLCanvasElement, src: HTMLCanvasElement, count: number, th: number, tw: number, width: number, labels: string[] | null, maxH = 420): TileGeometry {
+function tiles(
+  canvas: HTMLCanvasElement,
+  src: HTMLCanvasElement,
+  count: number,
+  th: number,
+  tw: number,
+  width: number,
+  labels: string[] | null,
+  maxH = 420,
+): TileGeometry {
   const aspect = th / tw;
   const gap = count > 1 ? 3 : 0;
   const labelH = labels && count > 1 ? 13 : 0;
@@ -122,7 +150,13 @@ export function tileRange(view: ViewData, from: number, n: number): ColorRange {
 }
 
 /** RGBA of `n` codes of a view from `from`, in its palette or on a range; NaN / ±Inf in their own colours. */
-export function paint(view: ViewData, img: Uint8ClampedArray, from: number, n: number, table: Uint8ClampedArray | null) {
+export function paint(
+  view: ViewData,
+  img: Uint8ClampedArray,
+  from: number,
+  n: number,
+  table: Uint8ClampedArray | null,
+) {
   if (view.palette === "categorical") {
     for (let i = 0; i < n; i++) {
       const [r, g, b] = categoricalColor(view.pixels[from + i]);
@@ -135,13 +169,20 @@ export function paint(view: ViewData, img: Uint8ClampedArray, from: number, n: n
 }
 
 /** Draw a kernel view ([tiles, h, w], [h, w], [n] uint8 codes, or [h, w, 3] colours) in its palette; NaN / ±Inf in their own colours. Returns where its tiles are. */
-export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: number, opts: DrawOptions = {}): TileGeometry {
+export function drawView(
+  canvas: HTMLCanvasElement,
+  view: ViewData,
+  width: number,
+  opts: DrawOptions = {},
+): TileGeometry {
   const picture = pictureOf(view);
   if (picture) return tiles(canvas, picture, 1, picture.height, picture.width, width, null, opts.maxH ?? 420);
   const own = opts.range ? lutOnRange(view.vmin, view.vmax, opts.range) : lut(view.vmin, view.vmax, view.signed);
-  const [count, th, tw] = view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
+  const [count, th, tw] =
+    view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
   const src = strip(count, th, tw, (img, i) => {
-    const table = opts.perTile && count > 1 ? lutOnRange(view.vmin, view.vmax, tileRange(view, i * th * tw, th * tw)) : own;
+    const table =
+      opts.perTile && count > 1 ? lutOnRange(view.vmin, view.vmax, tileRange(view, i * th * tw, th * tw)) : own;
     paint(view, img, i * th * tw, th * tw, table);
   });
   if (view.shape.length === 1) {
@@ -150,14 +191,25 @@ export function drawView(canvas: HTMLCanvasElement, view: ViewData, width: numbe
     ctx.drawImage(src, 0, 0, tw, 1, 0, 0, width, 28);
     return { count: 1, cols: 1, cellW: width, cellH: 28, rowH: 28, gap: 0 };
   }
-  const labels = opts.perTile && view.labels && count > 1
-    ? view.labels.map((l, i) => { const r = tileRange(view, i * th * tw, th * tw); return `${l} ${r.signed ? `±${fmt(r.vmax)}` : `${fmt(r.vmin)}–${fmt(r.vmax)}`}`; })
-    : view.labels;
+  const labels =
+    opts.perTile && view.labels && count > 1
+      ? view.labels.map((l, i) => {
+          const r = tileRange(view, i * th * tw, th * tw);
+          return `${l} ${r.signed ? `±${fmt(r.vmax)}` : `${fmt(r.vmin)}–${fmt(r.vmax)}`}`;
+        })
+      : view.labels;
   // A grid may be as tall as it is wide (the panel scrolls); one map stays within 420 px.
   return tiles(canvas, src, count, th, tw, width, labels, opts.maxH ?? (count > 1 ? Math.max(420, width) : 420));
 }
 
-function mapPixels(values: Float32Array, offset: number, n: number, vmax: number, img: Uint8ClampedArray, signed = false) {
+function mapPixels(
+  values: Float32Array,
+  offset: number,
+  n: number,
+  vmax: number,
+  img: Uint8ClampedArray,
+  signed = false,
+) {
   for (let i = 0; i < n; i++) {
     const [r, g, b] = signed ? diverging(values[offset + i] / vmax) : viridis(values[offset + i] / vmax);
     img[4 * i] = r;
@@ -183,7 +235,16 @@ export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: nu
   const grid = a.grid;
   const per = gq * gk;
   const src = strip(heads, gq, gk, (img, i) => mapPixels(grid, i * per, per, top ?? maxOf(grid, i * per, per), img));
-  tiles(canvas, src, heads, gq, gk, width, Array.from({ length: heads }, (_, i) => `head ${i}`), 260);
+  tiles(
+    canvas,
+    src,
+    heads,
+    gq,
+    gk,
+    width,
+    Array.from({ length: heads }, (_, i) => `head ${i}`),
+    260,
+  );
 }
 
 /**
@@ -191,7 +252,13 @@ export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: nu
  * vmax. `signed`: a difference of two runs' maps (diverging colours, ±vmax); `vmax` a
  * common top for maps drawn side by side.
  */
-export function drawAttention(canvas: HTMLCanvasElement, a: AttentionData, tokens: string[] | null, width: number, opts: { signed?: boolean; vmax?: number } = {}): number {
+export function drawAttention(
+  canvas: HTMLCanvasElement,
+  a: AttentionData,
+  tokens: string[] | null,
+  width: number,
+  opts: { signed?: boolean; vmax?: number } = {},
+): number {
   const [q, k] = a.mapShape;
   const vmax = opts.vmax ?? maxOf(a.map, 0, a.map.length, opts.signed);
   const src = strip(1, q, k, (img) => mapPixels(a.map, 0, q * k, vmax, img, opts.signed));
@@ -266,7 +333,9 @@ export function drawHistogram(canvas: HTMLCanvasElement, hist: Histogram, width:
 }
 
 export function fmt(x: number): string {
-  return Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-2 && x !== 0) ? x.toExponential(1) : Number(x.toPrecision(3)).toString();
+  return Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-2 && x !== 0)
+    ? x.toExponential(1)
+    : Number(x.toPrecision(3)).toString();
 }
 
 /**
@@ -275,13 +344,29 @@ export function fmt(x: number): string {
  * drawn in the end colour), then a swatch for each of NaN, +Inf, −Inf that the view holds
  * (`marks`: pixel counts [finite, NaN, +Inf, −Inf]).
  */
-export function colorBar(gradient: string | null, vmin: number, vmax: number, marks: readonly number[] = [1, 0, 0, 0], clipped: readonly [number, number] | null = null): HTMLElement {
+export function colorBar(
+  gradient: string | null,
+  vmin: number,
+  vmax: number,
+  marks: readonly number[] = [1, 0, 0, 0],
+  clipped: readonly [number, number] | null = null,
+): HTMLElement {
   const out = h("div", { class: "nfw-colorbar" });
   if (gradient !== null) {
     const bar = h("i");
     bar.style.background = `linear-gradient(to right, ${gradient})`;
     const end = (x: number, n: number, sign: string, where: string) =>
-      n > 0 ? h("span", { class: "nfw-clip", "data-clipped": where, title: `${n.toLocaleString("en-US")} values ${where} ${fmt(x)} are drawn in this end's colour` }, `${sign}${fmt(x)}`) : fmt(x);
+      n > 0
+        ? h(
+            "span",
+            {
+              class: "nfw-clip",
+              "data-clipped": where,
+              title: `${n.toLocaleString("en-US")} values ${where} ${fmt(x)} are drawn in this end's colour`,
+            },
+            `${sign}${fmt(x)}`,
+          )
+        : fmt(x);
     out.append(end(vmin, clipped?.[0] ?? 0, "≤", "below"), bar, end(vmax, clipped?.[1] ?? 0, "≥", "above"));
   } else {
     out.append(h("span", { class: "nfw-colorbar-none" }, "no finite values"));
@@ -290,7 +375,18 @@ export function colorBar(gradient: string | null, vmin: number, vmax: number, ma
     if (!marks[m]) continue;
     const chip = h("b", { class: "nfw-swatch-chip" });
     chip.style.background = cssColor(nonfiniteColor(m));
-    out.append(h("span", { class: "nfw-swatch", "data-swatch": NONFINITE_NAMES[m], title: `${marks[m]} pixels are ${NONFINITE_NAMES[m]}` }, chip, NONFINITE_NAMES[m]));
+    out.append(
+      h(
+        "span",
+        {
+          class: "nfw-swatch",
+          "data-swatch": NONFINITE_NAMES[m],
+          title: `${marks[m]} pixels are ${NONFINITE_NAMES[m]}`,
+        },
+        chip,
+        NONFINITE_NAMES[m],
+      ),
+    );
   }
   return out;
 }

@@ -24,8 +24,16 @@ const value = (v: ViewData, i: number) => v.vmin + ((v.vmax - v.vmin) * v.pixels
 /** The bar chart of a probabilities / next token view (signed: A − B in percentage points). */
 export function barChart(view: ViewData, signed: boolean): HTMLElement {
   const n = view.labels?.length ?? view.pixels.length;
-  const list = h("div", { class: `nfw-bars${signed ? " nfw-bars-signed" : ""}`, role: "list", "data-view-kind": view.kind, "aria-label": `${view.kind} bars` });
-  const peak = Math.max(1e-12, ...Array.from({ length: n }, (_, i) => (view.nonfinite?.[i] ? 0 : Math.abs(value(view, i)))));
+  const list = h("div", {
+    class: `nfw-bars${signed ? " nfw-bars-signed" : ""}`,
+    role: "list",
+    "data-view-kind": view.kind,
+    "aria-label": `${view.kind} bars`,
+  });
+  const peak = Math.max(
+    1e-12,
+    ...Array.from({ length: n }, (_, i) => (view.nonfinite?.[i] ? 0 : Math.abs(value(view, i)))),
+  );
   for (let i = 0; i < n; i++) {
     const [name, odds] = splitLabel(view.labels?.[i] ?? String(i));
     const v = value(view, i);
@@ -44,7 +52,15 @@ export function barChart(view: ViewData, signed: boolean): HTMLElement {
     }
     const label = h("span", { class: "nfw-bar-label", title: name }, visible(name));
     if (signed && odds) label.append(h("span", { class: "nfw-bar-odds" }, odds));
-    list.append(h("div", { class: "nfw-bar-row", role: "listitem", "data-channel": view.channels?.[i] ?? i }, label, track, h("span", { class: "nfw-bar-value" }, text)));
+    list.append(
+      h(
+        "div",
+        { class: "nfw-bar-row", role: "listitem", "data-channel": view.channels?.[i] ?? i },
+        label,
+        track,
+        h("span", { class: "nfw-bar-value" }, text),
+      ),
+    );
   }
   return list;
 }
@@ -55,10 +71,17 @@ export function idChips(view: ViewData, max = 512): HTMLElement {
   const row = h("div", { class: "nfw-chips", role: "list", "data-view-kind": view.kind, "aria-label": "token ids" });
   labels.slice(0, max).forEach((label, i) => {
     const changed = view.vmin === 0 && view.vmax === 1 && view.pixels[i] === 255 && label.includes(" → ");
-    row.append(h("span", { class: `nfw-tok${changed ? " nfw-tok-changed" : ""}`, role: "listitem", title: `position ${i}: ${label}` },
-      h("span", { class: "nfw-tok-at" }, String(i)), visible(label)));
+    row.append(
+      h(
+        "span",
+        { class: `nfw-tok${changed ? " nfw-tok-changed" : ""}`, role: "listitem", title: `position ${i}: ${label}` },
+        h("span", { class: "nfw-tok-at" }, String(i)),
+        visible(label),
+      ),
+    );
   });
-  if (labels.length > max) row.append(h("span", { class: "nfw-note" }, `… and ${(labels.length - max).toLocaleString("en-US")} more`));
+  if (labels.length > max)
+    row.append(h("span", { class: "nfw-note" }, `… and ${(labels.length - max).toLocaleString("en-US")} more`));
   return row;
 }
 
@@ -68,11 +91,24 @@ export function classLegend(view: ViewData, max = 20): HTMLElement {
   for (const c of view.pixels) counts.set(c, (counts.get(c) ?? 0) + 1);
   const total = view.pixels.length || 1;
   const order = [...counts.entries()].sort((a, b) => b[1] - a[1]);
-  const out = h("div", { class: "nfw-classes", role: "list", "aria-label": "classes present", "data-legend": "classes" });
+  const out = h("div", {
+    class: "nfw-classes",
+    role: "list",
+    "aria-label": "classes present",
+    "data-legend": "classes",
+  });
   for (const [code, n] of order.slice(0, max)) {
     const chip = h("b", { class: "nfw-swatch-chip" });
     chip.style.background = cssColor(categoricalColor(code));
-    out.append(h("span", { class: "nfw-class", role: "listitem", "data-class": code }, chip, view.labels?.[code] ?? `class ${code}`, h("span", { class: "nfw-class-share" }, ` ${((100 * n) / total).toFixed(n / total < 0.01 ? 1 : 0)}%`)));
+    out.append(
+      h(
+        "span",
+        { class: "nfw-class", role: "listitem", "data-class": code },
+        chip,
+        view.labels?.[code] ?? `class ${code}`,
+        h("span", { class: "nfw-class-share" }, ` ${((100 * n) / total).toFixed(n / total < 0.01 ? 1 : 0)}%`),
+      ),
+    );
   }
   if (order.length > max) out.append(h("span", { class: "nfw-note" }, `and ${order.length - max} more classes`));
   return out;

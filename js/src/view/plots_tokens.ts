@@ -29,7 +29,14 @@ export function rowLabels(n: number, full: number, tokens: string[] | null): str
 }
 
 /** A token × feature map: readable rows (≥ 12 px up to 40 rows, then as many as fit 560 px), labelled; the axes named. */
-export function drawTokenMap(canvas: HTMLCanvasElement, view: ViewData, tokens: string[] | null, width: number, axis: AxisInfo, range?: ColorRange) {
+export function drawTokenMap(
+  canvas: HTMLCanvasElement,
+  view: ViewData,
+  tokens: string[] | null,
+  width: number,
+  axis: AxisInfo,
+  range?: ColorRange,
+) {
   const [rows, cols] = view.shape;
   const table = range ? lutOnRange(view.vmin, view.vmax, range) : lut(view.vmin, view.vmax, view.signed);
   const src = strip(1, rows, cols, (img) => paint(view, img, 0, rows * cols, table));
@@ -38,7 +45,10 @@ export function drawTokenMap(canvas: HTMLCanvasElement, view: ViewData, tokens: 
   const labels = rowLabels(rows, axis.rows, tokens);
   const rowH = Math.max(1.5, Math.min(16, Math.max(rows <= 40 ? 12 : 0, 560 / rows)));
   const stride = Math.max(1, Math.ceil(12 / rowH));
-  const margin = Math.min(130, 8 + Math.max(30, ...labels.filter((_, i) => i % stride === 0).map((t) => textWidth(t, font))));
+  const margin = Math.min(
+    130,
+    8 + Math.max(30, ...labels.filter((_, i) => i % stride === 0).map((t) => textWidth(t, font))),
+  );
   const top = 16;
   const bottom = 18;
   const mapW = Math.max(40, width - margin);
@@ -65,7 +75,14 @@ export function drawTokenMap(canvas: HTMLCanvasElement, view: ViewData, tokens: 
 }
 
 /** A one-row view (per-token norms, the first values, the top-k): a strip with its axis named and, where they fit, a label per cell. */
-export function drawStrip(canvas: HTMLCanvasElement, view: ViewData, labels: string[] | null, width: number, axis: AxisInfo, range?: ColorRange) {
+export function drawStrip(
+  canvas: HTMLCanvasElement,
+  view: ViewData,
+  labels: string[] | null,
+  width: number,
+  axis: AxisInfo,
+  range?: ColorRange,
+) {
   const n = view.pixels.length;
   const table = range ? lutOnRange(view.vmin, view.vmax, range) : lut(view.vmin, view.vmax, view.signed);
   const src = strip(1, 1, n, (img) => paint(view, img, 0, n, table));

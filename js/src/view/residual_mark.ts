@@ -28,7 +28,13 @@ export function residualWords(kind: NonNullable<SceneNode["residual"]>): string 
 
 /** The mark on a card `cw` × `ch` (its origin at the card's top left); a fold's cards stacked
  * behind it reach `behind` further right and down, and the mark goes clear of them. */
-export function residualEl(kind: NonNullable<SceneNode["residual"]>, cw: number, ch: number, dir: Direction, behind = 0): SVGGElement {
+export function residualEl(
+  kind: NonNullable<SceneNode["residual"]>,
+  cw: number,
+  ch: number,
+  dir: Direction,
+  behind = 0,
+): SVGGElement {
   const r = RESIDUAL_R;
   const f = (v: number) => (Math.round(v * 10) / 10).toString();
   let cx: number, cy: number, arc: string;
@@ -53,7 +59,10 @@ export function residualEl(kind: NonNullable<SceneNode["residual"]>, cw: number,
     // dotted where the shortcut projects, as the ResNet paper draws it (its Fig. 3)
     s("path", { class: "nfw-residual-arc", d: arc, "stroke-dasharray": kind === "projected" ? "2 3" : null }),
     s("circle", { class: "nfw-residual-disc", cx: f(cx), cy: f(cy), r }),
-    s("path", { class: "nfw-residual-glyph", d: `M${f(cx - a)},${f(cy)}H${f(cx + a)}M${f(cx)},${f(cy - a)}V${f(cy + a)}` }),
+    s("path", {
+      class: "nfw-residual-glyph",
+      d: `M${f(cx - a)},${f(cy)}H${f(cx + a)}M${f(cx)},${f(cy - a)}V${f(cy + a)}`,
+    }),
   );
   return g;
 }

@@ -13,8 +13,18 @@ export class Resizer {
   dragging = false;
   private listeners = new Listeners();
 
-  constructor(private readonly panel: HTMLElement, private readonly done: () => void) {
-    this.grip = h("div", { class: "nfw-grip", role: "separator", "aria-orientation": "vertical", "aria-label": "resize the inspector", tabindex: "0", title: "Drag to resize" });
+  constructor(
+    private readonly panel: HTMLElement,
+    private readonly done: () => void,
+  ) {
+    this.grip = h("div", {
+      class: "nfw-grip",
+      role: "separator",
+      "aria-orientation": "vertical",
+      "aria-label": "resize the inspector",
+      tabindex: "0",
+      title: "Drag to resize",
+    });
     panel.prepend(this.grip);
     const L = this.listeners;
     L.on(this.grip, "pointerdown", (e: PointerEvent) => {

@@ -12,13 +12,30 @@ import { drawFlags, FLAG_H, flagsOf } from "./flags";
 /** `font`: the canvas font of a text kind ("st" the header's 14 px bold, "sa" the stepper's 13 px: 12 and 11 px at the first view's scale). */
 export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa" | "flag") => string): SVGGElement {
   const [x, y, w, h] = c.box;
-  const g = s("g", { class: "nfw-cluster nfw-stacked", "data-cluster-id": c.id, "data-key": c.key, "data-stack-shown": st.shown, transform: `translate(${x},${y})` });
+  const g = s("g", {
+    class: "nfw-cluster nfw-stacked",
+    "data-cluster-id": c.id,
+    "data-key": c.key,
+    "data-stack-shown": st.shown,
+    transform: `translate(${x},${y})`,
+  });
   markData(g, c.mark);
   const card = "fill:var(--nfw-bg3);fill-opacity:0.75;stroke:var(--nfw-border);stroke-width:1.25";
-  for (const d of [8, 4]) g.append(s("path", { class: "nfw-stack-back", d: `M${d},${h}V${h + d}H${w + d}V${d}H${w}V${h}Z`, style: card }));
+  for (const d of [8, 4])
+    g.append(s("path", { class: "nfw-stack-back", d: `M${d},${h}V${h + d}H${w + d}V${d}H${w}V${h}Z`, style: card }));
   g.append(s("rect", { class: "nfw-box", width: w, height: h, rx: 10, style: "stroke-width:1.5" }));
   // a header band over the lines that enter under it (the stack's name reads whole)
-  g.append(s("rect", { class: "nfw-stack-head", x: 1, y: 1, width: w - 2, height: 25, rx: 9, style: "fill:var(--nfw-bg);fill-opacity:0.92" }));
+  g.append(
+    s("rect", {
+      class: "nfw-stack-head",
+      x: 1,
+      y: 1,
+      width: w - 2,
+      height: 25,
+      rx: 9,
+      style: "fill:var(--nfw-bg);fill-opacity:0.92",
+    }),
+  );
   // from the right: fold, unfold all, then the stepper (▶, where it is, ◀); the label takes the rest
   g.append(badge(w - 14, 13, "−", `Fold the ${st.count} blocks into one box`, st.fold));
   g.append(badge(w - 32, 13, "⋯", `Unfold all ${st.count} blocks`, st.unfold));
@@ -32,11 +49,23 @@ export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa
     const text = 12 + labelW + 8 + 18 + textWidth(long, font("sa")) + 24 <= right ? long : short;
     const tw = textWidth(text, font("sa"));
     g.append(badge(right - 8, 13, "▶", `Show the next block (${Math.min(at + 1, st.count)} of ${st.count})`, st.next));
-    g.append(svgText(text, { class: "nfw-ct2 nfw-stack-at", x: right - 20, y: 18, "text-anchor": "end", style: "font-size:13px" }));
-    g.append(badge(right - 32 - tw, 13, "◀", `Show the previous block (${Math.max(at - 1, 1)} of ${st.count})`, st.prev));
+    g.append(
+      svgText(text, {
+        class: "nfw-ct2 nfw-stack-at",
+        x: right - 20,
+        y: 18,
+        "text-anchor": "end",
+        style: "font-size:13px",
+      }),
+    );
+    g.append(
+      badge(right - 32 - tw, 13, "◀", `Show the previous block (${Math.max(at - 1, 1)} of ${st.count})`, st.prev),
+    );
     right -= 42 + tw;
   }
-  g.append(svgText(fitText(c.label, right - 16, font("st")), { class: "nfw-ct", x: 12, y: 18, style: "font-size:14px" }));
+  g.append(
+    svgText(fitText(c.label, right - 16, font("st")), { class: "nfw-ct", x: 12, y: 18, style: "font-size:14px" }),
+  );
   // what went wrong in any of its layers: pills across the top edge, as on a node
   const flags = flagsOf(c.mark);
   if (flags.length) g.append(drawFlags(flags, 8, -FLAG_H / 2 - 2, font("flag")));

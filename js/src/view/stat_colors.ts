@@ -72,7 +72,9 @@ export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: Colo
     return d?.kind === "differs" ? d.relL2 : null;
   }
   const col = mode === "std" ? 1 : 0;
-  const vals = callsOf(view, n).map((m) => tree.graph.stats[m]?.[col]).filter((v): v is number => typeof v === "number" && Number.isFinite(v));
+  const vals = callsOf(view, n)
+    .map((m) => tree.graph.stats[m]?.[col])
+    .filter((v): v is number => typeof v === "number" && Number.isFinite(v));
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
 }
 
@@ -104,7 +106,8 @@ export function robustRange(values: number[]): [number, number] {
 
 /** The scale for some statistic values (finite; NaN/Inf stages are not among them). */
 export function statScale(mode: StatScale["mode"], values: number[], nonfinite = false): StatScale | null {
-  if (!values.length) return nonfinite ? { mode, lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite } : null;
+  if (!values.length)
+    return nonfinite ? { mode, lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite } : null;
   const positive = values.filter((x) => x > 0);
   // mean |x| and std are >= 0: a zero (a stage that outputs zeros) sits at the low end.
   const log = positive.length >= 2 && values.every((x) => x >= 0) && Math.min(...positive) < Math.max(...positive);
@@ -112,13 +115,23 @@ export function statScale(mode: StatScale["mode"], values: number[], nonfinite =
   const lo = log ? 10 ** a : a;
   const hi = log ? 10 ** b : b;
   const eps = (hi - lo) * 1e-9;
-  return { mode, lo, hi, log, clippedLo: values.some((x) => x < lo - eps), clippedHi: values.some((x) => x > hi + eps), nonfinite };
+  return {
+    mode,
+    lo,
+    hi,
+    log,
+    clippedLo: values.some((x) => x < lo - eps),
+    clippedHi: values.some((x) => x > hi + eps),
+    nonfinite,
+  };
 }
 
 /** Where a value sits on the ramp, 0..1 (clipped at the ends). */
 export function rampPosition(scale: StatScale, v: number): number {
   if (!(scale.hi > scale.lo)) return 0.5;
-  const t = scale.log ? (Math.log10(Math.max(v, scale.lo)) - Math.log10(scale.lo)) / (Math.log10(scale.hi) - Math.log10(scale.lo)) : (v - scale.lo) / (scale.hi - scale.lo);
+  const t = scale.log
+    ? (Math.log10(Math.max(v, scale.lo)) - Math.log10(scale.lo)) / (Math.log10(scale.hi) - Math.log10(scale.lo))
+    : (v - scale.lo) / (scale.hi - scale.lo);
   return Math.min(1, Math.max(0, t));
 }
 
@@ -136,7 +149,12 @@ export const SAME_FILL: NodeFill = { fill: "rgb(226, 238, 232)", ink: "#374151" 
 /** The fill of a stage where a run's forward raised (coloured by divergence): the raised colour (--nfw-raised). */
 export const RAISED_FILL: NodeFill = { fill: "rgb(127, 29, 29)", ink: "#f9fafb" };
 
-const OFF_RAMP: Record<Exclude<Divergence["kind"], "differs">, NodeFill> = { raised: RAISED_FILL, nonfinite: NONFINITE_FILL, onlyA: ONLY_A_FILL, same: SAME_FILL };
+const OFF_RAMP: Record<Exclude<Divergence["kind"], "differs">, NodeFill> = {
+  raised: RAISED_FILL,
+  nonfinite: NONFINITE_FILL,
+  onlyA: ONLY_A_FILL,
+  same: SAME_FILL,
+};
 
 /** The scale of the drawn nodes' statistic, or null (colour by type, or no statistics). */
 export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): StatScale | null {
@@ -169,12 +187,34 @@ function divergenceRange(tree: CallTree, view: ViewGraph, scene: Scene): StatSca
     if (d.kind === "differs") values.push(d.relL2);
   }
   if (!seen.size) return null;
-  const off = { onlyA: seen.has("onlyA"), same: seen.has("same"), raised: seen.has("raised"), rtol: c.rtol, unramped: !values.length };
+  const off = {
+    onlyA: seen.has("onlyA"),
+    same: seen.has("same"),
+    raised: seen.has("raised"),
+    rtol: c.rtol,
+    unramped: !values.length,
+  };
   const ramp = statScale("divergence", values, seen.has("nonfinite"));
-  return { ...(ramp ?? { mode: "divergence", lo: 0, hi: 0, log: false, clippedLo: false, clippedHi: false, nonfinite: seen.has("nonfinite") }), ...off };
+  return {
+    ...(ramp ?? {
+      mode: "divergence",
+      lo: 0,
+      hi: 0,
+      log: false,
+      clippedLo: false,
+      clippedHi: false,
+      nonfinite: seen.has("nonfinite"),
+    }),
+    ...off,
+  };
 }
 
-export function statFills(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): Map<string, NodeFill> | null {
+export function statFills(
+  tree: CallTree,
+  view: ViewGraph,
+  scene: Scene,
+  mode: ColorMode,
+): Map<string, NodeFill> | null {
   const scale = statRange(tree, view, scene, mode);
   if (!scale) return null;
   const nonfinite = new Set(tree.graph.nonfinite);

@@ -14,9 +14,26 @@ import { INSPECTOR_CSS } from "./styles_inspector";
 
 /** Names of the theme variables; the SVG export resolves them to colours. */
 export const THEME_VARS = [
-  "--nfw-bg", "--nfw-bg1", "--nfw-bg2", "--nfw-bg3", "--nfw-fg0", "--nfw-fg1", "--nfw-fg2", "--nfw-fg3",
-  "--nfw-border", "--nfw-border2", "--nfw-accent", "--nfw-error", "--nfw-flow", "--nfw-skip", "--nfw-merge", "--nfw-order", "--nfw-raised", "--nfw-diverges",
-  "--nfw-font", "--nfw-mono",
+  "--nfw-bg",
+  "--nfw-bg1",
+  "--nfw-bg2",
+  "--nfw-bg3",
+  "--nfw-fg0",
+  "--nfw-fg1",
+  "--nfw-fg2",
+  "--nfw-fg3",
+  "--nfw-border",
+  "--nfw-border2",
+  "--nfw-accent",
+  "--nfw-error",
+  "--nfw-flow",
+  "--nfw-skip",
+  "--nfw-merge",
+  "--nfw-order",
+  "--nfw-raised",
+  "--nfw-diverges",
+  "--nfw-font",
+  "--nfw-mono",
 ];
 
 /** Rules for the graph drawing only: used live and inside exported SVG files. */
@@ -95,7 +112,6 @@ export const GRAPH_CSS = `
 
 `;
 
-
 /** Prefix each selector of plain CSS rules with a scope; @-blocks (keyframes) stay as they are. */
 export function scopeCss(css: string, scope: string): string {
   let out = "";
@@ -113,12 +129,16 @@ export function scopeCss(css: string, scope: string): string {
       }
       // the rules of a conditional group are scoped too; a @keyframes block is kept as it is
       const conditional = /^@(media|supports|container)\b/.test(selector);
-      out += conditional ? `${selector} {\n${scopeCss(css.slice(open + 1, j), scope)}}\n` : `${selector} ${css.slice(open, j + 1)}\n`;
+      out += conditional
+        ? `${selector} {\n${scopeCss(css.slice(open + 1, j), scope)}}\n`
+        : `${selector} ${css.slice(open, j + 1)}\n`;
       i = j + 1;
       continue;
     }
     const close = css.indexOf("}", open);
-    const scoped = splitSelectors(selector).map((part) => `${scope} ${part}`).join(", ");
+    const scoped = splitSelectors(selector)
+      .map((part) => `${scope} ${part}`)
+      .join(", ");
     out += `${scoped} ${css.slice(open, close + 1)}\n`;
     i = close + 1;
   }

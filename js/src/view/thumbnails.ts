@@ -79,7 +79,13 @@ export class Thumbnails {
       this.aborts.add(abort);
       this.running++;
       void this.fetchStage(request(id), abort.signal)
-        .then((reply): Thumb | null => (reply.ok ? (reply.view ? thumbnail(reply.view)?.toDataURL("image/png") ?? null : null) : { missing: reply.error }))
+        .then((reply): Thumb | null =>
+          reply.ok
+            ? reply.view
+              ? (thumbnail(reply.view)?.toDataURL("image/png") ?? null)
+              : null
+            : { missing: reply.error },
+        )
         .catch(() => null)
         .then((thumb) => {
           this.aborts.delete(abort);

@@ -114,13 +114,21 @@ export class PanZoom {
     cancelAnimationFrame(this.anim);
     if (ms <= 0) return this.set(target);
     const from = { ...this.t };
-    if (Math.abs(from.x - target.x) < 0.5 && Math.abs(from.y - target.y) < 0.5 && Math.abs(from.k - target.k) < 1e-4) return this.set(target);
+    if (Math.abs(from.x - target.x) < 0.5 && Math.abs(from.y - target.y) < 0.5 && Math.abs(from.k - target.k) < 1e-4)
+      return this.set(target);
     this.target = target;
     const t0 = performance.now();
     const step = (now: number) => {
       const u = Math.min(1, (now - t0) / ms);
       const e = u < 0.5 ? 2 * u * u : 1 - (-2 * u + 2) ** 2 / 2;
-      this.t = u < 1 ? { x: from.x + (target.x - from.x) * e, y: from.y + (target.y - from.y) * e, k: from.k + (target.k - from.k) * e } : target;
+      this.t =
+        u < 1
+          ? {
+              x: from.x + (target.x - from.x) * e,
+              y: from.y + (target.y - from.y) * e,
+              k: from.k + (target.k - from.k) * e,
+            }
+          : target;
       this.onChange(this.t);
       if (u < 1) this.anim = requestAnimationFrame(step);
     };
@@ -148,7 +156,10 @@ export class PanZoom {
   /** The transform that shows a box of the graph, with a margin, no larger than maxK. */
   fitBox(x: number, y: number, w: number, h: number, maxK = 1.2, margin = 32): Transform {
     const [W, H] = this.dims();
-    const k = Math.min(maxK, Math.max(MIN_K, Math.min((W - 2 * margin) / Math.max(w, 1), (H - 2 * margin) / Math.max(h, 1))));
+    const k = Math.min(
+      maxK,
+      Math.max(MIN_K, Math.min((W - 2 * margin) / Math.max(w, 1), (H - 2 * margin) / Math.max(h, 1))),
+    );
     return { x: W / 2 - (x + w / 2) * k, y: H / 2 - (y + h / 2) * k, k };
   }
 
