@@ -103,7 +103,7 @@ export class GraphBuilder {
       if (kids.length) c.params += kids.reduce((s, j) => s + this.calls[j].params, 0);
       c.sig = hash(`${c.type}(${kids.map((j) => this.calls[j].sig).join(",")})`);
     }
-    const stats = this.calls.map((c, i) => [
+    const stats = this.calls.map((_, i) => [
       Number((0.1 + ((i * 37) % 23) / 10).toFixed(3)),
       Number((0.5 + ((i * 13) % 17) / 20).toFixed(3)),
     ]);
@@ -133,7 +133,7 @@ export class GraphBuilder {
 }
 
 /** A pre-norm transformer block with residual adds in the block's own forward. */
-export function transformerBlock(b, name, x, dim, tokens, heads = 4) {
+export function transformerBlock(b, name, x, dim, tokens) {
   const shape = [1, tokens, dim];
   return b.module(name, "TransformerBlock", [x], {}, (b, [h]) => {
     const n1 = b.module(`${name}.norm1`, "LayerNorm", [h], { params: 2 * dim, shape });

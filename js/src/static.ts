@@ -98,7 +98,7 @@ function sameList(a: unknown, b: readonly number[] | null | undefined): boolean 
  */
 function byStageSource(replies: BakedByStage | undefined): Source {
   const find = (req: StageRequest) => {
-    const r = replies && Object.prototype.hasOwnProperty.call(replies, req.stage) ? replies[req.stage] : undefined;
+    const r = replies && Object.hasOwn(replies, req.stage) ? replies[req.stage] : undefined;
     if (!r || req.head !== null || req.page) return undefined;
     const view = (r.msg as { view?: { kind?: string; channels?: number[] | null } | null }).view ?? null;
     if (req.view !== null && req.view !== view?.kind) return undefined;

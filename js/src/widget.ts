@@ -16,11 +16,11 @@ export { SCHEMA } from "./wire";
 export const STAGE_TIMEOUT_MS = 10_000;
 export const ZOOM_TIMEOUT_MS = 120_000;
 
-type Callback = (...args: any[]) => void;
+type Callback = (...args: never[]) => void;
 
 /** The part of anywidget's model this widget uses. */
 export interface AnyModel {
-  get(name: string): any;
+  get(name: string): unknown;
   set(name: string, value: unknown): void;
   save_changes(): void;
   on(event: string, cb: Callback): void;
@@ -120,7 +120,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
   };
   // widget.step() / play() / pause() / stop() in Python; applied once the graph is drawn
   const onPlayback = () => {
-    const p = model.get("playback");
+    const p = model.get("playback") as { at?: unknown; playing?: unknown; speed?: unknown } | null;
     if (p && typeof p === "object")
       app.lecture.player.apply({
         at: num(p.at),
@@ -129,7 +129,7 @@ function render({ model, el, experimental }: RenderProps): () => void {
       });
   };
   const onPresenting = () => app.lecture.presenter.set(model.get("presenting") === true, false);
-  const onCustom = (msg: any) => {
+  const onCustom = (msg: { type?: unknown; request?: unknown; format?: string } | null) => {
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
   model.on("change:graph", onGraph);

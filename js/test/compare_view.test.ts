@@ -12,9 +12,8 @@ import { buildScene, layoutRequest } from "../src/scene/scene";
 import { cssColor, viridis } from "../src/view/colormap";
 import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, statFills, statRange } from "../src/view/stat_colors";
 import { decodeGraph } from "../src/wire";
-import { loadRaw } from "./fixtures";
+import { loadRaw, type Raw } from "./fixtures";
 
-type Raw = Record<string, any>;
 const none: ViewState = { expanded: new Set(), unfolded: new Set() };
 const RTOL = 1e-3;
 

@@ -2,6 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { decodeGraph, type WireGraph } from "../src/wire";
 
+/** A wire message as plain JSON, for tests that edit one by hand (to build a malformed or
+ * hand-made message, which no type describes). */
+// biome-ignore lint/suspicious/noExplicitAny: raw JSON edited freely, then checked by decodeGraph
+export type Raw = Record<string, any>;
+
 export function fixturePath(name: string): string {
   return fileURLToPath(new URL(`../../tests/fixtures/${name}`, import.meta.url));
 }

@@ -37,7 +37,7 @@ function sourceFiles(dir = SRC): string[] {
 }
 
 /** The relative specifiers of a module: `import ... from "./x"`, `import type`, `export ... from`, `import "./x"`, `import("./x")`. */
-export function relativeImports(text: string): string[] {
+function relativeImports(text: string): string[] {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
   const specs: string[] = [];
   const patterns = [
@@ -61,21 +61,21 @@ function resolveImport(from: string, spec: string): string | null {
   throw new Error(`${from}: cannot resolve import "${spec}"`);
 }
 
-export type ModuleGraph = Map<string, string[]>;
+type ModuleGraph = Map<string, string[]>;
 
 function buildGraph(): ModuleGraph {
   const graph: ModuleGraph = new Map();
   for (const file of sourceFiles()) {
     const deps = relativeImports(readFileSync(join(SRC, file), "utf8"))
       .map((spec) => resolveImport(file, spec))
-      .filter((d): d is string => d !== null && d.endsWith(".ts"));
+      .filter((d): d is string => d?.endsWith(".ts") ?? false);
     graph.set(file, [...new Set(deps)]);
   }
   return graph;
 }
 
 /** Every cycle found by a depth-first walk, each as the path a -> ... -> a. */
-export function findCycles(graph: ModuleGraph): string[][] {
+function findCycles(graph: ModuleGraph): string[][] {
   const cycles: string[][] = [];
   const state = new Map<string, "open" | "done">();
   const stack: string[] = [];
@@ -94,7 +94,7 @@ export function findCycles(graph: ModuleGraph): string[][] {
 }
 
 /** Imports that point the wrong way through the layers (or from a file no layer claims). */
-export function layerViolations(graph: ModuleGraph): string[] {
+function layerViolations(graph: ModuleGraph): string[] {
   const bad: string[] = [];
   for (const [file, deps] of graph) {
     const from = layerOf(file);

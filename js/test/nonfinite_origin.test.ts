@@ -7,9 +7,8 @@ import { buildView } from "../src/model/view_model";
 import { revealCall } from "../src/model/view_state";
 import { flagsOf } from "../src/view/flags";
 import { decodeGraph, WireError } from "../src/wire";
-import { loadRaw } from "./fixtures";
+import { loadRaw, type Raw } from "./fixtures";
 
-type Raw = Record<string, any>;
 const raw = () => structuredClone(loadRaw("wire_unet.json")) as Raw;
 const index = (g: Raw, id: string) => (g.calls as { id: string }[]).findIndex((c) => c.id === id);
 const ORIGIN = {

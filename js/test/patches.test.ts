@@ -50,7 +50,10 @@ describe("patch grid", () => {
 /** Random row-stochastic n × n maps, from a seeded generator. */
 function layers(count: number, n: number, seed = 1): Float32Array[] {
   let s = seed;
-  const rand = () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const rand = () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
   return Array.from({ length: count }, () => {
     const a = new Float32Array(n * n);
     for (let i = 0; i < n; i++) {

@@ -9,9 +9,8 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, revealCall, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
-import { loadRaw } from "./fixtures";
+import { loadRaw, type Raw } from "./fixtures";
 
-type Raw = Record<string, any>;
 const graphWith = (name: string, change: (g: Raw) => void) => {
   const raw = structuredClone(loadRaw(name)) as Raw;
   change(raw);

@@ -15,7 +15,10 @@ const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: u
 const trees = new Map<string, CallTree>();
 const tree = (name: string) => {
   let t = trees.get(name);
-  if (!t) trees.set(name, (t = buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph))));
+  if (!t) {
+    t = buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+    trees.set(name, t);
+  }
   return t;
 };
 /** "id: shortcut ×adds" of every residual block, in call order. */

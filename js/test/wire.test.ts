@@ -12,7 +12,7 @@ describe("decodeGraph", () => {
     const top = g.calls.filter((c) => c.parent === -1).map((c) => c.id);
     expect(top).toEqual(["enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head"]);
     for (const c of g.calls) {
-      if (c.parent >= 0) expect(c.id.startsWith(g.calls[c.parent].id + ".")).toBe(true);
+      if (c.parent >= 0) expect(c.id.startsWith(`${g.calls[c.parent].id}.`)).toBe(true);
       expect(c.leaf).toBe(!g.calls.some((d) => d.parent === g.calls.indexOf(c)));
     }
     expect(g.stats.length).toBe(g.calls.length);

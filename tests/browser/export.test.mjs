@@ -22,8 +22,11 @@ async function exported(page, format) {
     const request = model.sent.length + 1000;
     model.emit("msg:custom", { type: "export", request, format });
     let reply;
-    for (let i = 0; i < 400 && !(reply = model.sent.find((m) => m.msg.request === request)); i++)
+    for (let i = 0; i < 400; i++) {
+      reply = model.sent.find((m) => m.msg.request === request);
+      if (reply) break;
       await new Promise((r) => setTimeout(r, 50));
+    }
     if (!reply) throw new Error(`no ${format} export within 20 s`);
     if (!reply.msg.ok) throw new Error(`the ${format} export failed: ${reply.msg.error}`);
     const bytes = new Uint8Array(reply.buffers[0].buffer ?? reply.buffers[0]);

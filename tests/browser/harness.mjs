@@ -139,9 +139,8 @@ export async function layoutBoxes(page) {
       const f = (v) => Math.round(v * 2) / 2;
       out.push(`${path}: ${f(r.x)},${f(r.y)},${f(r.width)},${f(r.height)}`);
       if (el.tagName.toLowerCase() === "svg") return;
-      [...el.children].forEach((c, i) =>
-        walk(c, `${path}>${c.tagName.toLowerCase()}${c.classList[0] ? "." + c.classList[0] : ""}[${i}]`),
-      );
+      for (const [i, c] of [...el.children].entries())
+        walk(c, `${path}>${c.tagName.toLowerCase()}${c.classList[0] ? `.${c.classList[0]}` : ""}[${i}]`);
     };
     walk(root, "root");
     return out.filter((line) => !line.includes(">style["));

@@ -60,7 +60,7 @@ describe("update: a new run of the same model", () => {
 function comparisonFor(graph, first, onlyA) {
   const at = (id) => graph.calls.findIndex((c) => c.id === id);
   const stages = graph.calls
-    .map((c, i) => i)
+    .map((_, i) => i)
     .filter((i) => i !== at(onlyA))
     .map((i) => {
       const rel = i >= at(first) ? 0.02 * (i + 1) : 0;

@@ -180,7 +180,8 @@ export class FlowApp implements ControlsHost {
     }
     this.raw = { graph: raw, comparison };
     const before = this.tree?.graph;
-    const tree = (this.tree = buildTree(graph));
+    const tree = buildTree(graph);
+    this.tree = tree;
     this.ui.title.textContent = graph.model;
     const problems = problemsOf(graph);
     this.inspector.setRun(graph, problems);
@@ -240,7 +241,8 @@ export class FlowApp implements ControlsHost {
     this.ui.busy.hidden = true;
     ({ state: this.state, view } = lay);
     this.view = view;
-    const scene = (this.scene = buildScene(tree, view, lay, this.dir));
+    const scene = buildScene(tree, view, lay, this.dir);
+    this.scene = scene;
     this.graphView.setScene(scene, this.fills());
     this.lecture.painted(scene);
     this.minimap.setScene(scene);
@@ -261,7 +263,10 @@ export class FlowApp implements ControlsHost {
           laidOut: lay.laidOut,
         };
         this.el.dispatchEvent(new CustomEvent("nfw-painted", { detail: info }));
-        if (!this.keysTaken) (this.keysTaken = true), this.controls.takeKeys();
+        if (!this.keysTaken) {
+          this.keysTaken = true;
+          this.controls.takeKeys();
+        }
       }),
     );
   }
@@ -281,7 +286,10 @@ export class FlowApp implements ControlsHost {
   }
 
   /** The canvas or the legend changed size. */
-  private onResize = () => (this.finder.resized(), this.inspector.redraw());
+  private onResize = () => {
+    this.finder.resized();
+    this.inspector.redraw();
+  };
 
   fit(ms = 280) {
     if (this.scene) this.camera.fit(this.scene, ms);

@@ -200,7 +200,10 @@ export class Controls {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
     // Shift + Enter runs a notebook cell; shifted arrows and Space are not the graph's either
     if (e.shiftKey && (e.key === "Enter" || e.key === " " || e.key.startsWith("Arrow"))) return;
-    const taken = () => (e.preventDefault(), e.stopPropagation());
+    const taken = () => {
+      e.preventDefault();
+      e.stopPropagation();
+    };
     if (e.key === "Escape") {
       // the nearest thing first: the help, playback, the inspector, the presentation, the focus
       if (!host.ui.help.hidden) this.toggleHelp(false);

@@ -58,7 +58,10 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
     for (const last of [...cuts, rows - 1]) {
       let lo = Infinity;
       let hi = -Infinity;
-      for (let r = first; r <= last; r++) (lo = Math.min(lo, rowLo[r])), (hi = Math.max(hi, rowHi[r]));
+      for (let r = first; r <= last; r++) {
+        lo = Math.min(lo, rowLo[r]);
+        hi = Math.max(hi, rowHi[r]);
+      }
       across += hi - lo;
       along = Math.max(along, rowA1[last] - rowA0[first] + (first > 0 ? TOP_MARGIN : 0));
       first = last + 1;
@@ -77,7 +80,12 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
       if (reach >= target * (cuts.length + 1) - 1) {
         // this cut or the previous allowed one, whichever ends nearer the target
         let prev = -1;
-        for (let q = r - 1; q > (cuts[cuts.length - 1] ?? -1); q--) if (cutOk(q)) (prev = q), (q = -1);
+        for (let q = r - 1; q > (cuts[cuts.length - 1] ?? -1); q--) {
+          if (cutOk(q)) {
+            prev = q;
+            break;
+          }
+        }
         const here = Math.abs(reach - target * (cuts.length + 1));
         const there = prev >= 0 ? Math.abs(rowA1[prev] - rowA0[0] - target * (cuts.length + 1)) : Infinity;
         cuts.push(there < here ? prev : r);
@@ -104,7 +112,10 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
     const last = k < best.cuts.length ? best.cuts[k] : rows - 1;
     let lo = Infinity;
     let hi = -Infinity;
-    for (let r = first; r <= last; r++) (lo = Math.min(lo, rowLo[r])), (hi = Math.max(hi, rowHi[r]));
+    for (let r = first; r <= last; r++) {
+      lo = Math.min(lo, rowLo[r]);
+      hi = Math.max(hi, rowHi[r]);
+    }
     const shiftA = (k > 0 ? TOP_MARGIN : 0) - rowA0[first]; // the connector comes in from above
     const shiftC = cursor - lo;
     for (let v = 0; v < n; v++) {

@@ -43,7 +43,7 @@ export function placeLayered(
     ranker: big ? "longest-path" : "network-simplex",
   });
   g.setDefaultEdgeLabel(() => ({}));
-  sizes.forEach(([w, h], i) => g.setNode(String(i), { width: w, height: h }));
+  for (const [i, [w, h]] of sizes.entries()) g.setNode(String(i), { width: w, height: h });
   const IN = "in";
   const OUT = "out";
   if (entries.length) g.setNode(IN, { width: 1, height: 1 });
@@ -83,8 +83,16 @@ export function placeLayered(
   if (sizes.length === 0) minX = minY = maxX = maxY = 0;
   const dx = pad - minX;
   const dy = pad + header - minY;
-  for (let i = 0; i < pos.length; i += 2) (pos[i] += dx), (pos[i + 1] += dy);
-  for (const r of routes) for (let i = 0; i < r.length; i += 2) (r[i] += dx), (r[i + 1] += dy);
+  for (let i = 0; i < pos.length; i += 2) {
+    pos[i] += dx;
+    pos[i + 1] += dy;
+  }
+  for (const r of routes) {
+    for (let i = 0; i < r.length; i += 2) {
+      r[i] += dx;
+      r[i + 1] += dy;
+    }
+  }
   const w = maxX - minX + 2 * pad;
   const h = maxY - minY + 2 * pad + header;
   const tb = dir === "TB";

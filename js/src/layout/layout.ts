@@ -219,7 +219,10 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
   const exits: Record<string, number[]> = {};
   const shift = (rel: number[], ox: number, oy: number) => {
     const abs = new Array<number>(rel.length);
-    for (let j = 0; j < rel.length; j += 2) (abs[j] = rel[j] + ox), (abs[j + 1] = rel[j + 1] + oy);
+    for (let j = 0; j < rel.length; j += 2) {
+      abs[j] = rel[j] + ox;
+      abs[j + 1] = rel[j + 1] + oy;
+    }
     return abs;
   };
   // `flipped`: the group is drawn upside down along the flow, within its content (the
@@ -249,16 +252,15 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
       if (kid) emit(kid, ox + x, oy + y, flipped || p.flip?.[i] === true);
       else boxes[it.key] = [ox + x, oy + y, w, h];
     });
-    group.edges.forEach(
-      (e, i) =>
-        (routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy)),
-    );
-    (group.entries ?? []).forEach(
-      (v, i) => (entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy)),
-    );
-    (group.exits ?? []).forEach(
-      (v, i) => (exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy)),
-    );
+    for (const [i, e] of group.edges.entries()) {
+      routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy);
+    }
+    for (const [i, v] of (group.entries ?? []).entries()) {
+      entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy);
+    }
+    for (const [i, v] of (group.exits ?? []).entries()) {
+      exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy);
+    }
   };
   emit(root, 0, 0, false);
   return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands };

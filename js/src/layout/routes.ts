@@ -174,7 +174,12 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       r[i + 1] -= minC;
     }
   }
-  for (const b of bandBox) (b[0] -= minA), (b[1] -= minC), (b[2] -= minA), (b[3] -= minC);
+  for (const b of bandBox) {
+    b[0] -= minA;
+    b[1] -= minC;
+    b[2] -= minA;
+    b[3] -= minC;
+  }
   const al = maxA - minA;
   const ain = arr.lineIn - minC;
   const aout = arr.lineOut - minC;
@@ -195,7 +200,10 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   let lo = 0;
   let hi = maxC - minC;
   for (const r of [...inRoutes, ...outRoutes])
-    for (let i = 1; i < r.length; i += 2) (lo = Math.min(lo, r[i])), (hi = Math.max(hi, r[i]));
+    for (let i = 1; i < r.length; i += 2) {
+      lo = Math.min(lo, r[i]);
+      hi = Math.max(hi, r[i]);
+    }
   if (lo < 0 || hi > maxC - minC) {
     lo -= lo < 0 ? LANE_SEP / 2 : 0;
     hi += hi > maxC - minC ? LANE_SEP / 2 : 0;

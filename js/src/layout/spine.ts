@@ -29,7 +29,7 @@ function localSpine(g: FlowGroup, order: number[]): number[] {
   const best = new Int32Array(n).fill(1);
   const prev = new Int32Array(n).fill(-1);
   const pos = new Int32Array(n);
-  order.forEach((v, i) => (pos[v] = i));
+  for (const [i, v] of order.entries()) pos[v] = i;
   const flows = g.edges.filter((e) => e.kind === "flow" && e.src >= 0 && e.dst >= 0 && pos[e.src] < pos[e.dst]);
   flows.sort((x, y) => pos[x.dst] - pos[y.dst]);
   for (const e of flows) {
@@ -70,7 +70,7 @@ export function arrange(g: FlowGroup): Arranged | null {
   // rows: the longest path, the trunk strictly in order
   const row = new Int32Array(n);
   const pos = new Int32Array(n);
-  order.forEach((v, i) => (pos[v] = i));
+  for (const [i, v] of order.entries()) pos[v] = i;
   const prevOnTrunk = new Int32Array(n).fill(-1);
   for (let i = 1; i < trunk.length; i++) prevOnTrunk[trunk[i]] = trunk[i - 1];
   for (const v of order) {

@@ -39,12 +39,15 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const order = order0.filter((v) => all[v].spine); // the trunk, in order
   // the conditioning, in order, each of its parts (a chain: timestep -> time_proj -> ...) whole
   const part = all.map((_, v) => v);
-  const find = (v: number): number => (part[v] === v ? v : (part[v] = find(part[v])));
+  const find = (v: number): number => {
+    if (part[v] !== v) part[v] = find(part[v]);
+    return part[v];
+  };
   for (const e of edges)
     if (e.src >= 0 && e.dst >= 0 && !all[e.src].spine && !all[e.dst].spine) part[find(e.src)] = find(e.dst);
   const aside0 = order0.filter((v) => !all[v].spine);
   const firstOf = new Map<number, number>();
-  aside0.forEach((v, q) => firstOf.has(find(v)) || firstOf.set(find(v), q));
+  for (const [q, v] of aside0.entries()) if (!firstOf.has(find(v))) firstOf.set(find(v), q);
   const aside = aside0
     .map((v, q) => [firstOf.get(find(v))!, q, v])
     .sort((x, y) => x[0] - y[0] || x[1] - y[1])
@@ -52,9 +55,9 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const n = order.length;
   if (n < 6) return null;
   const at = new Int32Array(all.length).fill(-1);
-  order.forEach((v, i) => (at[v] = i));
+  for (const [i, v] of order.entries()) at[v] = i;
   const sideAt = new Int32Array(all.length).fill(-1);
-  aside.forEach((v, i) => (sideAt[v] = i));
+  for (const [i, v] of aside.entries()) sideAt[v] = i;
   if (g.entries.some((v) => at[v] !== 0)) return null;
   const chain = new Map<number, number>(); // order position i -> edge index of i -> i + 1
   const all_skips: [number, number, number][] = []; // source position, target position, edge index
@@ -188,10 +191,14 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     leftB = 0,
     rightA = 0,
     rightB = 0;
-  for (let i = 0; i <= leftEnd; i++)
-    (leftA = Math.max(leftA, item(i).ain)), (leftB = Math.max(leftB, item(i).ac - item(i).ain));
-  for (let i = rightStart; i <= last; i++)
-    (rightA = Math.max(rightA, item(i).ain)), (rightB = Math.max(rightB, item(i).ac - item(i).ain));
+  for (let i = 0; i <= leftEnd; i++) {
+    leftA = Math.max(leftA, item(i).ain);
+    leftB = Math.max(leftB, item(i).ac - item(i).ain);
+  }
+  for (let i = rightStart; i <= last; i++) {
+    rightA = Math.max(rightA, item(i).ain);
+    rightB = Math.max(rightB, item(i).ac - item(i).ain);
+  }
   const cL = leftA;
   const cR = leftA + leftB + U_GAP + rightA;
   const C = new Float64Array(n); // across of each position's line (its anchor)
@@ -270,7 +277,7 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   let wide = 0;
   for (const v of aside) wide = Math.max(wide, all[v].ac);
   const sideMid = minC0 - SIDE_GAP - wide / 2;
-  aside.forEach((v, q) => (sLo[q] = sideMid - (all[v].group ? all[v].ain : all[v].ac / 2)));
+  for (const [q, v] of aside.entries()) sLo[q] = sideMid - (all[v].group ? all[v].ain : all[v].ac / 2);
   for (const e of sideChain) {
     const u = sideAt[edges[e].src];
     const w = sideAt[edges[e].dst];
@@ -297,12 +304,17 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     maxC = Math.max(maxC, sLo[q] + all[v].ac);
   });
   for (const r of routes)
-    for (let q = 0; q < r.length; q += 2) (minA = Math.min(minA, r[q])), (maxA = Math.max(maxA, r[q]));
+    for (let q = 0; q < r.length; q += 2) {
+      minA = Math.min(minA, r[q]);
+      maxA = Math.max(maxA, r[q]);
+    }
   // room for the conditioning's buses round the U (one per end of it: a source of a bus)
   const sinks = aside.filter((v) => !edges.some((e) => e.src === v)).length;
   if (sinks) {
     const room = BUS_OFF + (sinks - 1) * BUS_STEP + 8;
-    (minC -= room), (maxC += room), (maxA += room);
+    minC -= room;
+    maxC += room;
+    maxA += room;
   }
   const pos = new Array<number>(2 * all.length);
   for (let i = 0; i < n; i++) {
@@ -313,7 +325,12 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     pos[2 * v] = sTop[q] - minA;
     pos[2 * v + 1] = sLo[q] - minC;
   });
-  for (const r of routes) for (let q = 0; q < r.length; q += 2) (r[q] -= minA), (r[q + 1] -= minC);
+  for (const r of routes) {
+    for (let q = 0; q < r.length; q += 2) {
+      r[q] -= minA;
+      r[q + 1] -= minC;
+    }
+  }
   const ain = cL - minC;
   const inRoutes = g.entries.map(() => [-g.lead, ain, top(0) - minA, ain]);
   const flip: boolean[] = new Array(all.length).fill(false);

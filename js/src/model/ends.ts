@@ -8,7 +8,7 @@ import { inputKey, outputKey } from "./view_model";
 
 /** The view key of a model input or output with captured data, or null. */
 export function endKey(graph: WireGraph, id: string | null): string | null {
-  if (id === null || !Object.prototype.hasOwnProperty.call(graph.ends, id)) return null;
+  if (id === null || !Object.hasOwn(graph.ends, id)) return null;
   if (graph.inputs.includes(id)) return inputKey(id);
   return graph.outputs.includes(id) ? outputKey(id) : null;
 }
@@ -46,7 +46,7 @@ export interface EndTarget {
 
 /** The inspector's target for a model input or output with captured data, or null. */
 export function endTarget(graph: WireGraph, id: string): EndTarget | null {
-  const end = Object.prototype.hasOwnProperty.call(graph.ends, id) ? graph.ends[id] : undefined;
+  const end = Object.hasOwn(graph.ends, id) ? graph.ends[id] : undefined;
   if (!end) return null;
   return { kind: graph.inputs.includes(id) ? "input" : "output", id, end };
 }

@@ -167,7 +167,11 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
         via.add(o);
         continue;
       }
-      for (const p of parentsOf(o)) if (!seen.has(p)) seen.add(p), stack.push(p);
+      for (const p of parentsOf(o)) {
+        if (seen.has(p)) continue;
+        seen.add(p);
+        stack.push(p);
+      }
     }
     return { nodes, via };
   };
@@ -187,8 +191,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   for (const [d, edges] of incoming) {
     if (edges.length < 2) continue;
     const wanted = new Set(edges.map((e) => e.src));
-    const seen = new Set<number>();
-    let queue = startsOf(d).filter((o) => !seen.has(o) && (seen.add(o), true));
+    const seen = new Set<number>(startsOf(d));
+    let queue = [...seen];
     let tried = 0;
     search: while (queue.length && tried < MAX_CANDIDATES) {
       const next: number[] = [];
@@ -205,7 +209,11 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
             break search;
           }
         }
-        for (const p of parentsOf(o)) if (!seen.has(p)) seen.add(p), next.push(p);
+        for (const p of parentsOf(o)) {
+          if (seen.has(p)) continue;
+          seen.add(p);
+          next.push(p);
+        }
       }
       queue = next;
     }

@@ -25,7 +25,7 @@ export interface PatchGrid {
 /** The image input whose patches `keys` positions are (see the module doc), or null. */
 export function patchGrid(graph: WireGraph, keys: number): PatchGrid | null {
   for (const input of graph.inputs) {
-    const end = Object.prototype.hasOwnProperty.call(graph.ends, input) ? graph.ends[input] : undefined;
+    const end = Object.hasOwn(graph.ends, input) ? graph.ends[input] : undefined;
     if (end?.reading !== "image" || end.shape.length < 2) continue;
     const [height, width] = end.shape.slice(-2);
     for (let extra = 0; extra <= MAX_EXTRA && extra < keys; extra++) {

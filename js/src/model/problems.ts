@@ -90,7 +90,10 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
   };
   const at = (key: string) => {
     let m = marks.get(key);
-    if (!m) marks.set(key, (m = { nonfinite: 0, first: false, failed: false }));
+    if (!m) {
+      m = { nonfinite: 0, first: false, failed: false };
+      marks.set(key, m);
+    }
     return m;
   };
   for (const c of p.nonfinite) {

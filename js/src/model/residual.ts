@@ -39,7 +39,10 @@ const cache = new WeakMap<CallTree, Map<number, Residual>>();
 /** The residual blocks of a graph by call index (computed once per tree). */
 export function residualBlocks(tree: CallTree): Map<number, Residual> {
   let out = cache.get(tree);
-  if (!out) cache.set(tree, (out = findResidualBlocks(tree)));
+  if (!out) {
+    out = findResidualBlocks(tree);
+    cache.set(tree, out);
+  }
   return out;
 }
 
@@ -85,9 +88,16 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
       if (w === c) next = ops[o][1];
       else if (w >= 0 && inside(c, w)) {
         const k = childOf(c, w);
-        if (!kids.has(k)) kids.add(k), (next = calls[k].in);
+        if (!kids.has(k)) {
+          kids.add(k);
+          next = calls[k].in;
+        }
       }
-      for (const p of next) if (!seen.has(p)) seen.add(p), todo.push(p);
+      for (const p of next) {
+        if (seen.has(p)) continue;
+        seen.add(p);
+        todo.push(p);
+      }
     }
     return { hits, kids };
   };
@@ -136,8 +146,8 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
       outputs.get(a)?.add(p);
     }
   };
-  ops.forEach(([owner, parents]) => parents.forEach((p) => readBy(p, owner)));
-  calls.forEach((k, i) => k.in.forEach((p) => readBy(p, i)));
+  for (const [owner, parents] of ops) for (const p of parents) readBy(p, owner);
+  for (const [i, k] of calls.entries()) for (const p of k.in) readBy(p, i);
   for (const [, list] of tree.graph.output_ops) for (const p of list) readBy(p, -1);
 
   for (const [c, mine] of residualAdds) {

@@ -30,9 +30,15 @@ const whereMemo = new WeakMap<CallTree, Map<number, { run: Run; member: number; 
 /** Whether a run may be drawn as a stack: indexed blocks (period 1) with children, a pure chain. */
 export function stackable(tree: CallTree, run: Run): boolean {
   let memo = stackMemo.get(tree);
-  if (!memo) stackMemo.set(tree, (memo = new Map()));
+  if (!memo) {
+    memo = new Map();
+    stackMemo.set(tree, memo);
+  }
   let ok = memo.get(run.key);
-  if (ok === undefined) memo.set(run.key, (ok = isChain(tree, run)));
+  if (ok === undefined) {
+    ok = isChain(tree, run);
+    memo.set(run.key, ok);
+  }
   return ok;
 }
 
@@ -71,7 +77,10 @@ function isChain(tree: CallTree, run: Run): boolean {
  * or null when their trees do not match (then only member 0 can be shown). */
 export function counterpart(tree: CallTree, run: Run, k: number): Map<number, number> | null {
   let memo = partMemo.get(tree);
-  if (!memo) partMemo.set(tree, (memo = new Map()));
+  if (!memo) {
+    memo = new Map();
+    partMemo.set(tree, memo);
+  }
   const key = `${run.key}\u0000${k}`;
   if (memo.has(key)) return memo.get(key)!;
   const { calls } = tree.graph;

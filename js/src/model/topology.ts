@@ -75,9 +75,9 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const nIn = graph.inputs.length;
   const nodeIds: string[] = [...graph.inputs, ...stages.map((s) => calls[s].id), ...graph.outputs];
   const inputPos = new Map<string, number>();
-  graph.inputs.forEach((name, i) => inputPos.set(name, i));
+  for (const [i, name] of graph.inputs.entries()) inputPos.set(name, i);
   const stagePos = new Map<number, number>();
-  stages.forEach((s, i) => stagePos.set(s, nIn + i));
+  for (const [i, s] of stages.entries()) stagePos.set(s, nIn + i);
   const outBase = nIn + stages.length;
 
   const edges: WireEdge[] = [];
@@ -146,7 +146,11 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         continue;
       }
       if (source(o, stage, found)) continue;
-      for (const p of ops[o][1]) if (reachStamp[p] !== reachWalk) (reachStamp[p] = reachWalk), todo.push(p);
+      for (const p of ops[o][1]) {
+        if (reachStamp[p] === reachWalk) continue;
+        reachStamp[p] = reachWalk;
+        todo.push(p);
+      }
     }
     memo.set(first, found);
     return found;
@@ -170,7 +174,11 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
           else for (const m of behind) found.add(m); // one source's data: direct
           continue;
         }
-        for (const p of ops[o][1]) if (stamp[p] !== walk) (stamp[p] = walk), stack.push(p);
+        for (const p of ops[o][1]) {
+          if (stamp[p] === walk) continue;
+          stamp[p] = walk;
+          stack.push(p);
+        }
       }
     };
     // one start after the other (their walks share the stamps), then beyond the relays
@@ -193,7 +201,10 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     if (groups.length > 1 && found.size > 1) {
       for (const group of groups) {
         walk++;
-        for (const o of group) (stamp[o] = walk), stack.push(o);
+        for (const o of group) {
+          stamp[o] = walk;
+          stack.push(o);
+        }
         const reachedHere = new Set<number>();
         visit(reachedHere, true, starts);
         byArgument[node].push(reachedHere);
@@ -205,14 +216,14 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const groupsOf = (s: number): number[][] => {
     const { in: inOps, args, state } = calls[s];
     const by = new Map<number, number[]>();
-    inOps.forEach((o, i) => (by.get(args[i]) ?? by.set(args[i], []).get(args[i])!).push(o));
+    for (const [i, o] of inOps.entries()) (by.get(args[i]) ?? by.set(args[i], []).get(args[i])!).push(o);
     const order = [...by.keys()].sort((a, b) => Number(a !== state) - Number(b !== state) || a - b);
     return order.map((a) => by.get(a)!);
   };
 
   const nNodes = nodeIds.length;
   const sources: number[][] = new Array(nNodes);
-  stages.forEach((s, i) => (sources[nIn + i] = sourcesOf(calls[s].in, groupsOf(s), s, nIn + i)));
+  for (const [i, s] of stages.entries()) sources[nIn + i] = sourcesOf(calls[s].in, groupsOf(s), s, nIn + i);
   const outputOps = new Map(graph.output_ops);
   graph.outputs.forEach((name, i) => {
     const start = outputOps.get(name) ?? [];

@@ -145,7 +145,7 @@ export function buildTree(graph: WireGraph): CallTree {
   ];
   for (const [sibs, parent] of lists) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs, parent));
   const runOf = new Int32Array(graph.calls.length).fill(-1);
-  runList.forEach((r, k) => r.members.forEach((c) => (runOf[c] = k)));
+  for (const [k, r] of runList.entries()) for (const c of r.members) runOf[c] = k;
   const runs = new Map(runList.map((r) => [r.key, r]));
   return { graph, topo: topologyIndex(graph), children, roots, byId, runs, runOf, runList };
 }

@@ -62,7 +62,7 @@ function topoOrder(keys: string[], priority: Map<string, number>, edges: DrawnEd
 
 export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   const priority = new Map<string, number>();
-  view.nodes.forEach((n, i) => priority.set(n.key, i));
+  for (const [i, n] of view.nodes.entries()) priority.set(n.key, i);
   for (const j of drawing.junctions) priority.set(j.key, Math.min(...j.outs.map((d) => priority.get(d) ?? 0)) - 0.5);
   const keys = [...priority.keys()];
   const buses = new Map<string, DrawnEdge[]>();

@@ -182,7 +182,10 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
           path,
           ...(stack ? { base: it.run.members[0] } : {}),
         });
-        for (const m of it.run.members) selection.push(m), keyOfId.set(graph.calls[m].id, it.key);
+        for (const m of it.run.members) {
+          selection.push(m);
+          keyOfId.set(graph.calls[m].id, it.key);
+        }
         if (stack) inStack.set(it.key, stack);
       } else if (it.kind === "stack") {
         const map = counterpart(tree, it.run, it.shown);
@@ -193,7 +196,11 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
           steppable: it.run.members.every((_, k) => counterpart(tree, it.run, k) !== null),
         };
         stacks.push(st);
-        it.run.members.slice(1).forEach((m, j) => (selection.push(m), memberOf.set(graph.calls[m].id, [st, j + 1])));
+        for (const [j, m] of it.run.members.entries()) {
+          if (j === 0) continue;
+          selection.push(m);
+          memberOf.set(graph.calls[m].id, [st, j]);
+        }
         walk(it.items, [...path, it.key], st, it.shown > 0 ? map : null);
       } else {
         walk(it.items, [...path, it.key], stack, map);

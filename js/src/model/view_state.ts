@@ -77,7 +77,8 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
         (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)
       )
         return levels;
-      levels.push((state = next));
+      state = next;
+      levels.push(state);
     }
   };
   const stacks = stackedRuns(tree);
@@ -204,7 +205,10 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
   const stacked = new Map(state.stacked ?? []);
   const at = stackedAt(tree, state, call);
   const m0 = at && at.base !== at.run.members[0] ? at.run.members[0] : -1; // a block itself: its run unfolds
-  if (at && m0 >= 0) stacked.set(at.run.key, at.member), (call = at.base);
+  if (at && m0 >= 0) {
+    stacked.set(at.run.key, at.member);
+    call = at.base;
+  }
   for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
     if (c === m0) continue; // the stack opens member 0
     if (c !== call) expanded.add(c);

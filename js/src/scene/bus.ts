@@ -147,7 +147,8 @@ export function drawBuses(
       const [flo, fhi] = extent(top, bottom, Infinity, -Infinity);
       const far = sgn > 0 ? flo - OFF : fhi + OFF;
       let cost = Math.abs(at - out[1]) + Math.abs(far - at) + 2 * (bottom - top);
-      ends.forEach(({ box }, i) => (cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at))));
+      for (const [i, { box }] of ends.entries())
+        cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at));
       return {
         sgn,
         at,

@@ -212,7 +212,10 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     const w = WEIGHT[e.kind];
     const existing = seen.get(k);
     if (existing) {
-      if (w > existing.weight) (existing.weight = w), (existing.kind = e.kind);
+      if (w > existing.weight) {
+        existing.weight = w;
+        existing.kind = e.kind;
+      }
       continue;
     }
     const idx = index.get(group)!;

@@ -92,7 +92,7 @@ function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
     const lo = start + (side - room) / 2;
     if (from >= lo - 0.5 && from + (k - 1) * gap <= lo + room + 0.5) first = from;
   }
-  order.forEach(({ e }, i) => setEnd(e, first + i * gap, line, across, along, out));
+  for (const [i, { e }] of order.entries()) setEnd(e, first + i * gap, line, across, along, out);
 }
 
 /** Move one end of an edge to a port, with a short square stub when the edge must bend. */

@@ -275,14 +275,20 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     const dx = -minX;
     const dy = -minY;
     const move = (pts: number[]) => {
-      for (let i = 0; i < pts.length; i += 2) (pts[i] += dx), (pts[i + 1] += dy);
+      for (let i = 0; i < pts.length; i += 2) {
+        pts[i] += dx;
+        pts[i + 1] += dy;
+      }
     };
     const moveBox = (b: Box): Box => [b[0] + dx, b[1] + dy, b[2], b[3]];
     for (const n of nodes) n.box = moveBox(n.box);
     for (const c of clusters) c.box = moveBox(c.box);
     for (const j of junctionList) j.box = moveBox(j.box);
     for (const e of [...edges, ...stubs]) move(e.points);
-    for (const b of bus.buses) move(b.points), move(b.taps);
+    for (const b of bus.buses) {
+      move(b.points);
+      move(b.taps);
+    }
   }
   return {
     dir,

@@ -93,9 +93,9 @@ function drawHeat(
   for (const v of heat) if (v > top) top = v;
   top = top || 1;
   // a pixel per patch, scaled up without smoothing: each patch one flat colour
-  const cells = strip(1, grid.rows, grid.cols, (img) =>
-    heat.forEach((v, i) => img.set([...viridis(v / top), 255], 4 * i)),
-  );
+  const cells = strip(1, grid.rows, grid.cols, (img) => {
+    for (const [i, v] of heat.entries()) img.set([...viridis(v / top), 255], 4 * i);
+  });
   ctx.imageSmoothingEnabled = false;
   ctx.globalAlpha = picture ? alpha : 1;
   ctx.drawImage(cells, 0, 0, side, h);
@@ -176,7 +176,10 @@ export async function imageAttention(
       readout.textContent = `patch row ${r}, column ${c} (pixels y ${px(r)}, x ${px(c)}): ${both}`;
     });
   }
-  opacity.addEventListener("input", () => draws.forEach((d) => d()));
+  const drawAll = () => {
+    for (const d of draws) d();
+  };
+  opacity.addEventListener("input", drawAll);
   const extra = grid.extra ? ` after ${grid.extra} leading token${grid.extra > 1 ? "s" : ""} (token 0: CLS)` : "";
   const words = `${grid.rows} × ${grid.cols} patches of ${grid.patch} × ${grid.patch} px of ${grid.input}${extra}${image ? "" : " · the input image is not available here"}`;
   const el = h(
@@ -187,6 +190,6 @@ export async function imageAttention(
     h("label", { class: "nfw-label" }, "heat over the image ", opacity),
     readout,
   ) as HTMLElement & { draw?: () => void };
-  el.draw = () => draws.forEach((d) => d());
+  el.draw = drawAll;
   return el;
 }

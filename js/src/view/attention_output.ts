@@ -38,7 +38,7 @@ export interface AttentionContext extends AttentionHost {
 /** Fill section `sec` (and its `controls`) with the reply's attention; canvases are drawn by
  * the functions pushed on `draws`, once the section is in the page. */
 export function attentionOutput(sec: HTMLElement, controls: HTMLElement, ctx: AttentionContext, draws: (() => void)[]) {
-  ctx.reply.attention.forEach((a, i) => attentionCall(sec, controls, ctx, draws, a, i));
+  for (const [i, a] of ctx.reply.attention.entries()) attentionCall(sec, controls, ctx, draws, a, i);
 }
 
 function attentionModel(sec: HTMLElement, ctx: AttentionContext) {

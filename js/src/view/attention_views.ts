@@ -186,7 +186,7 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
     canvas.dataset.lines = String(lines);
     canvas.dataset.heads = String(on.size);
     canvas.dataset.focus = focus ? `${focus.side}:${focus.index}` : "";
-    chipOf.forEach((c, i) => c.setAttribute("aria-pressed", String(on.has(i))));
+    for (const [i, c] of chipOf.entries()) c.setAttribute("aria-pressed", String(on.has(i)));
   }
 
   const pick = (e: MouseEvent): { side: "q" | "k"; index: number } | null => {
@@ -275,7 +275,9 @@ export function modelView(
       draws.push(() => drawSmall(c, hm.maps, hh * per, hm.q, hm.k, top, cell));
     }
   }
-  (grid as HTMLElement & { draw?: () => void }).draw = () => draws.forEach((f) => f());
+  (grid as HTMLElement & { draw?: () => void }).draw = () => {
+    for (const f of draws) f();
+  };
   return grid;
 }
 

@@ -86,9 +86,16 @@ export function fitText(text: string, maxPx: number, font: string): string {
 /** Listeners that all go away at once (render's cleanup). */
 export class Listeners {
   private offs: (() => void)[] = [];
-  on<T extends EventTarget>(target: T, type: string, fn: (e: any) => void, opts?: AddEventListenerOptions | boolean) {
-    target.addEventListener(type, fn, opts);
-    this.offs.push(() => target.removeEventListener(type, fn, opts));
+  /** `fn` takes the event of its type (the caller says which: MouseEvent for "click", ...). */
+  on<E extends Event = Event>(
+    target: EventTarget,
+    type: string,
+    fn: (e: E) => void,
+    opts?: AddEventListenerOptions | boolean,
+  ) {
+    const listener = fn as EventListener; // the caller's E is the event `type` fires
+    target.addEventListener(type, listener, opts);
+    this.offs.push(() => target.removeEventListener(type, listener, opts));
   }
   add(off: () => void) {
     this.offs.push(off);

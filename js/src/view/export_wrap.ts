@@ -174,7 +174,10 @@ function stripLength(bands: Span[], longest: number): number | null {
       across += n * (band.a1 - band.a0) + (n - 1) * STRIP_GAP;
     }
     const off = Math.abs(Math.log((length + 2 * CLIP_MARGIN) / across / TARGET_ASPECT));
-    if (off < miss) (best = k === 1 ? null : length), (miss = off);
+    if (off < miss) {
+      best = k === 1 ? null : length;
+      miss = off;
+    }
   }
   return best;
 }

@@ -148,16 +148,10 @@ export function thumbEl(
       style: "fill:none;stroke:var(--nfw-fg3,#9ca3af);stroke-dasharray:4 3",
     }),
   );
-  lines.forEach((line, i) =>
-    g.append(
-      svgText(line, {
-        class: "nfw-t2",
-        x: x + w / 2,
-        y: y + h / 2 + 14 * (i - (lines.length - 1) / 2) + 4,
-        "text-anchor": "middle",
-      }),
-    ),
-  );
+  for (const [i, line] of lines.entries()) {
+    const ty = y + h / 2 + 14 * (i - (lines.length - 1) / 2) + 4;
+    g.append(svgText(line, { class: "nfw-t2", x: x + w / 2, y: ty, "text-anchor": "middle" }));
+  }
   return g;
 }
 

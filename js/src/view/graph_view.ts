@@ -69,7 +69,8 @@ export class GraphView {
     private readonly isDragging: () => boolean,
   ) {
     this.svg = s("svg", { class: "nfw-svg nfw-graph", role: "img", "aria-label": "network flow graph" });
-    const defs = (this.defs = s("defs"));
+    const defs = s("defs");
+    this.defs = defs;
     for (const kind of ["flow", "skip", "merge", "order"]) {
       const m = s("marker", {
         id: `${this.uid}-arrow-${kind}`,
@@ -105,7 +106,7 @@ export class GraphView {
     });
     L.on(this.nodeLayer, "pointerout", (e: PointerEvent) => {
       const to = e.relatedTarget as Element | null;
-      if (!to || !to.closest?.(".nfw-node")) this.hover(null);
+      if (!to?.closest?.(".nfw-node")) this.hover(null);
     });
   }
 
@@ -192,7 +193,10 @@ export class GraphView {
       const [x, y, w, h] = n.box;
       if (!inView(x, y, w, h)) continue;
       let el = this.nodeEls.get(n.key);
-      if (!el) this.nodeEls.set(n.key, (el = this.nodeEl(n)));
+      if (!el) {
+        el = this.nodeEl(n);
+        this.nodeEls.set(n.key, el);
+      }
       wantNodes.push(el);
     }
     const wantEdges: SVGPathElement[] = [];
@@ -211,7 +215,10 @@ export class GraphView {
         if (!inView(x0, y0, x1 - x0, y1 - y0)) continue;
       }
       let el = this.edgeEls.get(e.key);
-      if (!el) this.edgeEls.set(e.key, (el = this.edgeEl(e)));
+      if (!el) {
+        el = this.edgeEl(e);
+        this.edgeEls.set(e.key, el);
+      }
       wantEdges.push(el);
     }
     syncChildren(this.nodeLayer, wantNodes);

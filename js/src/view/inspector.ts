@@ -280,11 +280,10 @@ export class Inspector {
       parts.push(output.el);
     }
     const hists: (() => void)[] = [];
-    reply.summaries.forEach((s, i) =>
-      parts.push(
-        summarySection(s, reply.summaries.length > 1 ? i : -1, this.others.b !== null, () => this.width(), hists),
-      ),
-    );
+    for (const [i, s] of reply.summaries.entries()) {
+      const index = reply.summaries.length > 1 ? i : -1;
+      parts.push(summarySection(s, index, this.others.b !== null, () => this.width(), hists));
+    }
     this.body.replaceChildren(...parts);
     output?.draw();
     for (const f of hists) f();

@@ -101,7 +101,10 @@ export class Minimap {
     });
     L.on(this.canvas, "pointermove", (e: PointerEvent) => dragging && go(e));
     L.on(this.canvas, "pointerup", () => (dragging = false));
-    L.on(this.toggleBtn, "click", () => this.setCollapsed((this.chosen = !this.collapsed)));
+    L.on(this.toggleBtn, "click", () => {
+      this.chosen = !this.collapsed;
+      this.setCollapsed(this.chosen);
+    });
   }
 
   get isCollapsed(): boolean {
@@ -122,14 +125,23 @@ export class Minimap {
 
   setScene(scene: Scene) {
     this.scene = scene;
-    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.update()));
+    this.schedule();
+  }
+
+  /** Update on the next frame (once, however many changes come before it). */
+  private schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.update();
+    });
   }
 
   /** The visible part of the graph (graph coordinates) and the transform that shows it. */
   setViewport(v: [number, number, number, number], t: { x: number; y: number; k: number }) {
     this.viewport = v;
     this.transform = t;
-    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.update()));
+    this.schedule();
     clearTimeout(this.settle);
     this.settle = window.setTimeout(() => {
       this.place();
