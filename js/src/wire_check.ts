@@ -1,6 +1,7 @@
 /**
  * The checks both halves of the wire mirror use (wire.ts for the graph, wire_reply.ts for
  * stage replies): a failed check throws a WireError that says where, what and how to fix it.
+ * Also at(), the checked index read the whole front end uses (this is its lowest layer).
  */
 
 export class WireError extends Error {
@@ -31,4 +32,15 @@ export function intList(x: unknown, where: string): number[] {
 export function strList(x: unknown, where: string): string[] {
   if (!Array.isArray(x) || !x.every((s) => typeof s === "string")) fail(where, "expected a list of strings");
   return x as string[];
+}
+
+/**
+ * `list[i]`, which must be there (noUncheckedIndexedAccess types every index read as maybe
+ * undefined): a read out of range is a bug in the caller, and throws saying so instead of
+ * handing on undefined.
+ */
+export function at<T>(list: ArrayLike<T>, i: number): T {
+  const x = list[i];
+  if (x === undefined) throw new RangeError(`index ${i} out of range (length ${list.length})`);
+  return x;
 }

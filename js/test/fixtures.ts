@@ -7,6 +7,13 @@ import { decodeGraph, type WireGraph } from "../src/wire";
 // biome-ignore lint/suspicious/noExplicitAny: raw JSON edited freely, then checked by decodeGraph
 export type Raw = Record<string, any>;
 
+/** `record[key]`, which the test needs: missing, the test fails here and names the key. */
+export function must<T>(record: Readonly<Record<string, T>>, key: string): T {
+  const v = record[key];
+  if (v === undefined) throw new Error(`no ${key} among ${Object.keys(record).slice(0, 12).join(", ")}, …`);
+  return v;
+}
+
 export function fixturePath(name: string): string {
   return fileURLToPath(new URL(`../../tests/fixtures/${name}`, import.meta.url));
 }

@@ -4,7 +4,7 @@ import { buildTree } from "../src/model/tree";
 import { buildView } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { buildScene, edgePath, layoutRequest } from "../src/scene/scene";
-import { loadGraph } from "./fixtures";
+import { loadGraph, must } from "./fixtures";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
@@ -27,16 +27,16 @@ describe("layout", () => {
     const state = toggleExpanded(unet, initialState(unet), unet.byId.get("bottleneck")!);
     const view = buildView(unet, state);
     const lay = computeLayout(layoutRequest(view, "TB"));
-    const boxes = view.nodes.map((n) => lay.boxes[n.key]);
+    const boxes = view.nodes.map((n) => must(lay.boxes, n.key));
     expect(boxes.every(Boolean)).toBe(true);
     for (let i = 0; i < boxes.length; i++)
-      for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i], boxes[j])).toBe(false);
+      for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i]!, boxes[j]!)).toBe(false);
     const rising = new Set(["s:up2", "s:dec2", "s:up1", "s:dec1"]); // the decoder, up the U's other side
     for (const e of view.edges) {
       if (e.kind !== "flow" || e.dst === "s:head") continue;
       if (rising.has(e.dst) && e.src !== "s:bottleneck.conv2")
-        expect(lay.boxes[e.src][1]).toBeGreaterThan(lay.boxes[e.dst][1]);
-      else if (!rising.has(e.dst)) expect(lay.boxes[e.src][1]).toBeLessThan(lay.boxes[e.dst][1]);
+        expect(must(lay.boxes, e.src)[1]).toBeGreaterThan(must(lay.boxes, e.dst)[1]);
+      else if (!rising.has(e.dst)) expect(must(lay.boxes, e.src)[1]).toBeLessThan(must(lay.boxes, e.dst)[1]);
     }
     const chain = buildView(
       gpt,
@@ -44,22 +44,23 @@ describe("layout", () => {
     );
     const chainLay = computeLayout(layoutRequest(chain, "TB"));
     for (const e of chain.edges)
-      if (e.kind === "flow") expect(chainLay.boxes[e.src][1]).toBeLessThan(chainLay.boxes[e.dst][1]);
+      if (e.kind === "flow") expect(chainLay.boxes[e.src]![1]).toBeLessThan(chainLay.boxes[e.dst]![1]);
     // Children sit inside their cluster box.
-    const cluster = lay.boxes["c:bottleneck"];
+    const cluster = must(lay.boxes, "c:bottleneck");
     for (const id of ["bottleneck.conv1", "bottleneck.act", "bottleneck.conv2"])
-      expect(inside(lay.boxes[`s:${id}`], cluster)).toBe(true);
+      expect(inside(must(lay.boxes, `s:${id}`), cluster)).toBe(true);
   });
 
   it("left-to-right flows along x; a U lies on its side (encoder along +x, decoder back along -x)", () => {
     const chain = buildView(gpt, initialState(gpt));
     const lay = computeLayout(layoutRequest(chain, "LR"));
-    for (const e of chain.edges) if (e.kind === "flow") expect(lay.boxes[e.src][0]).toBeLessThan(lay.boxes[e.dst][0]);
+    for (const e of chain.edges)
+      if (e.kind === "flow") expect(must(lay.boxes, e.src)[0]).toBeLessThan(must(lay.boxes, e.dst)[0]);
     expect(lay.width).toBeGreaterThan(lay.height);
     const view = buildView(unet, initialState(unet));
     const u = computeLayout(layoutRequest(view, "LR"));
-    const x = (id: string) => u.boxes[`s:${id}`][0];
-    const y = (id: string) => u.boxes[`s:${id}`][1];
+    const x = (id: string) => u.boxes[`s:${id}`]![0];
+    const y = (id: string) => u.boxes[`s:${id}`]![1];
     expect(x("enc1")).toBeLessThan(x("enc2"));
     expect(x("enc2")).toBeLessThan(x("bottleneck"));
     expect(x("up1")).toBeLessThan(x("up2"));
@@ -96,7 +97,7 @@ describe("layout", () => {
     };
     const lay = computeLayout({ dir: "TB", root: chain });
     expect(lay.boxes.b).toEqual([20, 74, 60, 40]);
-    expect(lay.routes["a>b"]).toEqual([50, 40, 50, 74]);
+    expect(must(lay.routes, "a>b")).toEqual([50, 40, 50, 74]);
     expect([lay.width, lay.height]).toEqual([100, 40 + 34 + 40 + 34 + 20]);
   });
 
@@ -110,7 +111,7 @@ describe("layout", () => {
     // the U holds with dec1 open (upside down, its data rising like the decoder's): the
     // skip runs straight across from enc1's side into the junction where the model
     // concatenates it with up1's output, whose stub rises into dec1's first stage
-    const [sx, sy, sw, sh] = lay.boxes["s:enc1"];
+    const [sx, sy, sw, sh] = must(lay.boxes, "s:enc1");
     expect(skip.from).toBe("s:enc1");
     expect(skip.points[0]).toBeCloseTo(sx + sw, 0);
     expect(skip.points[1]).toBeCloseTo(sy + sh / 2, 0);
@@ -120,11 +121,11 @@ describe("layout", () => {
     const [jx, jy, , jh] = junction.box;
     expect(skip.points.slice(-2)).toEqual([jx, jy + jh / 2]);
     const stub = scene.stubs.find((e) => e.from === junction.key)!;
-    const [, dy, , dh] = lay.boxes["s:dec1.conv1"];
+    const [, dy, , dh] = must(lay.boxes, "s:dec1.conv1");
     expect(stub.dst).toBe("s:dec1.conv1");
     expect(stub.points[stub.points.length - 1]).toBeCloseTo(dy + dh, 0); // from below
     // inside dec1 the data rises: conv1 at the bottom, act2 at the top
-    expect(lay.boxes["s:dec1.act2"][1]).toBeLessThan(lay.boxes["s:dec1.conv1"][1]);
+    expect(must(lay.boxes, "s:dec1.act2")[1]).toBeLessThan(must(lay.boxes, "s:dec1.conv1")[1]);
     expect(edgePath(scene.edges.find((e) => e.srcId === "enc2")!.points)).toMatch(/^M[\d.]+,[\d.]+L/);
     const folded = buildView(gpt, { ...initialState(gpt), stacked: undefined }); // it opens as a stack: stack.test.ts
     const fold = buildScene(gpt, folded, computeLayout(layoutRequest(folded, "TB")), "TB");

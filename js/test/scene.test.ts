@@ -1,7 +1,7 @@
 // Scene edges: ports spread along a node's sides, so flow and skip edges never share an end;
 // edges that share a laid-out route get lanes; edges into and out of groups go around nodes.
 import { describe, expect, it } from "vitest";
-import { computeLayout, type Direction } from "../src/layout/layout";
+import { type Box, computeLayout, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
@@ -36,11 +36,11 @@ describe.each(cases)("ports: %s", (_, sc) => {
       .map((e) => {
         const p = e.points;
         const i = out ? 0 : p.length - 2;
-        return { e, x: p[i], y: p[i + 1], nx: p[out ? 2 : i - 2], ny: p[out ? 3 : i - 1] };
+        return { e, x: p[i]!, y: p[i + 1]!, nx: p[out ? 2 : i - 2]!, ny: p[out ? 3 : i - 1]! };
       });
 
   // Which side of a box a point lies on, or null when it is not on the border.
-  const sideOf = (b: number[], x: number, y: number): "top" | "bottom" | "left" | "right" | null => {
+  const sideOf = (b: Box, x: number, y: number): "top" | "bottom" | "left" | "right" | null => {
     const [bx, by, bw, bh] = b;
     const within = (v: number, lo: number, len: number) => v > lo && v < lo + len;
     if (Math.abs(y - by) < 1e-6 && within(x, bx, bw)) return "top";
@@ -56,7 +56,7 @@ describe.each(cases)("ports: %s", (_, sc) => {
     let trunk = 0;
     for (const e of [...sc.edges, ...sc.stubs]) {
       const n = e.points.length;
-      const [x0, y0, x1, y1] = [e.points[0], e.points[1], e.points[n - 2], e.points[n - 1]];
+      const [x0, y0, x1, y1] = [e.points[0]!, e.points[1]!, e.points[n - 2]!, e.points[n - 1]!];
       const from = drawnBox(e.from);
       const to = drawnBox(e.to);
       if (from) expect(sideOf(from, x0, y0), `${e.key} leaves ${e.from}`).not.toBeNull();
@@ -87,7 +87,7 @@ describe.each(cases)("ports: %s", (_, sc) => {
           shared++;
           const along = here.map((p) => (vertical ? p.x : p.y)).sort((a, b) => a - b);
           for (let i = 1; i < along.length; i++)
-            expect(along[i] - along[i - 1], `${n.key} ${side}`).toBeGreaterThanOrEqual(7);
+            expect(along[i]! - along[i - 1]!, `${n.key} ${side}`).toBeGreaterThanOrEqual(7);
         }
       }
     }
@@ -100,8 +100,8 @@ describe.each(cases)("ports: %s", (_, sc) => {
     const acrossAt = (pts: number[], out: boolean, d: number) => {
       const n = pts.length / 2;
       const P = (i: number) => (out ? i : n - 1 - i);
-      const a = (i: number) => pts[2 * P(i) + (tb ? 1 : 0)];
-      const c = (i: number) => pts[2 * P(i) + (tb ? 0 : 1)];
+      const a = (i: number) => pts[2 * P(i) + (tb ? 1 : 0)]!;
+      const c = (i: number) => pts[2 * P(i) + (tb ? 0 : 1)]!;
       const target = a(0) + (out ? d : -d);
       for (let i = 1; i < n; i++) {
         const [a0, a1] = [a(i - 1), a(i)];
@@ -116,7 +116,7 @@ describe.each(cases)("ports: %s", (_, sc) => {
         if (list.length < 2) continue;
         const byPort = [...list].sort((a, b) => (tb ? a.x - b.x : a.y - b.y)).map((p) => acrossAt(p.e.points, out, 16));
         for (let i = 1; i < byPort.length; i++)
-          expect(byPort[i] + 0.5, `${n.key} ${out ? "out" : "in"}: ${byPort}`).toBeGreaterThanOrEqual(byPort[i - 1]);
+          expect(byPort[i]! + 0.5, `${n.key} ${out ? "out" : "in"}: ${byPort}`).toBeGreaterThanOrEqual(byPort[i - 1]!);
       }
     }
   });
@@ -128,7 +128,7 @@ describe.each(cases)("lanes: %s", (_, sc) => {
       for (const n of sc.nodes) {
         if (n.key === e.src || n.key === e.dst) continue;
         for (let i = 2; i < e.points.length; i += 2) {
-          const hit = segmentHitsBox(e.points[i - 2], e.points[i - 1], e.points[i], e.points[i + 1], n.box, 2);
+          const hit = segmentHitsBox(e.points[i - 2]!, e.points[i - 1]!, e.points[i]!, e.points[i + 1]!, n.box, 2);
           expect(hit, `${e.key} crosses ${n.key}`).toBe(false);
         }
       }
@@ -140,7 +140,7 @@ describe.each(cases)("lanes: %s", (_, sc) => {
     const seen = new Map<string, SceneEdge>();
     for (const e of sc.edges) {
       for (let i = 0; i < e.points.length; i += 2) {
-        const p = `${e.points[i].toFixed(1)},${e.points[i + 1].toFixed(1)}`;
+        const p = `${e.points[i]!.toFixed(1)},${e.points[i + 1]!.toFixed(1)}`;
         const other = seen.get(p);
         expect(other === undefined || other.src === e.src, `${e.key} and ${other?.key} meet at ${p}`).toBe(true);
         seen.set(p, e);
@@ -156,12 +156,12 @@ describe("skip edges of a U", () => {
       expect(skips.length, name).toBe(2);
       for (const e of skips) {
         expect(e.points.length, `${name} ${e.key}`).toBe(4);
-        const across = sc.dir === "TB" ? e.points[1] - e.points[3] : e.points[0] - e.points[2];
+        const across = sc.dir === "TB" ? e.points[1]! - e.points[3]! : e.points[0]! - e.points[2]!;
         expect(Math.abs(across), `${name} ${e.key}`).toBeLessThan(0.5);
       }
       const fromEnc1 = sc.edges.filter((e) => e.src === "s:enc1");
       expect(fromEnc1.map((e) => e.kind).sort()).toEqual(["flow", "skip"]);
-      expect(fromEnc1[0].points.slice(0, 2)).not.toEqual(fromEnc1[1].points.slice(0, 2));
+      expect(fromEnc1[0]!.points.slice(0, 2)).not.toEqual(fromEnc1[1]!.points.slice(0, 2));
     }
   });
 });

@@ -3,14 +3,14 @@
 // "unet2d_condition") is a U too: down blocks on one side, up blocks on the other, each level
 // matched, skips straight across, the conditioning beside it, its buses never behind a node.
 import { describe, expect, it } from "vitest";
-import { computeLayout, GROUP_PAD, type Direction } from "../src/layout/layout";
+import { type Box, computeLayout, type Direction, GROUP_PAD } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { segmentHitsBox } from "../src/layout/flow";
 import { decodeGraph } from "../src/wire";
-import { loadGraph, loadRaw } from "./fixtures";
+import { loadGraph, loadRaw, must } from "./fixtures";
 
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
@@ -39,7 +39,7 @@ describe("the demo U-Net keeps its U", () => {
 
 describe("a diffusers UNet2DConditionModel is a U", () => {
   const tree = goldenTree("unet2d_condition");
-  const centre = (b: number[]) => [b[0] + b[2] / 2, b[1] + b[3] / 2];
+  const centre = (b: Box): [number, number] => [b[0] + b[2] / 2, b[1] + b[3] / 2];
   const states: [string, () => ViewState][] = [
     ["first view", () => initialState(tree)],
     ["down_blocks.0 open", () => open(tree, "down_blocks.0")],
@@ -48,7 +48,7 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
   it.each(states)("%s: down blocks down one side, up blocks up the other, each level matched", (_, state) => {
     const view = buildView(tree, state());
     const lay = computeLayout(layoutRequest(view, "TB"));
-    const box = (id: string) => lay.boxes[`s:${id}`] ?? lay.boxes[`c:${id}`];
+    const box = (id: string) => lay.boxes[`s:${id}`] ?? must(lay.boxes, `c:${id}`);
     const [x0, y0] = centre(box("down_blocks.0"));
     const [x1] = centre(box("down_blocks.1"));
     const [xm, ym] = centre(box("mid_block"));
@@ -61,25 +61,25 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     expect(ym).toBeGreaterThan(y0);
     // each level's skip straight across: down_blocks.1 -> up_blocks.0 at both ends' level,
     // down_blocks.0 -> up_blocks.1 at down_blocks.0's (below it where it is open: its exit)
-    const straight = (r: number[]) => r.filter((_, i) => i % 2 === 1).every((y) => Math.abs(y - r[1]) < 0.5);
-    const deep = lay.routes["s:down_blocks.1>s:up_blocks.0"];
+    const straight = (r: number[]) => r.filter((_, i) => i % 2 === 1).every((y) => Math.abs(y - r[1]!) < 0.5);
+    const deep = must(lay.routes, "s:down_blocks.1>s:up_blocks.0");
     expect(straight(deep)).toBe(true);
-    expect(Math.abs(deep[1] - centre(box("up_blocks.0"))[1])).toBeLessThan(0.5);
-    expect(Math.abs(deep[1] - centre(box("down_blocks.1"))[1])).toBeLessThan(0.5);
+    expect(Math.abs(deep[1]! - centre(box("up_blocks.0"))[1])).toBeLessThan(0.5);
+    expect(Math.abs(deep[1]! - centre(box("down_blocks.1"))[1])).toBeLessThan(0.5);
     const d0 = box("down_blocks.0");
     const outer = Object.entries(lay.routes).find(
       ([k]) => k.endsWith(">s:up_blocks.1") && k.includes("down_blocks.0"),
     )![1];
     const end = outer.length - 1;
-    expect(Math.abs(outer[end] - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
-    expect(Math.abs(outer[end] - outer[end - 2])).toBeLessThan(0.5); // arrives across
+    expect(Math.abs(outer[end]! - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
+    expect(Math.abs(outer[end]! - outer[end - 2]!)).toBeLessThan(0.5); // arrives across
     if (lay.boxes["c:down_blocks.0"]) expect(outer[end]).toBeGreaterThan(d0[1] + d0[3]);
     else {
       expect(straight(outer)).toBe(true);
       expect(Math.abs(y0 - centre(box("up_blocks.1"))[1])).toBeLessThan(0.5);
     }
     // the shared skips come down the middle, into their target beside its level skip
-    const shared = lay.routes["s:conv_in>s:up_blocks.1"];
+    const shared = must(lay.routes, "s:conv_in>s:up_blocks.1");
     const xs = shared.filter((_, i) => i % 2 === 0);
     expect(Math.min(...xs)).toBeGreaterThanOrEqual(box("conv_in")[0] + box("conv_in")[2] - 0.5);
     expect(Math.max(...xs)).toBeLessThanOrEqual(box("up_blocks.1")[0] + 0.5);
@@ -87,7 +87,7 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     const keys = view.nodes.map((n) => n.key);
     for (let i = 0; i < keys.length; i++) {
       for (let j = i + 1; j < keys.length; j++) {
-        const [a, b] = [lay.boxes[keys[i]], lay.boxes[keys[j]]];
+        const [a, b] = [must(lay.boxes, keys[i]!), must(lay.boxes, keys[j]!)];
         expect(
           a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3],
           `${keys[i]} / ${keys[j]}`,
@@ -95,7 +95,7 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
       }
     }
     for (const k of ["s:time_embedding", "i:input:encoder_hidden_states"]) {
-      const b = lay.boxes[k];
+      const b = must(lay.boxes, k);
       expect(b[0] + b[2]).toBeLessThan(box("conv_in")[0]);
       expect(b[1] + b[3]).toBeLessThan(d0[1]);
     }
@@ -104,19 +104,19 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
   it("up_blocks.1 open: upside down on the rising side, its skip across at down_blocks.0's level into its entry below it", () => {
     const view = buildView(tree, open(tree, "up_blocks.1"));
     const lay = computeLayout(layoutRequest(view, "TB"));
-    const [xd, yd] = centre(lay.boxes["s:down_blocks.0"]);
-    const [xm, ym] = centre(lay.boxes["s:mid_block"]);
-    const up = lay.boxes["c:up_blocks.1"];
+    const [xd, yd] = centre(must(lay.boxes, "s:down_blocks.0"));
+    const [xm, ym] = centre(must(lay.boxes, "s:mid_block"));
+    const up = must(lay.boxes, "c:up_blocks.1");
     expect(xd).toBeLessThan(xm);
     expect(up[0]).toBeGreaterThan(xm);
     expect(up[1] + up[3]).toBeLessThan(ym);
     const inner = view.nodes.filter((n) => n.key.startsWith("s:up_blocks.1."));
     expect(inner.length).toBeGreaterThanOrEqual(3);
-    for (const n of inner) expect(centre(lay.boxes[n.key])[0]).toBeGreaterThan(xm);
+    for (const n of inner) expect(centre(must(lay.boxes, n.key))[0]).toBeGreaterThan(xm);
     // the level skip leaves down_blocks.0 across at its centre and turns up into the group
-    const skip = lay.routes["s:down_blocks.0>c:up_blocks.1"];
-    expect(Math.abs(skip[1] - yd)).toBeLessThan(0.5);
-    expect(Math.abs(skip[skip.length - 1] - (up[1] + up[3]))).toBeLessThan(GROUP_PAD + 0.5);
+    const skip = must(lay.routes, "s:down_blocks.0>c:up_blocks.1");
+    expect(Math.abs(skip[1]! - yd)).toBeLessThan(0.5);
+    expect(Math.abs(skip[skip.length - 1]! - (up[1] + up[3]))).toBeLessThan(GROUP_PAD + 0.5);
     expect(yd).toBeGreaterThan(up[1] + up[3]);
   });
 
@@ -138,9 +138,10 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
         for (const n of scene.nodes) {
           if (ends.includes(n.key)) continue;
           for (let i = 0; i + 3 < pts.length; i += 2) {
-            expect(segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], n.box, 2), `${what} behind ${n.id}`).toBe(
-              false,
-            );
+            expect(
+              segmentHitsBox(pts[i]!, pts[i + 1]!, pts[i + 2]!, pts[i + 3]!, n.box, 2),
+              `${what} behind ${n.id}`,
+            ).toBe(false);
           }
         }
       }
@@ -149,7 +150,7 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
 
   it("lies on its side left to right", () => {
     const lay = layoutOf(tree, initialState(tree), "LR");
-    const c = (id: string) => centre(lay.boxes[`s:${id}`]);
+    const c = (id: string) => centre(must(lay.boxes, `s:${id}`));
     expect(Math.abs(c("down_blocks.0")[0] - c("up_blocks.1")[0])).toBeLessThan(0.5);
     expect(c("down_blocks.0")[1]).toBeLessThan(c("mid_block")[1]);
     expect(c("mid_block")[1]).toBeLessThan(c("up_blocks.1")[1]);

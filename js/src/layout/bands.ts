@@ -8,6 +8,7 @@
  * reserved strip free (the first view then shows the start of every band at the readable
  * scale, the minimap the rest). Flow coordinates; pure, no DOM.
  */
+import { at } from "../wire_check";
 import type { Arranged, Direction, FitTarget } from "./flow";
 
 export const BAND_GAP = 64;
@@ -30,26 +31,26 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
   const rowA0 = new Float64Array(rows).fill(Infinity);
   const rowA1 = new Float64Array(rows).fill(-Infinity);
   for (let v = 0; v < n; v++) {
-    const r = arr.row[v];
-    rowLo[r] = Math.min(rowLo[r], c[v]);
-    rowHi[r] = Math.max(rowHi[r], c[v] + items[v].ac);
-    rowA0[r] = Math.min(rowA0[r], a[v]);
-    rowA1[r] = Math.max(rowA1[r], a[v] + items[v].al);
+    const r = arr.row[v]!;
+    rowLo[r] = Math.min(rowLo[r]!, c[v]!);
+    rowHi[r] = Math.max(rowHi[r]!, c[v]! + at(items, v).ac);
+    rowA0[r] = Math.min(rowA0[r]!, a[v]!);
+    rowA1[r] = Math.max(rowA1[r]!, a[v]! + at(items, v).al);
   }
   // how many edges cross below each row
   const crossing = new Int32Array(rows + 1);
   for (const e of arr.edges) {
     if (e.src < 0 || e.dst < 0) continue;
-    const r0 = Math.min(arr.row[e.src], arr.row[e.dst]);
-    const r1 = Math.max(arr.row[e.src], arr.row[e.dst]);
-    crossing[r0]++;
-    crossing[r1]--;
+    const r0 = Math.min(arr.row[e.src]!, arr.row[e.dst]!);
+    const r1 = Math.max(arr.row[e.src]!, arr.row[e.dst]!);
+    crossing[r0]!++;
+    crossing[r1]!--;
   }
-  for (let r = 1; r < rows; r++) crossing[r] += crossing[r - 1];
+  for (let r = 1; r < rows; r++) crossing[r]! += crossing[r - 1]!;
   const cutOk = (r: number) => crossing[r] === 1;
   const alongCap = ((dir === "TB" ? fit.h : fit.w) - 2 * MARGIN) / fit.k;
   const acrossCap = ((dir === "TB" ? fit.w : fit.h) - 2 * MARGIN) / fit.k;
-  const total = rowA1[rows - 1] - rowA0[0];
+  const total = rowA1[rows - 1]! - rowA0[0]!;
 
   const measure = (cuts: number[]): Plan => {
     let across = 0;
@@ -59,24 +60,25 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
       let lo = Infinity;
       let hi = -Infinity;
       for (let r = first; r <= last; r++) {
-        lo = Math.min(lo, rowLo[r]);
-        hi = Math.max(hi, rowHi[r]);
+        lo = Math.min(lo, rowLo[r]!);
+        hi = Math.max(hi, rowHi[r]!);
       }
       across += hi - lo;
-      along = Math.max(along, rowA1[last] - rowA0[first] + (first > 0 ? TOP_MARGIN : 0));
+      along = Math.max(along, rowA1[last]! - rowA0[first]! + (first > 0 ? TOP_MARGIN : 0));
       first = last + 1;
     }
     across += cuts.length * BAND_GAP;
     if (cuts.length) along += 20; // the connector under a band
     return { cuts, across, scale: Math.min(acrossCap / across, alongCap / along) };
   };
-  const plans: Plan[] = [measure([])];
+  const whole = measure([]);
+  const plans: Plan[] = [whole];
   for (let bands = 2; bands <= MAX_BANDS; bands++) {
     const cuts: number[] = [];
     const target = total / bands;
     for (let r = 0; r < rows - 1 && cuts.length < bands - 1; r++) {
       if (!cutOk(r)) continue;
-      const reach = rowA1[r] - rowA0[0];
+      const reach = rowA1[r]! - rowA0[0]!;
       if (reach >= target * (cuts.length + 1) - 1) {
         // this cut or the previous allowed one, whichever ends nearer the target
         let prev = -1;
@@ -87,13 +89,13 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
           }
         }
         const here = Math.abs(reach - target * (cuts.length + 1));
-        const there = prev >= 0 ? Math.abs(rowA1[prev] - rowA0[0] - target * (cuts.length + 1)) : Infinity;
+        const there = prev >= 0 ? Math.abs(rowA1[prev]! - rowA0[0]! - target * (cuts.length + 1)) : Infinity;
         cuts.push(there < here ? prev : r);
       }
     }
     if (cuts.length === bands - 1) plans.push(measure(cuts));
   }
-  let best = plans.find((p) => p.scale >= 1) ?? plans[0];
+  let best = plans.find((p) => p.scale >= 1) ?? whole;
   if (best.scale < 1) {
     const room = acrossCap - fit.reserve / fit.k;
     for (const p of plans) if (p.across <= room && p.scale > best.scale) best = p;
@@ -109,19 +111,19 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
   let cursor = 0;
   let first = 0;
   for (let k = 0; k <= best.cuts.length; k++) {
-    const last = k < best.cuts.length ? best.cuts[k] : rows - 1;
+    const last = best.cuts[k] ?? rows - 1; // the last band runs to the last row
     let lo = Infinity;
     let hi = -Infinity;
     for (let r = first; r <= last; r++) {
-      lo = Math.min(lo, rowLo[r]);
-      hi = Math.max(hi, rowHi[r]);
+      lo = Math.min(lo, rowLo[r]!);
+      hi = Math.max(hi, rowHi[r]!);
     }
-    const shiftA = (k > 0 ? TOP_MARGIN : 0) - rowA0[first]; // the connector comes in from above
+    const shiftA = (k > 0 ? TOP_MARGIN : 0) - rowA0[first]!; // the connector comes in from above
     const shiftC = cursor - lo;
     for (let v = 0; v < n; v++) {
-      if (bandOf[arr.row[v]] !== k) continue;
-      a[v] += shiftA;
-      c[v] += shiftC;
+      if (bandOf[arr.row[v]!] !== k) continue;
+      a[v]! += shiftA;
+      c[v]! += shiftC;
       arr.band[v] = k;
     }
     if (k === 0) arr.lineIn += shiftC;

@@ -5,6 +5,7 @@
  * x / y. Pure, no DOM.
  */
 import type { EdgeKind } from "../wire";
+import { at } from "../wire_check";
 
 export type Direction = "TB" | "LR";
 
@@ -63,15 +64,15 @@ export const RANKSEP = 34;
 export function rounded(points: number[], r = 12): number[] {
   const n = points.length / 2;
   if (n < 3) return points;
-  const out = [points[0], points[1]];
+  const out = [points[0]!, points[1]!];
   for (let i = 1; i < n - 1; i++) {
     const [ax, ay, cx, cy, bx, by] = [
-      points[2 * i - 2],
-      points[2 * i - 1],
-      points[2 * i],
-      points[2 * i + 1],
-      points[2 * i + 2],
-      points[2 * i + 3],
+      points[2 * i - 2]!,
+      points[2 * i - 1]!,
+      points[2 * i]!,
+      points[2 * i + 1]!,
+      points[2 * i + 2]!,
+      points[2 * i + 3]!,
     ];
     const la = Math.hypot(cx - ax, cy - ay);
     const lb = Math.hypot(bx - cx, by - cy);
@@ -87,7 +88,7 @@ export function rounded(points: number[], r = 12): number[] {
       cy + ((by - cy) / lb) * rb,
     );
   }
-  out.push(points[2 * n - 2], points[2 * n - 1]);
+  out.push(points[2 * n - 2]!, points[2 * n - 1]!);
   return out;
 }
 
@@ -134,7 +135,7 @@ export function segmentHitsBox(
 /** Topological order of n items by DFS over in-edges, the lower index first where free. */
 export function topoOrder(n: number, edges: FlowEdge[]): number[] {
   const ins: number[][] = Array.from({ length: n }, () => []);
-  for (const e of edges) if (e.src >= 0 && e.dst >= 0 && e.src !== e.dst) ins[e.dst].push(e.src);
+  for (const e of edges) if (e.src >= 0 && e.dst >= 0 && e.src !== e.dst) at(ins, e.dst).push(e.src);
   for (const list of ins) list.sort((a, b) => a - b);
   const state = new Uint8Array(n);
   const order: number[] = [];
@@ -143,10 +144,10 @@ export function topoOrder(n: number, edges: FlowEdge[]): number[] {
     const stack: [number, number][] = [[root, 0]];
     state[root] = 1;
     while (stack.length) {
-      const top = stack[stack.length - 1];
-      const list = ins[top[0]];
+      const top = stack[stack.length - 1]!;
+      const list = at(ins, top[0]);
       if (top[1] < list.length) {
-        const u = list[top[1]++];
+        const u = list[top[1]++]!;
         if (!state[u]) {
           state[u] = 1;
           stack.push([u, 0]);

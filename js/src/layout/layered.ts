@@ -5,7 +5,8 @@
  * from the group's top-left); pure, no DOM.
  */
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
-import { RANKSEP, type Direction } from "./flow";
+import { at } from "../wire_check";
+import { type Direction, RANKSEP } from "./flow";
 
 const NODESEP = 22;
 
@@ -74,23 +75,23 @@ export function placeLayered(
   const routes = edges.map((e) => (e.src === e.dst ? [] : pointsOf(String(e.src), String(e.dst))));
   for (const r of routes) {
     for (let i = 0; i < r.length; i += 2) {
-      minX = Math.min(minX, r[i]);
-      minY = Math.min(minY, r[i + 1]);
-      maxX = Math.max(maxX, r[i]);
-      maxY = Math.max(maxY, r[i + 1]);
+      minX = Math.min(minX, r[i]!);
+      minY = Math.min(minY, r[i + 1]!);
+      maxX = Math.max(maxX, r[i]!);
+      maxY = Math.max(maxY, r[i + 1]!);
     }
   }
   if (sizes.length === 0) minX = minY = maxX = maxY = 0;
   const dx = pad - minX;
   const dy = pad + header - minY;
   for (let i = 0; i < pos.length; i += 2) {
-    pos[i] += dx;
-    pos[i + 1] += dy;
+    pos[i]! += dx;
+    pos[i + 1]! += dy;
   }
   for (const r of routes) {
     for (let i = 0; i < r.length; i += 2) {
-      r[i] += dx;
-      r[i + 1] += dy;
+      r[i]! += dx;
+      r[i + 1]! += dy;
     }
   }
   const w = maxX - minX + 2 * pad;
@@ -99,25 +100,25 @@ export function placeLayered(
   // Routes start and end on the items' flow sides, across at their middle (where the
   // routes of the groups around and inside continue them).
   const side = (i: number, out: boolean): [number, number] => {
-    const [sw, sh] = sizes[i];
-    const [x, y] = [pos[2 * i], pos[2 * i + 1]];
+    const [sw, sh] = at(sizes, i);
+    const [x, y] = [pos[2 * i]!, pos[2 * i + 1]!];
     return tb ? [x + sw / 2, out ? y + sh : y] : [out ? x + sw : x, y + sh / 2];
   };
   edges.forEach((e, k) => {
-    const r = routes[k];
+    const r = at(routes, k);
     if (r.length < 4) return;
     const [sx, sy] = side(e.src, true);
     const [tx, ty] = side(e.dst, false);
     r.splice(0, 2, sx, sy);
     r.splice(r.length - 2, 2, tx, ty);
   });
-  const at = (name: string, fallback: number) => {
+  const across = (name: string, fallback: number) => {
     if (!g.hasNode(name)) return fallback;
     const p = g.node(name) as { x: number; y: number };
     return tb ? p.x + dx : p.y + dy;
   };
-  const ain = at(IN, tb ? w / 2 : h / 2);
-  const aout = at(OUT, tb ? w / 2 : h / 2);
+  const ain = across(IN, tb ? w / 2 : h / 2);
+  const aout = across(OUT, tb ? w / 2 : h / 2);
   const inRoutes = entries.map((v) => {
     const [tx, ty] = side(v, false);
     return tb

@@ -10,6 +10,7 @@
  * and in Node tests alike.
  */
 import type { EdgeKind } from "../wire";
+import { at } from "../wire_check";
 import { wrapBands } from "./bands";
 import { RANKSEP, type Direction, type FitTarget, type FlowGroup, type FlowItem, type FlowPlacement } from "./flow";
 import { placeLayered, type GroupPlacement } from "./layered";
@@ -103,8 +104,8 @@ function toGroup(p: FlowPlacement, dir: Direction, pad: number, header: number, 
   const xy = (r: number[]) => {
     const out = new Array<number>(r.length);
     for (let i = 0; i < r.length; i += 2) {
-      out[i] = tb ? side + r[i + 1] : lead + r[i];
-      out[i + 1] = tb ? lead + r[i] : side + r[i + 1];
+      out[i] = tb ? side + r[i + 1]! : lead + r[i]!;
+      out[i + 1] = tb ? lead + r[i]! : side + r[i + 1]!;
     }
     return out;
   };
@@ -139,7 +140,7 @@ function placeGroup(
     return kid ? [kid.w, kid.h] : [(it as LayoutLeaf).w, (it as LayoutLeaf).h];
   });
   const items: FlowItem[] = group.items.map((it, i) => {
-    const [w, h] = sizes[i];
+    const [w, h] = at(sizes, i);
     const kid = kids[i];
     const ac = tb ? w : h;
     return {
@@ -220,8 +221,8 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
   const shift = (rel: number[], ox: number, oy: number) => {
     const abs = new Array<number>(rel.length);
     for (let j = 0; j < rel.length; j += 2) {
-      abs[j] = rel[j] + ox;
-      abs[j + 1] = rel[j + 1] + oy;
+      abs[j] = rel[j]! + ox;
+      abs[j + 1] = rel[j + 1]! + oy;
     }
     return abs;
   };
@@ -238,7 +239,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     const turn = (pts: number[], first: number | null, last: number | null) => {
       if (!flipped) return pts;
       const out = pts.slice();
-      for (let j = tb ? 1 : 0; j < out.length; j += 2) out[j] = mirror(out[j]);
+      for (let j = tb ? 1 : 0; j < out.length; j += 2) out[j] = mirror(out[j]!);
       if (first !== null && out.length) out[tb ? 1 : 0] = first;
       if (last !== null && out.length) out[out.length - (tb ? 1 : 2)] = last;
       return out;
@@ -246,20 +247,24 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     group.items.forEach((it, i) => {
       const kid = done.kids[i];
       const [w, h] = kid ? [kid.p.w, kid.p.h] : [(it as LayoutLeaf).w, (it as LayoutLeaf).h];
-      let [x, y] = [p.pos[2 * i], p.pos[2 * i + 1]];
+      let [x, y] = [p.pos[2 * i]!, p.pos[2 * i + 1]!];
       if (flipped && tb) y = mirror(y) - h;
       else if (flipped) x = mirror(x) - w;
       if (kid) emit(kid, ox + x, oy + y, flipped || p.flip?.[i] === true);
       else boxes[it.key] = [ox + x, oy + y, w, h];
     });
     for (const [i, e] of group.edges.entries()) {
-      routes[`${group.items[e.src].key}>${group.items[e.dst].key}`] = shift(turn(p.routes[i], null, null), ox, oy);
+      routes[`${at(group.items, e.src).key}>${at(group.items, e.dst).key}`] = shift(
+        turn(at(p.routes, i), null, null),
+        ox,
+        oy,
+      );
     }
     for (const [i, v] of (group.entries ?? []).entries()) {
-      entries[`${group.key}|${group.items[v].key}`] = shift(turn(p.inRoutes[i], length, null), ox, oy);
+      entries[`${group.key}|${at(group.items, v).key}`] = shift(turn(at(p.inRoutes, i), length, null), ox, oy);
     }
     for (const [i, v] of (group.exits ?? []).entries()) {
-      exits[`${group.items[v].key}|${group.key}`] = shift(turn(p.outRoutes[i], null, 0), ox, oy);
+      exits[`${at(group.items, v).key}|${group.key}`] = shift(turn(at(p.outRoutes, i), null, 0), ox, oy);
     }
   };
   emit(root, 0, 0, false);

@@ -6,7 +6,8 @@
  * of a wrapped root to the next over the top of the gap between them. Then the group's
  * extent, and the routes from its entry and to its exit. Pure, no DOM.
  */
-import { rounded, segmentHitsBox, type Arranged, type FlowGroup, type FlowPlacement } from "./flow";
+import { at } from "../wire_check";
+import { type Arranged, type FlowGroup, type FlowPlacement, rounded, segmentHitsBox } from "./flow";
 
 const LANE_SEP = 18; // a lane's distance from what it passes
 const LANE_STEP = 10; // between two lanes on one side
@@ -26,24 +27,29 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   const { items, a, c } = arr;
   const n = items.length;
   const end = (v: number): End => ({
-    box: [a[v], c[v], items[v].al, items[v].ac],
-    row: arr.row[v],
-    band: arr.band[v],
-    junction: items[v].junction,
-    cin: c[v] + items[v].ain,
-    cout: c[v] + items[v].aout,
+    box: [a[v]!, c[v]!, at(items, v).al, at(items, v).ac],
+    row: arr.row[v]!,
+    band: arr.band[v]!,
+    junction: at(items, v).junction,
+    cin: c[v]! + at(items, v).ain,
+    cout: c[v]! + at(items, v).aout,
     index: v,
   });
   const byRow: number[][] = Array.from({ length: arr.rows }, () => []);
-  for (let v = 0; v < n; v++) byRow[arr.row[v]].push(v);
+  for (let v = 0; v < n; v++) at(byRow, arr.row[v]!).push(v);
   const bands = Math.max(...arr.band, 0) + 1;
-  const bandBox = Array.from({ length: bands }, () => [Infinity, Infinity, -Infinity, -Infinity]);
+  const bandBox = Array.from({ length: bands }, (): [number, number, number, number] => [
+    Infinity,
+    Infinity,
+    -Infinity,
+    -Infinity,
+  ]);
   for (let v = 0; v < n; v++) {
-    const b = bandBox[arr.band[v]];
-    b[0] = Math.min(b[0], a[v]);
-    b[1] = Math.min(b[1], c[v]);
-    b[2] = Math.max(b[2], a[v] + items[v].al);
-    b[3] = Math.max(b[3], c[v] + items[v].ac);
+    const b = at(bandBox, arr.band[v]!);
+    b[0] = Math.min(b[0], a[v]!);
+    b[1] = Math.min(b[1], c[v]!);
+    b[2] = Math.max(b[2], a[v]! + at(items, v).al);
+    b[3] = Math.max(b[3], c[v]! + at(items, v).ac);
   }
   const lanes: { side: number; at: number; a0: number; a1: number }[] = [];
 
@@ -51,11 +57,11 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const r0 = Math.max(0, Math.min(u.row, v.row));
     const r1 = Math.min(arr.rows - 1, Math.max(u.row, v.row));
     for (let r = r0; r <= r1; r++) {
-      for (const w of byRow[r]) {
+      for (const w of at(byRow, r)) {
         if (w === u.index || w === v.index || arr.band[w] !== (u.index >= 0 ? u.band : v.band)) continue;
-        const box: [number, number, number, number] = [a[w], c[w], items[w].al, items[w].ac];
+        const box: [number, number, number, number] = [a[w]!, c[w]!, at(items, w).al, at(items, w).ac];
         for (let i = 0; i + 3 < pts.length; i += 2)
-          if (segmentHitsBox(pts[i], pts[i + 1], pts[i + 2], pts[i + 3], box)) return true;
+          if (segmentHitsBox(pts[i]!, pts[i + 1]!, pts[i + 2]!, pts[i + 3]!, box)) return true;
       }
     }
     return false;
@@ -65,15 +71,15 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     mid(u),
     toward >= u.box[1] + u.box[3] / 2 ? u.box[1] + u.box[3] : u.box[1],
   ];
-  const gapBelow = (u: End) => (u.row >= 0 && u.row < arr.rows ? arr.gapAfter[u.row] : 24);
+  const gapBelow = (u: End) => arr.gapAfter[u.row] ?? 24; // none for the entry and exit (row -1)
 
   const route = (u: End, v: End): number[] => {
-    const out = [u.box[0] + u.box[2], u.cout];
-    const inn = [v.box[0], v.cin];
+    const out: [number, number] = [u.box[0] + u.box[2], u.cout];
+    const inn: [number, number] = [v.box[0], v.cin];
     if (u.index >= 0 && v.index >= 0 && u.band !== v.band) {
       // the next band: down, over the top of the gap, into its first row
-      const from = bandBox[u.band];
-      const to = bandBox[v.band];
+      const from = at(bandBox, u.band);
+      const to = at(bandBox, v.band);
       const below = from[2] + 14;
       const gap = (from[3] + to[1]) / 2;
       const above = to[0] - 14;
@@ -105,10 +111,10 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     let loEdge = Math.min(out[1], inn[1]);
     let hiEdge = Math.max(out[1], inn[1]);
     for (let r = Math.max(0, u.row + 1); r <= Math.min(arr.rows - 1, v.row - 1); r++) {
-      for (const w of byRow[r]) {
+      for (const w of at(byRow, r)) {
         if (arr.band[w] !== u.band && u.index >= 0) continue;
-        loEdge = Math.min(loEdge, c[w]);
-        hiEdge = Math.max(hiEdge, c[w] + items[w].ac);
+        loEdge = Math.min(loEdge, c[w]!);
+        hiEdge = Math.max(hiEdge, c[w]! + at(items, w).ac);
       }
     }
     const a0 = out[0];
@@ -150,28 +156,28 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     maxA = -Infinity,
     maxC = -Infinity;
   for (let v = 0; v < n; v++) {
-    minA = Math.min(minA, a[v]);
-    minC = Math.min(minC, c[v]);
-    maxA = Math.max(maxA, a[v] + items[v].al);
-    maxC = Math.max(maxC, c[v] + items[v].ac);
+    minA = Math.min(minA, a[v]!);
+    minC = Math.min(minC, c[v]!);
+    maxA = Math.max(maxA, a[v]! + at(items, v).al);
+    maxC = Math.max(maxC, c[v]! + at(items, v).ac);
   }
   for (const r of routes) {
     for (let i = 0; i < r.length; i += 2) {
-      minA = Math.min(minA, r[i]);
-      maxA = Math.max(maxA, r[i]);
-      minC = Math.min(minC, r[i + 1]);
-      maxC = Math.max(maxC, r[i + 1]);
+      minA = Math.min(minA, r[i]!);
+      maxA = Math.max(maxA, r[i]!);
+      minC = Math.min(minC, r[i + 1]!);
+      maxC = Math.max(maxC, r[i + 1]!);
     }
   }
   if (n === 0) minA = minC = maxA = maxC = 0;
   for (let v = 0; v < n; v++) {
-    a[v] -= minA;
-    c[v] -= minC;
+    a[v]! -= minA;
+    c[v]! -= minC;
   }
   for (const r of routes) {
     for (let i = 0; i < r.length; i += 2) {
-      r[i] -= minA;
-      r[i + 1] -= minC;
+      r[i]! -= minA;
+      r[i + 1]! -= minC;
     }
   }
   for (const b of bandBox) {
@@ -201,16 +207,16 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   let hi = maxC - minC;
   for (const r of [...inRoutes, ...outRoutes])
     for (let i = 1; i < r.length; i += 2) {
-      lo = Math.min(lo, r[i]);
-      hi = Math.max(hi, r[i]);
+      lo = Math.min(lo, r[i]!);
+      hi = Math.max(hi, r[i]!);
     }
   if (lo < 0 || hi > maxC - minC) {
     lo -= lo < 0 ? LANE_SEP / 2 : 0;
     hi += hi > maxC - minC ? LANE_SEP / 2 : 0;
-    for (let v = 0; v < n; v++) c[v] -= lo;
-    for (const r of [...routes, ...inRoutes, ...outRoutes]) for (let i = 1; i < r.length; i += 2) r[i] -= lo;
+    for (let v = 0; v < n; v++) c[v]! -= lo;
+    for (const r of [...routes, ...inRoutes, ...outRoutes]) for (let i = 1; i < r.length; i += 2) r[i]! -= lo;
   }
   const pos: number[] = [];
-  for (let v = 0; v < n; v++) pos.push(a[v], c[v]);
+  for (let v = 0; v < n; v++) pos.push(a[v]!, c[v]!);
   return { al, ac: hi - lo, pos, routes, inRoutes, outRoutes, ain: ain - lo, aout: aout - lo };
 }

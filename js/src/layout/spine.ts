@@ -9,7 +9,8 @@
  * solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
  * Flow coordinates (flow.ts); pure, no DOM.
  */
-import { RANKSEP, topoOrder, type Arranged, type FlowGroup } from "./flow";
+import { at } from "../wire_check";
+import { type Arranged, type FlowGroup, RANKSEP, topoOrder } from "./flow";
 
 export const BRANCH_GAP = 40; // between the trunk and a branch beside it
 const STRAND_GAP = 28; // between two branches
@@ -30,18 +31,18 @@ function localSpine(g: FlowGroup, order: number[]): number[] {
   const prev = new Int32Array(n).fill(-1);
   const pos = new Int32Array(n);
   for (const [i, v] of order.entries()) pos[v] = i;
-  const flows = g.edges.filter((e) => e.kind === "flow" && e.src >= 0 && e.dst >= 0 && pos[e.src] < pos[e.dst]);
-  flows.sort((x, y) => pos[x.dst] - pos[y.dst]);
+  const flows = g.edges.filter((e) => e.kind === "flow" && e.src >= 0 && e.dst >= 0 && pos[e.src]! < pos[e.dst]!);
+  flows.sort((x, y) => pos[x.dst]! - pos[y.dst]!);
   for (const e of flows) {
-    if (best[e.src] + 1 > best[e.dst]) {
-      best[e.dst] = best[e.src] + 1;
+    if (best[e.src]! + 1 > best[e.dst]!) {
+      best[e.dst] = best[e.src]! + 1;
       prev[e.dst] = e.src;
     }
   }
-  let end = order[0];
-  for (const v of order) if (best[v] > best[end]) end = v;
+  let end = order[0]!;
+  for (const v of order) if (best[v]! > best[end]!) end = v;
   const path: number[] = [];
-  for (let v = end; v >= 0; v = prev[v]) path.push(v);
+  for (let v = end; v >= 0; v = prev[v]!) path.push(v);
   return path.reverse();
 }
 
@@ -51,7 +52,7 @@ export function arrange(g: FlowGroup): Arranged | null {
   const n = items.length;
   const order = topoOrder(n, edges);
   const spine = new Uint8Array(n);
-  let trunk = order.filter((v) => items[v].spine);
+  let trunk = order.filter((v) => at(items, v).spine);
   if (trunk.length === 0) trunk = localSpine(g, order);
   for (const v of trunk) spine[v] = 1;
   const ins: number[][] = Array.from({ length: n }, () => []);
@@ -60,9 +61,9 @@ export function arrange(g: FlowGroup): Arranged | null {
   for (const e of edges) {
     // "runs after (no data)" places nothing: such a stage sits where its data goes
     if (e.src < 0 || e.dst < 0 || e.src === e.dst || e.kind === "order") continue;
-    ins[e.dst].push(e.src);
-    outs[e.src].push(e.dst);
-    if (e.kind === "flow" && flowIn[e.dst] < 0) flowIn[e.dst] = e.src;
+    at(ins, e.dst).push(e.src);
+    at(outs, e.src).push(e.dst);
+    if (e.kind === "flow" && flowIn[e.dst]! < 0) flowIn[e.dst] = e.src;
   }
   const entered = new Uint8Array(n);
   for (const v of g.entries) entered[v] = 1;
@@ -72,24 +73,24 @@ export function arrange(g: FlowGroup): Arranged | null {
   const pos = new Int32Array(n);
   for (const [i, v] of order.entries()) pos[v] = i;
   const prevOnTrunk = new Int32Array(n).fill(-1);
-  for (let i = 1; i < trunk.length; i++) prevOnTrunk[trunk[i]] = trunk[i - 1];
+  for (let i = 1; i < trunk.length; i++) prevOnTrunk[trunk[i]!] = trunk[i - 1]!;
   for (const v of order) {
     let r = 0;
-    for (const u of ins[v]) if (pos[u] < pos[v]) r = Math.max(r, row[u] + 1);
-    if (prevOnTrunk[v] >= 0) r = Math.max(r, row[prevOnTrunk[v]] + 1);
+    for (const u of at(ins, v)) if (pos[u]! < pos[v]!) r = Math.max(r, row[u]! + 1);
+    if (prevOnTrunk[v]! >= 0) r = Math.max(r, row[prevOnTrunk[v]!]! + 1);
     row[v] = r;
   }
   for (let i = order.length - 1; i >= 0; i--) {
-    const v = order[i];
-    if (spine[v] || entered[v] || ins[v].length > 0 || outs[v].length === 0) continue;
+    const v = order[i]!;
+    if (spine[v] || entered[v] || at(ins, v).length > 0 || at(outs, v).length === 0) continue;
     let r = Infinity;
-    for (const w of outs[v]) r = Math.min(r, row[w] - 1);
-    if (Number.isFinite(r)) row[v] = Math.max(row[v], r);
+    for (const w of at(outs, v)) r = Math.min(r, row[w]! - 1);
+    if (Number.isFinite(r)) row[v] = Math.max(row[v]!, r);
   }
   // no empty rows
   const used = [...new Set(row)].sort((x, y) => x - y);
   const remap = new Map(used.map((r, i) => [r, i]));
-  for (let v = 0; v < n; v++) row[v] = remap.get(row[v])!;
+  for (let v = 0; v < n; v++) row[v] = remap.get(row[v]!)!;
   const rows = used.length;
 
   // strands and their columns
@@ -97,23 +98,24 @@ export function arrange(g: FlowGroup): Arranged | null {
   const strands: Strand[] = [];
   for (const v of order) {
     if (spine[v]) continue;
-    const u = flowIn[v];
-    const s = u >= 0 && !spine[u] ? strandOf[u] : -1;
-    if (s >= 0 && strands[s].items[strands[s].items.length - 1] === u && row[v] > row[u]) {
-      strands[s].items.push(v);
-      strands[s].r1 = row[v];
+    const u = flowIn[v]!;
+    const s = u >= 0 && !spine[u] ? strandOf[u]! : -1;
+    const strand = s >= 0 ? at(strands, s) : null;
+    if (strand && strand.items[strand.items.length - 1] === u && row[v]! > row[u]!) {
+      strand.items.push(v);
+      strand.r1 = row[v]!;
       strandOf[v] = s;
       continue;
     }
-    const fed = entered[v] || ins[v].length > 0; // a branch of something (right), or a source (left)
+    const fed = entered[v] || at(ins, v).length > 0; // a branch of something (right), or a source (left)
     strandOf[v] = strands.length;
-    strands.push({ items: [v], r0: row[v], r1: row[v], side: fed ? 1 : -1 });
+    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed ? 1 : -1 });
   }
   const col = new Int32Array(n);
   const taken = new Map<number, [number, number][]>();
-  const byStart = strands.map((_, i) => i).sort((x, y) => strands[x].r0 - strands[y].r0 || x - y);
+  const byStart = strands.map((_, i) => i).sort((x, y) => at(strands, x).r0 - at(strands, y).r0 || x - y);
   for (const s of byStart) {
-    const st = strands[s];
+    const st = at(strands, s);
     let chosen = 0;
     for (let k = 1; k <= MAX_COL && !chosen; k++) {
       for (const cand of [k * st.side, -k * st.side]) {
@@ -133,31 +135,31 @@ export function arrange(g: FlowGroup): Arranged | null {
   const size = new Float64Array(rows);
   const onlyJunctions = new Uint8Array(rows).fill(1);
   for (let v = 0; v < n; v++) {
-    size[row[v]] = Math.max(size[row[v]], items[v].al);
-    if (!items[v].junction) onlyJunctions[row[v]] = 0;
+    size[row[v]!] = Math.max(size[row[v]!]!, at(items, v).al);
+    if (!at(items, v).junction) onlyJunctions[row[v]!] = 0;
   }
   const gapAfter = new Float64Array(rows);
   const start = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
     gapAfter[r] = r + 1 < rows && (onlyJunctions[r] || onlyJunctions[r + 1]) ? JUNCTION_SEP : RANKSEP;
-    if (r + 1 < rows) start[r + 1] = start[r] + size[r] + gapAfter[r];
+    if (r + 1 < rows) start[r + 1] = start[r]! + size[r]! + gapAfter[r]!;
   }
   const a = new Float64Array(n);
-  for (let v = 0; v < n; v++) a[v] = start[row[v]] + (size[row[v]] - items[v].al) / 2;
+  for (let v = 0; v < n; v++) a[v] = start[row[v]!]! + (size[row[v]!]! - at(items, v).al) / 2;
 
   // across: the trunk on one line (anchors aligned), strands beside what shares their rows
   const c = new Float64Array(n);
   const hi = new Float64Array(rows); // per row: the far side of what is placed so far, + side
   const lo = new Float64Array(rows);
   const trunkAt = new Int32Array(rows).fill(-1);
-  for (const v of trunk) trunkAt[row[v]] = v;
+  for (const v of trunk) trunkAt[row[v]!] = v;
   let line = 0;
   for (let r = 0; r < rows; r++) {
-    const v = trunkAt[r];
+    const v = trunkAt[r]!;
     if (v >= 0) {
-      c[v] = line - items[v].ain;
-      line = c[v] + items[v].aout;
-      hi[r] = c[v] + items[v].ac;
+      c[v] = line - at(items, v).ain;
+      line = c[v] + at(items, v).aout;
+      hi[r] = c[v] + at(items, v).ac;
       lo[r] = c[v];
     } else {
       hi[r] = lo[r] = line;
@@ -166,16 +168,16 @@ export function arrange(g: FlowGroup): Arranged | null {
   for (const sign of [1, -1]) {
     for (let k = 1; k <= MAX_COL; k++) {
       for (const st of strands) {
-        if (col[st.items[0]] !== sign * k) continue;
+        if (col[st.items[0]!] !== sign * k) continue;
         const gap = k === 1 ? BRANCH_GAP : STRAND_GAP;
-        const width = Math.max(...st.items.map((v) => items[v].ac));
+        const width = Math.max(...st.items.map((v) => at(items, v).ac));
         let edge = sign > 0 ? -Infinity : Infinity;
-        for (let r = st.r0; r <= st.r1; r++) edge = sign > 0 ? Math.max(edge, hi[r]) : Math.min(edge, lo[r]);
+        for (let r = st.r0; r <= st.r1; r++) edge = sign > 0 ? Math.max(edge, hi[r]!) : Math.min(edge, lo[r]!);
         const mid = edge + sign * (gap + width / 2);
-        for (const v of st.items) c[v] = mid - (items[v].group ? items[v].ain : items[v].ac / 2);
+        for (const v of st.items) c[v] = mid - (at(items, v).group ? at(items, v).ain : at(items, v).ac / 2);
         for (let r = st.r0; r <= st.r1; r++) {
-          if (sign > 0) hi[r] = Math.max(hi[r], mid + width / 2);
-          else lo[r] = Math.min(lo[r], mid - width / 2);
+          if (sign > 0) hi[r] = Math.max(hi[r]!, mid + width / 2);
+          else lo[r] = Math.min(lo[r]!, mid - width / 2);
         }
       }
     }

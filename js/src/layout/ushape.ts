@@ -22,7 +22,8 @@
  * flow), so its data goes up like the decoder's. null when the group is not such a U (then
  * spine.ts lays it out). Flow coordinates; pure, no DOM.
  */
-import { RANKSEP, rounded, topoOrder, type FlowGroup, type FlowPlacement } from "./flow";
+import { at } from "../wire_check";
+import { type FlowGroup, type FlowPlacement, RANKSEP, rounded, topoOrder } from "./flow";
 
 export const U_GAP = 120; // between the two sides (room for the skips' arrows)
 const JUNCTION_SEP = 16;
@@ -35,43 +36,44 @@ const BUS_STEP = 10; // ... and between two buses
 export function placeU(g: FlowGroup): FlowPlacement | null {
   const { items: all, edges } = g;
   if (all.length < 6 || g.exits.length) return null;
+  const node = (v: number) => at(all, v);
   const order0 = topoOrder(all.length, edges);
-  const order = order0.filter((v) => all[v].spine); // the trunk, in order
+  const order = order0.filter((v) => node(v).spine); // the trunk, in order
   // the conditioning, in order, each of its parts (a chain: timestep -> time_proj -> ...) whole
   const part = all.map((_, v) => v);
   const find = (v: number): number => {
-    if (part[v] !== v) part[v] = find(part[v]);
+    if (part[v] !== v) part[v] = find(part[v]!);
     return part[v];
   };
   for (const e of edges)
-    if (e.src >= 0 && e.dst >= 0 && !all[e.src].spine && !all[e.dst].spine) part[find(e.src)] = find(e.dst);
-  const aside0 = order0.filter((v) => !all[v].spine);
+    if (e.src >= 0 && e.dst >= 0 && !node(e.src).spine && !node(e.dst).spine) part[find(e.src)] = find(e.dst);
+  const aside0 = order0.filter((v) => !node(v).spine);
   const firstOf = new Map<number, number>();
   for (const [q, v] of aside0.entries()) if (!firstOf.has(find(v))) firstOf.set(find(v), q);
   const aside = aside0
-    .map((v, q) => [firstOf.get(find(v))!, q, v])
+    .map((v, q): [number, number, number] => [firstOf.get(find(v))!, q, v])
     .sort((x, y) => x[0] - y[0] || x[1] - y[1])
     .map((x) => x[2]);
   const n = order.length;
   if (n < 6) return null;
-  const at = new Int32Array(all.length).fill(-1);
-  for (const [i, v] of order.entries()) at[v] = i;
+  const posOf = new Int32Array(all.length).fill(-1);
+  for (const [i, v] of order.entries()) posOf[v] = i;
   const sideAt = new Int32Array(all.length).fill(-1);
   for (const [i, v] of aside.entries()) sideAt[v] = i;
-  if (g.entries.some((v) => at[v] !== 0)) return null;
+  if (g.entries.some((v) => posOf[v] !== 0)) return null;
   const chain = new Map<number, number>(); // order position i -> edge index of i -> i + 1
   const all_skips: [number, number, number][] = []; // source position, target position, edge index
   const sideChain: number[] = []; // edges down the conditioning's column
   for (const [k, e] of edges.entries()) {
     if (e.src < 0 || e.dst < 0) return null;
-    if (sideAt[e.src] >= 0 || sideAt[e.dst] >= 0) {
+    if (sideAt[e.src]! >= 0 || sideAt[e.dst]! >= 0) {
       // the conditioning feeds the trunk through buses only; inside it, straight down its column
-      if (sideAt[e.src] < 0 || sideAt[e.dst] !== sideAt[e.src] + 1) return null;
+      if (sideAt[e.src]! < 0 || sideAt[e.dst] !== sideAt[e.src]! + 1) return null;
       sideChain.push(k);
       continue;
     }
-    const i = at[e.src];
-    const j = at[e.dst];
+    const i = posOf[e.src]!;
+    const j = posOf[e.dst]!;
     if (j === i + 1 && !chain.has(i)) chain.set(i, k);
     else if (j > i + 1 && (e.kind === "skip" || e.kind === "merge")) all_skips.push([i, j, k]);
     else return null;
@@ -79,31 +81,33 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   if (chain.size !== n - 1) return null;
   // skips do not cross: by source, then outermost target first, each within the one before
   all_skips.sort((x, y) => x[0] - y[0] || y[1] - x[1]);
-  for (let q = 1; q < all_skips.length; q++)
-    if (!(all_skips[q][0] >= all_skips[q - 1][0] && all_skips[q][1] <= all_skips[q - 1][1])) return null;
+  for (let q = 1; q < all_skips.length; q++) {
+    const [ps, pt] = at(all_skips, q - 1);
+    const [qs, qt] = at(all_skips, q);
+    if (!(qs >= ps && qt <= pt)) return null;
+  }
   // the levels: each target with its deepest source (a source levels with one target only)
   const deepest = new Map<number, number>(); // target -> its skip of the deepest source
   all_skips.forEach(([s, t], q) => {
     const p = deepest.get(t);
-    if (p === undefined || all_skips[p][0] < s) deepest.set(t, q);
+    if (p === undefined || at(all_skips, p)[0] < s) deepest.set(t, q);
   });
   const skips: [number, number, number][] = [];
   const level = new Set<number>();
   for (const q of [...deepest.values()].sort(
-    (x, y) => all_skips[x][0] - all_skips[y][0] || all_skips[y][1] - all_skips[x][1],
+    (x, y) => at(all_skips, x)[0] - at(all_skips, y)[0] || at(all_skips, y)[1] - at(all_skips, x)[1],
   )) {
-    if (skips.length && skips[skips.length - 1][0] === all_skips[q][0]) continue;
-    skips.push(all_skips[q]);
+    if (skips.length && at(skips, skips.length - 1)[0] === at(all_skips, q)[0]) continue;
+    skips.push(at(all_skips, q));
     level.add(q);
   }
   const shared = all_skips.filter((_, q) => !level.has(q));
   if (skips.length < MIN_SKIPS) return null;
-  const items = order.map((v) => all[v]);
+  const items = order.map(node);
   const k = skips.length;
-  const sk = skips[k - 1][0];
-  const tk = skips[k - 1][1];
-  const t1 = skips[0][1];
-  const item = (i: number) => items[i];
+  const [sk, tk] = at(skips, k - 1);
+  const t1 = at(skips, 0)[1];
+  const item = (i: number) => at(items, i);
   const m = tk - sk - 1;
   const bottom = m % 2 === 1 ? sk + (m + 1) / 2 : -1;
   const leftEnd = bottom >= 0 ? bottom - 1 : sk + m / 2;
@@ -129,8 +133,8 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const offIn = (t: number) => (item(t).group ? item(t).al / 2 + RANKSEP / 2 : 0);
   // spread a side's items from..to evenly between the along of its two ends
   const spread = (from: number, to: number, down: boolean) => {
-    const extra = (Math.abs(A[to] - A[from]) - sum(from, to)) / (to - from);
-    let cur = A[down ? from : to];
+    const extra = (Math.abs(A[to]! - A[from]!) - sum(from, to)) / (to - from);
+    let cur = A[down ? from : to]!;
     for (let k = 0; k < to - from - 1; k++) {
       const [p, q] = down ? [from + k, from + k + 1] : [to - k, to - k - 1];
       cur += dist(p, q) + extra;
@@ -138,13 +142,13 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     }
   };
   // the skips' levels, top down, from the longer side between each two
-  const head = skips[0][0];
+  const head = at(skips, 0)[0];
   A[head] = sum(0, head) + item(0).al / 2;
   for (let q = 0; q < k; q++) {
-    const [s, t] = skips[q];
-    A[t] = A[s] + off(s) - offIn(t);
+    const [s, t] = at(skips, q);
+    A[t] = A[s]! + off(s) - offIn(t);
     if (q + 1 === k) break;
-    const [s2, t2] = skips[q + 1];
+    const [s2, t2] = at(skips, q + 1);
     const span = Math.max(sum(s, s2) + off(s2) - off(s), sum(t2, t) + offIn(t2) - offIn(t));
     const level = A[t] + offIn(t) + span;
     A[t2] = level - offIn(t2);
@@ -152,35 +156,35 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     spread(s, s2, true);
     spread(t2, t, false);
   }
-  for (let i = head - 1; i >= 0; i--) A[i] = A[i + 1] - dist(i, i + 1);
-  for (let i = sk + 1; i <= leftEnd; i++) A[i] = A[i - 1] + dist(i - 1, i);
-  for (let i = tk - 1; i >= rightStart; i--) A[i] = A[i + 1] + dist(i, i + 1);
-  for (let i = t1 + 1; i <= rEnd; i++) A[i] = A[i - 1] - dist(i - 1, i);
+  for (let i = head - 1; i >= 0; i--) A[i] = A[i + 1]! - dist(i, i + 1);
+  for (let i = sk + 1; i <= leftEnd; i++) A[i] = A[i - 1]! + dist(i - 1, i);
+  for (let i = tk - 1; i >= rightStart; i--) A[i] = A[i + 1]! + dist(i, i + 1);
+  for (let i = t1 + 1; i <= rEnd; i++) A[i] = A[i - 1]! - dist(i - 1, i);
   let floor = -Infinity;
   for (let i = 0; i < n; i++)
-    if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i] + item(i).al / 2);
+    if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i]! + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
   // the conditioning, along: one column ending a rank above the first level and above the
   // decoder (an open up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
   let sCursor = A[head] - item(head).al / 2;
-  for (let i = rightStart; i <= rEnd; i++) sCursor = Math.min(sCursor, A[i] - item(i).al / 2);
+  for (let i = rightStart; i <= rEnd; i++) sCursor = Math.min(sCursor, A[i]! - item(i).al / 2);
   sCursor -= RANKSEP;
   for (let q = aside.length - 1; q >= 0; q--) {
-    sTop[q] = sCursor - all[aside[q]].al;
-    sCursor = sTop[q] - RANKSEP;
+    sTop[q] = sCursor - node(aside[q]!).al;
+    sCursor = sTop[q]! - RANKSEP;
   }
   // the tail on up the decoder's side (the buses enter it from outside), or level with the
   // decoder's last item (above it when that is an open group: its data leaves at its top)
   const last = rises ? n - 1 : rEnd; // the rising side's last position
-  if (rises) for (let i = rEnd + 1; i < n; i++) A[i] = A[i - 1] - dist(i - 1, i);
+  if (rises) for (let i = rEnd + 1; i < n; i++) A[i] = A[i - 1]! - dist(i - 1, i);
   else {
-    let tailA = A[rEnd];
+    let tailA = A[rEnd]!;
     if (item(rEnd).group) {
       let tall = 0;
       for (let i = rEnd + 1; i < n; i++) tall = Math.max(tall, item(i).al);
-      tailA = A[rEnd] - item(rEnd).al / 2 - RANKSEP - tall / 2;
+      tailA = A[rEnd]! - item(rEnd).al / 2 - RANKSEP - tall / 2;
     }
     for (let i = rEnd + 1; i < n; i++) A[i] = tailA;
   }
@@ -210,9 +214,9 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     C[i] = cursor + item(i).ain;
     cursor += item(i).ac + RANKSEP;
   }
-  const top = (i: number) => A[i] - item(i).al / 2;
-  const low = (i: number) => A[i] + item(i).al / 2;
-  const lo = (i: number) => C[i] - anchor(i);
+  const top = (i: number) => A[i]! - item(i).al / 2;
+  const low = (i: number) => A[i]! + item(i).al / 2;
+  const lo = (i: number) => C[i]! - anchor(i);
   const hi = (i: number) => lo(i) + item(i).ac;
   const side = (i: number) => (i <= leftEnd ? 0 : i === bottom ? 1 : i <= last ? 2 : 3);
   // where data enters and leaves an item, across (an open group's entry and exit)
@@ -229,11 +233,11 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     const to = side(j);
     let pts: number[];
     if (from === 0 && to === 0) pts = along(low(i), outC(i), top(j), inC(j));
-    else if (from === 0 && to === 1 && turned) pts = rounded([low(i), outC(i), A[j], outC(i), A[j], lo(j)], 16);
+    else if (from === 0 && to === 1 && turned) pts = rounded([low(i), outC(i), A[j]!, outC(i), A[j]!, lo(j)], 16);
     else if (from === 0 && to === 1) {
       const over = top(j) - RANKSEP / 2;
       pts = rounded([low(i), outC(i), over, outC(i), over, inC(j), top(j), inC(j)], 16);
-    } else if (from === 1 && turned) pts = rounded([A[i], hi(i), A[i], inC(j), low(j), inC(j)], 16);
+    } else if (from === 1 && turned) pts = rounded([A[i]!, hi(i), A[i]!, inC(j), low(j), inC(j)], 16);
     else if (from < 2 && to === 2) {
       // down out of the bottom group (or the encoder's last item), under, up into the decoder
       const under = Math.max(low(i), low(j)) + RANKSEP / 2;
@@ -241,16 +245,16 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     } else if (from === 2 && to === 2) pts = along(top(i), outC(i), low(j), inC(j));
     else if (from === 2 && item(i).group) {
       // out of the top of the last (upside-down) group of the decoder, up, on to the tail
-      pts = rounded([top(i), outC(i), A[j], outC(i), A[j], lo(j)], 12);
-    } else pts = [A[i], hi(i), A[j], lo(j)]; // on to the tail
+      pts = rounded([top(i), outC(i), A[j]!, outC(i), A[j]!, lo(j)], 12);
+    } else pts = [A[i]!, hi(i), A[j]!, lo(j)]; // on to the tail
     routes[e] = pts;
   }
   // into a plain target across, into an open group up through its entry below it
   const into = (t: number, a: number) => (item(t).group ? [a, inC(t), low(t), inC(t)] : [a, lo(t)]);
   for (const [s, t, e] of skips) {
-    const a = A[t] + offIn(t);
+    const a = A[t]! + offIn(t);
     routes[e] = rounded(
-      item(s).group ? [low(s), outC(s), a, outC(s), ...into(t, a)] : [A[s], hi(s), ...into(t, a)],
+      item(s).group ? [low(s), outC(s), a, outC(s), ...into(t, a)] : [A[s]!, hi(s), ...into(t, a)],
       12,
     );
   }
@@ -263,27 +267,31 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   const middle = (leftHi + rightLo) / 2;
   const levelFrom = new Set(skips.map(([s]) => s));
   for (const [s, t, e] of shared) {
-    const at = item(t).group ? A[t] + offIn(t) : item(t).junction ? A[t] : A[t] - Math.min(SHARED_OFF, item(t).al / 4);
+    const end = item(t).group
+      ? A[t]! + offIn(t)
+      : item(t).junction
+        ? A[t]!
+        : A[t]! - Math.min(SHARED_OFF, item(t).al / 4);
     const out = item(s).group
-      ? [low(s), outC(s), A[s] + off(s), outC(s), A[s] + off(s), middle]
-      : [A[s] + (levelFrom.has(s) ? Math.min(SHARED_OFF, item(s).al / 4) : 0), hi(s)];
-    if (!item(s).group) out.push(out[0], middle);
-    routes[e] = rounded([...out, at, middle, ...into(t, at)], 10);
+      ? [low(s), outC(s), A[s]! + off(s), outC(s), A[s]! + off(s), middle]
+      : [A[s]! + (levelFrom.has(s) ? Math.min(SHARED_OFF, item(s).al / 4) : 0), hi(s)];
+    if (!item(s).group) out.push(out[0]!, middle);
+    routes[e] = rounded([...out, end, middle, ...into(t, end)], 10);
   }
 
   // the conditioning's column, across: beside the encoder
   let minC0 = Infinity;
   for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
   let wide = 0;
-  for (const v of aside) wide = Math.max(wide, all[v].ac);
+  for (const v of aside) wide = Math.max(wide, node(v).ac);
   const sideMid = minC0 - SIDE_GAP - wide / 2;
-  for (const [q, v] of aside.entries()) sLo[q] = sideMid - (all[v].group ? all[v].ain : all[v].ac / 2);
+  for (const [q, v] of aside.entries()) sLo[q] = sideMid - (node(v).group ? node(v).ain : node(v).ac / 2);
   for (const e of sideChain) {
-    const u = sideAt[edges[e].src];
-    const w = sideAt[edges[e].dst];
-    const iu = all[aside[u]];
-    const iw = all[aside[w]];
-    routes[e] = along(sTop[u] + iu.al, sLo[u] + iu.aout, sTop[w], sLo[w] + iw.ain);
+    const u = sideAt[edges[e]!.src]!;
+    const w = sideAt[edges[e]!.dst]!;
+    const iu = node(aside[u]!);
+    const iw = node(aside[w]!);
+    routes[e] = along(sTop[u]! + iu.al, sLo[u]! + iu.aout, sTop[w]!, sLo[w]! + iw.ain);
   }
 
   // the content from 0, 0
@@ -298,15 +306,15 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     maxC = Math.max(maxC, hi(i));
   }
   aside.forEach((v, q) => {
-    minA = Math.min(minA, sTop[q]);
-    maxA = Math.max(maxA, sTop[q] + all[v].al);
-    minC = Math.min(minC, sLo[q]);
-    maxC = Math.max(maxC, sLo[q] + all[v].ac);
+    minA = Math.min(minA, sTop[q]!);
+    maxA = Math.max(maxA, sTop[q]! + node(v).al);
+    minC = Math.min(minC, sLo[q]!);
+    maxC = Math.max(maxC, sLo[q]! + node(v).ac);
   });
   for (const r of routes)
     for (let q = 0; q < r.length; q += 2) {
-      minA = Math.min(minA, r[q]);
-      maxA = Math.max(maxA, r[q]);
+      minA = Math.min(minA, r[q]!);
+      maxA = Math.max(maxA, r[q]!);
     }
   // room for the conditioning's buses round the U (one per end of it: a source of a bus)
   const sinks = aside.filter((v) => !edges.some((e) => e.src === v)).length;
@@ -318,22 +326,22 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   }
   const pos = new Array<number>(2 * all.length);
   for (let i = 0; i < n; i++) {
-    pos[2 * order[i]] = top(i) - minA;
-    pos[2 * order[i] + 1] = lo(i) - minC;
+    pos[2 * order[i]!] = top(i) - minA;
+    pos[2 * order[i]! + 1] = lo(i) - minC;
   }
   aside.forEach((v, q) => {
-    pos[2 * v] = sTop[q] - minA;
-    pos[2 * v + 1] = sLo[q] - minC;
+    pos[2 * v] = sTop[q]! - minA;
+    pos[2 * v + 1] = sLo[q]! - minC;
   });
   for (const r of routes) {
     for (let q = 0; q < r.length; q += 2) {
-      r[q] -= minA;
-      r[q + 1] -= minC;
+      r[q] = r[q]! - minA;
+      r[q + 1] = r[q + 1]! - minC;
     }
   }
   const ain = cL - minC;
   const inRoutes = g.entries.map(() => [-g.lead, ain, top(0) - minA, ain]);
   const flip: boolean[] = new Array(all.length).fill(false);
-  for (let i = rightStart; i <= rEnd; i++) flip[order[i]] = item(i).group;
-  return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1] - minC, flip };
+  for (let i = rightStart; i <= rEnd; i++) flip[order[i]!] = item(i).group;
+  return { al: maxA - minA, ac: maxC - minC, pos, routes, inRoutes, outRoutes: [], ain, aout: C[n - 1]! - minC, flip };
 }

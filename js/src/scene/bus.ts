@@ -30,7 +30,7 @@ export function drawBuses(
   const ac = (b: Box): [number, number] => (tb ? [b[0], b[2]] : [b[1], b[3]]);
   const xy = (pts: number[]) => {
     const out: number[] = [];
-    for (let i = 0; i < pts.length; i += 2) tb ? out.push(pts[i + 1], pts[i]) : out.push(pts[i], pts[i + 1]);
+    for (let i = 0; i < pts.length; i += 2) tb ? out.push(pts[i + 1]!, pts[i]!) : out.push(pts[i]!, pts[i + 1]!);
     return out;
   };
   const used: { side: number; at: number; a0: number; a1: number }[] = [];
@@ -57,7 +57,7 @@ export function drawBuses(
     bottom: number;
     far: number;
     a0: number;
-    out: number[];
+    out: [number, number];
     ends: { e: DrawnEdge; box: Box }[];
     tapAt: number[];
     isFar: boolean[];
@@ -79,7 +79,7 @@ export function drawBuses(
     if (!sb || ends.length === 0) continue;
     const [sa, sl] = al(sb);
     const [sc, sw] = ac(sb);
-    const out = [sa + sl, sc + sw / 2];
+    const out: [number, number] = [sa + sl, sc + sw / 2];
     const a0 = out[0] + 12;
     // a reader tapped by several buses takes their taps side by side, not on one line
     const tapAt = ends.map(({ e, box }) => {
@@ -89,7 +89,7 @@ export function drawBuses(
     });
     const aEnd = Math.max(...tapAt);
     // what lies beside the bus between its source and `until`, across
-    const extent = (from: number, until: number, c0: number, c1: number) => {
+    const extent = (from: number, until: number, c0: number, c1: number): [number, number] => {
       let lo = c0;
       let hi = c1;
       for (const b of obstacles) {
@@ -118,11 +118,11 @@ export function drawBuses(
     // taps of a plan that pass behind a node, and that pass close along one
     const behind = (at: number, far: number, isFar: boolean[], clear: number) =>
       ends.filter(({ box }, i) =>
-        blocked(tapAt[i], isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
+        blocked(tapAt[i]!, isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
       ).length;
     const plan = (sgn: number, straight: boolean) => {
       const at = lane(sgn);
-      const isFar = ends.map(({ box }, i) => !straight && blocked(tapAt[i], at, box, near(box, at), sb));
+      const isFar = ends.map(({ box }, i) => !straight && blocked(tapAt[i]!, at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
       if (!isFar.some(Boolean)) {
         const cost = ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1]));
@@ -181,11 +181,11 @@ export function drawBuses(
       rounds.push({ sgn, at, bottom: best.bottom, far: best.far, a0, out, ends, tapAt, isFar: best.isFar, src });
       continue;
     }
-    const kind = edges[0].kind;
+    const kind = edges[0]!.kind; // a bus has two or more edges
     const node = view.byKey.get(src);
     const dots: number[] = [];
     ends.forEach(({ e, box }, i) => {
-      const a = tapAt[i];
+      const a = tapAt[i]!;
       if (a < aEnd - 0.5) dots.push(...xy([a, at]));
       taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
@@ -200,10 +200,9 @@ export function drawBuses(
   }
   // buses round a U nest: the one further out on its side passes further under and outside
   rounds.sort((x, y) => x.sgn - y.sgn || y.sgn * (x.at - y.at));
-  for (let q = 0; q < rounds.length; q++) {
-    const r = rounds[q];
-    const prev = q > 0 && rounds[q - 1].sgn === r.sgn ? rounds[q - 1] : null;
-    if (prev) {
+  for (const [q, r] of rounds.entries()) {
+    const prev = q > 0 ? rounds[q - 1]! : null;
+    if (prev && prev.sgn === r.sgn) {
       r.bottom = Math.max(r.bottom, prev.bottom + STEP);
       r.far = r.sgn > 0 ? Math.min(r.far, prev.far - STEP) : Math.max(r.far, prev.far + STEP);
     }
@@ -214,7 +213,7 @@ export function drawBuses(
     const top = Math.min(...r.tapAt.filter((_, i) => r.isFar[i]));
     const dots: number[] = [];
     r.ends.forEach(({ e, box }, i) => {
-      const a = r.tapAt[i];
+      const a = r.tapAt[i]!;
       const at = r.isFar[i] ? r.far : r.at;
       if (!r.isFar[i] || a > top + 0.5) dots.push(...xy([a, at]));
       taps.push(tapOf(e, r.src, xy([a, at, a, nearOf(box, at)])));
@@ -224,7 +223,7 @@ export function drawBuses(
       key: `b:${r.src}`,
       src: r.src,
       srcId: node?.id ?? r.src,
-      kind: r.ends[0].e.kind,
+      kind: r.ends[0]!.e.kind, // a bus has an end (none: skipped above)
       points: xy(
         rounded([r.out[0], r.out[1], r.a0, r.out[1], r.a0, r.at, r.bottom, r.at, r.bottom, r.far, top, r.far], 10),
       ),

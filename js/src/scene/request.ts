@@ -62,7 +62,7 @@ export function drawnOf(view: ViewGraph): Drawn {
 /** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
 function lastPart(name: string): string {
   const parts = name.split(".");
-  const last = parts[parts.length - 1];
+  const last = parts[parts.length - 1]!;
   return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
 }
 
@@ -84,8 +84,8 @@ export function stageWidth(c: WireCall): number {
 /** A group's header label: the module's name below the group around it ("attention" inside
  * "encoder.layer.0"; the whole name in the header's tip), or its whole name at the top. */
 export function clusterLabel(calls: readonly WireCall[], call: number): string {
-  const c = calls[call];
-  const outer = c.parent >= 0 ? calls[c.parent].module : "";
+  const c = calls[call]!;
+  const outer = c.parent >= 0 ? calls[c.parent]!.module : "";
   return outer && c.module.startsWith(`${outer}.`) ? c.module.slice(outer.length + 1) : c.module;
 }
 
@@ -132,7 +132,7 @@ export function projectEdge(view: ViewGraph, src: string, dst: string): [string,
   let l = 0;
   while (l < pa.length && l < pb.length && pa[l] === pb[l]) l++;
   if (l === 0 || l >= pa.length || l >= pb.length) return null;
-  return [pa[l - 1], pa[l], pb[l]];
+  return [pa[l - 1]!, pa[l]!, pb[l]!];
 }
 
 /** `thumbs`: data on the graph, each stage and port taller by a picture. */
@@ -143,7 +143,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
   const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
   const inner = new Map<string, Junction[]>(); // container key -> its junctions
   for (const j of drawing.junctions) {
-    const at = j.path.length > 1 ? j.path[j.path.length - 1] : ROOT;
+    const at = j.path.length > 1 ? j.path[j.path.length - 1]! : ROOT;
     (inner.get(at) ?? inner.set(at, []).get(at)!).push(j);
   }
   const leaf = (key: string, w: number, h: number, junction = false): LayoutLeaf => ({
@@ -166,7 +166,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     g.items.push(...ports);
     for (const it of items) {
       if (it.kind === "stage")
-        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call])), NODE_H + extra));
+        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!)), NODE_H + extra));
       else if (it.kind === "fold") g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;
@@ -174,7 +174,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
           it.kind === "stack"
             ? stackHeaderWidth(it.run)
             : it.kind === "cluster"
-              ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call].type)
+              ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call]!.type)
               : 0;
         g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0));
       }
@@ -194,8 +194,8 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
   const mark = (list: "entries" | "exits", path: string[], from: number) => {
     // every group on the path below the projection: the item of it that holds the end
     for (let i = from; i + 1 < path.length; i++) {
-      const g = groups.get(path[i]);
-      const at = index.get(path[i])?.get(path[i + 1]);
+      const g = groups.get(path[i]!);
+      const at = index.get(path[i]!)?.get(path[i + 1]!);
       if (g && at !== undefined && !g[list]!.includes(at)) g[list]!.push(at);
     }
   };

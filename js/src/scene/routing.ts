@@ -32,9 +32,9 @@ export function spreadPorts(
     if (!b || fixed.has(key)) return false;
     const p = e.points;
     const i = out ? 0 : p.length - 2;
-    const line = b[along] + (out ? b[along + 2] : 0);
-    const c = p[i + across];
-    return Math.abs(p[i + along] - line) < 0.5 && c > b[across] && c < b[across] + b[across + 2];
+    const line = b[along]! + (out ? b[along + 2]! : 0);
+    const c = p[i + across]!;
+    return Math.abs(p[i + along]! - line) < 0.5 && c > b[across]! && c < b[across]! + b[across + 2]!;
   };
   const outs = new Map<string, SceneEdge[]>();
   const ins = new Map<string, SceneEdge[]>();
@@ -48,8 +48,14 @@ export function spreadPorts(
     if (onSide(e, e.from, true)) add(outs, e.from, e);
     if (onSide(e, e.to, false)) add(ins, e.to, e);
   }
-  for (const [key, list] of outs) if (boxes[key]) placePorts(list, boxes[key], dir, true);
-  for (const [key, list] of ins) if (boxes[key]) placePorts(list, boxes[key], dir, false);
+  for (const [key, list] of outs) {
+    const box = boxes[key];
+    if (box) placePorts(list, box, dir, true);
+  }
+  for (const [key, list] of ins) {
+    const box = boxes[key];
+    if (box) placePorts(list, box, dir, false);
+  }
 }
 
 /** Across / along the flow: x / y in TB, y / x in LR. */
@@ -60,14 +66,14 @@ export function axes(dir: Direction) {
 function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
   const { across, along } = axes(dir);
   const side = across === 0 ? box[2] : box[3];
-  const start = box[across];
-  const line = box[along] + (out ? box[along + 2] : 0); // the side's coordinate along the flow
+  const start = box[across]!;
+  const line = box[along]! + (out ? box[along + 2]! : 0); // the side's coordinate along the flow
   // Where an edge goes across the flow once it is clear of the node; then where it ends.
   const heading = (e: SceneEdge): [number, number] => {
     const p = e.points;
     const n = p.length / 2;
-    const at = (i: number) => p[2 * (out ? i : n - 1 - i) + across];
-    const far = (i: number) => Math.abs(p[2 * (out ? i : n - 1 - i) + along] - line);
+    const at = (i: number) => p[2 * (out ? i : n - 1 - i) + across]!;
+    const far = (i: number) => Math.abs(p[2 * (out ? i : n - 1 - i) + along]! - line);
     let i = 1;
     while (i < n - 1 && far(i) < 2 * STUB) i++;
     return [at(i), at(n - 1)];
@@ -82,12 +88,13 @@ function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
   // A straight edge (the trunk) keeps its end; the others spread beside it, where there is room.
   const straight = order.findIndex(({ e }) => {
     const p = e.points;
-    for (let i = across; i < p.length; i += 2) if (Math.abs(p[i] - p[across]) > 0.5) return false;
+    for (let i = across; i < p.length; i += 2) if (Math.abs(p[i]! - p[across]!) > 0.5) return false;
     return true;
   });
   let first = start + side / 2 - ((k - 1) / 2) * gap;
-  if (straight >= 0) {
-    const at = order[straight].e.points[out ? across : order[straight].e.points.length - 2 + across];
+  const trunk = order[straight]?.e.points;
+  if (trunk) {
+    const at = trunk[out ? across : trunk.length - 2 + across]!;
     const from = at - straight * gap;
     const lo = start + (side - room) / 2;
     if (from >= lo - 0.5 && from + (k - 1) * gap <= lo + room + 0.5) first = from;
@@ -98,7 +105,7 @@ function placePorts(list: SceneEdge[], box: Box, dir: Direction, out: boolean) {
 /** Move one end of an edge to a port, with a short square stub when the edge must bend. */
 function setEnd(e: SceneEdge, pos: number, line: number, across: number, along: number, out: boolean) {
   const pts: [number, number][] = [];
-  for (let i = 0; i < e.points.length; i += 2) pts.push([e.points[i], e.points[i + 1]]);
+  for (let i = 0; i + 1 < e.points.length; i += 2) pts.push([e.points[i]!, e.points[i + 1]!]);
   if (!out) pts.reverse();
   const sign = out ? 1 : -1; // the direction of travel along the flow, seen from this end
   const port: [number, number] = [0, 0];
@@ -106,11 +113,11 @@ function setEnd(e: SceneEdge, pos: number, line: number, across: number, along: 
   port[along] = line;
   // Drop the points that sit inside the stub (or behind the side): the end is rebuilt here.
   let first = 1;
-  while (first < pts.length - 1 && (pts[first][along] - line) * sign <= STUB) first++;
+  while (first < pts.length - 1 && (pts[first]![along]! - line) * sign <= STUB) first++;
   const rest = pts.slice(first);
-  const next = rest[0];
-  const bent = Math.abs(next[across] - pos) > 0.5;
-  const room = (next[along] - line) * sign;
+  const next = rest[0]!;
+  const bent = Math.abs(next[across]! - pos) > 0.5;
+  const room = (next[along]! - line) * sign;
   const stub: [number, number][] = [];
   if (bent && room > STUB) {
     const p: [number, number] = [0, 0];
