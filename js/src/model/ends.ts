@@ -5,6 +5,7 @@
  */
 import type { StageDiff, WireCall, WireEnd, WireGraph } from "../wire";
 import { inputKey, outputKey } from "./view_model";
+import { at } from "../wire_check";
 
 /** The view key of a model input or output with captured data, or null. */
 export function endKey(graph: WireGraph, id: string | null): string | null {
@@ -17,7 +18,7 @@ export function endKey(graph: WireGraph, id: string | null): string | null {
 export function sameCalls(a: WireGraph, b: WireGraph): boolean {
   return (
     a.calls.length === b.calls.length &&
-    a.calls.every((c, i) => c.id === b.calls[i].id && c.parent === b.calls[i].parent)
+    a.calls.every((c, i) => c.id === b.calls[i]?.id && c.parent === b.calls[i]?.parent)
   );
 }
 
@@ -59,5 +60,5 @@ export function targetOf(
 ): WireCall | ReturnType<typeof endTarget> {
   if (id === null) return null;
   const call = byId.get(id);
-  return call !== undefined ? graph.calls[call] : endTarget(graph, id);
+  return call !== undefined ? at(graph.calls, call) : endTarget(graph, id);
 }

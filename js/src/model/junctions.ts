@@ -24,6 +24,7 @@
 import type { EdgeKind } from "../wire";
 import type { CallTree } from "./tree";
 import { clusterKey, foldKey, inputKey, type Item, type ViewEdge, type ViewGraph } from "./view_model";
+import { at } from "../wire_check";
 
 export interface Junction {
   key: string; // "j:<op>"
@@ -93,7 +94,7 @@ function containerPaths(tree: CallTree, items: Item[]): Map<string, string[]> {
       if (it.kind === "cluster" || it.kind === "run" || it.kind === "stack") {
         const inner = [...path, it.key];
         out.set(it.key, inner);
-        if (it.kind === "stack") out.set(clusterKey(tree.graph.calls[it.call].id), inner);
+        if (it.kind === "stack") out.set(clusterKey(at(tree.graph.calls, it.call).id), inner);
         walk(it.items, inner);
       }
     }
@@ -120,26 +121,24 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     else if (n.kind === "fold" && n.run) for (const m of n.run.members) drawnKey.set(m, foldKey(n.run.key));
   }
   const ownerKey: (string | null)[] = new Array(calls.length).fill(null);
-  for (let c = 0; c < calls.length; c++)
-    ownerKey[c] = drawnKey.get(c) ?? (calls[c].parent >= 0 ? ownerKey[calls[c].parent] : null);
+  for (let c = 0; c < calls.length; c++) ownerKey[c] = drawnKey.get(c) ?? ownerKey[at(calls, c).parent] ?? null; // parents come first
   // 6. the ops of a stack's members 1..n-1 lead back to what member 1 reads
   const reentry: (number[] | null)[] = new Array(calls.length).fill(null);
   for (const st of view.stacks) {
-    const back = calls[st.run.members[1]].in;
+    const back = at(calls, at(st.run.members, 1)).in;
     for (const m of st.run.members.slice(1)) reentry[m] = back;
   }
   if (view.stacks.length)
-    for (let c = 0; c < calls.length; c++)
-      if (!reentry[c] && calls[c].parent >= 0) reentry[c] = reentry[calls[c].parent];
-  const hidden = (o: number) => ops[o][0] >= 0 && reentry[ops[o][0]] !== null;
-  const parentsOf = (o: number): readonly number[] => (hidden(o) ? reentry[ops[o][0]]! : ops[o][1]);
+    for (let c = 0; c < calls.length; c++) if (!reentry[c]) reentry[c] = reentry[at(calls, c).parent] ?? null; // parents come first
+  const hidden = (o: number) => at(ops, o)[0] >= 0 && reentry[at(ops, o)[0]] !== null;
+  const parentsOf = (o: number): readonly number[] => (hidden(o) ? reentry[at(ops, o)[0]]! : at(ops, o)[1]);
   const inputOf = tree.topo.inputOfOp;
   const outputOps = new Map(graph.output_ops);
   // What an op is for the walks: a model input or an op a drawn node owns (a source), else null.
   const sourceAt = (o: number, self: string): string | null | undefined => {
     const input = inputOf.get(o);
     if (input !== undefined) return inputKey(input);
-    const w = ops[o][0];
+    const w = at(ops, o)[0];
     const k = w >= 0 ? ownerKey[w] : null;
     if (k === self) return undefined; // the node's own op: not a source, not walked through
     return k;
@@ -183,8 +182,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   const startsOf = (key: string): number[] => {
     const n = view.byKey.get(key)!;
     if (n.kind === "output") return outputOps.get(n.id) ?? [];
-    if (n.kind === "stage") return calls[n.base ?? n.call].in;
-    if (n.kind === "fold" && n.run) return calls[n.run.members[0]].in;
+    if (n.kind === "stage") return at(calls, n.base ?? n.call).in;
+    if (n.kind === "fold" && n.run) return at(calls, n.run.members[0]!).in;
     return [];
   };
   const junctionOf = new Map<string, number>(); // node key -> join op
@@ -201,7 +200,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
         if (src !== null) continue; // a source, or the node's own op
         if (joinOf.has(o) && !hidden(o)) {
           tried++;
-          const { nodes } = reach(ops[o][1], d, null);
+          const { nodes } = reach(at(ops, o)[1], d, null);
           let hits = 0;
           for (const s of nodes) if (wanted.has(s)) hits++;
           if (hits >= 2) {
@@ -223,7 +222,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   // 3. each junction's inputs: drawn sources, and other junctions
   const joinOps = new Set(junctionOf.values());
   const direct = new Map<number, { nodes: Set<string>; via: Set<number> }>();
-  for (const op of joinOps) direct.set(op, reach(ops[op][1], junctionKey(op), joinOps));
+  for (const op of joinOps) direct.set(op, reach(at(ops, op)[1], junctionKey(op), joinOps));
   const closure = new Map<number, Set<string>>();
   const closed = (op: number, depth = 0): Set<string> => {
     let out = closure.get(op);
@@ -244,8 +243,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     if (!j) {
       // 5. the container of the call that ran the op
       let path = [""];
-      for (let c = ops[op][0]; c >= 0; c = calls[c].parent) {
-        const p = paths.get(clusterKey(calls[c].id));
+      for (let c = at(ops, op)[0]; c >= 0; c = at(calls, c).parent) {
+        const p = paths.get(clusterKey(at(calls, c).id));
         if (p) {
           path = p;
           break;

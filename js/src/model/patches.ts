@@ -27,7 +27,7 @@ export function patchGrid(graph: WireGraph, keys: number): PatchGrid | null {
   for (const input of graph.inputs) {
     const end = Object.hasOwn(graph.ends, input) ? graph.ends[input] : undefined;
     if (end?.reading !== "image" || end.shape.length < 2) continue;
-    const [height, width] = end.shape.slice(-2);
+    const [height = 0, width = 0] = end.shape.slice(-2); // (two at least, checked above)
     for (let extra = 0; extra <= MAX_EXTRA && extra < keys; extra++) {
       const grid = tiling(height, width, keys - extra);
       if (grid) return { input, extra, ...grid };
@@ -58,19 +58,19 @@ export function rollout(layers: Float32Array[], n: number, from = 0, residual = 
   let v = new Float64Array(n);
   v[from] = 1;
   for (let l = layers.length - 1; l >= 0; l--) {
-    const a = layers[l];
+    const a = layers[l]!;
     if (a.length !== n * n) throw new Error(`rollout: layer ${l} is ${a.length} values, not ${n} × ${n}`);
     const next = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       if (v[i] === 0) continue;
       let sum = 0;
-      for (let j = 0; j < n; j++) sum += a[i * n + j];
+      for (let j = 0; j < n; j++) sum += a[i * n + j]!;
       // a row that attends nowhere (masked) keeps only its residual path
       const mix = (1 - residual) / (residual + (1 - residual) * sum || 1);
       const self = residual / (residual + (1 - residual) * sum || 1);
-      const w = v[i];
-      for (let j = 0; j < n; j++) next[j] += w * mix * a[i * n + j];
-      next[i] += w * self;
+      const w = v[i]!;
+      for (let j = 0; j < n; j++) next[j]! += w * mix * a[i * n + j]!;
+      next[i]! += w * self;
     }
     v = next;
   }
@@ -80,13 +80,13 @@ export function rollout(layers: Float32Array[], n: number, from = 0, residual = 
 /** Row `row` of an n-column map, the keys from `extra` on (the patches), as rows × cols. */
 export function patchRow(map: Float32Array | Float64Array, n: number, row: number, extra: number): Float64Array {
   const out = new Float64Array(n - extra);
-  for (let j = extra; j < n; j++) out[j - extra] = map[row * n + j];
+  for (let j = extra; j < n; j++) out[j - extra] = map[row * n + j]!;
   return out;
 }
 
 /** The attention each patch receives, averaged over every query (when there is no CLS token). */
 export function received(map: Float32Array, q: number, n: number, extra: number): Float64Array {
   const out = new Float64Array(n - extra);
-  for (let i = 0; i < q; i++) for (let j = extra; j < n; j++) out[j - extra] += map[i * n + j] / q;
+  for (let i = 0; i < q; i++) for (let j = extra; j < n; j++) out[j - extra]! += map[i * n + j]! / q;
   return out;
 }

@@ -11,6 +11,7 @@
 import { counterpart, showMember } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, inputKey, outputKey, runKey, viewItems, type Item, type ViewState } from "./view_model";
+import { at } from "../wire_check";
 
 export interface Step {
   key: string; // the node the step shows, in the view of `state`
@@ -49,7 +50,7 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
     inlined: start.inlined,
   };
   // the items of the container `key` (an expanded call's cluster, an unfolded run) in a state
-  const containerItems = (at: ViewState, key: string): Item[] => {
+  const containerItems = (inState: ViewState, key: string): Item[] => {
     const find = (items: Item[]): Item[] | null => {
       for (const it of items) {
         if ((it.kind === "cluster" || it.kind === "run") && it.key === key) return it.items;
@@ -58,33 +59,33 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
       }
       return null;
     };
-    return find(viewItems(tree, at)) ?? [];
+    return find(viewItems(tree, inState)) ?? [];
   };
   const steps: Step[] = inputs.map((name) => ({ key: inputKey(name), id: name, call: -1, state, depth: 0 }));
-  // `items` as drawn in `at`; `open`: the walk may open what they hide (one level deep);
+  // `items` as drawn in `inState`; `open`: the walk may open what they hide (one level deep);
   // `map`: in a stack, member 0's calls -> those of the member shown
-  const walk = (items: Item[], at: ViewState, open: boolean, map: Map<number, number> | null = null) => {
+  const walk = (items: Item[], inState: ViewState, open: boolean, map: Map<number, number> | null = null) => {
     const depth = open ? 0 : 1;
     for (const it of items) {
       if (it.kind === "cluster" || it.kind === "run") {
-        walk(it.items, at, open, map);
+        walk(it.items, inState, open, map);
       } else if (it.kind === "stack") {
         for (let k = 0; k < it.run.members.length; k++) {
           const part = counterpart(tree, it.run, k);
           if (!part) break; // a member whose tree differs: only those before it are shown
-          walk(it.items, { ...at, ...showMember(at, it.run.key, k) }, false, k > 0 ? part : null);
+          walk(it.items, { ...inState, ...showMember(inState, it.run.key, k) }, false, k > 0 ? part : null);
         }
       } else if (it.kind === "fold" && open) {
-        const inner = withUnfolded(at, it.run.key);
+        const inner = withUnfolded(inState, it.run.key);
         walk(containerItems(inner, runKey(it.run.key)), inner, false);
       } else if (it.kind === "fold") {
-        steps.push({ key: it.key, id: it.run.key, call: it.run.members[0], state: at, depth });
-      } else if (open && tree.children[it.call].length > 0) {
-        const inner = withExpanded(at, it.call);
-        walk(containerItems(inner, clusterKey(calls[it.call].id)), inner, false);
+        steps.push({ key: it.key, id: it.run.key, call: at(it.run.members, 0), state: inState, depth });
+      } else if (open && at(tree.children, it.call).length > 0) {
+        const inner = withExpanded(inState, it.call);
+        walk(containerItems(inner, clusterKey(at(calls, it.call).id)), inner, false);
       } else {
         const call = map?.get(it.call) ?? it.call;
-        steps.push({ key: it.key, id: calls[call].id, call, state: at, depth });
+        steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth });
       }
     }
   };

@@ -8,6 +8,7 @@ import type { WireFailure, WireGraph, WireOrigin } from "../wire";
 import { located } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, nodeKeyForCall, type Item, type ViewGraph } from "./view_model";
+import { at } from "../wire_check";
 
 export interface Problems {
   nonfinite: number[]; // call indices whose output held NaN / ±Inf, in the order they returned
@@ -25,7 +26,7 @@ export interface Problems {
 function innermostFailed(graph: WireGraph, failure: WireFailure): number | null {
   const within = (c: number) => {
     if (failure.stage === null) return true;
-    for (let p = c; p >= 0; p = graph.calls[p].parent) if (p === failure.stage) return true;
+    for (let p = c; p >= 0; p = at(graph.calls, p).parent) if (p === failure.stage) return true;
     return false;
   };
   let found: number | null = null;
@@ -42,7 +43,7 @@ export function problemsOf(graph: WireGraph): Problems {
   return {
     nonfinite: graph.nonfinite,
     origin: graph.nonfinite_origin,
-    first: graph.nonfinite.length ? graph.nonfinite[0] : null,
+    first: graph.nonfinite[0] ?? null,
     failure,
     failedStage: failure ? (failure.stage ?? failedCall) : null,
     failedCall,
@@ -79,16 +80,16 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
   const keyOf = (call: number): string | null => {
     const key = nodeKeyForCall(tree, view, call);
     if (key) return key;
-    const group = clusterKey(tree.graph.calls[call].id);
+    const group = clusterKey(at(tree.graph.calls, call).id);
     if (open.has(group)) return group;
     // in a stack: the group of member 0 standing for it (the member shown), else the stack
     const st = located(tree, call);
     const stack = st && view.stacks.find((s) => s.run === st.run);
     if (!st || !stack) return null;
-    const base = clusterKey(tree.graph.calls[st.base].id);
+    const base = clusterKey(at(tree.graph.calls, st.base).id);
     return stack.shown === st.member && open.has(base) ? base : stack.key;
   };
-  const at = (key: string) => {
+  const markOf = (key: string) => {
     let m = marks.get(key);
     if (!m) {
       m = { nonfinite: 0, first: false, failed: false };
@@ -99,22 +100,22 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
   for (const c of p.nonfinite) {
     const key = keyOf(c);
     if (!key) continue;
-    const m = at(key);
+    const m = markOf(key);
     m.nonfinite++;
     if (c === p.first) m.first = true;
     if (c === p.first && p.origin) m.received = true;
   }
   if (p.failedCall !== null) {
     const key = keyOf(p.failedCall);
-    if (key) at(key).failed = true;
+    if (key) markOf(key).failed = true;
   }
   if (p.diverges !== null && p.diverges !== undefined) {
     const key = keyOf(p.diverges);
-    if (key) at(key).diverges = true;
+    if (key) markOf(key).diverges = true;
   }
   if (p.failedB !== null && p.failedB !== undefined) {
     const key = keyOf(p.failedB);
-    if (key) at(key).failedB = true;
+    if (key) markOf(key).failedB = true;
   }
   return marks;
 }
@@ -129,7 +130,7 @@ function firstLine(text: string): string {
 export function failureHeadline(graph: WireGraph, p: Problems): { where: string; what: string } | null {
   const f = p.failure;
   if (!f) return null;
-  const stage = f.stage !== null ? graph.calls[f.stage].id : null;
+  const stage = f.stage !== null ? at(graph.calls, f.stage).id : null;
   let what = firstLine(f.message);
   if (stage !== null && what.startsWith(`stage '${stage}'`)) {
     const cut = what.indexOf(" raised ", stage.length + 8);
@@ -157,7 +158,7 @@ export function divergesHeadline(graph: WireGraph): { stage: string | null; text
   if (c.first === null)
     return { stage: null, text: "Runs A and B agree at every stage", detail: `relative L2 ≤ ${c.rtol}${ran}` };
   return {
-    stage: graph.calls[c.first].id,
+    stage: at(graph.calls, c.first).id,
     text: "Runs part at",
     detail: `${parting} of ${c.stages.size} stages differ (relative L2 > ${c.rtol})${ran}`,
   };
@@ -175,7 +176,7 @@ export interface Phrase {
  * prints: "produced between block3 and block4, in ConvNet.forward (line 12: x / (x - x))".
  */
 export function originPhrases(graph: WireGraph, o: WireOrigin): Phrase[] {
-  const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
+  const id = (c: number | null) => (c === null ? null : at(graph.calls, c).id);
   const before = id(o.before);
   const after = id(o.after);
   const out: Phrase[] = [{ text: "produced" }];
@@ -203,7 +204,7 @@ export function nonfiniteHeadline(
   p: Problems,
 ): { stage: string; text: string; count: string; origin: Phrase[] | null } | null {
   if (p.first === null) return null;
-  const stage = graph.calls[p.first].id;
+  const stage = at(graph.calls, p.first).id;
   const n = p.nonfinite.length;
   const count = n > 1 ? `${n} stages hold NaN/Inf` : "the only stage with NaN/Inf";
   if (!p.origin) return { stage, text: `First NaN/Inf at ${stage}`, count, origin: null };

@@ -1,6 +1,6 @@
 /**
  * Residual blocks: the calls whose output is `f(x) + x`, found once per graph from
- * `graph.ops`, `graph.joins` and `calls[].in`, so that a collapsed block (a ResNet
+ * `graph.ops`, `graph.joins` and `at(calls, ).in`, so that a collapsed block (a ResNet
  * Bottleneck, a pre-norm transformer block) or a fold of them can still show its residual.
  * Pure and DOM-free.
  *
@@ -19,6 +19,7 @@
  * Sequential, a U-Net's double conv) has no add of its own.
  */
 import type { CallTree } from "./tree";
+import { at } from "../wire_check";
 
 export type Shortcut = "identity" | "projected";
 
@@ -54,19 +55,19 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   // the last call of each subtree: calls are in start order, a subtree is contiguous
   const end = Int32Array.from(calls, (_, i) => i);
   for (let i = n - 1; i >= 0; i--)
-    if (calls[i].parent >= 0) end[calls[i].parent] = Math.max(end[calls[i].parent], end[i]);
-  const inside = (c: number, w: number) => w > c && w <= end[c]; // w in c's subtree, not c
+    if (at(calls, i).parent >= 0) end[at(calls, i).parent] = Math.max(end[at(calls, i).parent]!, end[i]!);
+  const inside = (c: number, w: number) => w > c && w <= end[c]!; // w in c's subtree, not c
   const childOf = (c: number, w: number) => {
-    while (calls[w].parent !== c) w = calls[w].parent;
+    while (at(calls, w).parent !== c) w = at(calls, w).parent;
     return w;
   };
-  const size = (k: number) => end[k] - k + 1;
+  const size = (k: number) => end[k]! - k + 1;
 
   // the add joins of each call's own forward, in op order
   const adds = new Map<number, number[]>();
   for (const [op, what] of joins) {
-    const c = ops[op][0];
-    if (what === "add" && c >= 0 && ops[op][1].length >= 2) (adds.get(c) ?? adds.set(c, []).get(c)!).push(op);
+    const c = at(ops, op)[0];
+    if (what === "add" && c >= 0 && at(ops, op)[1].length >= 2) (adds.get(c) ?? adds.set(c, []).get(c)!).push(op);
   }
   if (adds.size === 0) return found;
 
@@ -83,14 +84,14 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
         hits.add(o);
         continue;
       }
-      const w = ops[o][0];
+      const w = at(ops, o)[0];
       let next: readonly number[] = [];
-      if (w === c) next = ops[o][1];
+      if (w === c) next = at(ops, o)[1];
       else if (w >= 0 && inside(c, w)) {
         const k = childOf(c, w);
         if (!kids.has(k)) {
           kids.add(k);
-          next = calls[k].in;
+          next = at(calls, k).in;
         }
       }
       for (const p of next) {
@@ -104,10 +105,10 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
 
   const residualAdds = new Map<number, Map<number, Shortcut>>(); // call -> add op -> shortcut
   for (const [c, list] of [...adds].sort((a, b) => a[0] - b[0])) {
-    const stream = new Set(calls[c].in);
+    const stream = new Set(at(calls, c).in);
     const mine = new Map<number, Shortcut>();
     for (const op of list.sort((a, b) => a - b)) {
-      const operands = [...new Set(ops[op][1])].map((p) => ({ op: p, ...walk(c, p, stream) }));
+      const operands = [...new Set(at(ops, op)[1])].map((p) => ({ op: p, ...walk(c, p, stream) }));
       let kind: Shortcut | null = null;
       for (const s of operands) {
         for (const f of operands) {
@@ -125,7 +126,7 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
           if ([...s.kids].some((k) => f.kids.has(k))) continue;
           const branch = [...f.kids].reduce((t, k) => t + size(k), 0);
           if (s.kids.size === 0) kind = "identity";
-          else if (size([...s.kids][0]) < branch) kind = "projected";
+          else if (size([...s.kids][0]!) < branch) kind = "projected"; // its one child
         }
       }
       if (kind !== null) {
@@ -141,8 +142,8 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   const outputs = new Map<number, Set<number>>();
   for (const c of residualAdds.keys()) outputs.set(c, new Set());
   const readBy = (p: number, reader: number) => {
-    for (let a = ops[p][0]; a >= 0; a = calls[a].parent) {
-      if (reader >= a && reader <= end[a]) break; // read inside a's subtree (a = reader's ancestor)
+    for (let a = at(ops, p)[0]; a >= 0; a = at(calls, a).parent) {
+      if (reader >= a && reader <= end[a]!) break; // read inside a's subtree (a = reader's ancestor)
       outputs.get(a)?.add(p);
     }
   };
@@ -159,12 +160,12 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
           found.set(c, { call: c, op: x, shortcut: kind, adds: mine.size });
           break;
         }
-        const w = ops[x][0];
-        if (w === c && ops[x][1].length === 1) x = ops[x][1][0];
+        const [w, parents] = at(ops, x);
+        if (w === c && parents.length === 1) x = parents[0]!;
         else if (w >= 0 && inside(c, w)) {
           const k = childOf(c, w);
-          if (tree.children[k].length > 0 || calls[k].in.length !== 1) break;
-          x = calls[k].in[0];
+          if (at(tree.children, k).length > 0 || at(calls, k).in.length !== 1) break;
+          x = at(calls, k).in[0]!; // its one input, checked above
         } else break;
       }
       if (found.has(c)) break;

@@ -9,6 +9,7 @@
  */
 import { stageEdges } from "./topology";
 import type { CallTree, Run } from "./tree";
+import { at } from "../wire_check";
 
 /** Header actions of a stack: unfold all its members, show the next / previous member. */
 export const unfoldStackKey = (key: string) => `u:${key}`;
@@ -44,17 +45,18 @@ export function stackable(tree: CallTree, run: Run): boolean {
 
 function isChain(tree: CallTree, run: Run): boolean {
   const { calls } = tree.graph;
-  if (run.period !== 1 || run.members.length < 2 || tree.children[run.members[0]].length === 0) return false;
+  if (run.period !== 1 || run.members.length < 2 || at(tree.children, at(run.members, 0)).length === 0) return false;
   if (tree.graph.topology === "sequential") return false;
   // the selection: the members whole and, around them, the siblings of the run and of each
   // of its ancestors (every call outside the members is in one of those, or an ancestor)
   const members = new Set(run.members);
   const selection = [...run.members];
-  for (let c = run.members[0]; c >= 0; c = calls[c].parent) {
-    const p = calls[c].parent;
-    for (const sib of p >= 0 ? tree.children[p] : tree.roots) if (sib !== c && !members.has(sib)) selection.push(sib);
+  for (let c = at(run.members, 0); c >= 0; c = at(calls, c).parent) {
+    const p = at(calls, c).parent;
+    for (const sib of p >= 0 ? at(tree.children, p) : tree.roots)
+      if (sib !== c && !members.has(sib)) selection.push(sib);
   }
-  const index = new Map(run.members.map((m, j) => [calls[m].id, j]));
+  const index = new Map(run.members.map((m, j) => [at(calls, m).id, j]));
   const last = run.members.length - 1;
   const linked = new Uint8Array(run.members.length);
   for (const e of stageEdges(tree.topo, selection)) {
@@ -84,22 +86,22 @@ export function counterpart(tree: CallTree, run: Run, k: number): Map<number, nu
   const key = `${run.key}\u0000${k}`;
   if (memo.has(key)) return memo.get(key)!;
   const { calls } = tree.graph;
-  const m0 = run.members[0];
-  const mk = run.members[k];
+  const m0 = at(run.members, 0);
+  const mk = at(run.members, k);
   const out = new Map<number, number>();
-  const base0 = calls[m0].module.length;
-  const basek = calls[mk].module.length;
+  const base0 = at(calls, m0).module.length;
+  const basek = at(calls, mk).module.length;
   const match = (a: number, b: number): boolean => {
-    const ca = calls[a];
-    const cb = calls[b];
+    const ca = at(calls, a);
+    const cb = at(calls, b);
     if (ca.type !== cb.type || ca.call !== cb.call || ca.module.slice(base0) !== cb.module.slice(basek)) return false;
-    const ka = tree.children[a];
-    const kb = tree.children[b];
+    const ka = at(tree.children, a);
+    const kb = at(tree.children, b);
     if (ka.length !== kb.length) return false;
     out.set(a, b);
-    return ka.every((x, i) => match(x, kb[i]));
+    return ka.every((x, i) => match(x, kb[i]!)); // as many children as ka, checked above
   };
-  const map = k >= 0 && k < run.members.length && calls[m0].sig === calls[mk].sig && match(m0, mk) ? out : null;
+  const map = k >= 0 && k < run.members.length && at(calls, m0).sig === at(calls, mk).sig && match(m0, mk) ? out : null;
   memo.set(key, map);
   return map;
 }
@@ -112,15 +114,15 @@ export function located(tree: CallTree, call: number): { run: Run; member: numbe
     memo = new Map();
     whereMemo.set(tree, memo);
     for (const run of tree.runList) {
-      if (run.period !== 1 || tree.children[run.members[0]].length === 0) continue;
+      if (run.period !== 1 || at(tree.children, at(run.members, 0)).length === 0) continue;
       for (let k = 0; k < run.members.length; k++) {
         const map = counterpart(tree, run, k);
         if (map) for (const [b, c] of map) memo.set(c, { run, member: k, base: b });
       }
     }
   }
-  const at = memo.get(call);
-  return at && stackable(tree, at.run) ? at : null;
+  const loc = memo.get(call);
+  return loc && stackable(tree, loc.run) ? loc : null;
 }
 
 /** The member a stacked run shows in a state (0 when its trees differ), or -1: not a stack. */
@@ -139,17 +141,17 @@ export function stackedRuns(tree: CallTree): Map<string, number> {
 /** The member a call's stacked run shows in a state, with the call's place in it; null when
  * the call is in no run drawn as a stack. */
 export function stackedAt(tree: CallTree, state: Stacking, call: number) {
-  const at = located(tree, call);
-  const shown = at ? stackedMember(tree, state, at.run) : -1;
-  return at && shown >= 0 ? { ...at, shown } : null;
+  const loc = located(tree, call);
+  const shown = loc ? stackedMember(tree, state, loc.run) : -1;
+  return loc && shown >= 0 ? { ...loc, shown } : null;
 }
 
 /** In a state, the call standing for `call` in the member its stack shows (the same call
  * when that member is shown, or when it is in no stack): the inspector follows the stepper. */
 export function shownCounterpart(tree: CallTree, state: Stacking, call: number): number {
-  const at = stackedAt(tree, state, call);
-  if (!at || at.member === at.shown) return call;
-  return counterpart(tree, at.run, at.shown)?.get(at.base) ?? call;
+  const loc = stackedAt(tree, state, call);
+  if (!loc || loc.member === loc.shown) return call;
+  return counterpart(tree, loc.run, loc.shown)?.get(loc.base) ?? call;
 }
 
 /** A stacked run showing member k, or (k null) drawn folded. */
@@ -166,7 +168,7 @@ export function followStepper(tree: CallTree, state: Stacking, selected: string 
   const call = selected === null ? undefined : tree.byId.get(selected);
   if (call === undefined) return null;
   const shown = shownCounterpart(tree, state, call);
-  return shown === call ? null : tree.graph.calls[shown].id;
+  return shown === call ? null : at(tree.graph.calls, shown).id;
 }
 
 /** The calls around the stacked runs (their ancestors), drawn without a box in a first view:
@@ -175,7 +177,8 @@ export function wrappers(tree: CallTree, stacked: ReadonlyMap<string, number>): 
   const out = new Set<number>();
   for (const key of stacked.keys()) {
     const m0 = tree.runs.get(key)?.members[0];
-    if (m0 !== undefined) for (let c = tree.graph.calls[m0].parent; c >= 0; c = tree.graph.calls[c].parent) out.add(c);
+    if (m0 !== undefined)
+      for (let c = at(tree.graph.calls, m0).parent; c >= 0; c = at(tree.graph.calls, c).parent) out.add(c);
   }
   return out;
 }

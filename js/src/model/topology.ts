@@ -4,7 +4,7 @@
  *
  *   1. owner[c] = nearest ancestor-or-self of call c in the selection S, else -1;
  *      own(op) = owner[op's owner call] (or -1 for ops of the model's own body).
- *   2. For each stage s in S (increasing call index) walk backwards from calls[s].in through
+ *   2. For each stage s in S (increasing call index) walk backwards from at(calls, s).in through
  *      op parents: a model input op records that input and stops; an op owned by another
  *      selected stage (not s, not an ancestor of s) records that stage and stops; else the
  *      walk goes on to the op's parents.
@@ -12,8 +12,8 @@
  *   4. Canonical order: inputs, stages by call index, outputs. ancestors(n) is the union over
  *      its sources m of ancestors(m) + {m}, over these real edges only.
  *   5. primary ("flow"): the trunk is an argument of the call (its start ops grouped by
- *      calls[s].args; an output's ops: one argument each): the state it continues
- *      (calls[s].state), else the first argument whose sources, walking on through relays,
+ *      at(calls, s).args; an output's ops: one argument each): the state it continues
+ *      (at(calls, s).state), else the first argument whose sources, walking on through relays,
  *      include a stage, else the first that has a source (one argument: all sources); of the
  *      trunk's sources the one with most ancestors, then the earliest canonical. path(n) =
  *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
@@ -31,6 +31,7 @@
  *   8. Edges sorted by destination, then source, in canonical order.
  */
 import type { EdgeKind, WireEdge, WireGraph } from "../wire";
+import { at } from "../wire_check";
 
 /** Precomputed lookups that do not depend on the selection. */
 export interface TopologyIndex {
@@ -45,14 +46,14 @@ export function topologyIndex(graph: WireGraph): TopologyIndex {
 }
 
 function isCallAncestor(graph: WireGraph, a: number, s: number): boolean {
-  for (let p = graph.calls[s].parent; p >= 0; p = graph.calls[p].parent) if (p === a) return true;
+  for (let p = at(graph.calls, s).parent; p >= 0; p = at(graph.calls, p).parent) if (p === a) return true;
   return false;
 }
 
 function popcount(words: Uint32Array, from: number, n: number): number {
   let total = 0;
   for (let i = from; i < from + n; i++) {
-    let v = words[i];
+    let v = words[i]!;
     v = v - ((v >>> 1) & 0x55555555);
     v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
     total += (((v + (v >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
@@ -62,7 +63,7 @@ function popcount(words: Uint32Array, from: number, n: number): number {
 
 /**
  * Edges between the selected calls (plus model inputs and outputs), by the walk above.
- * `selection` holds call indices; node ids are calls[s].id and the input / output names.
+ * `selection` holds call indices; node ids are at(calls, s).id and the input / output names.
  */
 export function stageEdges(index: TopologyIndex, selection: Iterable<number>): WireEdge[] {
   const { graph, inputOfOp } = index;
@@ -73,7 +74,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
 
   // Canonical order: inputs, stages, outputs.
   const nIn = graph.inputs.length;
-  const nodeIds: string[] = [...graph.inputs, ...stages.map((s) => calls[s].id), ...graph.outputs];
+  const nodeIds: string[] = [...graph.inputs, ...stages.map((s) => at(calls, s).id), ...graph.outputs];
   const inputPos = new Map<string, number>();
   for (const [i, name] of graph.inputs.entries()) inputPos.set(name, i);
   const stagePos = new Map<number, number>();
@@ -81,7 +82,8 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const outBase = nIn + stages.length;
 
   const edges: WireEdge[] = [];
-  const edge = (src: number, dst: number, kind: EdgeKind) => edges.push({ src: nodeIds[src], dst: nodeIds[dst], kind });
+  const edge = (src: number, dst: number, kind: EdgeKind) =>
+    edges.push({ src: at(nodeIds, src), dst: at(nodeIds, dst), kind });
 
   if (graph.topology === "sequential") {
     let prev = nIn > 0 ? 0 : -1;
@@ -97,16 +99,19 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   // 1. owner of every call (parents precede children in start order).
   const owner = new Int32Array(calls.length);
   for (let c = 0; c < calls.length; c++) {
-    const p = calls[c].parent;
-    owner[c] = inS[c] ? c : p >= 0 ? owner[p] : -1;
+    const p = at(calls, c).parent;
+    owner[c] = inS[c] ? c : p >= 0 ? owner[p]! : -1;
   }
-  const own = (o: number) => (ops[o][0] >= 0 ? owner[ops[o][0]] : -1);
+  const own = (o: number) => {
+    const w = at(ops, o)[0];
+    return w >= 0 ? owner[w]! : -1;
+  };
 
   // 2.-3. Backward walks; a stamp per op replaces a visited set per walk. A relay (an op
   // walked through that another selected stage also reads) is crossed only after the direct
   // part of the walk; sources first found beyond it are "relayed" (step 5b).
   const readers = new Map<number, number[]>();
-  for (const s of stages) for (const o of calls[s].in) (readers.get(o) ?? readers.set(o, []).get(o)!).push(s);
+  for (const s of stages) for (const o of at(calls, s).in) (readers.get(o) ?? readers.set(o, []).get(o)!).push(s);
   const isRelay = (o: number, stage: number): boolean =>
     (readers.get(o) ?? []).some((r) => stage < 0 || (r !== stage && !isCallAncestor(graph, r, stage)));
   // What an op reaches, walking through everything (relays too), by the walking stage's
@@ -131,7 +136,8 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     return true;
   };
   const reach = (first: number, stage: number): Set<number> => {
-    const key = stage < 0 ? -2 : calls[stage].parent >= 0 ? owner[calls[stage].parent] : -1;
+    const parent = stage < 0 ? -1 : at(calls, stage).parent;
+    const key = stage < 0 ? -2 : parent >= 0 ? owner[parent]! : -1;
     const memo = reached.get(key) ?? reached.set(key, new Map()).get(key)!;
     const hit = memo.get(first);
     if (hit) return hit;
@@ -146,7 +152,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         continue;
       }
       if (source(o, stage, found)) continue;
-      for (const p of ops[o][1]) {
+      for (const p of at(ops, o)[1]) {
         if (reachStamp[p] === reachWalk) continue;
         reachStamp[p] = reachWalk;
         todo.push(p);
@@ -174,7 +180,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
           else for (const m of behind) found.add(m); // one source's data: direct
           continue;
         }
-        for (const p of ops[o][1]) {
+        for (const p of at(ops, o)[1]) {
           if (stamp[p] === walk) continue;
           stamp[p] = walk;
           stack.push(p);
@@ -214,16 +220,16 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   };
   // a call's start ops by argument: the state it continues first, then in argument order
   const groupsOf = (s: number): number[][] => {
-    const { in: inOps, args, state } = calls[s];
+    const { in: inOps, args, state } = at(calls, s);
     const by = new Map<number, number[]>();
-    for (const [i, o] of inOps.entries()) (by.get(args[i]) ?? by.set(args[i], []).get(args[i])!).push(o);
+    for (const [i, o] of inOps.entries()) (by.get(args[i]!) ?? by.set(args[i]!, []).get(args[i]!)!).push(o);
     const order = [...by.keys()].sort((a, b) => Number(a !== state) - Number(b !== state) || a - b);
     return order.map((a) => by.get(a)!);
   };
 
   const nNodes = nodeIds.length;
   const sources: number[][] = new Array(nNodes);
-  for (const [i, s] of stages.entries()) sources[nIn + i] = sourcesOf(calls[s].in, groupsOf(s), s, nIn + i);
+  for (const [i, s] of stages.entries()) sources[nIn + i] = sourcesOf(at(calls, s).in, groupsOf(s), s, nIn + i);
   const outputOps = new Map(graph.output_ops);
   graph.outputs.forEach((name, i) => {
     const start = outputOps.get(name) ?? [];
@@ -246,19 +252,19 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     const row = n * words;
     for (const m of src) {
       const mrow = m * words;
-      for (let w = 0; w < words; w++) anc[row + w] |= anc[mrow + w];
-      anc[row + (m >>> 5)] |= 1 << (m & 31);
+      for (let w = 0; w < words; w++) anc[row + w]! |= anc[mrow + w]!;
+      anc[row + (m >>> 5)]! |= 1 << (m & 31);
     }
     ancCount[n] = popcount(anc, row, words);
   }
 
-  for (let n = 0; n < nIn; n++) path[n * words + (n >>> 5)] |= 1 << (n & 31);
+  for (let n = 0; n < nIn; n++) path[n * words + (n >>> 5)]! |= 1 << (n & 31);
   // 5.-6. Kinds, attachments; destinations and sources are already in canonical order.
   let prevStage = -1;
   for (let n = nIn; n < nNodes; n++) {
     const src = sources[n];
     const isStage = n < outBase;
-    path[n * words + (n >>> 5)] |= 1 << (n & 31);
+    path[n * words + (n >>> 5)]! |= 1 << (n & 31);
     if (!src || src.length === 0) {
       if (isStage) {
         const from = prevStage >= 0 ? prevStage : nIn > 0 ? 0 : -1;
@@ -267,20 +273,20 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     } else {
       // the trunk: the first argument that comes from a stage (else the first with a source,
       // else all); of its sources the deepest, then the earliest (src is in canonical order)
-      const args = byArgument[n];
+      const args = byArgument[n]!;
       const fromStage = (g: Set<number>) => [...g].some((m) => m >= nIn && m < outBase);
       const trunk = args.find(fromStage) ?? args.find((g) => g.size > 0) ?? new Set(src);
       let primary = -1;
-      for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m] > ancCount[primary])) primary = m;
+      for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m]! > ancCount[primary]!)) primary = m;
       const prow = primary * words;
-      for (let w = 0; w < words; w++) path[n * words + w] |= path[prow + w];
+      for (let w = 0; w < words; w++) path[n * words + w]! |= path[prow + w]!;
       // 5b. ancestors of the other sources (a source is never its own ancestor)
       const covered = new Uint32Array(words);
-      for (const u of src) if (u !== primary) for (let w = 0; w < words; w++) covered[w] |= anc[u * words + w];
+      for (const u of src) if (u !== primary) for (let w = 0; w < words; w++) covered[w]! |= anc[u * words + w]!;
       for (const m of src) {
         // an older contributor of a relayed stream: shown where the relay was read
-        if (m !== primary && relayed[n].has(m) && covered[m >>> 5] & (1 << (m & 31))) continue;
-        const kind: EdgeKind = m === primary ? "flow" : path[prow + (m >>> 5)] & (1 << (m & 31)) ? "skip" : "merge";
+        if (m !== primary && relayed[n]!.has(m) && covered[m >>> 5]! & (1 << (m & 31))) continue;
+        const kind: EdgeKind = m === primary ? "flow" : path[prow + (m >>> 5)]! & (1 << (m & 31)) ? "skip" : "merge";
         edge(m, n, kind);
       }
     }

@@ -6,6 +6,7 @@
  */
 import type { WireGraph } from "../wire";
 import { topologyIndex, type TopologyIndex } from "./topology";
+import { at } from "../wire_check";
 
 /**
  * A run that folds: >= MIN_RUN sibling calls `prefix.N` (consecutive N) of equal type and
@@ -43,13 +44,13 @@ function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
   const runs: Run[] = [];
   let i = 0;
   while (i < siblings.length) {
-    const first = graph.calls[siblings[i]];
+    const first = at(graph.calls, at(siblings, i));
     const m = INDEXED.exec(first.module);
     let j = i + 1;
     if (m) {
       let n = Number(m[2]);
       while (j < siblings.length) {
-        const c = graph.calls[siblings[j]];
+        const c = at(graph.calls, at(siblings, j));
         const mj = INDEXED.exec(c.module);
         if (!mj || mj[1] !== m[1] || Number(mj[2]) !== n + 1 || c.type !== first.type || c.sig !== first.sig) break;
         n++;
@@ -58,7 +59,7 @@ function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
     }
     if (m && j - i >= MIN_RUN) {
       const members = siblings.slice(i, j);
-      runs.push({ key: first.id, members, type: first.type, prefix: m[1], period: 1, count: members.length });
+      runs.push({ key: first.id, members, type: first.type, prefix: m[1]!, period: 1, count: members.length });
       i = j;
     } else {
       i++;
@@ -74,7 +75,7 @@ function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
  */
 function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[] {
   const runs: Run[] = [];
-  const key = stretch.map((c) => `${graph.calls[c].type}\u0000${graph.calls[c].sig}`);
+  const key = stretch.map((c) => `${at(graph.calls, c).type}\u0000${at(graph.calls, c).sig}`);
   let i = 0;
   while (i < stretch.length) {
     let best = 0;
@@ -95,10 +96,10 @@ function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[]
     const members = stretch.slice(i, i + best);
     const type = members
       .slice(0, bestPeriod)
-      .map((c) => graph.calls[c].type)
+      .map((c) => at(graph.calls, c).type)
       .join(" → ");
     runs.push({
-      key: graph.calls[members[0]].id,
+      key: at(graph.calls, at(members, 0)).id,
       members,
       type,
       prefix: parent,
@@ -126,7 +127,7 @@ function findRuns(graph: WireGraph, siblings: number[], parent: string): Run[] {
   }
   flush();
   const pos = new Map(siblings.map((c, i) => [c, i]));
-  return runs.sort((a, b) => pos.get(a.members[0])! - pos.get(b.members[0])!);
+  return runs.sort((a, b) => pos.get(at(a.members, 0))! - pos.get(at(b.members, 0))!);
 }
 
 export function buildTree(graph: WireGraph): CallTree {
@@ -135,13 +136,13 @@ export function buildTree(graph: WireGraph): CallTree {
   const byId = new Map<string, number>();
   graph.calls.forEach((c, i) => {
     byId.set(c.id, i);
-    if (c.parent >= 0) children[c.parent].push(i);
+    if (c.parent >= 0) at(children, c.parent).push(i);
     else roots.push(i);
   });
   const runList: Run[] = [];
   const lists: [number[], string][] = [
     [roots, ""],
-    ...children.map((kids, c): [number[], string] => [kids, graph.calls[c].module]),
+    ...children.map((kids, c): [number[], string] => [kids, at(graph.calls, c).module]),
   ];
   for (const [sibs, parent] of lists) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs, parent));
   const runOf = new Int32Array(graph.calls.length).fill(-1);

@@ -42,10 +42,10 @@ function topoOrder(keys: string[], priority: Map<string, number>, edges: DrawnEd
     const stack: [string, number][] = [[root, 0]];
     state.set(root, 1);
     while (stack.length) {
-      const top = stack[stack.length - 1];
+      const top = stack[stack.length - 1]!;
       const list = ins.get(top[0]) ?? [];
       if (top[1] < list.length) {
-        const u = list[top[1]++];
+        const u = list[top[1]++]!;
         if (!state.get(u) && priority.has(u)) {
           state.set(u, 1);
           stack.push([u, 0]);
@@ -92,14 +92,14 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
     for (let steps = 0; b !== undefined && b !== e.src && steps < 4096; steps++) b = flowIn.get(b);
     if (b === e.src) pairs.push([e.src, e.dst]);
   }
-  const span = (p: [string, string]) => [pos.get(p[0])!, pos.get(p[1])!];
+  const span = (p: [string, string]): [number, number] => [pos.get(p[0])!, pos.get(p[1])!];
   const nested = new Set<number>();
   // (pairs are few: one per junction)
   for (let i = 0; i < pairs.length; i++) {
-    const [a0, a1] = span(pairs[i]);
+    const [a0, a1] = span(pairs[i]!);
     for (let j = 0; j < pairs.length; j++) {
       if (i === j) continue;
-      const [b0, b1] = span(pairs[j]);
+      const [b0, b1] = span(pairs[j]!);
       if (a0 < b0 && b1 < a1) nested.add(i).add(j);
     }
   }
@@ -119,8 +119,8 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   const rest = new Map<string, number>();
   for (let i = order.length - 1; i >= 0; i--) {
     let best = 0;
-    for (const v of succ(order[i])) best = Math.max(best, rest.get(v) ?? 0);
-    rest.set(order[i], best + 1);
+    for (const v of succ(order[i]!)) best = Math.max(best, rest.get(v) ?? 0);
+    rest.set(order[i]!, best + 1);
   }
   const first = view.nodes.find((n) => n.kind === "input")?.key ?? order[0];
   const spineOrder: string[] = [];

@@ -9,6 +9,7 @@ import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
 import { counterpart, located, stackedMember } from "./stack";
 import type { CallTree, Run } from "./tree";
+import { at } from "../wire_check";
 export { searchCalls } from "./tree";
 export {
   followStepper,
@@ -91,10 +92,10 @@ export const outputKey = (name: string) => `o:${name}`;
 function containerItems(tree: CallTree, state: ViewState, siblings: number[], inRun = false): Item[] {
   const items: Item[] = [];
   for (let i = 0; i < siblings.length; i++) {
-    const c = siblings[i];
-    const r = inRun ? -1 : tree.runOf[c];
-    const run = r >= 0 ? tree.runList[r] : null;
-    if (run && run.members[0] === c) {
+    const c = at(siblings, i);
+    const r = inRun ? -1 : tree.runOf[c]!;
+    const run = r >= 0 ? at(tree.runList, r) : null;
+    if (run && at(run.members, 0) === c) {
       const shown = stackedMember(tree, state, run);
       if (state.unfolded.has(run.key)) {
         items.push({ kind: "run", key: runKey(run.key), run, items: containerItems(tree, state, run.members, true) });
@@ -105,7 +106,7 @@ function containerItems(tree: CallTree, state: ViewState, siblings: number[], in
           run,
           call: c,
           shown,
-          items: containerItems(tree, state, tree.children[c]),
+          items: containerItems(tree, state, at(tree.children, c)),
         });
       } else {
         items.push({ kind: "fold", key: foldKey(run.key), run });
@@ -113,15 +114,15 @@ function containerItems(tree: CallTree, state: ViewState, siblings: number[], in
       i += run.members.length - 1;
       continue;
     }
-    const call = tree.graph.calls[c];
-    if (state.expanded.has(c) && tree.children[c].length > 0 && state.inlined?.has(c)) {
-      items.push(...containerItems(tree, state, tree.children[c]));
-    } else if (state.expanded.has(c) && tree.children[c].length > 0) {
+    const call = at(tree.graph.calls, c);
+    if (state.expanded.has(c) && at(tree.children, c).length > 0 && state.inlined?.has(c)) {
+      items.push(...containerItems(tree, state, at(tree.children, c)));
+    } else if (state.expanded.has(c) && at(tree.children, c).length > 0) {
       items.push({
         kind: "cluster",
         key: clusterKey(call.id),
         call: c,
-        items: containerItems(tree, state, tree.children[c]),
+        items: containerItems(tree, state, at(tree.children, c)),
       });
     } else {
       items.push({ kind: "stage", key: stageKey(call.id), call: c });
@@ -161,7 +162,7 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
         const call = shown(it.call);
         nodes.push({
           key: it.key,
-          id: graph.calls[call].id,
+          id: at(graph.calls, call).id,
           kind: "stage",
           call,
           run: null,
@@ -169,10 +170,10 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
           ...(stack ? { base: it.call } : {}),
         });
         selection.push(it.call);
-        keyOfId.set(graph.calls[it.call].id, it.key);
+        keyOfId.set(at(graph.calls, it.call).id, it.key);
         if (stack) inStack.set(it.key, stack);
       } else if (it.kind === "fold") {
-        const call = shown(it.run.members[0]);
+        const call = shown(at(it.run.members, 0));
         nodes.push({
           key: it.key,
           id: it.run.key,
@@ -180,11 +181,11 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
           call,
           run: it.run,
           path,
-          ...(stack ? { base: it.run.members[0] } : {}),
+          ...(stack ? { base: at(it.run.members, 0) } : {}),
         });
         for (const m of it.run.members) {
           selection.push(m);
-          keyOfId.set(graph.calls[m].id, it.key);
+          keyOfId.set(at(graph.calls, m).id, it.key);
         }
         if (stack) inStack.set(it.key, stack);
       } else if (it.kind === "stack") {
@@ -199,7 +200,7 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
         for (const [j, m] of it.run.members.entries()) {
           if (j === 0) continue;
           selection.push(m);
-          memberOf.set(graph.calls[m].id, [st, j]);
+          memberOf.set(at(graph.calls, m).id, [st, j]);
         }
         walk(it.items, [...path, it.key], st, it.shown > 0 ? map : null);
       } else {
@@ -260,17 +261,17 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
 
 /** The visible node that currently shows a call (itself, its fold, or a collapsed ancestor). */
 export function nodeKeyForCall(tree: CallTree, view: ViewGraph, call: number): string | null {
-  const at = located(tree, call);
-  const stack = at && view.stacks.find((s) => s.run === at.run);
-  if (at && stack) {
-    if (stack.shown !== at.member) return null;
-    call = at.base;
+  const loc = located(tree, call);
+  const stack = loc && view.stacks.find((s) => s.run === loc.run);
+  if (loc && stack) {
+    if (stack.shown !== loc.member) return null;
+    call = loc.base;
   }
-  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
-    const id = tree.graph.calls[c].id;
+  for (let c = call; c >= 0; c = at(tree.graph.calls, c).parent) {
+    const id = at(tree.graph.calls, c).id;
     if (view.byKey.has(stageKey(id))) return stageKey(id);
-    const r = tree.runOf[c];
-    if (r >= 0 && view.byKey.has(foldKey(tree.runList[r].key))) return foldKey(tree.runList[r].key);
+    const r = tree.runOf[c]!;
+    if (r >= 0 && view.byKey.has(foldKey(at(tree.runList, r).key))) return foldKey(at(tree.runList, r).key);
   }
   return null;
 }

@@ -17,6 +17,7 @@ import {
   type ViewState,
   viewItems,
 } from "./view_model";
+import { at } from "../wire_check";
 
 /** Number of drawn stage and fold nodes. */
 export function visibleCount(tree: CallTree, state: ViewState): number {
@@ -33,7 +34,7 @@ export function visibleCount(tree: CallTree, state: ViewState): number {
 
 function visibleExpandable(tree: CallTree, items: Item[], out: number[]) {
   for (const it of items) {
-    if (it.kind === "stage" && tree.children[it.call].length > 0) out.push(it.call);
+    if (it.kind === "stage" && at(tree.children, it.call).length > 0) out.push(it.call);
     else if (it.kind === "cluster" || it.kind === "run") visibleExpandable(tree, it.items, out);
   }
 }
@@ -101,7 +102,7 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
 export function initialState(tree: CallTree, maxVisible = 40, maxLayers = 14): ViewState {
   if (tree.graph.initial) return chosenState(tree, tree.graph.initial);
   const levels = levelStates(tree, maxVisible, maxLayers);
-  return { ...levels[levels.length - 1], auto: true };
+  return { ...at(levels, levels.length - 1), auto: true }; // levelStates has the closed state at least
 }
 
 /**
@@ -113,10 +114,10 @@ export function chosenState(tree: CallTree, chosen: Iterable<number>): ViewState
   const expanded = new Set<number>();
   const unfolded = new Set<string>();
   for (const call of chosen) {
-    for (let c = tree.graph.calls[call].parent; c >= 0; c = tree.graph.calls[c].parent) {
+    for (let c = at(tree.graph.calls, call).parent; c >= 0; c = at(tree.graph.calls, c).parent) {
       expanded.add(c);
-      const r = tree.runOf[c];
-      if (r >= 0) unfolded.add(tree.runList[r].key);
+      const r = tree.runOf[c]!;
+      if (r >= 0) unfolded.add(at(tree.runList, r).key);
     }
   }
   return { expanded, unfolded };
@@ -125,16 +126,16 @@ export function chosenState(tree: CallTree, chosen: Iterable<number>): ViewState
 /** Whether a call is drawn as its own node in a state (no collapsed ancestor, no fold around
  * it; in a stack, in the member shown). */
 export function isShown(tree: CallTree, state: ViewState, call: number): boolean {
-  const at = stackedAt(tree, state, call);
-  if (at) {
-    if (at.member !== at.shown || at.base === at.run.members[0]) return false;
-    call = at.base;
+  const loc = stackedAt(tree, state, call);
+  if (loc) {
+    if (loc.member !== loc.shown || loc.base === loc.run.members[0]) return false;
+    call = loc.base;
   }
-  if (state.expanded.has(call) && tree.children[call].length > 0) return false; // drawn as a cluster
-  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
-    const r = tree.runOf[c];
-    const run = r >= 0 ? tree.runList[r] : null;
-    const stacked = run !== null && run.members[0] === c && stackedMember(tree, state, run) >= 0;
+  if (state.expanded.has(call) && at(tree.children, call).length > 0) return false; // drawn as a cluster
+  for (let c = call; c >= 0; c = at(tree.graph.calls, c).parent) {
+    const r = tree.runOf[c]!;
+    const run = r >= 0 ? at(tree.runList, r) : null;
+    const stacked = run !== null && at(run.members, 0) === c && stackedMember(tree, state, run) >= 0;
     if (c !== call && !state.expanded.has(c) && !stacked) return false;
     if (run && !state.unfolded.has(run.key) && !stacked) return false;
   }
@@ -142,7 +143,7 @@ export function isShown(tree: CallTree, state: ViewState, call: number): boolean
 }
 
 export function toggleExpanded(tree: CallTree, state: ViewState, call: number): ViewState {
-  if (tree.children[call].length === 0) return state;
+  if (at(tree.children, call).length === 0) return state;
   const expanded = new Set(state.expanded);
   if (expanded.has(call)) expanded.delete(call);
   else expanded.add(call);
@@ -203,17 +204,18 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
   const expanded = new Set(state.expanded);
   const unfolded = new Set(state.unfolded);
   const stacked = new Map(state.stacked ?? []);
-  const at = stackedAt(tree, state, call);
-  const m0 = at && at.base !== at.run.members[0] ? at.run.members[0] : -1; // a block itself: its run unfolds
-  if (at && m0 >= 0) {
-    stacked.set(at.run.key, at.member);
-    call = at.base;
+  const loc = stackedAt(tree, state, call);
+  const first = loc ? at(loc.run.members, 0) : -1;
+  const m0 = loc && loc.base !== first ? first : -1; // a block itself: its run unfolds
+  if (loc && m0 >= 0) {
+    stacked.set(loc.run.key, loc.member);
+    call = loc.base;
   }
-  for (let c = call; c >= 0; c = tree.graph.calls[c].parent) {
+  for (let c = call; c >= 0; c = at(tree.graph.calls, c).parent) {
     if (c === m0) continue; // the stack opens member 0
     if (c !== call) expanded.add(c);
-    const r = tree.runOf[c];
-    if (r >= 0) unfolded.add(tree.runList[r].key);
+    const r = tree.runOf[c]!;
+    if (r >= 0) unfolded.add(at(tree.runList, r).key);
   }
   expanded.delete(call);
   return { expanded, unfolded, stacked, inlined: state.inlined };
