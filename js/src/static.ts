@@ -130,8 +130,8 @@ function sourceOf(input: Baked | BakedByStage | null | undefined, runs?: BakedRu
     input && !Array.isArray((input as Baked).entries)
       ? byStageSource(input as BakedByStage)
       : entriesSource(input as Baked | null | undefined);
-  const others: Record<string, Source> = { b: byStageSource(runs?.b), diff: byStageSource(runs?.diff) };
-  const pick = (req: StageRequest) => (req.run === "b" || req.run === "diff" ? others[req.run] : a);
+  const compared = { b: byStageSource(runs?.b), diff: byStageSource(runs?.diff) };
+  const pick = (req: StageRequest): Source => (req.run === "b" || req.run === "diff" ? compared[req.run] : a);
   return { has: (req) => pick(req).has(req), fetch: (req) => pick(req).fetch(req) };
 }
 

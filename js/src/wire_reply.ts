@@ -117,7 +117,7 @@ function bufferAt(buffers: WireBuffer[], index: unknown, where: string): Uint8Ar
       "check encode_stage_reply",
     );
   }
-  return bytesOf(buffers[index]);
+  return bytesOf(buffers[index]!); // in range, checked above
 }
 
 function float64s(bytes: Uint8Array, count: number, where: string): Float64Array {
@@ -221,7 +221,7 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
     pages: isInt(v.pages) ? v.pages : null,
     clipped:
       Array.isArray(v.clipped) && v.clipped.length === 2 && v.clipped.every(isInt)
-        ? [v.clipped[0], v.clipped[1]]
+        ? [v.clipped[0]!, v.clipped[1]!]
         : null,
   };
 }
@@ -246,7 +246,7 @@ function decodeCodes(bytes: Uint8Array, codes: Record<string, unknown>, where: s
     );
   const out = new Float32Array(bytes.byteLength / size);
   const data = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = 0; i < out.length; i++) out[i] = lo + step * (size === 1 ? bytes[i] : data.getUint16(2 * i, true));
+  for (let i = 0; i < out.length; i++) out[i] = lo + step * (size === 1 ? bytes[i]! : data.getUint16(2 * i, true));
   return out;
 }
 

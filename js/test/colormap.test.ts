@@ -127,10 +127,10 @@ describe("colormaps", () => {
   it("the lookup table maps byte b to table entry b", () => {
     const t = lut(0, 2, false);
     for (let b = 0; b < 256; b++)
-      expect(Array.from(t.slice(b * 4, b * 4 + 4)), `byte ${b}`).toEqual([...VIRIDIS[b], 255]);
+      expect(Array.from(t.slice(b * 4, b * 4 + 4)), `byte ${b}`).toEqual([...VIRIDIS[b]!, 255]);
     const signed = lut(-2, 2, true);
     for (let b = 0; b < 256; b++)
-      expect(Array.from(signed.slice(b * 4, b * 4 + 4)), `signed byte ${b}`).toEqual([...DIVERGING[b], 255]);
+      expect(Array.from(signed.slice(b * 4, b * 4 + 4)), `signed byte ${b}`).toEqual([...DIVERGING[b]!, 255]);
     const out = new Uint8ClampedArray(8);
     applyLut(new Uint8Array([0, 255]), signed, out);
     expect(Array.from(out.slice(0, 4))).toEqual([...diverging(-1), 255]);
@@ -173,8 +173,8 @@ describe("NaN and ±Inf: their own colours from the shared table", () => {
     expect(NONFINITE_NAMES.slice(1)).toEqual(["NaN", "+Inf", "−Inf"]);
     // Outside both ramps: no view colour is mistaken for one of them.
     for (const c of [NF.nan, NF.posinf, NF.neginf]) {
-      expect(VIRIDIS.some((v) => v.every((x, i) => Math.abs(x - c[i]) < 24))).toBe(false);
-      expect(DIVERGING.some((v) => v.every((x, i) => Math.abs(x - c[i]) < 24))).toBe(false);
+      expect(VIRIDIS.some((v) => v.every((x, i) => Math.abs(x - c[i]!) < 24))).toBe(false);
+      expect(DIVERGING.some((v) => v.every((x, i) => Math.abs(x - c[i]!) < 24))).toBe(false);
     }
   });
 
@@ -186,9 +186,9 @@ describe("NaN and ±Inf: their own colours from the shared table", () => {
     applyLut(codes, table, out);
     applyNonfinite(marks, out);
     const px = (i: number) => Array.from(out.slice(i * 4, i * 4 + 4));
-    expect(px(0)).toEqual([...VIRIDIS[0], 255]);
+    expect(px(0)).toEqual([...VIRIDIS[0]!, 255]);
     expect(px(1)).toEqual([...NF.nan, 255]);
-    expect(px(2)).toEqual([...VIRIDIS[255], 255]);
+    expect(px(2)).toEqual([...VIRIDIS[255]!, 255]);
     expect(px(3)).toEqual([...NF.posinf, 255]);
     expect(px(4)).toEqual([...NF.neginf, 255]);
     // A tile of a strip: offset into the marks, from the start of dst.

@@ -13,6 +13,7 @@ import { cssColor, viridis } from "../src/view/colormap";
 import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, statFills, statRange } from "../src/view/stat_colors";
 import { decodeGraph } from "../src/wire";
 import { loadRaw, type Raw } from "./fixtures";
+import { at } from "../src/wire_check";
 
 const none: ViewState = { expanded: new Set(), unfolded: new Set() };
 const RTOL = 1e-3;
@@ -22,7 +23,7 @@ function compared(rel: Record<string, number>, extra: Raw = {}) {
   const raw = structuredClone(loadRaw("wire_unet.json")) as Raw;
   const at = (id: string) => (raw.calls as { id: string }[]).findIndex((c) => c.id === id);
   const stages = Object.entries(rel).map(([id, r]) => [at(id), r, 1 - r, r * 3, true, r > RTOL]);
-  const firstId = Object.keys(rel).find((id) => rel[id] > RTOL) ?? null;
+  const firstId = Object.keys(rel).find((id) => rel[id]! > RTOL) ?? null;
   const comparison: Raw = {
     rtol: RTOL,
     first: firstId === null ? null : at(firstId),
@@ -113,7 +114,7 @@ describe("a run B that raised", () => {
     const words = runFailureHeadline(graph)!;
     expect(words.lead).toBe("Run B failed at dec2 (dec2.conv1)");
     expect(words.what).toMatch(/^RuntimeError: expected 64 channels, got 32/);
-    expect(graph.calls[words.call!].id).toBe("dec2");
+    expect(at(graph.calls, words.call!).id).toBe("dec2");
     expect(divergesHeadline(graph)).toBeNull(); // the failure banner says where: no "A = B", no second banner
     expect(graph.comparison!.stages.get(words.call!)!.raised).toBe("b");
   });

@@ -7,6 +7,7 @@ import { initialState } from "../src/model/view_state";
 import { stageEdges, topologyIndex } from "../src/model/topology";
 import { decodeGraph, SCHEMA } from "../src/wire";
 import { loadRaw } from "./fixtures";
+import { at } from "../src/wire_check";
 
 // A node of an edge: a call index (a stage), or an input / output name.
 type Node = number | string;
@@ -35,8 +36,8 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
     it(`${c.name}: ${c.selections.length} selections (${states} view states) give Python's edges`, () => {
       const graph = decodeGraph(c.graph);
       const index = topologyIndex(graph);
-      const name = (n: Node) => (typeof n === "number" ? graph.calls[n].id : n);
-      const ids = (cs: number[]) => cs.map((i) => graph.calls[i].id);
+      const name = (n: Node) => (typeof n === "number" ? at(graph.calls, n).id : n);
+      const ids = (cs: number[]) => cs.map((i) => at(graph.calls, i).id);
       for (const [k, sel] of c.selections.entries()) {
         const want = sel.edges.map(([src, dst, kind]) => `${name(src)} -> ${name(dst)} ${kind}`);
         const got = stageEdges(index, sel.selected).map((e) => `${e.src} -> ${e.dst} ${e.kind}`);
@@ -58,7 +59,7 @@ describe("edges_golden.json (written by scripts/make_fixtures.py)", () => {
       for (const sel of c.selections) {
         for (const state of sel.states) {
           const folded = new Set(state.folded);
-          const unfolded = new Set(tree.runList.filter((r) => !folded.has(r.members[0])).map((r) => r.key));
+          const unfolded = new Set(tree.runList.filter((r) => !folded.has(r.members[0]!)).map((r) => r.key));
           const view = buildView(tree, { expanded: new Set(state.expanded), unfolded });
           const drawn = [...view.selection].sort((a, b) => a - b);
           if (drawn.join() !== sel.selected.join())

@@ -45,7 +45,7 @@ function relativeImports(text: string): string[] {
     /\bimport\s*["'](\.{1,2}\/[^"']*)["']/g,
     /\bimport\s*\(\s*["'](\.{1,2}\/[^"']*)["']\s*\)/g,
   ];
-  for (const re of patterns) for (const m of code.matchAll(re)) specs.push(m[1]);
+  for (const re of patterns) for (const m of code.matchAll(re)) specs.push(m[1]!);
   return specs;
 }
 
@@ -194,8 +194,8 @@ describe("the module graph of js/src", () => {
     };
     const bad: string[] = [];
     for (const [file, deps] of graph) {
-      const folder = file.split("/")[0];
-      for (const dep of deps) if (banned[folder]?.includes(dep.split("/")[0])) bad.push(`${file} imports ${dep}`);
+      const folder = file.split("/")[0]!;
+      for (const dep of deps) if (banned[folder]?.includes(dep.split("/")[0]!)) bad.push(`${file} imports ${dep}`);
     }
     expect(bad).toEqual([]);
   });

@@ -13,11 +13,12 @@ import {
 } from "../src/model/view_state";
 import type { WireGraph } from "../src/wire";
 import { loadGraph } from "./fixtures";
+import { at } from "../src/wire_check";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
 const none: ViewState = { expanded: new Set(), unfolded: new Set() };
-const ids = (tree: typeof unet, calls: Iterable<number>) => [...calls].map((c) => tree.graph.calls[c].id).sort();
+const ids = (tree: typeof unet, calls: Iterable<number>) => [...calls].map((c) => at(tree.graph.calls, c).id).sort();
 const edgeText = (v: ReturnType<typeof buildView>) =>
   v.edges.map((e) => `${v.byKey.get(e.src)!.id} -> ${v.byKey.get(e.dst)!.id} ${e.kind}`);
 
@@ -127,7 +128,7 @@ describe("folding", () => {
     const s = revealCall(gpt, none, target); // from the fold (a stack shows layer 7 instead: stack.test.ts)
     const v = buildView(gpt, s);
     expect(v.byKey.has("s:layers.7.mlp.fc1")).toBe(true);
-    expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => gpt.graph.calls[c].id)).toEqual([
+    expect(searchCalls(gpt, "LAYERS.7.mlp").map((c) => at(gpt.graph.calls, c).id)).toEqual([
       "layers.7.mlp",
       "layers.7.mlp.fc1",
       "layers.7.mlp.act",
@@ -222,13 +223,13 @@ describe("graph.initial: the stages the user chose", () => {
     for (const tree of [unet, gpt]) {
       tree.graph.calls.forEach((_, call) => {
         const s = chosenState(tree, [call]);
-        const id = tree.graph.calls[call].id;
-        const run = tree.runOf[call] >= 0 ? tree.runList[tree.runOf[call]] : null;
+        const id = at(tree.graph.calls, call).id;
+        const run = tree.runOf[call]! >= 0 ? at(tree.runList, tree.runOf[call]!) : null;
         // A chosen run member shows as its fold; any other chosen call as itself.
         expect(isShown(tree, s, call), id).toBe(run === null);
         expect(buildView(tree, s).byKey.has(run ? `f:${run.key}` : `s:${id}`), id).toBe(true);
         const view = buildView(tree, initialState(tree));
-        expect(isShown(tree, initialState(tree), call)).toBe(view.byKey.has(`s:${tree.graph.calls[call].id}`));
+        expect(isShown(tree, initialState(tree), call)).toBe(view.byKey.has(`s:${at(tree.graph.calls, call).id}`));
       });
     }
   });

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { patchGrid, patchRow, received, rollout } from "../src/model/patches";
 import type { WireGraph } from "../src/wire";
+import { at } from "../src/wire_check";
 
 /** A graph with one model input of `shape`, read as `reading`. */
 function withInput(shape: number[], reading: string | null = "image"): WireGraph {
@@ -59,7 +60,7 @@ function layers(count: number, n: number, seed = 1): Float32Array[] {
     for (let i = 0; i < n; i++) {
       let sum = 0;
       for (let j = 0; j < n; j++) sum += a[i * n + j] = rand() ** 3;
-      for (let j = 0; j < n; j++) a[i * n + j] /= sum;
+      for (let j = 0; j < n; j++) a[i * n + j]! /= sum;
     }
     return a;
   });
@@ -69,8 +70,8 @@ function layers(count: number, n: number, seed = 1): Float32Array[] {
 function product(maps: Float32Array[], n: number): number[][] {
   let r: number[][] = Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
   for (const a of maps) {
-    const hat = (i: number, j: number) => 0.5 * (i === j ? 1 : 0) + 0.5 * a[i * n + j];
-    r = r.map((_, i) => r.map((__, j) => r.reduce((sum, ___, k) => sum + hat(i, k) * r[k][j], 0)));
+    const hat = (i: number, j: number) => 0.5 * (i === j ? 1 : 0) + 0.5 * a[i * n + j]!;
+    r = r.map((_, i) => r.map((__, j) => r.reduce((sum, ___, k) => sum + hat(i, k) * r[k]![j]!, 0)));
   }
   return r;
 }
@@ -79,16 +80,16 @@ describe("rollout", () => {
   it("equals row 0 of the product of the residual-mixed layers, last layer on the left", () => {
     const n = 9;
     const maps = layers(4, n);
-    const want = product(maps, n)[0];
+    const want = product(maps, n)[0]!;
     const got = rollout(maps, n);
-    for (let j = 0; j < n; j++) expect(got[j]).toBeCloseTo(want[j], 6);
+    for (let j = 0; j < n; j++) expect(got[j]).toBeCloseTo(want[j]!, 6);
     expect(got.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 10);
   });
 
   it("of one layer is half the token itself and half its attention", () => {
-    const [a] = layers(1, 5, 7);
+    const a = at(layers(1, 5, 7), 0);
     const got = rollout([a], 5, 2);
-    for (let j = 0; j < 5; j++) expect(got[j]).toBeCloseTo(0.5 * a[2 * 5 + j] + (j === 2 ? 0.5 : 0), 6);
+    for (let j = 0; j < 5; j++) expect(got[j]).toBeCloseTo(0.5 * a[2 * 5 + j]! + (j === 2 ? 0.5 : 0), 6);
   });
 
   it("of no layers stays where it starts, and refuses a map of the wrong size", () => {

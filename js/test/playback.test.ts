@@ -5,6 +5,7 @@ import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
 import { loadGraph } from "./fixtures";
+import { at } from "../src/wire_check";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
@@ -19,9 +20,9 @@ function expectedIds(tree: typeof unet, state: ViewState): string[] {
     if (n.kind !== "stage" && n.kind !== "fold") continue;
     const members = n.run ? n.run.members : [n.call];
     for (const m of members) {
-      const kids = n.run ? [] : tree.children[m];
-      if (kids.length) ids.push(...kids.map((k) => calls[k].id));
-      else ids.push(calls[m].id);
+      const kids = n.run ? [] : at(tree.children, m);
+      if (kids.length) ids.push(...kids.map((k) => at(calls, k).id));
+      else ids.push(at(calls, m).id);
     }
   }
   return [...tree.graph.inputs, ...ids, ...tree.graph.outputs];
@@ -40,7 +41,7 @@ describe.each([
 
   it("go in execution order", () => {
     const calls = steps.filter((s) => s.call >= 0).map((s) => s.call);
-    for (let i = 1; i < calls.length; i++) expect(calls[i]).toBeGreaterThan(calls[i - 1]);
+    for (let i = 1; i < calls.length; i++) expect(at(calls, i)).toBeGreaterThan(at(calls, i - 1));
   });
 
   it("each draw their node, opening at most the one group (or run) the walk is passing through", () => {
@@ -50,8 +51,8 @@ describe.each([
       const opened = [...s.state.expanded].filter((c) => !state.expanded.has(c));
       const unfolded = [...s.state.unfolded].filter((r) => !state.unfolded.has(r));
       expect(opened.length + unfolded.length, s.id).toBe(s.depth);
-      if (opened.length) expect(tree.graph.calls[s.call].parent).toBe(opened[0]);
-      if (unfolded.length) expect(tree.runList[tree.runOf[s.call]].key).toBe(unfolded[0]);
+      if (opened.length) expect(at(tree.graph.calls, s.call).parent).toBe(opened[0]);
+      if (unfolded.length) expect(at(tree.runList, tree.runOf[s.call]!).key).toBe(unfolded[0]);
       if (s.depth === 0) expect(sameState(s.state, state)).toBe(true);
     }
   });

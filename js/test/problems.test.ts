@@ -143,6 +143,6 @@ describe("order edges", () => {
   it("are edges of the scene, drawn between the two stages", () => {
     const order = scene.edges.filter((e) => e.kind === "order");
     expect(order.map((e) => `${e.srcId}>${e.dstId}`)).toEqual(["dec1>head"]);
-    expect(order[0].points.length).toBeGreaterThanOrEqual(4);
+    expect(order[0]!.points.length).toBeGreaterThanOrEqual(4);
   });
 });

@@ -10,6 +10,7 @@ import { initialState } from "../src/model/view_state";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadRaw } from "./fixtures";
+import { at } from "../src/wire_check";
 
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const trees = new Map<string, CallTree>();
@@ -26,7 +27,7 @@ const blocks = (name: string) => {
   const t = tree(name);
   return [...residualBlocks(t).values()]
     .sort((a, b) => a.call - b.call)
-    .map((r) => `${t.graph.calls[r.call].id}: ${r.shortcut} ×${r.adds}`);
+    .map((r) => `${at(t.graph.calls, r.call).id}: ${r.shortcut} ×${r.adds}`);
 };
 const scene = (t: CallTree, state: ViewState, dir: Direction = "TB") => {
   const view = buildView(t, state);
@@ -81,8 +82,8 @@ describe("which calls are residual blocks", () => {
       const t = tree(c.name);
       const joins = new Map(t.graph.joins);
       for (const r of residualBlocks(t).values()) {
-        expect(t.children[r.call].length, c.name).toBeGreaterThan(0);
-        expect(t.graph.ops[r.op][0], c.name).toBe(r.call);
+        expect(at(t.children, r.call).length, c.name).toBeGreaterThan(0);
+        expect(t.graph.ops[r.op]![0], c.name).toBe(r.call);
         expect(joins.get(r.op), c.name).toBe("add");
       }
     }
@@ -90,7 +91,8 @@ describe("which calls are residual blocks", () => {
 
   it("a fold says what its members are: all residual, mixed shortcuts, or none", () => {
     const t = tree("torchvision_resnet");
-    const [b0, b1] = ["layer1.0", "layer1.1"].map((id) => t.byId.get(id)!);
+    const b0 = t.byId.get("layer1.0")!;
+    const b1 = t.byId.get("layer1.1")!;
     expect(residualOf(t, [b0, b1])).toBe("mixed");
     expect(residualOf(t, [b1])).toBe("identity");
     expect(residualOf(t, [b0, t.byId.get("layer1")!])).toBeNull();

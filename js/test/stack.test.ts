@@ -19,6 +19,7 @@ import { initialState, isShown, revealCall, toggleKey } from "../src/model/view_
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";
+import { at } from "../src/wire_check";
 
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
@@ -130,7 +131,7 @@ describe("the member shown only changes the data", () => {
     const map = counterpart(gpt, run, 11)!;
     expect(map.size).toBe(12); // the block and its 11 descendants
     for (const [a, b] of map)
-      expect(gpt.graph.calls[b].id).toBe(gpt.graph.calls[a].id.replace(/^layers\.0/, "layers.11"));
+      expect(at(gpt.graph.calls, b).id).toBe(at(gpt.graph.calls, a).id.replace(/^layers\.0/, "layers.11"));
   });
 
   it("steps with n: / p:, within 1..12, and the inspector's stage follows", () => {
@@ -154,7 +155,7 @@ describe("the member shown only changes the data", () => {
     const shown = revealCall(gpt, s, gpt.byId.get("layers.7.mlp.fc1")!);
     expect(shown.stacked!.get("layers.0")).toBe(7);
     expect(shown.unfolded.size).toBe(0);
-    expect([...shown.expanded].map((c) => gpt.graph.calls[c].id)).toEqual(["layers.0.mlp"]);
+    expect([...shown.expanded].map((c) => at(gpt.graph.calls, c).id)).toEqual(["layers.0.mlp"]);
     const v = buildView(gpt, shown);
     expect(v.byKey.get("s:layers.0.mlp.fc1")!.id).toBe("layers.7.mlp.fc1");
     expect(nodeKeyForCall(gpt, v, gpt.byId.get("layers.7.mlp.fc1")!)).toBe("s:layers.0.mlp.fc1");
@@ -177,7 +178,7 @@ describe("the member shown only changes the data", () => {
     expect(buildView(gpt, all.state).items.map((i) => i.kind)).toEqual(["stage", "run", "stage", "stage"]);
     const back = toggleKey(gpt, all.state, "r:layers.0")!;
     expect(back.key).toBe("k:layers.0");
-    expect(buildView(gpt, back.state).stacks[0].shown).toBe(3);
+    expect(buildView(gpt, back.state).stacks[0]!.shown).toBe(3);
   });
 });
 
@@ -188,13 +189,13 @@ describe("which runs stack", () => {
     for (const [name, key] of [
       ["random_23", "blocks.4.layers.0"],
       ["random_3", "blocks.6"],
-    ]) {
+    ] as const) {
       const tree = goldenTree(name);
       const run = tree.runs.get(key)!;
       expect(stackable(tree, run), `${name} ${key}`).toBe(false);
       const state: ViewState = {
         expanded: new Set(
-          tree.graph.calls.map((_, i) => i).filter((i) => tree.children[i].length && tree.runOf[i] < 0),
+          tree.graph.calls.map((_, i) => i).filter((i) => at(tree.children, i).length && tree.runOf[i]! < 0),
         ),
         unfolded: new Set(),
         stacked: new Map([[key, 0]]),
@@ -279,7 +280,7 @@ describe("playback through a stack", () => {
 
   it("goes in execution order", () => {
     const calls = steps.filter((s) => s.call >= 0).map((s) => s.call);
-    for (let i = 1; i < calls.length; i++) expect(calls[i]).toBeGreaterThan(calls[i - 1]);
+    for (let i = 1; i < calls.length; i++) expect(at(calls, i)).toBeGreaterThan(at(calls, i - 1));
   });
 });
 

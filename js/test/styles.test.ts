@@ -22,7 +22,7 @@ describe("scopeCss", () => {
       /@(media|supports|container)[^{]*\{((?:[^{}]*\{[^}]*\})*)\s*\}/g,
       "$2",
     );
-    const selectors = [...plain.matchAll(/([^{}]+)\{[^}]*\}/g)].flatMap((m) => splitSelectors(m[1]));
+    const selectors = [...plain.matchAll(/([^{}]+)\{[^}]*\}/g)].flatMap((m) => splitSelectors(m[1]!));
     expect(selectors.length).toBeGreaterThan(100);
     for (const sel of selectors) expect(sel.trim(), sel).toMatch(/^\.nfw-root/);
     expect(GRAPH_CSS).not.toMatch(/nfw-root/);

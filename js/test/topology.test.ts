@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { stageEdges, topologyIndex } from "../src/model/topology";
 import type { WireGraph } from "../src/wire";
+import { at } from "../src/wire_check";
 import { loadGraph } from "./fixtures";
 
 const g = loadGraph("wire_unet.json");
@@ -69,9 +70,9 @@ describe("stageEdges on the U-Net", () => {
       inputs: ["image", "clinical"],
       outputs: ["out"],
       calls: [
-        { ...g.calls[0], id: "cnn", module: "cnn", parent: -1, in: [0], args: [0], state: -1 },
-        { ...g.calls[0], id: "mlp", module: "mlp", parent: -1, in: [1], args: [0], state: -1 },
-        { ...g.calls[0], id: "fusion", module: "fusion", parent: -1, in: [4], args: [0], state: -1 },
+        { ...at(g.calls, 0), id: "cnn", module: "cnn", parent: -1, in: [0], args: [0], state: -1 },
+        { ...at(g.calls, 0), id: "mlp", module: "mlp", parent: -1, in: [1], args: [0], state: -1 },
+        { ...at(g.calls, 0), id: "fusion", module: "fusion", parent: -1, in: [4], args: [0], state: -1 },
       ],
       ops: [
         [-1, []],
@@ -100,8 +101,8 @@ describe("stageEdges on the U-Net", () => {
     const lonely: WireGraph = {
       ...g,
       calls: [
-        { ...g.calls[0], id: "a", module: "a", parent: -1, in: [0], args: [0], state: -1 },
-        { ...g.calls[0], id: "const", module: "const", parent: -1, in: [], args: [], state: -1 },
+        { ...at(g.calls, 0), id: "a", module: "a", parent: -1, in: [0], args: [0], state: -1 },
+        { ...at(g.calls, 0), id: "const", module: "const", parent: -1, in: [], args: [], state: -1 },
       ],
       ops: [
         [-1, []],

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeGraph, decodeStageReply, SCHEMA, WireError } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";
+import { at } from "../src/wire_check";
 
 describe("decodeGraph", () => {
   it("reads the golden U-Net fixture", () => {
@@ -12,7 +13,7 @@ describe("decodeGraph", () => {
     const top = g.calls.filter((c) => c.parent === -1).map((c) => c.id);
     expect(top).toEqual(["enc1", "enc2", "bottleneck", "up2", "dec2", "up1", "dec1", "head"]);
     for (const c of g.calls) {
-      if (c.parent >= 0) expect(c.id.startsWith(`${g.calls[c.parent].id}.`)).toBe(true);
+      if (c.parent >= 0) expect(c.id.startsWith(`${at(g.calls, c.parent).id}.`)).toBe(true);
       expect(c.leaf).toBe(!g.calls.some((d) => d.parent === g.calls.indexOf(c)));
     }
     expect(g.stats.length).toBe(g.calls.length);
@@ -72,10 +73,10 @@ describe("decodeGraph", () => {
 
   it("names the place of a broken field", () => {
     const raw = loadRaw("wire_unet.json") as { calls: { parent: number }[] };
-    raw.calls[3].parent = 7;
+    raw.calls[3]!.parent = 7;
     expect(() => decodeGraph(raw)).toThrow(/graph\.calls\[3\] \(enc1\.conv2\): parent 7/);
     const dup = loadRaw("wire_unet.json") as { calls: { id: string }[] };
-    dup.calls[2].id = "enc1";
+    dup.calls[2]!.id = "enc1";
     expect(() => decodeGraph(dup)).toThrow(/duplicate stage id "enc1"/);
   });
 });
@@ -156,10 +157,10 @@ describe("decodeStageReply", () => {
     ]);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(Array.from(r.summaries[0].hist!.counts)).toEqual([1, 2, 3, 4]);
+    expect(Array.from(r.summaries[0]!.hist!.counts)).toEqual([1, 2, 3, 4]);
     expect(r.view!.pixels[7]).toBe(255);
     expect(r.view!.labels).toEqual(["ch 0", "ch 1"]);
-    const a = r.attention[0];
+    const a = r.attention[0]!;
     expect([a.head, a.mapShape, a.gridShape, a.source]).toEqual([null, [2, 3], [2, 2, 3], "sdpa"]);
     expect(a.map[0]).toBeCloseTo(0.55);
     expect(a.grid![2]).toBeCloseTo(0.7);
@@ -205,7 +206,7 @@ describe("stage_replies.json (real replies from encode_stage_reply)", () => {
         continue;
       }
       expect(r.summaries.length).toBeGreaterThan(0);
-      const s = r.summaries[0];
+      const s = r.summaries[0]!;
       expect(s.hist!.counts.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
       expect(r.view!.pixels.length).toBe(r.view!.shape.reduce((a, b) => a * b, 1));
       expect(r.views).toContain(r.view!.kind);
@@ -216,20 +217,20 @@ describe("stage_replies.json (real replies from encode_stage_reply)", () => {
     const [mean, head1] = data.cases
       .filter((c) => (c.reply as { attention?: unknown[] }).attention?.length)
       .map(decode);
-    if (!mean.ok || !head1.ok) throw new Error("attention cases must decode");
-    const a = mean.attention[0];
+    if (!mean?.ok || !head1?.ok) throw new Error("attention cases must decode");
+    const a = mean.attention[0]!;
     expect(a.head).toBeNull();
-    expect(head1.attention[0].head).toBe(1);
+    expect(head1.attention[0]!.head).toBe(1);
     const [heads, q, k] = a.gridShape!;
     expect(a.map.length).toBe(a.mapShape[0] * a.mapShape[1]);
     // The mean map is the mean of the heads (the grid is exact at this size).
     for (let i = 0; i < q * k; i++) {
       let sum = 0;
-      for (let h = 0; h < heads; h++) sum += a.grid![h * q * k + i];
+      for (let h = 0; h < heads; h++) sum += a.grid![h * q * k + i]!;
       expect(a.map[i]).toBeCloseTo(sum / heads, 5);
     }
     // Each query row is a distribution.
-    const row = Array.from(head1.attention[0].map.slice(0, k)).reduce((x, y) => x + y, 0);
+    const row = Array.from(head1.attention[0]!.map.slice(0, k)).reduce((x, y) => x + y, 0);
     expect(row).toBeCloseTo(1, 4);
     expect(mean.tokens).toEqual(["t0", "t1", "t2", "t3", "t4"]);
   });

@@ -30,7 +30,7 @@ describe("attention maps as codes", () => {
       [new DataView(padded.buffer, 1), grid],
     );
     if (!r.ok) throw new Error(r.error);
-    const a = r.attention[0];
+    const a = r.attention[0]!;
     expect(Array.from(a.map).map((v) => Math.round(v * 1e5) / 1e5)).toEqual([0.8, 0, 0.40001, 0.39999]);
     expect(Array.from(a.grid!).map((v) => Math.round(v * 100) / 100)).toEqual([1, 0, 0.2, 0.8, 1, 0, 0, 1]);
     expect(a.gridShape).toEqual([2, 2, 2]);
@@ -48,14 +48,14 @@ describe("attention maps as codes", () => {
       ],
     );
     if (!r.ok) throw new Error(r.error);
-    expect(Array.from(r.attention[0].map)).toEqual([-0.5, 0.5, -0.5, 0.5]);
-    expect(Array.from(r.attention[0].grid!)).toEqual([0, 0, 0, 0]);
+    expect(Array.from(r.attention[0]!.map)).toEqual([-0.5, 0.5, -0.5, 0.5]);
+    expect(Array.from(r.attention[0]!.grid!)).toEqual([0, 0, 0, 0]);
   });
 
   it("still reads float32 maps without codes, and names what is wrong with bad codes", () => {
     const f32 = new Uint8Array(new Float32Array([0.25, 0.75, 1, 0]).buffer);
     const plain = decodeStageReply(reply({ shape: [2, 2], buffer: 0 }, null), [f32]);
-    expect(plain.ok && Array.from(plain.attention[0].map)).toEqual([0.25, 0.75, 1, 0]);
+    expect(plain.ok && Array.from(plain.attention[0]!.map)).toEqual([0.25, 0.75, 1, 0]);
     expect(() =>
       decodeStageReply(reply({ shape: [2, 2], buffer: 0, codes: { bits: 12, lo: 0, hi: 1 } }, null), [f32]),
     ).toThrow(/map\.codes: bits=12/);

@@ -17,6 +17,7 @@ import { download, Listeners } from "../view/dom";
 import type { GraphView } from "../view/graph_view";
 import type { Lecture } from "./lecture";
 import { moveFocus } from "../view/navigate";
+import { at } from "../wire_check";
 
 export interface ControlsHost {
   readonly ui: Chrome;
@@ -157,12 +158,13 @@ export class Controls {
     const shown = host.shown();
     if (!shown || !this.matches.length) return;
     this.cursor = (this.cursor + by + this.matches.length) % this.matches.length;
-    const call = this.matches[this.cursor];
-    const key = stageKey(shown.tree.graph.calls[call].id);
+    const call = at(this.matches, this.cursor);
+    const id = at(shown.tree.graph.calls, call).id;
+    const key = stageKey(id);
     const go = () => {
       host.setMatches(this.matches);
       host.setFocus(key, false);
-      host.selectStage(shown.tree.graph.calls[call].id, true); // and open it
+      host.selectStage(id, true); // and open it
       const n = host.graphView.node(key);
       if (n)
         host.camera.centerOn(n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2, 280, Math.max(host.camera.t.k, 0.8));

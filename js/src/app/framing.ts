@@ -13,6 +13,7 @@ import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
+import { at } from "../wire_check";
 
 const MARGIN = 32; // PanZoom.fitBox's margin
 
@@ -56,7 +57,7 @@ export class Framing {
         lay = await client.layout(layoutRequest(v, dir, f, this.thumbs));
         if (fitsAt(lay, f)) return [lay, f, true];
       }
-      return [lay!, tries[tries.length - 1], false];
+      return [lay!, tries[tries.length - 1]!, false]; // (tries has one at least, so lay is set)
     };
     if (!state.auto) {
       const [lay, f] = await first(view);
@@ -66,11 +67,12 @@ export class Framing {
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
     for (let i = levels.length - 1; i >= 0; i--) {
-      const v = buildView(view.tree, levels[i]);
+      const level = at(levels, i);
+      const v = buildView(view.tree, level);
       const [lay, f, fits] = await first(v);
       if (i === 0 || fits) {
         this.target = f;
-        return { ...lay, state: { ...levels[i], auto: true }, view: v };
+        return { ...lay, state: { ...level, auto: true }, view: v };
       }
     }
     throw new Error("unreachable");

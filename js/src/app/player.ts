@@ -16,6 +16,7 @@ import type { Camera } from "../view/camera";
 import { h, Listeners } from "../view/dom";
 import type { GraphView } from "../view/graph_view";
 import type { WireCall } from "../wire";
+import { at } from "../wire_check";
 
 /** What playback is doing, as the widget's traitlet carries it. */
 export interface PlaybackState {
@@ -231,7 +232,7 @@ export class Player {
     this.at = i;
     const seq = ++this.seq;
     this.sync();
-    void this.show(this.steps[i]).then(() => {
+    void this.show(at(this.steps, i)).then(() => {
       if (seq !== this.seq || !this.playing) return;
       this.schedule();
     });

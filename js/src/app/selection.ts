@@ -13,6 +13,7 @@ import type { GraphView } from "../view/graph_view";
 import type { Inspector } from "../view/inspector";
 import type { WireCall } from "../wire";
 import type { Viewfinder } from "./viewfinder";
+import { at } from "../wire_check";
 
 /** What the selection reads of the flow view (app.ts) and drives. */
 export interface SelectionHost {
@@ -60,7 +61,7 @@ export class Selection {
     }
     if (!tree || call === undefined) return; // kept: revealed when its graph arrives
     if (fromUser) this.host.onSelect?.(id);
-    this.openInspector(tree.graph.calls[call]);
+    this.openInspector(at(tree.graph.calls, call));
     const key = stageKey(id);
     if (!isShown(tree, this.host.state(), call)) {
       void this.host.reveal(call).then(() => {

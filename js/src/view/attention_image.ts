@@ -153,7 +153,7 @@ export async function imageAttention(
       "aria-label": `${heat.title}, over the input image`,
     });
     let peak = 0;
-    for (let i = 1; i < values.length; i++) if (values[i] > values[peak]) peak = i;
+    for (const [i, v] of values.entries()) if (v > values[peak]!) peak = i;
     canvas.dataset.peak = `${Math.floor(peak / grid.cols)},${peak % grid.cols}`;
     const bar = h("div");
     box.append(canvas, bar, h("div", { class: "nfw-note" }, heat.why));
@@ -170,7 +170,7 @@ export async function imageAttention(
       const [r, c] = [Math.floor(i / grid.cols), i % grid.cols];
       const px = (n: number) => `${n * grid.patch}–${(n + 1) * grid.patch - 1}`;
       const both = heats
-        .map((x) => (x.values ? `${x.title.split(":")[0]} ${fmtWeight(x.values[i])}` : ""))
+        .map((x) => (x.values ? `${x.title.split(":")[0]} ${fmtWeight(x.values[i]!)}` : ""))
         .filter(Boolean)
         .join(" · ");
       readout.textContent = `patch row ${r}, column ${c} (pixels y ${px(r)}, x ${px(c)}): ${both}`;

@@ -68,7 +68,7 @@ export function attentionControls(ctx: AttentionHost, mode: AttentionChoice["mod
 /** The map's row and column under a pointer event, or null outside it. */
 function cellAt(canvas: HTMLCanvasElement, a: AttentionData, e: MouseEvent): [number, number] | null {
   const [q, k] = a.mapShape;
-  const [x0, y0, cw, ch] = (canvas.dataset.cells ?? "0,0,1,1").split(",").map(Number);
+  const [x0 = 0, y0 = 0, cw = 1, ch = 1] = (canvas.dataset.cells ?? "").split(",").map(Number); // set by drawAttention
   const r = canvas.getBoundingClientRect();
   const i = Math.floor((e.clientY - r.top - y0) / ch);
   const j = Math.floor((e.clientX - r.left - x0) / cw);
@@ -89,7 +89,7 @@ export function hoverReadout(canvas: HTMLCanvasElement, a: AttentionData, tokens
     if (!at) return;
     const [i, j] = at;
     const exact = a.pool[0] === 1 && a.pool[1] === 1;
-    out.textContent = `query ${name(i, q0, q1, a.pool[0])} → key ${name(j, k0, k1, a.pool[1])}: ${fmtWeight(a.map[i * k + j])} (${what}${exact ? "" : ", block mean"})`;
+    out.textContent = `query ${name(i, q0, q1, a.pool[0])} → key ${name(j, k0, k1, a.pool[1])}: ${fmtWeight(a.map[i * k + j]!)} (${what}${exact ? "" : ", block mean"})`;
   });
 }
 

@@ -10,6 +10,7 @@ import type { AttentionData } from "../wire";
 import { categoricalColor, cssColor, viridis } from "./colormap";
 import { h } from "./dom";
 import { inkOf, sized } from "./plots";
+import { at } from "../wire_check";
 
 /** A scale for probabilities: the same top for every map drawn together, each map's own top,
  * or the whole range of a probability (0–1). */
@@ -27,7 +28,7 @@ export function headMaps(
 /** The label of position (or block) i of n drawn for `length` positions: the token when the
  * map is exact and the tokens are this sequence's, else the positions a block covers. */
 export function positionLabel(i: number, n: number, length: number, tokens: string[] | null): string {
-  if (n === length) return tokens && tokens.length === length ? tokens[i] : String(i);
+  if (n === length) return (tokens?.length === length ? tokens[i] : undefined) ?? String(i);
   const size = Math.ceil(length / n);
   const lo = i * size;
   return `${lo}–${Math.min(length, lo + size) - 1}`;
@@ -35,7 +36,7 @@ export function positionLabel(i: number, n: number, length: number, tokens: stri
 
 function maxIn(values: Float32Array, from: number, n: number): number {
   let m = 0;
-  for (let i = from; i < from + n; i++) if (values[i] > m) m = values[i];
+  for (const v of values.subarray(from, from + n)) if (v > m) m = v;
   return m || 1;
 }
 
@@ -43,7 +44,7 @@ function maxIn(values: Float32Array, from: number, n: number): number {
  * `size`: the token (or the position) for a single position, else the range of positions. */
 export function windowLabel(i: number, start: number, end: number, size: number, tokens: string[] | null): string {
   const lo = start + i * size;
-  if (size === 1) return tokens && lo < tokens.length ? tokens[lo] : String(lo);
+  if (size === 1) return tokens?.[lo] ?? String(lo);
   return `${lo}–${Math.min(end, lo + size) - 1}`;
 }
 
@@ -161,7 +162,7 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
         if (focus?.side === "q" && focus.index !== i) continue;
         for (let j = 0; j < k; j++) {
           if (focus?.side === "k" && focus.index !== j) continue;
-          const w = maps[hh * per + i * k + j] / top;
+          const w = maps[hh * per + i * k + j]! / top;
           if (w < 0.02) continue; // too faint to see
           ctx.globalAlpha = Math.min(1, w) * 0.85;
           ctx.beginPath();
@@ -176,12 +177,12 @@ export function headView(a: AttentionData, tokens: string[] | null, width: numbe
     for (let i = 0; i < q; i++) {
       ctx.fillStyle = focus && !(focus.side === "q" && focus.index === i) ? dim : ink;
       ctx.textAlign = "right";
-      ctx.fillText(trim(qLabels[i]), x0 - 6, y(i, q));
+      ctx.fillText(trim(at(qLabels, i)), x0 - 6, y(i, q));
     }
     for (let j = 0; j < k; j++) {
       ctx.fillStyle = focus && !(focus.side === "k" && focus.index === j) ? dim : ink;
       ctx.textAlign = "left";
-      ctx.fillText(trim(kLabels[j]), x1 + 6, y(j, k));
+      ctx.fillText(trim(at(kLabels, j)), x1 + 6, y(j, k));
     }
     canvas.dataset.lines = String(lines);
     canvas.dataset.heads = String(on.size);
@@ -295,7 +296,7 @@ function drawSmall(
   src.height = q;
   const sctx = src.getContext("2d")!;
   const img = sctx.createImageData(k, q);
-  for (let i = 0; i < q * k; i++) img.data.set([...viridis(Math.min(1, maps[from + i] / top)), 255], 4 * i);
+  for (let i = 0; i < q * k; i++) img.data.set([...viridis(Math.min(1, maps[from + i]! / top)), 255], 4 * i);
   sctx.putImageData(img, 0, 0);
   const ctx = sized(canvas, size, size);
   ctx.drawImage(src, 0, 0, k, q, 0, 0, size, size);

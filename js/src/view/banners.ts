@@ -17,6 +17,7 @@ import {
 import type { Phrase } from "../model/problems";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
+import { at } from "../wire_check";
 
 /** The pill a marked node carries, also the banners' lead: "NaN/Inf" or "raised". */
 export function pill(text: string, kind: "nonfinite" | "failed" | "diverges"): HTMLElement {
@@ -40,7 +41,7 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
       pill("raised", "failed"),
       text,
     );
-    const stage = p.failedStage !== null ? graph.calls[p.failedStage].id : null;
+    const stage = p.failedStage !== null ? at(graph.calls, p.failedStage).id : null;
     if (stage !== null) {
       const go = h(
         "button",
@@ -106,7 +107,7 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
       pill("B raised", "failed"),
       text,
     );
-    const stage = failedB.call !== null ? graph.calls[failedB.call].id : null;
+    const stage = failedB.call !== null ? at(graph.calls, failedB.call).id : null;
     if (stage !== null) {
       const go = h(
         "button",

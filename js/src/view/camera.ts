@@ -206,7 +206,7 @@ export class Camera {
   setOverlays(boxes: Box[]): boolean {
     const same =
       boxes.length === this.overlays.length &&
-      boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i][j]) < 0.5));
+      boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i]![j]!) < 0.5)); // same lengths, checked
     this.overlays = boxes;
     return !same;
   }

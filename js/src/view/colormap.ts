@@ -1,16 +1,29 @@
 /** Colormaps applied in JS to the kernel's uint8 views and attention maps. DOM-free. */
 import table from "../../../neural_flow_widget/capture/colormaps.json";
+import { at } from "../wire_check";
 
 export type RGB = [number, number, number];
 
+/** Rows of the shared JSON as RGB triples, checked once on load: `size` rows (when given) of three numbers. */
+function rgbTable(name: string, rows: readonly (readonly number[])[], size?: number): readonly RGB[] {
+  if (size !== undefined && rows.length !== size)
+    throw new Error(`colormaps.json: ${name} has ${rows.length} entries, not ${size}`);
+  return rows.map((c, i): RGB => {
+    const [r, g, b] = c;
+    if (c.length !== 3 || r === undefined || g === undefined || b === undefined)
+      throw new Error(`colormaps.json: ${name}[${i}] is not an RGB triple`);
+    return [r, g, b];
+  });
+}
+
 // The one table shared with Python (capture/views.py colours the PNG views from it):
 // 256 RGB entries per map, code 0 first. esbuild and vitest bundle the JSON as is.
-const VIRIDIS: readonly (readonly number[])[] = table.viridis;
+const VIRIDIS = rgbTable("viridis", table.viridis, 256);
 // Blue - white - red: code 0 is the bluest (-1), 255 the reddest (+1), the middle is white.
-const DIVERGING: readonly (readonly number[])[] = table.diverging;
+const DIVERGING = rgbTable("diverging", table.diverging, 256);
 // Outside both ramps: the colours of values that are not numbers, by a view's nonfinite mark.
 const NF = table.nonfinite;
-const NONFINITE: readonly (readonly number[])[] = [[0, 0, 0], NF.nan, NF.posinf, NF.neginf];
+const NONFINITE = rgbTable("nonfinite", [[0, 0, 0], NF.nan, NF.posinf, NF.neginf]);
 
 /** A view's nonfinite marks: 1 NaN, 2 +Inf, 3 −Inf (0: finite); their names, by mark. */
 export const NONFINITE_NAMES = ["", "NaN", "+Inf", "−Inf"] as const;
@@ -18,14 +31,14 @@ export const NAN_MARK = 1;
 
 /** The colour of a nonfinite mark (1 NaN, 2 +Inf, 3 −Inf). */
 export function nonfiniteColor(mark: number): RGB {
-  const c = NONFINITE[mark >= 1 && mark <= 3 ? mark : NAN_MARK];
-  return [c[0], c[1], c[2]];
+  const [r, g, b] = at(NONFINITE, mark >= 1 && mark <= 3 ? mark : NAN_MARK);
+  return [r, g, b];
 }
 
 /** The entry of a 256-entry map for u in [0, 1] (clamped; not finite -> code 0). */
-function pick(map: readonly (readonly number[])[], u: number): RGB {
-  const c = map[Math.round(Math.min(1, Math.max(0, Number.isFinite(u) ? u : 0)) * 255)];
-  return [c[0], c[1], c[2]];
+function pick(map: readonly RGB[], u: number): RGB {
+  const [r, g, b] = at(map, Math.round(Math.min(1, Math.max(0, Number.isFinite(u) ? u : 0)) * 255));
+  return [r, g, b];
 }
 
 /** t in [0, 1]. */
@@ -70,11 +83,11 @@ export function applyLut(
   count = pixels.length - offset,
 ): void {
   for (let i = 0; i < count; i++) {
-    const p = pixels[offset + i] * 4;
+    const p = pixels[offset + i]! * 4; // a byte: p + 2 < 256 * 4, the table's length
     const o = i * 4;
-    dst[o] = table[p];
-    dst[o + 1] = table[p + 1];
-    dst[o + 2] = table[p + 2];
+    dst[o] = table[p]!;
+    dst[o + 1] = table[p + 1]!;
+    dst[o + 2] = table[p + 2]!;
     dst[o + 3] = 255;
   }
 }
@@ -87,12 +100,12 @@ export function applyNonfinite(
   count = marks.length - offset,
 ): void {
   for (let i = 0; i < count; i++) {
-    const m = marks[offset + i];
+    const m = marks[offset + i]!;
     if (m < 1 || m > 3) continue;
-    const c = NONFINITE[m];
-    dst[i * 4] = c[0];
-    dst[i * 4 + 1] = c[1];
-    dst[i * 4 + 2] = c[2];
+    const [r, g, b] = at(NONFINITE, m);
+    dst[i * 4] = r;
+    dst[i * 4 + 1] = g;
+    dst[i * 4 + 2] = b;
     dst[i * 4 + 3] = 255;
   }
 }
@@ -101,9 +114,8 @@ export function applyNonfinite(
 export function markCounts(marks: Uint8Array | null, total: number): [number, number, number, number] {
   const n: [number, number, number, number] = [total, 0, 0, 0];
   if (!marks) return n;
-  for (let i = 0; i < marks.length; i++) {
-    const m = marks[i];
-    if (m >= 1 && m <= 3) {
+  for (const m of marks) {
+    if (m === 1 || m === 2 || m === 3) {
       n[m]++;
       n[0]--;
     }
@@ -126,12 +138,12 @@ export function gradientStops(signed: boolean, vmin = -1, vmax = 1, steps = 11):
 }
 
 // Class indices (a segmentation map, palette "categorical"): the shared table, cycled.
-const CATEGORICAL: readonly (readonly number[])[] = table.categorical.colors;
+const CATEGORICAL = rgbTable("categorical", table.categorical.colors);
 
 /** The colour of class `code` (cycled beyond the table's 20). */
 export function categoricalColor(code: number): RGB {
-  const c = CATEGORICAL[((code % CATEGORICAL.length) + CATEGORICAL.length) % CATEGORICAL.length];
-  return [c[0], c[1], c[2]];
+  const [r, g, b] = at(CATEGORICAL, ((code % CATEGORICAL.length) + CATEGORICAL.length) % CATEGORICAL.length);
+  return [r, g, b];
 }
 
 /** A colour range: codes are drawn as the values they stand for, coloured on this range. */

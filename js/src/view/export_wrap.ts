@@ -36,9 +36,8 @@ export interface Wrapped {
   defs: SVGElement[]; // the drawing and the strips' clips, when wrapped
 }
 
-function spanOf(box: readonly number[], along: 0 | 1): Span {
-  const across = 1 - along;
-  return { lo: box[along], hi: box[along] + box[along + 2], a0: box[across], a1: box[across] + box[across + 2] };
+function spanOf([x, y, w, h]: readonly [number, number, number, number], along: 0 | 1): Span {
+  return along === 0 ? { lo: x, hi: x + w, a0: y, a1: y + h } : { lo: y, hi: y + h, a0: x, a1: x + w };
 }
 
 /** Whether a box belongs to a band: its middle lies in the band's slice. */
@@ -73,8 +72,8 @@ export function wrapped(
   let length = 0;
   let across = 0;
   strips.forEach((st, i) => {
-    const cutBefore = i > 0 && strips[i - 1].band === st.band;
-    const cutAfter = i + 1 < strips.length && strips[i + 1].band === st.band;
+    const cutBefore = i > 0 && strips[i - 1]!.band === st.band;
+    const cutAfter = i + 1 < strips.length && strips[i + 1]!.band === st.band;
     if (cutBefore) across += STRIP_GAP; // between bands the layout's own gap is there already
     const clipId = `${id}-strip-${i}`;
     const [x, y, width, height] =
@@ -118,7 +117,7 @@ function stripsOf(scene: Scene, along: 0 | 1): Strip[] | null {
       ...cutsAt(mine, band, stripsIn(band, length)),
       Math.min(long + CLIP_MARGIN, band.hi + 2 * CLIP_MARGIN),
     ];
-    return ends.slice(1).map((hi, i) => ({ lo: ends[i], hi, a0: band.a0, a1: band.a1, band: index }));
+    return ends.slice(1).map((hi, i) => ({ lo: ends[i]!, hi, a0: band.a0, a1: band.a1, band: index })); // ends[i]: the strip before's end
   });
 }
 
@@ -136,20 +135,21 @@ function bandsOf(scene: Scene, along: 0 | 1): Span[] | null {
   const lines: number[] = [];
   for (const { points } of [...scene.edges, ...scene.stubs, ...scene.buses]) {
     for (let i = 2; i < points.length; i += 2) {
-      if (points[i - 2 + along] - points[i + along] > Math.min(300, long / 4))
-        lines.push((points[i - 1 - along] + points[i + 1 - along]) / 2);
+      if (points[i - 2 + along]! - points[i + along]! > Math.min(300, long / 4))
+        lines.push((points[i - 1 - along]! + points[i + 1 - along]!) / 2);
     }
   }
   if (lines.some((at) => boxes.some((b) => b.a0 < at && at < b.a1))) return null;
   const bounds = [
     -CLIP_MARGIN,
-    ...lines.sort((a, b) => a - b).filter((at, i) => i === 0 || at - lines[i - 1] > 8),
+    ...lines.sort((a, b) => a - b).filter((at, i) => i === 0 || at - lines[i - 1]! > 8),
     short + CLIP_MARGIN,
   ];
   const bands: Span[] = [];
   for (let i = 0; i + 1 < bounds.length; i++) {
     // 3 px off the connector: its run back along the flow is the line break, not drawn
-    const [a0, a1] = [i > 0 ? bounds[i] + 3 : bounds[i], i + 2 < bounds.length ? bounds[i + 1] - 3 : bounds[i + 1]];
+    const [lo, hi] = [bounds[i]!, bounds[i + 1]!];
+    const [a0, a1] = [i > 0 ? lo + 3 : lo, i + 2 < bounds.length ? hi - 3 : hi];
     const mine = boxes.filter((b) => inside(b, { a0, a1 }));
     if (mine.length)
       bands.push({ lo: Math.min(...mine.map((b) => b.lo)), hi: Math.max(...mine.map((b) => b.hi)), a0, a1 });
@@ -188,7 +188,7 @@ function stripLength(bands: Span[], longest: number): number | null {
  * even cut; otherwise at the even cut, through whatever is there.
  */
 function cutsAt(boxes: Span[], band: Span, n: number): number[] {
-  const spans = boxes.map((b) => [b.lo, b.hi]).sort((a, b) => a[0] - b[0]);
+  const spans = boxes.map((b): [number, number] => [b.lo, b.hi]).sort((a, b) => a[0] - b[0]);
   const gaps: number[] = [];
   let end = -Infinity;
   for (const [lo, hi] of spans) {

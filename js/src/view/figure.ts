@@ -133,7 +133,7 @@ export function thumbEl(
       preserveAspectRatio: "xMidYMid meet",
     });
   // no picture, and why: the reply's first clause in the slot, all of it on hover
-  const lines = wrapped(thumb.missing.split(/\.\s|\s\(/)[0], w - 12, font, Math.max(1, Math.floor((h - 8) / 14)));
+  const lines = wrapped(thumb.missing.split(/\.\s|\s\(/)[0] ?? "", w - 12, font, Math.max(1, Math.floor((h - 8) / 14)));
   const g = s("g", { class: "nfw-thumb-missing", "data-missing": "" });
   const title = s("title");
   title.textContent = thumb.missing;

@@ -206,11 +206,12 @@ export class GraphView {
           y0 = Infinity,
           x1 = -Infinity,
           y1 = -Infinity;
-        for (let i = 0; i < e.points.length; i += 2) {
-          x0 = Math.min(x0, e.points[i]);
-          x1 = Math.max(x1, e.points[i]);
-          y0 = Math.min(y0, e.points[i + 1]);
-          y1 = Math.max(y1, e.points[i + 1]);
+        for (let i = 0; i + 1 < e.points.length; i += 2) {
+          const [x, y] = [e.points[i]!, e.points[i + 1]!];
+          x0 = Math.min(x0, x);
+          x1 = Math.max(x1, x);
+          y0 = Math.min(y0, y);
+          y1 = Math.max(y1, y);
         }
         if (!inView(x0, y0, x1 - x0, y1 - y0)) continue;
       }

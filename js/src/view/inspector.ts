@@ -15,6 +15,7 @@ import { ATTENTION, OutputSection } from "./inspector_output";
 import type { OkReply, PanelState } from "./panels";
 import { summarySection } from "./inspector_summary";
 import { Resizer } from "./resize";
+import { at } from "../wire_check";
 
 /** Where stage data comes from: the kernel (live) or baked replies (static export). */
 export type FetchStage = (req: StageRequest, signal: AbortSignal) => Promise<StageReply>;
@@ -298,7 +299,7 @@ export class Inspector {
     const controller = new AbortController();
     return Promise.all(
       g.attention.map(async (c) => {
-        const id = g.calls[c].id;
+        const id = at(g.calls, c).id;
         const req = { stage: id, view: null, channel: null, head: null, sample: null };
         if (!this.available(req)) return { id, a: null };
         const reply = await this.fetchCached(req, controller.signal).catch(() => null);

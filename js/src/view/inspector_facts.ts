@@ -8,6 +8,7 @@ import { formatNumber, formatParams, formatShape } from "../model/format";
 import { originPhrases, type Problems } from "../model/problems";
 import type { WireCall, WireEnd, WireGraph } from "../wire";
 import { h, heading } from "./dom";
+import { at } from "../wire_check";
 
 /** What the inspector shows: a module call, or a model input / output with captured data. */
 export type Target =
@@ -33,11 +34,11 @@ export const NO_MARKS: RunMarks = {
 };
 
 export function runMarks(graph: WireGraph, p: Problems): RunMarks {
-  const id = (c: number | null) => (c === null ? null : graph.calls[c].id);
+  const id = (c: number | null) => (c === null ? null : at(graph.calls, c).id);
   return {
     failure: p.failure?.message ?? null,
     failed: new Set([id(p.failedStage), id(p.failedCall)].filter((x): x is string => x !== null)),
-    nonfinite: new Set(p.nonfinite.map((c) => graph.calls[c].id)),
+    nonfinite: new Set(p.nonfinite.map((c) => at(graph.calls, c).id)),
     first: id(p.first),
     origin: p.origin
       ? originPhrases(graph, p.origin)
@@ -119,7 +120,7 @@ function versusSection(t: Target, g: WireGraph): HTMLElement | null {
   row("cosine", num(d.cosine));
   row("max |A − B|", num(d.maxAbs));
   row("compared", d.exact ? "every element" : "the fixed sample of elements");
-  const first = g.comparison.first !== null && g.calls[g.comparison.first].id === t.id;
+  const first = g.comparison.first !== null && at(g.calls, g.comparison.first).id === t.id;
   const verdict = h(
     "div",
     { class: `nfw-verdict${d.diverges ? " nfw-verdict-diverges" : ""}` },

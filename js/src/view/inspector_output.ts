@@ -34,7 +34,7 @@ function formOf(v: ViewData): Form {
   if (v.kind === "ids") return "ids";
   if (v.shape.length === 2 && v.axes[0] === "token") return "tokens";
   if (v.shape.length === 1 || (v.shape.length === 2 && v.shape[0] === 1)) return "strip";
-  return v.shape.length === 3 && v.palette !== "rgb" && v.shape[0] > 1 ? "grid" : "map";
+  return v.shape.length === 3 && v.palette !== "rgb" && v.shape[0]! > 1 ? "grid" : "map";
 }
 
 /** The axes in words, never an empty name: "rows: token · columns: feature". */
@@ -111,7 +111,7 @@ export class OutputSection {
     const { ctx } = this;
     const first: Summary | undefined = ctx.reply.summaries[0];
     if (view.kind === "channel") {
-      const channels = first && first.shape.length > 1 ? first.shape[1] : 1;
+      const channels = first?.shape[1] ?? 1;
       const current = ctx.request.channel ?? view.channels?.[0] ?? 0;
       if (channels > 1 && ctx.available({ view: "channel", channel: (current + 1) % channels }))
         controls.append(
@@ -267,13 +267,13 @@ export class OutputSection {
     const box = h("div", { class: "nfw-view" }, canvas);
     if (form === "tokens") {
       const axis = {
-        rows: shape.length >= 2 ? shape[shape.length - 2] : view.shape[0],
-        cols: shape.length >= 1 ? shape[shape.length - 1] : view.shape[1],
+        rows: shape[shape.length - 2] ?? view.shape[0] ?? 0,
+        cols: shape[shape.length - 1] ?? view.shape[1] ?? 0,
       };
       this.draws.push(() => drawTokenMap(canvas, view, tokens, width, axis, range));
     } else if (form === "strip") {
       const n = view.pixels.length;
-      const full = view.axes[1] === "token" && shape.length >= 2 ? shape[shape.length - 2] : n;
+      const full = (view.axes[1] === "token" ? shape[shape.length - 2] : undefined) ?? n;
       const labels = view.kind === "norms" && tokens?.length === n ? tokens : view.kind === "topk" ? view.labels : null;
       this.draws.push(() => drawStrip(canvas, view, labels, width, { rows: 1, cols: full }, range));
     } else {

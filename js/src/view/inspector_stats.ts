@@ -53,7 +53,8 @@ export function nonfiniteNote(s: Summary): string | null {
     ? `in a sample of ${total.toLocaleString("en-US")} values`
     : `of ${total.toLocaleString("en-US")} values`;
   if (bad >= total) {
-    const are = kinds.length === 1 ? kinds[0][1] : `NaN or ±Inf (${what})`;
+    const [only] = kinds;
+    const are = kinds.length === 1 && only ? only[1] : `NaN or ±Inf (${what})`;
     return `All ${total.toLocaleString("en-US")} values are ${are}: there is no finite value to summarise.`;
   }
   return `${what} ${among} (${percent(bad / total)}); the statistics and the histogram are of the finite values.`;

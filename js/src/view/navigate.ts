@@ -1,13 +1,14 @@
 /** Keyboard moves between nodes: along edges forward / backward, sideways within a layer. */
 import type { Direction } from "../layout/layout";
 import type { Scene, SceneEdge, SceneNode } from "../scene/types";
+import type { EdgeKind } from "../wire";
 
 interface Graphish {
   node(key: string): SceneNode | undefined;
   edgesAt(key: string): readonly SceneEdge[];
 }
 
-const RANK: Record<string, number> = { flow: 0, merge: 1, skip: 2, order: 3 };
+const RANK: Record<EdgeKind, number> = { flow: 0, merge: 1, skip: 2, order: 3 };
 
 function center(n: SceneNode): [number, number] {
   return [n.box[0] + n.box[2] / 2, n.box[1] + n.box[3] / 2];
@@ -26,7 +27,8 @@ export function moveFocus(g: Graphish, scene: Scene, focus: string | null, key: 
   const along = (out: boolean) => {
     const edges = g.edgesAt(focus).filter((e) => (out ? e.src === focus : e.dst === focus));
     edges.sort((a, b) => RANK[a.kind] - RANK[b.kind]);
-    return edges.length ? (out ? edges[0].dst : edges[0].src) : null;
+    const [first] = edges;
+    return first ? (out ? first.dst : first.src) : null;
   };
   if (key === forward) return along(true);
   if (key === backward) return along(false);

@@ -71,10 +71,10 @@ export function strip(
 /** An image view ([h, w, 3] colours) at its own size, or null for any other view. */
 export function pictureOf(view: ViewData): HTMLCanvasElement | null {
   if (view.palette !== "rgb" || view.shape.length !== 3 || view.shape[2] !== 3) return null;
-  const [h, w] = view.shape;
+  const [h = 0, w = 0] = view.shape; // (three, checked above)
   return strip(1, h, w, (img) => {
     for (let i = 0; i < h * w; i++)
-      img.set([view.pixels[3 * i], view.pixels[3 * i + 1], view.pixels[3 * i + 2], 255], 4 * i);
+      img.set([view.pixels[3 * i]!, view.pixels[3 * i + 1]!, view.pixels[3 * i + 2]!, 255], 4 * i);
   });
 }
 
@@ -121,7 +121,8 @@ function tiles(
     const x = (i % cols) * (cell + gap);
     const y = Math.floor(i / cols) * (cell * aspect + lh + gap);
     ctx.drawImage(src, 0, i * th, tw, th, x, y, cell, cell * aspect);
-    if (showLabels && labels?.[i]) ctx.fillText(labels[i], x + 1, y + cell * aspect + 2, cell - 2);
+    const label = labels?.[i];
+    if (showLabels && label) ctx.fillText(label, x + 1, y + cell * aspect + 2, cell - 2);
   }
   return { count, cols, cellW: cell, cellH: cell * aspect, rowH: cell * aspect + lh + gap, gap };
 }
@@ -137,7 +138,7 @@ export function tileRange(view: ViewData, from: number, n: number): ColorRange {
   let lo = 255;
   let hi = 0;
   for (let i = from; i < from + n; i++) {
-    const c = view.pixels[i];
+    const c = view.pixels[i]!;
     if (view.nonfinite?.[i]) continue;
     if (c < lo) lo = c;
     if (c > hi) hi = c;
@@ -159,7 +160,7 @@ export function paint(
 ) {
   if (view.palette === "categorical") {
     for (let i = 0; i < n; i++) {
-      const [r, g, b] = categoricalColor(view.pixels[from + i]);
+      const [r, g, b] = categoricalColor(view.pixels[from + i]!);
       img.set([r, g, b, 255], i * 4);
     }
   } else if (table) {
@@ -178,7 +179,7 @@ export function drawView(
   const picture = pictureOf(view);
   if (picture) return tiles(canvas, picture, 1, picture.height, picture.width, width, null, opts.maxH ?? 420);
   const own = opts.range ? lutOnRange(view.vmin, view.vmax, opts.range) : lut(view.vmin, view.vmax, view.signed);
-  const [count, th, tw] =
+  const [count = 1, th = 1, tw = 1] =
     view.shape.length === 3 ? view.shape : view.shape.length === 2 ? [1, ...view.shape] : [1, 1, view.shape[0] ?? 1];
   const src = strip(count, th, tw, (img, i) => {
     const table =
@@ -211,7 +212,7 @@ function mapPixels(
   signed = false,
 ) {
   for (let i = 0; i < n; i++) {
-    const [r, g, b] = signed ? diverging(values[offset + i] / vmax) : viridis(values[offset + i] / vmax);
+    const [r, g, b] = signed ? diverging(values[offset + i]! / vmax) : viridis(values[offset + i]! / vmax);
     img[4 * i] = r;
     img[4 * i + 1] = g;
     img[4 * i + 2] = b;
@@ -222,7 +223,8 @@ function mapPixels(
 function maxOf(values: Float32Array, from = 0, n = values.length, abs = false): number {
   let m = 0;
   for (let i = from; i < from + n; i++) {
-    const v = abs ? Math.abs(values[i]) : values[i];
+    const x = values[i]!;
+    const v = abs ? Math.abs(x) : x;
     if (v > m) m = v;
   }
   return m || 1;
@@ -283,13 +285,13 @@ export function drawAttention(
   ctx.textBaseline = "middle";
   const label = (t: string) => (t.length > 12 ? `${t.slice(0, 11)}…` : t);
   if (cell >= 7) {
-    for (let i = 0; i < q; i++) ctx.fillText(label(tokens[wq + i]), margin - 4, margin + (i + 0.5) * cell);
+    for (let i = 0; i < q; i++) ctx.fillText(label(tokens[wq + i] ?? ""), margin - 4, margin + (i + 0.5) * cell);
     for (let j = 0; j < k; j++) {
       ctx.save();
       ctx.translate(margin + (j + 0.5) * cell, margin - 4);
       ctx.rotate(-Math.PI / 2);
       ctx.textAlign = "left";
-      ctx.fillText(label(tokens[wk + j]), 0, 0);
+      ctx.fillText(label(tokens[wk + j] ?? ""), 0, 0);
       ctx.restore();
     }
   }
@@ -304,13 +306,13 @@ export function drawHistogram(canvas: HTMLCanvasElement, hist: Histogram, width:
   const max = Math.max(1, ...counts);
   // One towering bin (the zeros after a ReLU) flattens the rest: switch to a square-root scale.
   const sorted = [...counts].filter((c) => c > 0).sort((a, b) => a - b);
-  const sqrt = sorted.length > 2 && max > 12 * sorted[sorted.length - 2];
+  const sqrt = sorted.length > 2 && max > 12 * sorted[sorted.length - 2]!;
   const scale = (c: number) => (sqrt ? Math.sqrt(c / max) : c / max);
   const axisH = 14;
   const bw = width / Math.max(1, counts.length);
   ctx.fillStyle = inkOf(canvas, "--nfw-accent", "#2563eb");
-  for (let i = 0; i < counts.length; i++) {
-    const bh = counts[i] > 0 ? Math.max(1, scale(counts[i]) * (H - axisH - 4)) : 0;
+  for (const [i, c] of counts.entries()) {
+    const bh = c > 0 ? Math.max(1, scale(c) * (H - axisH - 4)) : 0;
     ctx.fillRect(i * bw + 0.5, H - axisH - bh, Math.max(1, bw - 1), bh);
   }
   ctx.fillStyle = inkOf(canvas, "--nfw-border", "#d1d5db");

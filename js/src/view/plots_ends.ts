@@ -7,6 +7,7 @@
 import type { ViewData } from "../wire";
 import { categoricalColor, cssColor } from "./colormap";
 import { h } from "./dom";
+import { at } from "../wire_check";
 
 /** Split "name: 41.2%" (or A − B's "name: 41.2% → 38.0%") at its last ": ". */
 export function splitLabel(label: string): [string, string] {
@@ -19,7 +20,7 @@ export function visible(token: string): string {
   return token.replace(/^ +| +$/g, (m) => "␣".repeat(m.length)).replace(/\n/g, "↵");
 }
 
-const value = (v: ViewData, i: number) => v.vmin + ((v.vmax - v.vmin) * v.pixels[i]) / 255;
+const value = (v: ViewData, i: number) => v.vmin + ((v.vmax - v.vmin) * at(v.pixels, i)) / 255;
 
 /** The bar chart of a probabilities / next token view (signed: A − B in percentage points). */
 export function barChart(view: ViewData, signed: boolean): HTMLElement {

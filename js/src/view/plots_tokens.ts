@@ -37,7 +37,7 @@ export function drawTokenMap(
   axis: AxisInfo,
   range?: ColorRange,
 ) {
-  const [rows, cols] = view.shape;
+  const [rows = 0, cols = 0] = view.shape; // a token map is [tokens, features]
   const table = range ? lutOnRange(view.vmin, view.vmax, range) : lut(view.vmin, view.vmax, view.signed);
   const src = strip(1, rows, cols, (img) => paint(view, img, 0, rows * cols, table));
   const mono = inkOf(canvas, "--nfw-mono", "monospace");
@@ -63,7 +63,7 @@ export function drawTokenMap(
   ctx.fillText(`${rowName} ↓`, 0, 11);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
-  for (let i = 0; i < rows; i += stride) ctx.fillText(labels[i], margin - 5, top + (i + 0.5) * rowH, margin - 8);
+  for (let i = 0; i < rows; i += stride) ctx.fillText(labels[i]!, margin - 5, top + (i + 0.5) * rowH, margin - 8);
   ctx.textBaseline = "top";
   ctx.textAlign = "left";
   ctx.fillText("0", margin, top + mapH + 4);
@@ -102,7 +102,7 @@ export function drawStrip(
       ctx.rotate(Math.PI / 2);
       ctx.textAlign = "left";
       ctx.textBaseline = "middle";
-      ctx.fillText(names[i], 0, 0, under - 4);
+      ctx.fillText(names[i]!, 0, 0, under - 4);
       ctx.restore();
     }
     return;

@@ -17,6 +17,7 @@ import type { ViewGraph } from "../model/view_model";
 import type { Scene, SceneNode } from "../scene/types";
 import { NAN_MARK, nonfiniteColor, viridis, type RGB } from "./colormap";
 import type { NodeFill } from "./cards";
+import { at } from "../wire_check";
 
 /** What the nodes are coloured by: their module type, a statistic of their output, or how it differs in run B. */
 export type ColorMode = "type" | "mean_abs" | "std" | "divergence";
@@ -85,23 +86,27 @@ function isNonfinite(view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<numbe
 
 /** The q-quantile (0..1) of sorted values, linear between neighbours. */
 function quantile(sorted: number[], q: number): number {
-  const at = (sorted.length - 1) * q;
-  const i = Math.floor(at);
-  const f = at - i;
-  return i + 1 < sorted.length ? sorted[i] * (1 - f) + sorted[i + 1] * f : sorted[i];
+  const pos = (sorted.length - 1) * q;
+  const i = Math.floor(pos);
+  const f = pos - i;
+  const lo = at(sorted, i);
+  return i + 1 < sorted.length ? lo * (1 - f) + sorted[i + 1]! * f : lo;
 }
 
 /** Robust ramp ends [lo, hi] of some values (on the scale they are given in). */
 export function robustRange(values: number[]): [number, number] {
   const v = [...values].sort((a, b) => a - b);
+  const least = v[0];
+  const most = v[v.length - 1];
+  if (least === undefined || most === undefined) throw new Error("robustRange of no values");
   const q1 = quantile(v, 0.25);
   const q3 = quantile(v, 0.75);
   const fence = 1.5 * (q3 - q1);
   // Percentiles of a handful of stages would clip the ordinary smallest and largest ones.
   const many = v.length >= 20;
-  const lo = Math.max(many ? quantile(v, 0.05) : -Infinity, q1 - fence, v[0]);
-  const hi = Math.min(many ? quantile(v, 0.95) : Infinity, q3 + fence, v[v.length - 1]);
-  return hi > lo ? [lo, hi] : [v[0], v[v.length - 1]];
+  const lo = Math.max(many ? quantile(v, 0.05) : -Infinity, q1 - fence, least);
+  const hi = Math.min(many ? quantile(v, 0.95) : Infinity, q3 + fence, most);
+  return hi > lo ? [lo, hi] : [least, most];
 }
 
 /** The scale for some statistic values (finite; NaN/Inf stages are not among them). */
