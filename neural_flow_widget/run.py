@@ -355,14 +355,14 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
         done = [s for s in flow.stages if s.error is None]
         after = f", after stage {done[-1].id!r}" if done else ""
         where = f"the model's own forward ({flow.model}{after})"
-        stage_id = module = None
+        stage_id = module = call_id = None
         shapes = ""
     else:
         call = flow.calls[failed]
         owner = next(
             (flow.calls[i] for i in reversed(flow.selected) if _is_within(flow, failed, i)), call
         )
-        stage_id, module = owner.id, call.module
+        stage_id, module, call_id = owner.id, call.module, call.id
         inner = "" if owner.index == failed else f", inside {call.module!r} ({call.type})"
         where = f"stage {owner.id!r} (module {owner.type}{inner})"
         got = run.tracker.calls[failed].input_shapes
@@ -371,7 +371,7 @@ def _trace_error(flow: Flow, run: _Run) -> TraceError:
         )
     text = f"{type(error).__name__}: {error}".rstrip(". ")
     what = f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
-    partial = replace(flow, failure=Failure(what, stage_id, module))
+    partial = replace(flow, failure=Failure(what, stage_id, module, call_id))
     if error is not None:  # its traceback without the tracer's frames: it ends in the model
         error.with_traceback(_without_our_frames(error.__traceback__))
     return TraceError(

@@ -218,6 +218,45 @@ def test_graph_message_fields_and_size():
     assert len({c["sig"] for c in blocks}) == 1  # repeated blocks share a signature
 
 
+class _Block(torch.nn.Module):
+    """Calls its first Linear twice; the second Linear gets the wrong width and raises."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.b(self.a(self.a(x)))
+
+
+def test_a_failure_sends_the_call_indices_of_the_stage_and_of_the_innermost_call_that_raised():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), _Block())
+    with pytest.raises(nfw.TraceError) as info:
+        nfw.trace(model, torch.randn(2, 4), capture=False, stages=1)  # the block is the stage
+    graph = wire.encode_graph(info.value.partial)
+    failure = graph["failure"]
+    assert failure is not None and set(failure) == {"message", "stage", "call"}
+    calls = graph["calls"]
+    assert calls[failure["stage"]]["id"] == "1"  # the selected stage that was running
+    assert calls[failure["call"]]["id"] == "1.b"  # the call that raised, no name to search for
+    assert failure["message"] == info.value.partial.failure.message
+
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x).view(7, -1)  # raises in the model's own forward
+
+    with pytest.raises(nfw.TraceError) as info:
+        nfw.trace(Outer(), torch.randn(2, 4), capture=False)
+    failure = wire.encode_graph(info.value.partial)["failure"]
+    assert failure is not None and failure["stage"] is None and failure["call"] is None
+
+
 @pytest.fixture(scope="module")
 def unet_flow():
     torch.manual_seed(0)

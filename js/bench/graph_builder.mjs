@@ -125,6 +125,7 @@ export class GraphBuilder {
       attention,
       stats,
       nonfinite: [],
+      nonfinite_origin: null,
       failure: null,
       notes: [],
       ends: {},

@@ -5,7 +5,7 @@
  * The graph is here; the stage replies (`_stage_data`) are decoded in wire_reply.ts, whose
  * names this module re-exports, so that every reader imports the mirror from here.
  */
-import { fail, intList, isInt, isObj, strList, WireError } from "./wire_check";
+import { fail, intList, isInt, isObj, requireFields, strList, WireError } from "./wire_check";
 import { decodeComparison, decodeEnds, type WireComparison, type WireEnd } from "./wire_compare";
 
 export { WireError };
@@ -23,7 +23,7 @@ export {
   type WireBuffer,
 } from "./wire_reply";
 
-export const SCHEMA = 4;
+export const SCHEMA = 5;
 
 export type Topology = "dataflow" | "fx" | "sequential";
 const TOPOLOGIES: readonly Topology[] = ["dataflow", "fx", "sequential"];
@@ -99,7 +99,7 @@ export interface WireOrigin {
 export interface WireFailure {
   message: string; // what raised where, with the input shapes (text, never HTML)
   stage: number | null; // call index of the selected stage that was running
-  module: string | null; // qualified name of the innermost module that raised
+  call: number | null; // call index of the innermost call that raised (its module: calls[call].module)
 }
 
 /** A stage edge as the topology walk produces it (node ids on both ends). */
@@ -110,13 +110,55 @@ export interface WireEdge {
   kind: EdgeKind;
 }
 
+/** The fields every graph message carries (nullable ones as null), and every call. */
+const GRAPH_FIELDS = [
+  "schema",
+  "model",
+  "topology",
+  "inputs",
+  "outputs",
+  "calls",
+  "ops",
+  "input_ops",
+  "output_ops",
+  "joins",
+  "selected",
+  "initial",
+  "attention",
+  "stats",
+  "nonfinite",
+  "nonfinite_origin",
+  "failure",
+  "notes",
+  "ends",
+] as const;
+const CALL_FIELDS = [
+  "id",
+  "module",
+  "type",
+  "call",
+  "parent",
+  "depth",
+  "leaf",
+  "params",
+  "shapes",
+  "dtypes",
+  "sig",
+  "error",
+  "in",
+  "args",
+  "state",
+] as const;
+
 /**
  * Validate the graph traitlet (an object or its JSON text) and return it typed, with the
- * `comparison` traitlet (run A against run B; null: none) decoded against its calls.
+ * `comparison` traitlet (run A against run B; null: none) decoded against its calls. A field
+ * missing or of the wrong type is a WireError naming it: nothing is filled in.
  */
 export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph {
   const g = typeof raw === "string" ? (JSON.parse(raw) as unknown) : raw;
   if (!isObj(g)) fail("graph", "expected an object");
+  requireFields(g, ["schema"], "graph");
   if (g.schema !== SCHEMA) {
     fail(
       "graph",
@@ -124,6 +166,8 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
       "rebuild the JS bundle (cd js && npm run build) so that it matches neural_flow_widget/wire.py",
     );
   }
+  requireFields(g, GRAPH_FIELDS, "graph");
+  if (typeof g.model !== "string") fail("graph.model", "expected a string");
   if (!TOPOLOGIES.includes(g.topology as Topology))
     fail("graph.topology", `unknown topology ${JSON.stringify(g.topology)}`);
   const inputs = strList(g.inputs, "graph.inputs");
@@ -136,6 +180,7 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
   const calls = g.calls.map((c: unknown, i: number): WireCall => {
     const where = `graph.calls[${i}]`;
     if (!isObj(c)) fail(where, "expected an object");
+    requireFields(c, CALL_FIELDS, where);
     if (typeof c.id !== "string" || typeof c.module !== "string" || typeof c.type !== "string") {
       fail(where, "id, module and type must be strings");
     }
@@ -154,19 +199,25 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     if (!Array.isArray(c.shapes) || !c.shapes.every((s) => Array.isArray(s) && s.every(isInt))) {
       fail(`${where}.shapes`, "expected a list of integer lists");
     }
+    if (!isInt(c.call) || c.call < 0) fail(`${where}.call`, "expected an integer >= 0");
+    if (!isInt(c.depth) || c.depth < 1) fail(`${where}.depth`, "expected an integer >= 1");
+    if (typeof c.leaf !== "boolean") fail(`${where}.leaf`, "expected true or false");
+    if (typeof c.params !== "number") fail(`${where}.params`, "expected a number");
+    if (typeof c.sig !== "string") fail(`${where}.sig`, "expected a string");
+    if (c.error !== null && typeof c.error !== "string") fail(`${where}.error`, "expected a string or null");
     return {
       id: c.id,
       module: c.module,
       type: c.type,
-      call: isInt(c.call) ? c.call : 0,
+      call: c.call,
       parent: c.parent,
-      depth: isInt(c.depth) ? c.depth : 1,
-      leaf: c.leaf === true,
-      params: typeof c.params === "number" ? c.params : 0,
+      depth: c.depth,
+      leaf: c.leaf,
+      params: c.params,
       shapes: c.shapes as number[][],
-      dtypes: Array.isArray(c.dtypes) ? strList(c.dtypes, `${where}.dtypes`) : [],
-      sig: typeof c.sig === "string" ? c.sig : "",
-      error: typeof c.error === "string" ? c.error : null,
+      dtypes: strList(c.dtypes, `${where}.dtypes`),
+      sig: c.sig,
+      error: c.error,
       in: inOps,
       args,
       state: c.state,
@@ -194,36 +245,41 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     if (opsOut.some((o) => o < 0 || o >= nOps)) fail(`graph.output_ops[${i}]`, "op id out of range");
     return [p[0], opsOut];
   });
-  const joins = g.joins === undefined || g.joins === null ? [] : g.joins;
-  if (!Array.isArray(joins)) fail("graph.joins", "expected a list of [op id, what]");
-  const joinList = joins.map((j: unknown, i: number): Join => {
+  if (!Array.isArray(g.joins)) fail("graph.joins", "expected a list of [op id, what]");
+  const joinList = g.joins.map((j: unknown, i: number): Join => {
     if (!Array.isArray(j) || !isInt(j[0]) || j[0] < 0 || j[0] >= nOps || typeof j[1] !== "string") {
       fail(`graph.joins[${i}]`, `expected [op id, what] with an op id in 0..${nOps - 1}`);
     }
     return [j[0], j[1]];
   });
-  const stats = Array.isArray(g.stats) ? g.stats : [];
+  if (!Array.isArray(g.stats) || g.stats.length !== nCalls)
+    fail("graph.stats", `expected one entry per call (${nCalls})`);
+  const stats: unknown[] = g.stats;
   let initial: number[] | null = null;
-  if (g.initial !== null && g.initial !== undefined) {
+  if (g.initial !== null) {
     initial = intList(g.initial, "graph.initial");
     const bad = initial.find((c) => c < 0 || c >= nCalls);
     if (bad !== undefined) fail("graph.initial", `call index ${bad} is out of range (0..${nCalls - 1})`);
   }
-  const nonfinite = Array.isArray(g.nonfinite) ? intList(g.nonfinite, "graph.nonfinite") : [];
+  const nonfinite = intList(g.nonfinite, "graph.nonfinite");
   if (nonfinite.some((c) => c < 0 || c >= nCalls)) fail("graph.nonfinite", "call index out of range");
   const nonfinite_origin = decodeOrigin(g.nonfinite_origin, nCalls);
   let failure: WireFailure | null = null;
-  if (g.failure !== null && g.failure !== undefined) {
+  if (g.failure !== null) {
     const f = g.failure;
-    if (!isObj(f) || typeof f.message !== "string") fail("graph.failure", "expected {message, stage, module}");
-    const stage = f.stage === null || f.stage === undefined ? null : f.stage;
-    if (stage !== null && (!isInt(stage) || stage < 0 || stage >= nCalls))
-      fail("graph.failure.stage", "call index out of range");
-    failure = { message: f.message, stage, module: typeof f.module === "string" ? f.module : null };
+    if (!isObj(f)) fail("graph.failure", "expected {message, stage, call} or null");
+    requireFields(f, ["message", "stage", "call"], "graph.failure");
+    if (typeof f.message !== "string") fail("graph.failure.message", "expected a string");
+    const index = (k: "stage" | "call"): number | null => {
+      const v = f[k];
+      if (v !== null && (!isInt(v) || v < 0 || v >= nCalls)) fail(`graph.failure.${k}`, "call index out of range");
+      return v as number | null;
+    };
+    failure = { message: f.message, stage: index("stage"), call: index("call") };
   }
   return {
     schema: SCHEMA,
-    model: typeof g.model === "string" ? g.model : "model",
+    model: g.model,
     topology: g.topology as Topology,
     inputs,
     outputs,
@@ -232,9 +288,9 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     input_ops,
     output_ops,
     joins: joinList,
-    selected: Array.isArray(g.selected) ? intList(g.selected, "graph.selected") : [],
+    selected: intList(g.selected, "graph.selected"),
     initial,
-    attention: Array.isArray(g.attention) ? intList(g.attention, "graph.attention") : [],
+    attention: intList(g.attention, "graph.attention"),
     stats: calls.map((_, i) => {
       const s = stats[i];
       return Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "number" ? [s[0], s[1]] : null;
@@ -242,17 +298,18 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     nonfinite,
     nonfinite_origin,
     failure,
-    notes: Array.isArray(g.notes) ? strList(g.notes, "graph.notes") : [],
+    notes: strList(g.notes, "graph.notes"),
     ends: decodeEnds(g.ends, [...inputs, ...outputs]),
     comparison: decodeComparison(comparison, nCalls),
   };
 }
 
-/** `graph.nonfinite_origin`: null (or missing) when there is none. */
+/** `graph.nonfinite_origin`: null when there is none. */
 function decodeOrigin(o: unknown, nCalls: number): WireOrigin | null {
-  if (o === null || o === undefined) return null;
+  if (o === null) return null;
   const where = "graph.nonfinite_origin";
   if (!isObj(o)) fail(where, "expected an object or null");
+  requireFields(o, ["op", "module", "type", "function", "file", "line", "text", "before", "after"], where);
   const text = (k: string) => {
     const v = o[k];
     if (typeof v !== "string") fail(`${where}.${k}`, "expected a string");
@@ -260,11 +317,12 @@ function decodeOrigin(o: unknown, nCalls: number): WireOrigin | null {
   };
   const call = (k: string) => {
     const v = o[k];
-    if (v === null || v === undefined) return null;
+    if (v === null) return null;
     if (!isInt(v) || v < 0 || v >= nCalls) fail(`${where}.${k}`, "call index out of range");
     return v;
   };
-  const line = isInt(o.line) && o.line > 0 ? o.line : 0;
+  if (!isInt(o.line) || o.line < 0) fail(`${where}.line`, "expected a line number (0: unknown)");
+  const line = o.line;
   return {
     op: text("op"),
     module: text("module"),

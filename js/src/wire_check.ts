@@ -16,6 +16,12 @@ export function fail(
   throw new WireError(`${where}: ${what}; ${fix}`);
 }
 
+/** Fail naming the first of `keys` that `obj` lacks (null is a value: a field that may be null
+ * is still sent). Messages are exact: a missing field is a mismatch, never filled in. */
+export function requireFields(obj: Record<string, unknown>, keys: readonly string[], where: string): void {
+  for (const k of keys) if (!(k in obj)) fail(`${where}.${k}`, "missing");
+}
+
 export function isObj(x: unknown): x is Record<string, unknown> {
   return typeof x === "object" && x !== null && !Array.isArray(x);
 }

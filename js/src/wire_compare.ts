@@ -3,7 +3,7 @@
  * `encode_comparison` in `neural_flow_widget/wire/__init__.py`; and the model's ends
  * (`graph.ends`: the inputs and outputs whose data was captured). Read through wire.ts.
  */
-import { fail, intList, isInt, isObj, strList } from "./wire_check";
+import { fail, intList, isInt, isObj, requireFields, strList } from "./wire_check";
 
 /** How one stage (or model end) differs between the runs. */
 export interface StageDiff {
@@ -105,16 +105,15 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
 /** graph.ends: node id -> its captured shape, dtype and reading (absent: none). */
 export function decodeEnds(raw: unknown, nodes: readonly string[]): Record<string, WireEnd> {
   const out: Record<string, WireEnd> = {};
-  if (raw === null || raw === undefined) return out;
   if (!isObj(raw)) fail("graph.ends", "expected an object");
   for (const [node, e] of Object.entries(raw)) {
-    if (!nodes.includes(node)) fail(`graph.ends.${node}`, "is not a model input or output");
-    if (!isObj(e)) fail(`graph.ends.${node}`, "expected {shape, dtype, reading}");
-    out[node] = {
-      shape: Array.isArray(e.shape) ? intList(e.shape, `graph.ends.${node}.shape`) : [],
-      dtype: typeof e.dtype === "string" ? e.dtype : "",
-      reading: typeof e.reading === "string" ? e.reading : null,
-    };
+    const where = `graph.ends.${node}`;
+    if (!nodes.includes(node)) fail(where, "is not a model input or output");
+    if (!isObj(e)) fail(where, "expected {shape, dtype, reading}");
+    requireFields(e, ["shape", "dtype", "reading"], where);
+    if (typeof e.dtype !== "string") fail(`${where}.dtype`, "expected a string");
+    if (e.reading !== null && typeof e.reading !== "string") fail(`${where}.reading`, "expected a string or null");
+    out[node] = { shape: intList(e.shape, `${where}.shape`), dtype: e.dtype, reading: e.reading };
   }
   return out;
 }

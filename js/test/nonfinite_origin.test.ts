@@ -33,13 +33,14 @@ function withOrigin(origin: Raw | null, first = "enc2.conv1") {
 }
 
 describe("nonfinite_origin", () => {
-  it("decodes the record, null when missing", () => {
+  it("decodes the record, null when there is none (never missing)", () => {
     const graph = withOrigin(ORIGIN);
     const g = raw();
     expect(graph.nonfinite_origin).toEqual({ ...ORIGIN, before: index(g, "enc1"), after: index(g, "enc2") });
+    expect(decodeGraph(raw()).nonfinite_origin).toBeNull();
     const none = raw();
     delete none.nonfinite_origin;
-    expect(decodeGraph(none).nonfinite_origin).toBeNull();
+    expect(() => decodeGraph(none)).toThrow(/graph\.nonfinite_origin: missing/);
   });
 
   it("rejects a call index out of range and a field that is not text", () => {

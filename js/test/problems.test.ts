@@ -91,7 +91,7 @@ describe("failure marks", () => {
   const message =
     "stage 'dec1' (module ConvBlock, inside 'dec1.conv2' (Conv2d)) raised RuntimeError: expected input[1, 8, 64, 64] to have 16 channels; it received inputs of shape [1, 8, 64, 64]. Check that the inputs match what this module expects.\nsecond line";
   const graph = graphWith("wire_unet.json", (g) => {
-    g.failure = { message, stage: index(g, "dec1"), module: "dec1.conv2" };
+    g.failure = { message, stage: index(g, "dec1"), call: index(g, "dec1.conv2") };
     g.calls[index(g, "dec1.conv2")].error = "RuntimeError: expected ...";
   });
   const tree = buildTree(graph);
@@ -120,7 +120,7 @@ describe("failure marks", () => {
         (r.failure = {
           message: "the model's own forward (UNet, after stage 'up1') raised ValueError: bad",
           stage: null,
-          module: null,
+          call: null,
         }),
     );
     const q = problemsOf(g);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeGraph, decodeStageReply, SCHEMA, WireError } from "../src/wire";
-import { loadGraph, loadRaw } from "./fixtures";
+import { loadGraph, loadRaw, type Raw } from "./fixtures";
 import { at } from "../src/wire_check";
 
 describe("decodeGraph", () => {
@@ -61,14 +61,56 @@ describe("decodeGraph", () => {
     expect(() => decodeGraph(raw)).toThrow(new RegExp(`schema ${SCHEMA + 1} .*npm run build`));
   });
 
-  it("reads graph.initial: a list of call indices, or null (also when absent)", () => {
+  it("reads graph.initial: a list of call indices, or null", () => {
     expect(loadGraph("wire_unet.json").initial).toBeNull();
     const raw = loadRaw("wire_unet.json") as Record<string, unknown>;
     expect(decodeGraph({ ...raw, initial: [1, 3] }).initial).toEqual([1, 3]);
-    const { initial: _, ...without } = raw;
-    expect(decodeGraph(without).initial).toBeNull();
     expect(() => decodeGraph({ ...raw, initial: [0, 999] })).toThrow(/graph\.initial: call index 999 is out of range/);
     expect(() => decodeGraph({ ...raw, initial: "enc1" })).toThrow(/graph\.initial: expected a list of integers/);
+  });
+
+  it("refuses a graph that lacks a field, naming it, instead of filling it in", () => {
+    // the U-Net's graph with every optional part present, so that each can go missing
+    const raw = loadRaw("wire_unet.json") as Raw;
+    raw.nonfinite_origin = {
+      op: "torch.Tensor.div",
+      module: "",
+      type: "UNet",
+      function: "UNet.forward",
+      file: "model.py",
+      line: 12,
+      text: "x / 0",
+      before: 0,
+      after: 1,
+    };
+    raw.failure = { message: "stage 'enc1' raised ValueError: bad", stage: 0, call: 1 };
+    expect(decodeGraph(raw).failure).toEqual(raw.failure);
+    const fields = Object.keys(raw);
+    expect(fields.length).toBeGreaterThanOrEqual(19);
+    for (const field of fields) {
+      const { [field]: _, ...without } = raw;
+      expect(() => decodeGraph(without), field).toThrow(new RegExp(`^graph\\.${field}: missing;`));
+    }
+    for (const field of Object.keys(raw.calls[0])) {
+      const broken = structuredClone(raw);
+      delete broken.calls[2][field];
+      expect(() => decodeGraph(broken), field).toThrow(new RegExp(`^graph\\.calls\\[2\\]\\.${field}: missing;`));
+    }
+    for (const field of Object.keys(raw.nonfinite_origin)) {
+      const broken = structuredClone(raw);
+      delete broken.nonfinite_origin[field];
+      expect(() => decodeGraph(broken), field).toThrow(new RegExp(`^graph\\.nonfinite_origin\\.${field}: missing;`));
+    }
+    for (const field of Object.keys(raw.ends["input:0"])) {
+      const broken = structuredClone(raw);
+      delete broken.ends["input:0"][field];
+      expect(() => decodeGraph(broken), field).toThrow(new RegExp(`^graph\\.ends\\.input:0\\.${field}: missing;`));
+    }
+    for (const field of Object.keys(raw.failure)) {
+      const broken = structuredClone(raw);
+      delete broken.failure[field];
+      expect(() => decodeGraph(broken), field).toThrow(new RegExp(`^graph\\.failure\\.${field}: missing;`));
+    }
   });
 
   it("names the place of a broken field", () => {

@@ -91,6 +91,7 @@ class Failure:
     message: str  # what raised where, with the inputs it received, in words
     stage: str | None  # the selected stage that was running, if any
     module: str | None  # the innermost module that raised, if any
+    call: str | None = None  # the innermost call that raised (its stage id), if any
 
 
 @dataclass(frozen=True, slots=True)

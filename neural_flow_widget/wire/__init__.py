@@ -10,7 +10,7 @@ Two messages exist.
 1. The **graph** (traitlet ``graph``, plain JSON, no images), from :func:`encode_graph`::
 
     {
-      "schema": 4,
+      "schema": 5,
       "model": "UNet",                 # class name of the traced model
       "topology": "dataflow",          # "dataflow" | "fx" | "sequential": what made the edges
       "inputs": ["input:0"],           # model input node ids, in argument order
@@ -70,7 +70,8 @@ Two messages exist.
       "failure": {                     # the forward raised: the graph is what ran before, or
         "message": "stage 'dec1' ...", #   null. What raised where, with the inputs' shapes
         "stage": 7 | null,             # call index of the selected stage that was running
-        "module": "dec1.conv" | null}, # qualified name of the innermost module that raised
+        "call": 9 | null},             # call index of the innermost call that raised (its
+                                       #   module: calls[call]["module"])
       "notes": ["the model ran on the meta device ..."],  # what the run could not show
       "ends": {"input:0": {"shape": [1, 3, 64, 64], "dtype": "float32", "reading": "image"}}
                                        # model inputs / outputs whose data was captured: a
@@ -191,7 +192,7 @@ __all__ = [
     "error_reply",
 ]
 
-SCHEMA = 4
+SCHEMA = 5
 COMMAND = "_stage_data"
 
 # -- the messages, typed (the fields are documented above) ------------------------------------
@@ -202,6 +203,12 @@ WireCall = TypedDict(
      "leaf": bool, "params": int, "shapes": list[list[int]], "dtypes": list[str], "sig": str,
      "error": "str | None", "in": list[int], "args": list[int], "state": int},
 )  # fmt: skip
+
+
+class WireFailure(TypedDict):
+    message: str
+    stage: int | None
+    call: int | None
 
 
 class Graph(TypedDict):
@@ -221,7 +228,7 @@ class Graph(TypedDict):
     stats: list[list[float | None] | None]
     nonfinite: list[int]
     nonfinite_origin: dict[str, Any] | None  # {"op", "module", "type", "function", "file", ...}
-    failure: dict[str, Any] | None  # {"message", "stage", "module"}
+    failure: WireFailure | None
     notes: list[str]
     ends: dict[str, dict[str, Any]]  # node -> {"shape", "dtype", "reading"}
 
@@ -306,12 +313,13 @@ def _origin(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
     }
 
 
-def _failure(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
+def _failure(flow: Any, index_of: dict[str, int]) -> WireFailure | None:
     failure = flow.failure
     if failure is None:
         return None
     stage = index_of.get(failure.stage) if failure.stage is not None else None
-    return {"message": failure.message, "stage": stage, "module": failure.module}
+    call = index_of.get(failure.call) if failure.call is not None else None
+    return {"message": failure.message, "stage": stage, "call": call}
 
 
 def _stats(capture: Any, index: int) -> list[float | None] | None:

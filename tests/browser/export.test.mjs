@@ -216,6 +216,7 @@ function denseChain(n) {
     attention: [],
     stats: calls.map(() => null),
     nonfinite: [],
+    nonfinite_origin: null,
     failure: null,
     notes: [],
     ends: {},

@@ -85,7 +85,7 @@ describe("host page CSS, with the banners of a run that went wrong", () => {
     const at = (id) => `graph.calls.findIndex((c) => c.id === ${JSON.stringify(id)})`;
     await openWidget(page, "wire_unet.json", {
       height: 620,
-      mutate: `graph.failure = { message: "stage 'dec1' (module ConvBlock) raised RuntimeError: a long message that wraps over the lines of the inspector, shapes [1, 8, 64, 64] and [1, 16, 64, 64]", stage: ${at("dec1")}, module: "dec1" };
+      mutate: `graph.failure = { message: "stage 'dec1' (module ConvBlock) raised RuntimeError: a long message that wraps over the lines of the inspector, shapes [1, 8, 64, 64] and [1, 16, 64, 64]", stage: ${at("dec1")}, call: ${at("dec1")} };
         graph.nonfinite = [${at("enc2.conv2")}, ${at("enc2")}];
         graph.notes = ["the model ran on the meta device"];`,
     });

@@ -153,7 +153,7 @@ describe("the forward raised", () => {
     ({ page, errors } = await newPage(browser, { width: 1024, height: 768 }));
     await openWidget(page, "wire_unet.json", {
       height: 620,
-      mutate: `graph.failure = { message: ${JSON.stringify(message)}, stage: ${idx("dec1")}, module: "dec1.conv2" };
+      mutate: `graph.failure = { message: ${JSON.stringify(message)}, stage: ${idx("dec1")}, call: ${idx("dec1.conv2")} };
         graph.calls[${idx("dec1.conv2")}].error = "RuntimeError: expected input to have 16 channels, but got 8 channels instead";
         graph.notes = [${JSON.stringify(`the model ran on the meta device ${HOSTILE}`)}];`,
     });

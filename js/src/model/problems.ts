@@ -22,24 +22,9 @@ export interface Problems {
   failedB?: number | null; // compared with run B: the stage (in run A's graph) where run B's forward raised
 }
 
-/** The innermost call of the failing module, within the failing stage when there is one. */
-function innermostFailed(graph: WireGraph, failure: WireFailure): number | null {
-  const within = (c: number) => {
-    if (failure.stage === null) return true;
-    for (let p = c; p >= 0; p = at(graph.calls, p).parent) if (p === failure.stage) return true;
-    return false;
-  };
-  let found: number | null = null;
-  graph.calls.forEach((c, i) => {
-    if (failure.module !== null && c.module === failure.module && within(i) && (found === null || c.error !== null))
-      found = i;
-  });
-  return found ?? failure.stage;
-}
-
 export function problemsOf(graph: WireGraph): Problems {
   const failure = graph.failure;
-  const failedCall = failure ? innermostFailed(graph, failure) : null;
+  const failedCall = failure ? (failure.call ?? failure.stage) : null;
   return {
     nonfinite: graph.nonfinite,
     origin: graph.nonfinite_origin,
@@ -136,7 +121,7 @@ export function failureHeadline(graph: WireGraph, p: Problems): { where: string;
     const cut = what.indexOf(" raised ", stage.length + 8);
     if (cut >= 0) what = what.slice(cut + 8);
   }
-  const inner = f.module !== null && f.module !== stage ? f.module : null;
+  const inner = f.call !== null && f.call !== f.stage ? at(graph.calls, f.call).module : null;
   const where = stage !== null ? (inner ? `${stage} (${inner})` : stage) : (inner ?? "");
   return { where, what };
 }
