@@ -16,10 +16,71 @@ export function fail(
   throw new WireError(`${where}: ${what}; ${fix}`);
 }
 
-/** Fail naming the first of `keys` that `obj` lacks (null is a value: a field that may be null
- * is still sent). Messages are exact: a missing field is a mismatch, never filled in. */
-export function requireFields(obj: Record<string, unknown>, keys: readonly string[], where: string): void {
-  for (const k of keys) if (!(k in obj)) fail(`${where}.${k}`, "missing");
+/** What a field must be (wire_schema.ts's FIELDS, generated from the Python definitions):
+ * a JSON kind, "|null" when it may be null. */
+export type FieldKind = string;
+
+const KIND_WORDS: Record<string, string> = {
+  string: "a string",
+  int: "an integer",
+  number: "a number",
+  boolean: "true or false",
+  "int[]": "a list of integers",
+  "string[]": "a list of strings",
+  "int[][]": "a list of integer lists",
+  list: "a list",
+  object: "an object",
+};
+
+function isKind(v: unknown, kind: string, values: readonly string[] | undefined): boolean {
+  switch (kind) {
+    case "string":
+      return typeof v === "string";
+    case "int":
+      return isInt(v);
+    case "number":
+      return typeof v === "number";
+    case "boolean":
+      return typeof v === "boolean";
+    case "enum":
+      return typeof v === "string" && (values ?? []).includes(v);
+    case "int[]":
+      return Array.isArray(v) && v.every(isInt);
+    case "string[]":
+      return Array.isArray(v) && v.every((x) => typeof x === "string");
+    case "int[][]":
+      return Array.isArray(v) && v.every((x) => Array.isArray(x) && x.every(isInt));
+    case "list":
+      return Array.isArray(v);
+    case "object":
+      return isObj(v);
+    default:
+      throw new Error(`wire_check: unknown field kind ${kind}`);
+  }
+}
+
+/**
+ * Check that `obj` carries every field of `fields` (null is a value: a field that may be null
+ * is still sent), each of its kind; fail naming the first that does not. Messages are exact: a
+ * missing field is a mismatch, never filled in. `enums`: the values an "enum" field may take.
+ */
+export function checkFields(
+  obj: Record<string, unknown>,
+  fields: Readonly<Record<string, FieldKind>>,
+  where: string,
+  enums: Readonly<Record<string, readonly string[]>> = {},
+): void {
+  for (const [key, spec] of Object.entries(fields)) {
+    if (!(key in obj)) fail(`${where}.${key}`, "missing");
+    const v = obj[key];
+    const nullable = spec.endsWith("|null");
+    const kind = nullable ? spec.slice(0, -"|null".length) : spec;
+    if (v === null && nullable) continue;
+    if (!isKind(v, kind, enums[key])) {
+      const want = kind === "enum" ? `one of ${JSON.stringify(enums[key])}` : KIND_WORDS[kind];
+      fail(`${where}.${key}`, `expected ${want}${nullable ? " or null" : ""}, got ${JSON.stringify(v)?.slice(0, 40)}`);
+    }
+  }
 }
 
 export function isObj(x: unknown): x is Record<string, unknown> {

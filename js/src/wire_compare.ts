@@ -1,9 +1,8 @@
 /**
  * The `comparison` traitlet (run A against run B, stage by stage), mirrored from
- * `encode_comparison` in `neural_flow_widget/wire/__init__.py`; and the model's ends
- * (`graph.ends`: the inputs and outputs whose data was captured). Read through wire.ts.
+ * `encode_comparison` in `neural_flow_widget/wire/__init__.py`. Read through wire.ts.
  */
-import { fail, intList, isInt, isObj, requireFields, strList } from "./wire_check";
+import { fail, intList, isInt, isObj, strList } from "./wire_check";
 
 /** How one stage (or model end) differs between the runs. */
 export interface StageDiff {
@@ -32,13 +31,6 @@ export interface WireComparison {
   onlyA: number[]; // call indices that ran in run A only
   onlyB: string[]; // stage ids that ran in run B only
   failed: RunFailure[]; // the runs whose forward raised ([]: both ran to the end)
-}
-
-/** A model input or output with captured data: it opens like a stage. */
-export interface WireEnd {
-  shape: number[];
-  dtype: string;
-  reading: string | null; // "image" | "ids" | "mask" | "segmentation" | "probabilities" | "next token"
 }
 
 const orNull = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : null);
@@ -100,20 +92,4 @@ export function decodeComparison(raw: unknown, nCalls: number): WireComparison |
     onlyB: Array.isArray(raw.only_b) ? strList(raw.only_b, "comparison.only_b") : [],
     failed,
   };
-}
-
-/** graph.ends: node id -> its captured shape, dtype and reading (absent: none). */
-export function decodeEnds(raw: unknown, nodes: readonly string[]): Record<string, WireEnd> {
-  const out: Record<string, WireEnd> = {};
-  if (!isObj(raw)) fail("graph.ends", "expected an object");
-  for (const [node, e] of Object.entries(raw)) {
-    const where = `graph.ends.${node}`;
-    if (!nodes.includes(node)) fail(where, "is not a model input or output");
-    if (!isObj(e)) fail(where, "expected {shape, dtype, reading}");
-    requireFields(e, ["shape", "dtype", "reading"], where);
-    if (typeof e.dtype !== "string") fail(`${where}.dtype`, "expected a string");
-    if (e.reading !== null && typeof e.reading !== "string") fail(`${where}.reading`, "expected a string or null");
-    out[node] = { shape: intList(e.shape, `${where}.shape`), dtype: e.dtype, reading: e.reading };
-  }
-  return out;
 }

@@ -46,7 +46,7 @@ describe("nonfinite_origin", () => {
   it("rejects a call index out of range and a field that is not text", () => {
     expect(() => withOrigin({ ...ORIGIN, after: 9999 })).toThrow(WireError);
     expect(() => withOrigin({ ...ORIGIN, after: 9999 })).toThrow(
-      /graph\.nonfinite_origin\.after: call index out of range/,
+      /graph\.nonfinite_origin\.after: call index 9999 is out of range/,
     );
     expect(() => withOrigin({ ...ORIGIN, text: 3 })).toThrow(/graph\.nonfinite_origin\.text: expected a string/);
   });

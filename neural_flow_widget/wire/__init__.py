@@ -7,77 +7,20 @@ by both pytest and the JS tests. Bump ``SCHEMA`` on any change to a field.
 
 Two messages exist.
 
-1. The **graph** (traitlet ``graph``, plain JSON, no images), from :func:`encode_graph`::
-
-    {
-      "schema": 5,
-      "model": "UNet",                 # class name of the traced model
-      "topology": "dataflow",          # "dataflow" | "fx" | "sequential": what made the edges
-      "inputs": ["input:0"],           # model input node ids, in argument order
-      "outputs": ["output:0"],         # model output node ids, in output order
-      "calls": [                       # every module call of the run, in start order;
-        {                              #   a call's index in this list is its "call index"
-          "id": "enc1",                # stage id: qualified name, or "name#k" for a reused module
-          "module": "enc1",            # qualified module name
-          "type": "ConvBlock",         # class name (text, never HTML)
-          "call": 0,                   # k: which call of this module (0-based)
-          "parent": -1,                # call index of the enclosing call; -1 = the model itself
-          "depth": 1,                  # module-tree depth (1 = a child of the model)
-          "leaf": false,               # the module has no children
-          "params": 1234,              # parameters of the module (recursive)
-          "shapes": [[1, 16, 64, 64]], # output tensor shapes (one per tensor leaf)
-          "dtypes": ["float32"],       # output tensor dtypes, torch names without "torch."
-          "sig": "3f2a9c1e",           # structure signature: equal for blocks of equal structure
-          "error": null,               # why the call failed (or its summary failed), else null
-          "in": [4, 7],                # op ids (below) that produced this call's input tensors
-          "args": [0, 1],              # per op of "in": the argument it came in (positional,
-                                       #   then keywords as given; a list or tuple is one)
-          "state": -1                  # the argument that is a state the call continues (the
-                                       #   previous call of its module returned it: an RNN
-                                       #   cell's (h, c)), else -1
-        }
-      ],
-      "ops": [[-1, []], [0, [0]]],     # the condensed op graph: [owner call index, parent op ids];
-                                       #   owner -1 = the model's own forward body
-      "input_ops": [["input:0", 0]],   # which op is each model input
-      "output_ops": [["output:0", [9]]],  # which ops produced each model output
-      "joins": [[7, "add"], [8, "cat"]],  # ops where data of two or more ops meets, and what
-                                       #   they do: add, sub, mul, div, cat, stack, matmul,
-                                       #   or the torch function's name ("where")
-      "selected": [0, 1, 2],           # call indices of the stages trace() selected
-      "initial": [0, 1, 2] | null,     # stages the first view shows (the user chose them with
-                                       #   stages=); null: the view picks a readable depth
-      "attention": [3],                # call indices that recorded attention maps
-      "stats": [[0.1, 0.5]],           # per call: [mean |x|, std] of its first output, or null
-      "nonfinite": [5, 6, 2],          # call indices whose output held NaN or +/-Inf, in the
-                                       #   order the calls returned (the first: where it began)
-      "nonfinite_origin": {            # the first of "nonfinite" received NaN / Inf in its
-                                       #   input: where it was made (graph/origin.py); null
-                                       #   when that call made it itself, or there is none
-        "op": "torch.Tensor.div",      # the torch function that made it
-        "module": "",                  # qualified name of the module whose forward ran it
-                                       #   ("": the model itself)
-        "type": "ConvNet",             # that module's class name (text, never HTML)
-        "function": "ConvNet.forward", # the user's function that called the op
-        "file": "model.py",            # its source file, the name only (no folders)
-        "line": 12,                    # the line in it (0: unknown)
-        "text": "x / (x - x)",         # the op's expression in the source ("" unknown)
-        "before": 2 | null,            # call index of the call that returned last in that
-                                       #   forward before the op
-        "after": 3 | null},            # call index of the call in that forward that
-                                       #   received it next (the front end words it as
-                                       #   NonfiniteOrigin.describe() does)
-      "failure": {                     # the forward raised: the graph is what ran before, or
-        "message": "stage 'dec1' ...", #   null. What raised where, with the inputs' shapes
-        "stage": 7 | null,             # call index of the selected stage that was running
-        "call": 9 | null},             # call index of the innermost call that raised (its
-                                       #   module: calls[call]["module"])
-      "notes": ["the model ran on the meta device ..."],  # what the run could not show
-      "ends": {"input:0": {"shape": [1, 3, 64, 64], "dtype": "float32", "reading": "image"}}
-                                       # model inputs / outputs whose data was captured: a
-                                       #   click asks for them like a stage; "reading": what
-                                       #   they mean (capture/meaning.py's kinds) or null
-    }
+1. The **graph** (traitlet ``graph``, plain JSON, no images), from :func:`encode_graph`: the
+   traced run as records of its module calls. ``schema`` (this module's ``SCHEMA``), the model's
+   class name, what made the edges (``topology``), the model's input and output node ids, and
+   ``calls``: every module call in start order, where a call's index in that list is its *call
+   index*, which every other field uses to name a call (its parent, the stages selected and
+   shown first, the calls with attention maps, with NaN / Inf, the failing call). ``ops`` is the
+   condensed op graph ([owner call index, parent op ids]) that the calls' ``in`` point into,
+   with the ops that are the model's inputs and make its outputs, and the ``joins`` where data
+   meets; ``stats`` gives each call's [mean |x|, std]; ``nonfinite_origin`` says where the
+   first NaN / Inf was made when it arrived from outside a stage, ``failure`` what raised where
+   (call indices, never names to search for), ``notes`` what the run could not show, ``ends``
+   the inputs and outputs with captured data. Each field, its type and its comment are defined
+   once, in :mod:`neural_flow_widget.wire.schema`; the front end's types and checks
+   (``js/src/wire_schema.ts``) are generated from there by ``scripts/make_wire_schema.py``.
 
    Stage edges for any selection (a set of call indices) follow from ``calls``, ``ops``,
    ``input_ops`` and ``output_ops`` by the walk of ``graph.edges.stage_edges``; the front end
@@ -160,7 +103,7 @@ Two messages exist.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from .reply import (
     GRID_SIDE,
@@ -174,6 +117,7 @@ from .reply import (
     error_reply,
     finite_or_none,
 )
+from .schema import Graph, WireCall, WireEnd, WireFailure, WireOrigin
 
 __all__ = [
     "COMMAND",
@@ -194,43 +138,6 @@ __all__ = [
 
 SCHEMA = 5
 COMMAND = "_stage_data"
-
-# -- the messages, typed (the fields are documented above) ------------------------------------
-
-WireCall = TypedDict(
-    "WireCall",
-    {"id": str, "module": str, "type": str, "call": int, "parent": int, "depth": int,
-     "leaf": bool, "params": int, "shapes": list[list[int]], "dtypes": list[str], "sig": str,
-     "error": "str | None", "in": list[int], "args": list[int], "state": int},
-)  # fmt: skip
-
-
-class WireFailure(TypedDict):
-    message: str
-    stage: int | None
-    call: int | None
-
-
-class Graph(TypedDict):
-    schema: int
-    model: str
-    topology: str
-    inputs: list[str]
-    outputs: list[str]
-    calls: list[WireCall]
-    ops: list[list[Any]]  # [owner, [parent op ids]]
-    input_ops: list[list[Any]]  # [input node id, op]
-    output_ops: list[list[Any]]  # [output node id, [ops]]
-    joins: list[list[Any]]  # [op, what it does]
-    selected: list[int]
-    initial: list[int] | None
-    attention: list[int]
-    stats: list[list[float | None] | None]
-    nonfinite: list[int]
-    nonfinite_origin: dict[str, Any] | None  # {"op", "module", "type", "function", "file", ...}
-    failure: WireFailure | None
-    notes: list[str]
-    ends: dict[str, dict[str, Any]]  # node -> {"shape", "dtype", "reading"}
 
 
 def encode_graph(flow: Any) -> Graph:
@@ -266,10 +173,10 @@ def encode_graph(flow: Any) -> Graph:
         "inputs": list(flow.inputs),
         "outputs": list(flow.outputs),
         "calls": calls,
-        "ops": [[owner, list(p)] for owner, p in zip(flow.graph.owners, flow.graph.parents)],
-        "input_ops": [[name, op] for name, op in flow.graph.input_ops],
-        "output_ops": [[name, list(ops)] for name, ops in flow.graph.output_ops],
-        "joins": [[op, kind] for op, kind in flow.graph.joins],
+        "ops": [(owner, list(p)) for owner, p in zip(flow.graph.owners, flow.graph.parents)],
+        "input_ops": [(name, op) for name, op in flow.graph.input_ops],
+        "output_ops": [(name, list(ops)) for name, ops in flow.graph.output_ops],
+        "joins": [(op, kind) for op, kind in flow.graph.joins],
         "selected": list(flow.selected),
         "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
@@ -282,9 +189,9 @@ def encode_graph(flow: Any) -> Graph:
     }
 
 
-def _ends(flow: Any) -> dict[str, dict[str, Any]]:
+def _ends(flow: Any) -> dict[str, WireEnd]:
     capture = flow.capture
-    ends: dict[str, dict[str, Any]] = {}
+    ends: dict[str, WireEnd] = {}
     for node, items in (getattr(capture, "ends", None) or {}).items():
         summary = items[0].summary
         meaning = capture.meanings.get(node)
@@ -296,7 +203,7 @@ def _ends(flow: Any) -> dict[str, dict[str, Any]]:
     return ends
 
 
-def _origin(flow: Any, index_of: dict[str, int]) -> dict[str, Any] | None:
+def _origin(flow: Any, index_of: dict[str, int]) -> WireOrigin | None:
     o = getattr(flow, "nonfinite_origin", None)
     if o is None:
         return None
@@ -322,14 +229,14 @@ def _failure(flow: Any, index_of: dict[str, int]) -> WireFailure | None:
     return {"message": failure.message, "stage": stage, "call": call}
 
 
-def _stats(capture: Any, index: int) -> list[float | None] | None:
+def _stats(capture: Any, index: int) -> tuple[float | None, float | None] | None:
     items = capture.outputs.get(index) if capture is not None else None
     if not items:
         return None
     summary = items[0].summary
     if summary.kind != "float" or summary.mean_abs is None:
         return None
-    return [finite_or_none(summary.mean_abs), finite_or_none(summary.std)]
+    return (finite_or_none(summary.mean_abs), finite_or_none(summary.std))
 
 
 def encode_comparison(comparison: Any, flow: Any, rtol: float) -> dict[str, Any]:
