@@ -21,7 +21,8 @@ import { headMaps, headView, type ModelRow, modelView, topOf } from "./attention
 import { gradientStops } from "./colormap";
 import { h, heading } from "./dom";
 import { note, type OkReply, panel, type PanelState, stateInto } from "./panels";
-import { colorBar, drawAttention, drawHeads } from "./plots";
+import { drawAttention, drawHeads } from "./attention_plots";
+import { colorBar } from "./plots";
 
 /** What the attention tab reads of the Output section's context (inspector_output.ts). */
 export interface AttentionContext extends AttentionHost {

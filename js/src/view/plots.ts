@@ -1,17 +1,16 @@
-/** Canvas drawings for the inspector: activation views, attention maps, histograms. */
-import type { AttentionData, Histogram, ViewData } from "../wire";
+/** Canvas drawings for the inspector: activation views, histograms, colour bars, and the
+ * canvas helpers the other drawings share (attention maps: attention_plots.ts). */
+import type { Histogram, ViewData } from "../wire";
 import {
   applyLut,
   applyNonfinite,
   categoricalColor,
   type ColorRange,
   cssColor,
-  diverging,
   lut,
   lutOnRange,
   NONFINITE_NAMES,
   nonfiniteColor,
-  viridis,
 } from "./colormap";
 import { h } from "./dom";
 
@@ -79,7 +78,7 @@ export function pictureOf(view: ViewData): HTMLCanvasElement | null {
 }
 
 /** A grid of tiles scaled to `width` css pixels, with labels when tiles are big enough. */
-function tiles(
+export function tiles(
   canvas: HTMLCanvasElement,
   src: HTMLCanvasElement,
   count: number,
@@ -201,101 +200,6 @@ export function drawView(
       : view.labels;
   // A grid may be as tall as it is wide (the panel scrolls); one map stays within 420 px.
   return tiles(canvas, src, count, th, tw, width, labels, opts.maxH ?? (count > 1 ? Math.max(420, width) : 420));
-}
-
-function mapPixels(
-  values: Float32Array,
-  offset: number,
-  n: number,
-  vmax: number,
-  img: Uint8ClampedArray,
-  signed = false,
-) {
-  for (let i = 0; i < n; i++) {
-    const [r, g, b] = signed ? diverging(values[offset + i]! / vmax) : viridis(values[offset + i]! / vmax);
-    img[4 * i] = r;
-    img[4 * i + 1] = g;
-    img[4 * i + 2] = b;
-    img[4 * i + 3] = 255;
-  }
-}
-
-function maxOf(values: Float32Array, from = 0, n = values.length, abs = false): number {
-  let m = 0;
-  for (let i = from; i < from + n; i++) {
-    const x = values[i]!;
-    const v = abs ? Math.abs(x) : x;
-    if (v > m) m = v;
-  }
-  return m || 1;
-}
-
-/** Small multiples of every head: each scaled to its own maximum, or all to `top`. */
-export function drawHeads(canvas: HTMLCanvasElement, a: AttentionData, width: number, top?: number) {
-  if (!a.grid || !a.gridShape) return;
-  const [heads, gq, gk] = a.gridShape;
-  const grid = a.grid;
-  const per = gq * gk;
-  const src = strip(heads, gq, gk, (img, i) => mapPixels(grid, i * per, per, top ?? maxOf(grid, i * per, per), img));
-  tiles(
-    canvas,
-    src,
-    heads,
-    gq,
-    gk,
-    width,
-    Array.from({ length: heads }, (_, i) => `head ${i}`),
-    260,
-  );
-}
-
-/**
- * The attention map of a record, with query / key token labels when they fit. Returns its
- * vmax. `signed`: a difference of two runs' maps (diverging colours, ±vmax); `vmax` a
- * common top for maps drawn side by side.
- */
-export function drawAttention(
-  canvas: HTMLCanvasElement,
-  a: AttentionData,
-  tokens: string[] | null,
-  width: number,
-  opts: { signed?: boolean; vmax?: number } = {},
-): number {
-  const [q, k] = a.mapShape;
-  const vmax = opts.vmax ?? maxOf(a.map, 0, a.map.length, opts.signed);
-  const src = strip(1, q, k, (img) => mapPixels(a.map, 0, q * k, vmax, img, opts.signed));
-  // Labels only for exact (unpooled) maps of at most 64 positions a side, a token each.
-  const [wq, , wk] = a.window;
-  const exact = a.pool[0] === 1 && a.pool[1] === 1;
-  const labelled = tokens !== null && exact && tokens.length >= Math.max(wq + q, wk + k) && q <= 64 && k <= 64;
-  if (!labelled) {
-    const g = tiles(canvas, src, 1, q, k, width, null, 360);
-    canvas.dataset.cells = `0,0,${g.cellW / k},${g.cellH / q}`;
-    return vmax;
-  }
-  const margin = Math.min(96, 10 + 7 * Math.max(...tokens.map((t) => Math.min(t.length, 12))));
-  const cell = Math.max(3, Math.min((width - margin) / k, 360 / q));
-  const ctx = sized(canvas, Math.round(margin + cell * k), Math.round(margin + cell * q));
-  ctx.drawImage(src, 0, 0, k, q, margin, margin, cell * k, cell * q);
-  canvas.dataset.cells = `${margin},${margin},${cell},${cell}`; // where the cells are (hover reads it)
-  const fontPx = Math.max(7, Math.min(11, cell - 1));
-  ctx.font = `${fontPx}px ${inkOf(canvas, "--nfw-mono", "monospace")}`;
-  ctx.fillStyle = inkOf(canvas, "--nfw-fg2", "#6b7280");
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  const label = (t: string) => (t.length > 12 ? `${t.slice(0, 11)}…` : t);
-  if (cell >= 7) {
-    for (let i = 0; i < q; i++) ctx.fillText(label(tokens[wq + i] ?? ""), margin - 4, margin + (i + 0.5) * cell);
-    for (let j = 0; j < k; j++) {
-      ctx.save();
-      ctx.translate(margin + (j + 0.5) * cell, margin - 4);
-      ctx.rotate(-Math.PI / 2);
-      ctx.textAlign = "left";
-      ctx.fillText(label(tokens[wk + j] ?? ""), 0, 0);
-      ctx.restore();
-    }
-  }
-  return vmax;
 }
 
 /** Histogram bars with the lo / hi range under them. */
