@@ -1,8 +1,8 @@
 /**
  * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in (`graph`,
- * `comparison`, `selected`, `direction`, `height`, `playback`, `presenting`), the
- * `_stage_data` command for stage data (`run: "b"` / `"diff"` for the compared run and A − B),
- * `selected`, `direction`, `playback` and `presenting` out. Static pages use
+ * `comparison`, `selected`, `direction`, `height`, `playback`, `presenting`), stage data over
+ * the widget's custom messages (`StageChannel`; `run: "b"` / `"diff"` for the compared run and
+ * A − B), `selected`, `direction`, `playback` and `presenting` out. Static pages use
  * `renderStatic`.
  */
 import { FlowApp } from "./app/app";
@@ -28,19 +28,54 @@ export interface AnyModel {
   send(content: unknown, callbacks?: unknown, buffers?: (ArrayBuffer | ArrayBufferView)[]): void;
 }
 
-export interface Experimental {
-  invoke(
-    name: string,
-    msg: unknown,
-    options?: { signal?: AbortSignal; buffers?: ArrayBuffer[] },
-  ): Promise<[unknown, WireBuffer[]]>;
-}
-
 export interface RenderProps {
   model: AnyModel;
   el: HTMLElement;
-  experimental?: Experimental;
-  signal?: AbortSignal;
+}
+
+/**
+ * Stage data over the widget's custom messages, which every anywidget host carries (JupyterLab,
+ * Notebook, VS Code, Colab, marimo; anywidget's `invoke` is not in all of them): the view sends
+ * `{type: "stage", request, body}` (`body`: the StageRequest), the kernel answers
+ * `{type: "stage", request, reply}` with the reply's binary buffers. Request ids carry this
+ * view's prefix, so two views of one widget never take each other's replies; a reply after its
+ * request was cancelled or timed out is dropped.
+ */
+export class StageChannel {
+  private pending = new Map<string, (answer: [unknown, WireBuffer[]]) => void>();
+  private count = 0;
+  private readonly prefix = Math.random().toString(36).slice(2, 10);
+  constructor(private readonly model: AnyModel) {}
+
+  request(body: StageRequest, signal: AbortSignal): Promise<[unknown, WireBuffer[]]> {
+    const id = `${this.prefix}:${++this.count}`;
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const abort = () => {
+        this.pending.delete(id);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", abort, { once: true });
+      this.pending.set(id, (answer) => {
+        signal.removeEventListener("abort", abort);
+        resolve(answer);
+      });
+      this.model.send({ type: "stage", request: id, body });
+    });
+  }
+
+  /** A custom message from the kernel: resolves the request it answers; false if it is not a stage reply. */
+  receive(
+    msg: { type?: unknown; request?: unknown; reply?: unknown } | null,
+    buffers: WireBuffer[] | undefined,
+  ): boolean {
+    if (!msg || typeof msg !== "object" || msg.type !== "stage") return false;
+    const id = String(msg.request);
+    const answer = this.pending.get(id);
+    this.pending.delete(id);
+    answer?.([msg.reply, buffers ?? []]);
+    return true;
+  }
 }
 
 const num = (v: unknown): number | undefined => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
@@ -76,15 +111,13 @@ async function answerExport(app: FlowApp, model: AnyModel, msg: { request?: unkn
   }
 }
 
-function render({ model, el, experimental }: RenderProps): () => void {
+function render({ model, el }: RenderProps): () => void {
+  const channel = new StageChannel(model);
   const app = new FlowApp(el, {
     fetchStage: async (req: StageRequest, signal: AbortSignal) => {
-      if (!experimental?.invoke)
-        throw new Error("this Jupyter front end has no anywidget command support (anywidget >= 0.9 is needed)");
-      const [msg, buffers] = await experimental.invoke("_stage_data", req, {
-        signal: withTimeout(signal, req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS),
-      });
-      return decodeStageReply(msg, buffers ?? []);
+      const timeout = req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS;
+      const [msg, buffers] = await channel.request(req, withTimeout(signal, timeout));
+      return decodeStageReply(msg, buffers);
     },
     onSelect: (id) => {
       model.set("selected", id);
@@ -129,7 +162,11 @@ function render({ model, el, experimental }: RenderProps): () => void {
       });
   };
   const onPresenting = () => app.lecture.presenter.set(model.get("presenting") === true, false);
-  const onCustom = (msg: { type?: unknown; request?: unknown; format?: string } | null) => {
+  const onCustom = (
+    msg: { type?: unknown; request?: unknown; reply?: unknown; format?: string } | null,
+    buffers?: WireBuffer[],
+  ) => {
+    if (channel.receive(msg, buffers)) return;
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
   model.on("change:graph", onGraph);

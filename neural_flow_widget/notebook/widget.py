@@ -1,7 +1,11 @@
 """``NeuralFlowWidget``: the notebook shell around a Flow. The only module that imports anywidget.
 
-The graph travels once as the ``graph`` traitlet (no images); a click in the view invokes the
-``_stage_data`` command, answered from the run's captured reductions with binary buffers.
+The graph travels once as the ``graph`` traitlet (no images); a click in the view sends a
+request as a custom message, ``{"type": "stage", "request": id, "body": request}``, which
+:meth:`NeuralFlowWidget._stage_data` answers from the run's captured reductions:
+``{"type": "stage", "request": id, "reply": reply}`` with the reply's binary buffers. Custom
+messages are the one channel every anywidget host carries (JupyterLab, Notebook 7, VS Code,
+Colab and marimo, which has no ``invoke``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from typing import Any
 import anywidget
 import torch
 import traitlets
-from anywidget.experimental import command
 
 from .. import wire
 from ..compare import Comparison
@@ -270,8 +273,9 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             raise traitlets.TraitError(error.args[0]) from None
         return value
 
-    @command
     def _stage_data(self, msg: Any, buffers: list) -> tuple[wire.Reply, list[bytes]]:
+        """The reply to a view's stage request ``msg`` (``wire.StageRequest``) and its buffers;
+        a bad request gets an error reply, never an exception."""
         vocab = self._vocab if self._tokenizer is not None else None
         try:
             run = msg.get("run") if isinstance(msg, dict) else None
@@ -335,7 +339,15 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self._exports[request] = pathlib.Path(path)
         self.send({"type": "export", "format": fmt, "request": request})
 
+    def _stage_message(self, content: dict) -> tuple[dict[str, Any], list[bytes]]:
+        """The answer to a view's ``{"type": "stage", "request": id, "body": request}``."""
+        reply, buffers = self._stage_data(content.get("body"), [])
+        return {"type": "stage", "request": content.get("request"), "reply": reply}, buffers
+
     def _on_message(self, _widget: Any, content: Any, buffers: list) -> None:
+        if isinstance(content, dict) and content.get("type") == "stage":
+            self.send(*self._stage_message(content))
+            return
         if not isinstance(content, dict) or content.get("type") != "export":
             return
         request = content.get("request")

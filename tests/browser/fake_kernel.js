@@ -1,13 +1,17 @@
 // A stand-in for the kernel side inside a test page: an anywidget-like model with
-// get/set/on/off/save_changes/send, and experimental.invoke answering `_stage_data` with
-// canned replies in the wire format (binary buffers, never base64).
+// get/set/on/off/save_changes/send, whose `kernel` answers the view's custom messages (stage
+// requests, `{type: "stage", request, body}`) as a kernel's custom messages, with canned
+// replies in the wire format (binary buffers, never base64).
 
 export class FakeModel {
-  constructor(state) {
+  /** `kernel(msg)`: a promise of the kernel's answer to a message the view sent,
+   * [content, buffers] (emitted as "msg:custom"), or null for none. */
+  constructor(state, kernel = null) {
     this.state = { ...state };
     this.handlers = new Map();
     this.saved = 0;
     this.sent = [];
+    this.kernel = kernel;
   }
   get(name) {
     return this.state[name];
@@ -33,6 +37,7 @@ export class FakeModel {
   }
   send(msg, _callbacks, buffers = []) {
     this.sent.push({ msg, buffers });
+    this.kernel?.(msg).then((answer) => answer && this.emit("msg:custom", ...answer));
   }
   listenerCount() {
     let n = 0;
@@ -152,15 +157,15 @@ export function stageReply(graph, req) {
   return [reply, buffers.map((b) => new DataView(b.buffer ?? b))];
 }
 
-/** experimental.invoke for a graph; stages listed in `failing` reject like a timeout. */
-export function fakeExperimental(graph, { failing = [], delayMs = 15, log = [] } = {}) {
-  return {
-    async invoke(name, msg, options = {}) {
-      log.push({ name, msg, hasSignal: options.signal instanceof AbortSignal });
-      await new Promise((r) => setTimeout(r, delayMs));
-      if (name !== "_stage_data") throw new Error(`unknown command ${name}`);
-      if (failing.includes(msg.stage)) throw new DOMException("signal timed out", "TimeoutError");
-      return stageReply(graph, msg);
-    },
+/** A FakeModel kernel for a graph: answers each stage request after `delayMs` (its body
+ * goes to `log` as `{msg}`); the stages listed in `failing` it never answers, like a busy kernel. */
+export function fakeKernel(graph, { failing = [], delayMs = 15, log = [] } = {}) {
+  return async (message) => {
+    if (message?.type !== "stage") return null;
+    log.push({ msg: message.body });
+    await new Promise((r) => setTimeout(r, delayMs));
+    if (failing.includes(message.body.stage)) return null;
+    const [reply, buffers] = stageReply(graph, message.body);
+    return [{ type: "stage", request: message.request, reply }, buffers];
   };
 }

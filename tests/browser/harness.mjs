@@ -71,7 +71,7 @@ export async function openWidget(
   return page.evaluate(
     async ({ graphOrFixture, failing, mutate, height, selected }) => {
       const mod = await import("/widget.js");
-      const { FakeModel, fakeExperimental } = await import("/fake_kernel.js");
+      const { FakeModel, fakeKernel } = await import("/fake_kernel.js");
       const graph =
         typeof graphOrFixture === "string" ? await (await fetch(`/fixtures/${graphOrFixture}`)).json() : graphOrFixture;
       if (mutate) new Function("graph", mutate)(graph);
@@ -81,8 +81,8 @@ export async function openWidget(
       el.style.setProperty("--nfw-height", `${height}px`);
       host.append(el);
       // Like the Python traitlet: `selected` is a stage id or null, never "".
-      const model = new FakeModel({ graph, selected });
       const log = [];
+      const model = new FakeModel({ graph, selected }, fakeKernel(graph, { failing, log }));
       const painted = new Promise((resolve, reject) => {
         el.addEventListener("nfw-painted", (e) => resolve(e.detail), { once: true });
         // never hang a suite: a graph the front end refuses shows a message and paints no frame
@@ -92,7 +92,7 @@ export async function openWidget(
         );
       });
       const t0 = performance.now();
-      const cleanup = mod.default.render({ model, el, experimental: fakeExperimental(graph, { failing, log }) });
+      const cleanup = mod.default.render({ model, el });
       const info = await painted;
       window.__t = { mod, model, el, cleanup, log, graph };
       return { ...info, sinceRender: performance.now() - t0 };

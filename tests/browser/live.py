@@ -1,7 +1,7 @@
 """A live widget in headless Chromium without Jupyter: the bundle renders in tests/browser/
-page.html with an anywidget-like model whose ``_stage_data`` calls go to a real
-``NeuralFlowWidget`` in this process (through Playwright's ``expose_function``; buffers travel
-as base64 across that bridge only, and arrive in the page as binary DataViews, as from a
+page.html with an anywidget-like model whose custom messages (the view's stage requests) go to a
+real ``NeuralFlowWidget`` in this process (through Playwright's ``expose_function``; buffers
+travel as base64 across that bridge only, and arrive in the page as binary DataViews, as from a
 comm). Traitlets are pushed with :func:`push` (``widget.update`` then ``push(page, "graph",
 widget.graph)``), and what the view sets (``selected``) is read with :func:`state`.
 """
@@ -31,18 +31,19 @@ _RENDER = """async ([state, height]) => {
   const el = document.createElement("div");
   el.style.setProperty("--nfw-height", `${height}px`);
   host.append(el);
-  const model = new FakeModel(state);
   const toView = (b64) => { const s = atob(b64); const u = new Uint8Array(s.length);
     for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
   const log = [];
-  const experimental = { async invoke(name, msg) {
-    log.push(msg);
-    const answer = JSON.parse(await window.nfwKernel(name, JSON.stringify(msg)));
+  const kernel = async (message) => {
+    if (message?.type !== "stage") return null;
+    log.push(message.body);
+    const answer = JSON.parse(await window.nfwKernel(JSON.stringify(message)));
     return [answer.msg, answer.buffers.map(toView)];
-  } };
+  };
+  const model = new FakeModel(state, kernel);
   const painted = new Promise((r) =>
     el.addEventListener("nfw-painted", (e) => r(e.detail), { once: true }));
-  const cleanup = mod.default.render({ model, el, experimental });
+  const cleanup = mod.default.render({ model, el });
   window.__t = { model, el, cleanup, log };
   return painted;
 }"""
@@ -66,12 +67,11 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: m.type == "error" and errors.append(m.text))
 
-    def kernel(name: str, text: str) -> str:
-        assert name == "_stage_data", name
-        request = json.loads(text)
-        msg, buffers = widget._stage_data(request, [])
+    def kernel(text: str) -> str:
+        message = json.loads(text)
+        msg, buffers = widget._stage_message(message)  # the widget's own answer to the message
         if log is not None:
-            log.append((request, msg))
+            log.append((message["body"], msg["reply"]))
         encoded = [base64.b64encode(bytes(b)).decode("ascii") for b in buffers]
         return json.dumps({"msg": msg, "buffers": encoded})
 

@@ -93,11 +93,15 @@ describe("U-Net", () => {
       selected: window.__t.model.get("selected"),
       saved: window.__t.model.saved,
       log: window.__t.log,
+      sent: window.__t.model.sent.at(-1).msg,
     }));
     assert.equal(state.selected, "enc2");
     assert.ok(state.saved >= 1);
     assert.deepEqual(state.log.at(-1).msg, { stage: "enc2", view: null, channel: null, head: null, sample: null });
-    assert.equal(state.log.at(-1).hasSignal, true);
+    // on the wire: a custom message with this view's request id, the request as its body
+    assert.equal(state.sent.type, "stage");
+    assert.match(state.sent.request, /^\w+:\d+$/);
+    assert.deepEqual(state.sent.body, state.log.at(-1).msg);
     assert.ok((await inkFraction(page, 'canvas[data-view-kind="grid"]')) > 0.3);
     assert.ok((await inkFraction(page, "canvas.nfw-hist")) > 0.02);
     assert.equal(await count(page, ".nfw-colorbar"), 1);
@@ -180,8 +184,9 @@ describe("U-Net", () => {
       // What NeuralFlowWidget.save_svg / save_png send.
       model.emit("msg:custom", { type: "export", request: 1, format: "svg" });
       model.emit("msg:custom", { type: "export", request: 2, format: "png" });
-      for (let i = 0; i < 100 && model.sent.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
-      return model.sent.map(({ msg, buffers }) => ({
+      const exports = () => model.sent.filter(({ msg }) => msg.type === "export"); // (not the stage requests)
+      for (let i = 0; i < 100 && exports().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      return exports().map(({ msg, buffers }) => ({
         msg,
         head: new TextDecoder().decode(buffers[0].slice(0, 200)),
         size: buffers[0].byteLength,

@@ -47,6 +47,26 @@ def test_stage_data_command_answers_and_never_raises(widget):
     assert not odd["ok"]
 
 
+def test_a_stage_request_message_is_answered_with_its_id_and_buffers():
+    """The view's one channel, custom messages (every anywidget host carries them; marimo has
+    no ``invoke``): ``{type: "stage", request, body}`` is answered with
+    ``{type: "stage", request, reply}`` and the reply's binary buffers."""
+    torch.manual_seed(0)
+    w = nfw.NeuralFlowWidget(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), stages=1)
+    sent = []
+    w.send = lambda content, buffers=None: sent.append((content, buffers))
+    body = {"stage": "enc2", "view": "grid"}
+    w._on_message(w, {"type": "stage", "request": "v1:7", "body": body}, [])
+    w._on_message(w, {"type": "stage", "request": "v1:8", "body": {"stage": "nope"}}, [])
+    w._on_message(w, {"type": "stage", "request": "v1:9"}, [])  # no body: an error reply
+    (ok, ok_buffers), (bad, _), (empty, _) = sent
+    expected, expected_buffers = w._stage_data(body, [])
+    assert ok == {"type": "stage", "request": "v1:7", "reply": expected}
+    assert ok_buffers and [bytes(b) for b in ok_buffers] == [bytes(b) for b in expected_buffers]
+    assert bad["request"] == "v1:8" and not bad["reply"]["ok"] and "nope" in bad["reply"]["error"]
+    assert empty["request"] == "v1:9" and not empty["reply"]["ok"]
+
+
 def test_from_flow_and_token_labels():
     flow = nfw.trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16))
     assert nfw.NeuralFlowWidget.from_flow(flow).flow is flow

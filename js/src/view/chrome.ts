@@ -33,8 +33,10 @@ export interface Chrome {
   busy: HTMLElement;
 }
 
-function button(label: string, title: string, attrs: Record<string, string> = {}): HTMLButtonElement {
-  return h("button", { class: "nfw-btn", type: "button", title, ...attrs }, label);
+/** A toolbar button; `wide`: more words, shown where the toolbar has room (not in a narrow column). */
+function button(label: string, title: string, attrs: Record<string, string> = {}, wide = ""): HTMLButtonElement {
+  const more = wide ? [h("span", { class: "nfw-wide" }, wide)] : [];
+  return h("button", { class: "nfw-btn", type: "button", title, ...attrs }, label, ...more);
 }
 
 export function buildChrome(css: string): Chrome {
@@ -48,15 +50,15 @@ export function buildChrome(css: string): Chrome {
     spellcheck: "false",
   });
   const searchCount = h("span", { class: "nfw-search-count", "aria-live": "polite" });
-  const dirTB = button("↓ TB", "Top to bottom", { "aria-pressed": "true" });
-  const dirLR = button("→ LR", "Left to right", { "aria-pressed": "false" });
+  const dirTB = button("↓", "Top to bottom", { "aria-pressed": "true" }, " TB");
+  const dirLR = button("→", "Left to right", { "aria-pressed": "false" }, " LR");
   const color = h(
     "select",
     { class: "nfw-select", title: "Node colour", "aria-label": "node colour" },
-    h("option", { value: "type" }, "Colour: type"),
-    h("option", { value: "mean_abs" }, "Colour: mean |x|"),
-    h("option", { value: "std" }, "Colour: std"),
-    h("option", { value: "divergence", hidden: true, disabled: true }, "Colour: A vs B"),
+    h("option", { value: "type" }, "type"),
+    h("option", { value: "mean_abs" }, "mean |x|"),
+    h("option", { value: "std" }, "std"),
+    h("option", { value: "divergence", hidden: true, disabled: true }, "A vs B"),
   );
   const fit = button("Fit", "Fit the graph to the view (F)");
   const reset = button("Reset", "Back to the starting expansion");
@@ -98,7 +100,7 @@ export function buildChrome(css: string): Chrome {
     searchCount,
     h("span", { class: "nfw-sep" }),
     h("span", { class: "nfw-btn-group", role: "group", "aria-label": "direction" }, dirTB, dirLR),
-    color,
+    h("label", { class: "nfw-color" }, h("span", { class: "nfw-color-word" }, "Colour"), color),
     data,
     fit,
     reset,

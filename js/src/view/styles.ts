@@ -205,7 +205,7 @@ const ROOT_CSS = `
 }
 .nfw-root.nfw-present .nfw-toolbar, .nfw-root.nfw-present .nfw-transport, .nfw-root.nfw-present .nfw-banners,
 .nfw-root.nfw-present .nfw-legend, .nfw-root.nfw-present .nfw-help { zoom: 1.35; }
-.nfw-root.nfw-present .nfw-toolbar > :is(.nfw-search, .nfw-search-count, .nfw-select, .nfw-sep, .nfw-export) { display: none; }
+.nfw-root.nfw-present .nfw-toolbar > :is(.nfw-search, .nfw-search-count, .nfw-color, .nfw-sep, .nfw-export) { display: none; }
 .nfw-root.nfw-present .nfw-present-label { display: inline; }
 .nfw-root.nfw-present .nfw-inspector { zoom: 1.3; width: clamp(300px, 32%, 520px); }
 .nfw-root.nfw-present .nfw-edge { stroke-width: 2.4px; }
@@ -234,7 +234,10 @@ const RESET_CSS = `
 .nfw-root :where(canvas):not(.nfw-none) { display: inline-block; }
 `;
 
-/** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss. */
+/** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss (which
+ * reads no CSS comments). In a narrow column (marimo's, a split JupyterLab) the toolbar keeps one
+ * row down to 520 px: the words beside the buttons go, then the exports (widget.save_svg /
+ * save_png still work). */
 const WIDGET_CSS = `
 .nfw-toolbar {
   flex: none; display: flex; align-items: center; gap: 6px; flex-wrap: nowrap;
@@ -260,7 +263,16 @@ const WIDGET_CSS = `
 .nfw-btn-group .nfw-btn:last-child { border-radius: 0 5px 5px 0; }
 .nfw-select { width: auto; padding: 0 4px; }
 .nfw-toolbar > .nfw-search { flex: 0 1 150px; width: 150px; min-width: 90px; }
-@container nfw (max-width: 860px) { .nfw-toolbar { flex-wrap: wrap; } }
+.nfw-color { display: inline-flex; align-items: center; gap: 5px; font-size: 12px; color: var(--nfw-fg2); }
+@container nfw (max-width: 860px) {
+  .nfw-toolbar { gap: 4px; padding: 6px; }
+  .nfw-title span, .nfw-wide { display: none; }
+  .nfw-toolbar > .nfw-search { flex-basis: 84px; width: 84px; min-width: 60px; }
+  .nfw-toolbar .nfw-play { min-width: 0; }
+}
+@container nfw (max-width: 640px) { .nfw-toolbar > :is(.nfw-export, .nfw-sep) { display: none; } }
+@container nfw (max-width: 580px) { .nfw-color-word { display: none; } }
+@container nfw (max-width: 520px) { .nfw-toolbar { flex-wrap: wrap; } }
 .nfw-search-count { display: inline-block; color: var(--nfw-fg2); min-width: 4.5em; font-size: 11px; }
 .nfw-search-count:empty { display: none; }
 .nfw-present-label { display: none; }
