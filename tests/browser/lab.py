@@ -108,8 +108,15 @@ def jupyterlab(folder: pathlib.Path, notebook: str, app: str = "jupyterlab") -> 
             server.kill()
 
 
+#: the kernel is idle (JupyterLab and Notebook 7 both keep this text for screen readers)
+KERNEL_IDLE = """() => [...document.querySelectorAll('span, div')]
+  .some((e) => e.childElementCount === 0 && e.textContent.trim() === 'Kernel status: Idle')"""
+
+
 def open_and_run_first_cell(page, url: str, artifacts: pathlib.Path | None = None) -> None:
-    """Open the notebook, dismiss start-up dialogs, run the first cell."""
+    """Open the notebook, dismiss start-up dialogs, wait for the kernel, run the first cell.
+    (Shift+Enter while the kernel is still starting is dropped on a busy machine: the cell
+    never runs.)"""
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_timeout(1000)
@@ -118,5 +125,6 @@ def open_and_run_first_cell(page, url: str, artifacts: pathlib.Path | None = Non
         if artifacts is not None:
             page.screenshot(path=str(artifacts / "jupyterlab-dialog.png"))
         page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
     page.locator(".jp-Cell").first.click()
     page.keyboard.press("Shift+Enter")
