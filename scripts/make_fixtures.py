@@ -179,6 +179,9 @@ def flows():
         arch = random_models.sample(rng, RANDOM_STEPS)
         model, args, kwargs = random_models.model_and_inputs(arch, seed=k)
         yield f"random_{k}", _trace(model, args, **kwargs)
+    # encoder-decoders with runs of blocks (T5's first block holds more than the others)
+    yield "t5_3", _trace(*fixture_models.t5(layers=3))
+    yield "whisper", _trace(*fixture_models.whisper())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:
@@ -198,7 +201,8 @@ def visible(flow, expanded: set[int]) -> list[int]:
 
 class Folds:
     """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): sibling
-    calls ``prefix.N``, N consecutive, of equal type and signature, at least 3; and, among the
+    calls ``prefix.N``, N consecutive, of equal type and signature (the first may hold the
+    others' structure and more: :meth:`holds`), at least 3; and, among the
     siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
     back to back at least 3 times and 6 calls in all (the shortest period that covers the most
     calls, left to right). Also the calls a view state draws (``view_model.ts``: a folded run
@@ -222,6 +226,32 @@ class Folds:
                 self.runs.extend(self._runs(calls, siblings))
         self.run_of = {c: r for r, run in enumerate(self.runs) for c in run}
 
+    def holds(self, calls, a: int, b: int) -> bool:
+        """Block ``a`` has block ``b``'s structure, and perhaps more (tree.ts ``holds``): calls
+        of equal type, relative module name and call ordinal, children in order; ``a`` may
+        have extra leaf calls; a pair with nothing extra below it has one signature."""
+        base_a, base_b = len(calls[a].module), len(calls[b].module)
+
+        def match(x: int, y: int) -> bool | None:  # None: no match; else whether a had more
+            cx, cy = calls[x], calls[y]
+            if (cx.type, cx.call, cx.module[base_a:]) != (cy.type, cy.call, cy.module[base_b:]):
+                return None
+            kx, ky = self.children[x], self.children[y]
+            extra, q = False, 0
+            for kid in kx:
+                sub = match(kid, ky[q]) if q < len(ky) else None
+                if sub is not None:
+                    extra, q = extra or sub, q + 1
+                elif not self.children[kid]:
+                    extra = True
+                else:
+                    return None
+            if q < len(ky) or not (extra or cx.sig == cy.sig):
+                return None
+            return extra
+
+        return match(a, b) is not None
+
     def _runs(self, calls, siblings: list[int]) -> list[list[int]]:
         runs: list[list[int]] = []
         i = 0
@@ -231,12 +261,17 @@ class Folds:
             j = i + 1
             if m:
                 n = int(m[2])
+                sig = first.sig  # the second's where the first holds it and more (T5)
+                if i + 1 < len(siblings):
+                    second = calls[siblings[i + 1]]
+                    if second.sig != sig and self.holds(calls, siblings[i], siblings[i + 1]):
+                        sig = second.sig
                 while j < len(siblings):
                     c = calls[siblings[j]]
                     mj = self.INDEXED.match(c.module)
                     if not mj or mj[1] != m[1] or int(mj[2]) != n + 1:
                         break
-                    if c.type != first.type or c.sig != first.sig:
+                    if c.type != first.type or c.sig != sig:
                         break
                     n, j = n + 1, j + 1
             if m and j - i >= self.MIN_RUN:

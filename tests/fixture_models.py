@@ -186,12 +186,14 @@ def bert():
     return model, {"input_ids": ids, "attention_mask": mask}
 
 
-def t5():
-    """transformers' T5 encoder-decoder: 2 + 2 layers of width 32, a padded source batch."""
+def t5(layers: int = 2):
+    """transformers' T5 encoder-decoder: 2 + 2 layers (or ``layers`` each) of width 32, a
+    padded source batch. The first block of each stack holds the relative position bias
+    (an Embedding the others lack) and hands the bias on to the others."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    config = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2,
-                      num_decoder_layers=2, num_heads=4, relative_attention_num_buckets=8,
+    config = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=layers,
+                      num_decoder_layers=layers, num_heads=4, relative_attention_num_buckets=8,
                       relative_attention_max_distance=16, decoder_start_token_id=0,
                       pad_token_id=0, use_cache=False)  # fmt: skip
     torch.manual_seed(0)
@@ -201,6 +203,22 @@ def t5():
     mask[1, 4:] = 0
     decoder = torch.randint(1, 64, (2, 5))
     return model, {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": decoder}
+
+
+def whisper():
+    """transformers' Whisper encoder-decoder: 3 + 3 layers of width 32, 16 mel bins of 64
+    frames (32 after the strided conv) and 4 decoder tokens."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    config = WhisperConfig(d_model=32, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4,
+                           decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                           num_mel_bins=16, max_source_positions=32, max_target_positions=16,
+                           vocab_size=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+                           decoder_start_token_id=1)  # fmt: skip
+    torch.manual_seed(0)
+    model = WhisperForConditionalGeneration(config).eval()
+    inputs = {"input_features": torch.randn(1, 16, 64), "decoder_input_ids": torch.tensor([[1, 5, 6, 7]])}
+    return model, inputs
 
 
 def unet2d(levels: int = 2, layers: int = 1):

@@ -40,7 +40,7 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
   // how many edges cross below each row
   const crossing = new Int32Array(rows + 1);
   for (const e of arr.edges) {
-    if (e.src < 0 || e.dst < 0) continue;
+    if (e.src < 0 || e.dst < 0 || e.hidden) continue; // (a bus' tap needs no connector)
     const r0 = Math.min(arr.row[e.src]!, arr.row[e.dst]!);
     const r1 = Math.max(arr.row[e.src]!, arr.row[e.dst]!);
     crossing[r0]!++;

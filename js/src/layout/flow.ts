@@ -24,6 +24,7 @@ export interface FlowEdge {
   src: number; // item indices; -1 stands for the group's entry, -2 for its exit
   dst: number;
   kind: EdgeKind;
+  hidden?: boolean; // places its ends, never routed (a bus' tap)
 }
 
 export interface FlowGroup {

@@ -42,6 +42,7 @@ export interface LayoutEdge {
   dst: number;
   weight: number; // for the layered solver: higher keeps the edge short and straight (the trunk)
   kind?: EdgeKind; // default "flow"
+  hidden?: boolean; // places its ends (rows) but is not routed: a bus' tap (scene/bus.ts draws it)
 }
 
 export interface LayoutRequest {
@@ -155,20 +156,29 @@ function placeGroup(
   });
   const flow: FlowGroup = {
     items,
-    edges: group.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind ?? "flow" })),
+    edges: group.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind ?? "flow", hidden: e.hidden === true })),
     entries: group.entries ?? [],
     exits: group.exits ?? [],
     lead: tb ? pad + header : pad,
     trail: pad,
   };
-  const u = placeU(flow);
-  if (u) return toGroup(u, dir, pad, header, 1);
+  // the U and the layered solver see only the edges they draw; the routes of hidden ones are empty
+  const drawn = group.edges.flatMap((e, i) => (e.hidden ? [] : [i]));
+  const widen = (p: Placement): Placement => {
+    if (drawn.length === group.edges.length) return p;
+    const routes: number[][] = group.edges.map(() => []);
+    for (const [j, i] of drawn.entries()) routes[i] = at(p.routes, j);
+    return { ...p, routes };
+  };
+  const u = placeU({ ...flow, edges: drawn.map((i) => at(flow.edges, i)) });
+  if (u) return widen(toGroup(u, dir, pad, header, 1));
   const arranged = arrange(flow);
   if (arranged) {
     const bands = isRoot && fit ? wrapBands(arranged, fit, dir) : 1;
     return toGroup(routeArranged(arranged, flow), dir, pad, header, bands);
   }
-  return { ...placeLayered(dir, sizes, group.edges, flow.entries, flow.exits, pad, header), bands: 1 };
+  const real = drawn.map((i) => at(group.edges, i));
+  return widen({ ...placeLayered(dir, sizes, real, flow.entries, flow.exits, pad, header), bands: 1 });
 }
 
 type Done = { group: LayoutGroup; p: Placement; kids: (Done | null)[] };
@@ -195,7 +205,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
         parts.push(`${it.key}${flags}=${it.w}x${it.h}`);
       }
     }
-    for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}${e.kind ?? ""}`);
+    for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}${e.kind ?? ""}${e.hidden ? "h" : ""}`);
     parts.push(`in:${(group.entries ?? []).join(",")}`, `out:${(group.exits ?? []).join(",")}`);
     const sig = parts.join("|");
     let p = cache.get(sig);
@@ -254,6 +264,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
       else boxes[it.key] = [ox + x, oy + y, w, h];
     });
     for (const [i, e] of group.edges.entries()) {
+      if (e.hidden) continue;
       routes[`${at(group.items, e.src).key}>${at(group.items, e.dst).key}`] = shift(
         turn(at(p.routes, i), null, null),
         ox,

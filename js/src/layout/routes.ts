@@ -149,7 +149,7 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   };
 
   let bottomTurn = 0; // along, in flow coordinates of the finished group: set below
-  const routes = arr.edges.map((e) => (e.src >= 0 && e.dst >= 0 ? route(end(e.src), end(e.dst)) : []));
+  const routes = arr.edges.map((e) => (e.src >= 0 && e.dst >= 0 && !e.hidden ? route(end(e.src), end(e.dst)) : []));
   // the extent of items and routes; the content starts at 0, 0
   let minA = Infinity,
     minC = Infinity,

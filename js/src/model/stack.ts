@@ -7,8 +7,9 @@
  * (same module path relative to the member, same call ordinal), located() the way back.
  * Memoized per tree. Pure and DOM-free.
  */
+import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
-import type { CallTree, Run } from "./tree";
+import { type CallTree, holds, type Run } from "./tree";
 import { at } from "../wire_check";
 
 /** Header actions of a stack: unfold all its members, show the next / previous member. */
@@ -75,8 +76,9 @@ function isChain(tree: CallTree, run: Run): boolean {
   return true;
 }
 
-/** The calls of member k standing for member 0's (member 0's subtree, the member included),
- * or null when their trees do not match (then only member 0 can be shown). */
+/** The calls of member k standing for member 0's (member 0's subtree, the member included;
+ * tree.ts holds: a call only member 0 makes stands for itself), or null when their trees do
+ * not match (then only member 0 can be shown). */
 export function counterpart(tree: CallTree, run: Run, k: number): Map<number, number> | null {
   let memo = partMemo.get(tree);
   if (!memo) {
@@ -85,23 +87,8 @@ export function counterpart(tree: CallTree, run: Run, k: number): Map<number, nu
   }
   const key = `${run.key}\u0000${k}`;
   if (memo.has(key)) return memo.get(key)!;
-  const { calls } = tree.graph;
   const m0 = at(run.members, 0);
-  const mk = at(run.members, k);
-  const out = new Map<number, number>();
-  const base0 = at(calls, m0).module.length;
-  const basek = at(calls, mk).module.length;
-  const match = (a: number, b: number): boolean => {
-    const ca = at(calls, a);
-    const cb = at(calls, b);
-    if (ca.type !== cb.type || ca.call !== cb.call || ca.module.slice(base0) !== cb.module.slice(basek)) return false;
-    const ka = at(tree.children, a);
-    const kb = at(tree.children, b);
-    if (ka.length !== kb.length) return false;
-    out.set(a, b);
-    return ka.every((x, i) => match(x, kb[i]!)); // as many children as ka, checked above
-  };
-  const map = k >= 0 && k < run.members.length && at(calls, m0).sig === at(calls, mk).sig && match(m0, mk) ? out : null;
+  const map = k >= 0 && k < run.members.length ? holds(tree.graph, tree.children, m0, at(run.members, k)) : null;
   memo.set(key, map);
   return map;
 }
@@ -181,4 +168,55 @@ export function wrappers(tree: CallTree, stacked: ReadonlyMap<string, number>): 
       for (let c = at(tree.graph.calls, m0).parent; c >= 0; c = at(tree.graph.calls, c).parent) out.add(c);
   }
   return out;
+}
+
+/**
+ * The edges out of stacked runs, as their last members make them: each run shifted to its
+ * last member (its calls drawn for member 0's, the members before it whole), one more walk,
+ * and each edge from a call drawn that way to a call outside the run, read as from member
+ * 0's call standing for it [member 0's call, destination id, kind]: the residual stream's
+ * attention and MLP into the final norm (GPT-2), and not what member 0 alone hands on to the
+ * other members (T5's position bias). Runs whose last member does not match member 0
+ * (counterpart null) are left out: the caller splices their edges instead.
+ */
+export function lastMemberEdges(
+  tree: CallTree,
+  selection: number[],
+  stacks: { run: Run; drawn: number[] }[],
+): { out: [number, string, EdgeKind][]; shifted: Set<Run> } {
+  const { calls } = tree.graph;
+  const back = new Map<number, number>(); // the last member's call -> member 0's
+  const swap = new Map<number, number>(); // a drawn call -> the last member's
+  const members = new Set<number>();
+  const shifted = new Set<Run>();
+  const runOfCall = new Map<number, Run>();
+  for (const { run, drawn } of stacks) {
+    const last = run.members.length - 1;
+    const map = counterpart(tree, run, last);
+    if (!map) continue;
+    shifted.add(run);
+    for (const c of drawn) {
+      const k = map.get(c) ?? c; // a call only member 0 makes stands for itself
+      swap.set(c, k);
+      back.set(k, c);
+    }
+    for (const m of run.members) members.add(m);
+    for (const m of run.members) runOfCall.set(m, run);
+  }
+  const out: [number, string, EdgeKind][] = [];
+  if (shifted.size === 0) return { out, shifted };
+  const sel = selection.filter((c) => !members.has(c)).map((c) => swap.get(c) ?? c);
+  for (const run of shifted) sel.push(...run.members.slice(0, -1));
+  // a destination inside a shifted run: the run's members or their calls
+  const inRun = (id: string) => {
+    for (let c = tree.byId.get(id) ?? -1; c >= 0; c = at(calls, c).parent) if (runOfCall.has(c)) return true;
+    return false;
+  };
+  for (const e of stageEdges(tree.topo, sel)) {
+    const from = tree.byId.get(e.src);
+    const c = from === undefined ? undefined : back.get(from);
+    if (c === undefined || e.kind === "order" || inRun(e.dst)) continue;
+    out.push([c, e.dst, e.kind]);
+  }
+  return { out, shifted };
 }

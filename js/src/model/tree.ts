@@ -10,7 +10,8 @@ import { at } from "../wire_check";
 
 /**
  * A run that folds: >= MIN_RUN sibling calls `prefix.N` (consecutive N) of equal type and
- * signature ("Type × n"), or, among the siblings no such run holds, a pattern of `period`
+ * signature ("Type × n"; the first may also hold the others' structure and more: see
+ * holds), or, among the siblings no such run holds, a pattern of `period`
  * calls (by type and signature) repeated >= MIN_RUN times back to back, at least
  * MIN_PATTERN_CALLS calls in all ("(Linear → ReLU) × 200": a flat nn.Sequential).
  */
@@ -40,7 +41,48 @@ export const MIN_PATTERN_CALLS = 6;
 export const MAX_PERIOD = 8;
 const INDEXED = /^(.*)\.(\d+)$/;
 
-function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
+/**
+ * The calls of block b standing for those of block a (a's subtree onto b's, each call to the
+ * one of the same type, module path relative to the block and call ordinal, children in
+ * order), when b is a's structure: the same but for calls of a that b lacks, each a leaf
+ * (T5's first block computes the relative position bias, with an Embedding of its own the
+ * others lack, and hands the bias on). A pair of calls with nothing extra below them has
+ * one signature (the same parameter shapes). Null when b is not; a and b equal: one to one.
+ */
+export function holds(graph: WireGraph, children: number[][], a: number, b: number): Map<number, number> | null {
+  const { calls } = graph;
+  const baseA = at(calls, a).module.length;
+  const baseB = at(calls, b).module.length;
+  const out = new Map<number, number>();
+  // whether b's subtree matches a's; returns whether a's had calls b lacks
+  const match = (x: number, y: number): boolean | null => {
+    const cx = at(calls, x);
+    const cy = at(calls, y);
+    if (cx.type !== cy.type || cx.call !== cy.call || cx.module.slice(baseA) !== cy.module.slice(baseB)) return null;
+    const kx = at(children, x);
+    const ky = at(children, y);
+    let extra = false;
+    let q = 0;
+    for (const kid of kx) {
+      const other = ky[q];
+      const sub = other === undefined ? null : match(kid, other);
+      if (sub !== null) {
+        extra ||= sub;
+        q++;
+      } else if (at(children, kid).length === 0) {
+        extra = true; // a leaf only a holds
+      } else {
+        return null;
+      }
+    }
+    if (q < ky.length || !(extra || cx.sig === cy.sig)) return null; // b has calls a lacks, or other shapes
+    out.set(x, y);
+    return extra;
+  };
+  return match(a, b) === null ? null : out;
+}
+
+function indexedRuns(graph: WireGraph, children: number[][], siblings: number[]): Run[] {
   const runs: Run[] = [];
   let i = 0;
   while (i < siblings.length) {
@@ -49,10 +91,16 @@ function indexedRuns(graph: WireGraph, siblings: number[]): Run[] {
     let j = i + 1;
     if (m) {
       let n = Number(m[2]);
+      // the signature of the run: the first's, or the second's where the first holds more
+      const second = i + 1 < siblings.length ? at(graph.calls, at(siblings, i + 1)) : null;
+      const sig =
+        second && second.sig !== first.sig && holds(graph, children, at(siblings, i), at(siblings, i + 1))
+          ? second.sig
+          : first.sig;
       while (j < siblings.length) {
         const c = at(graph.calls, at(siblings, j));
         const mj = INDEXED.exec(c.module);
-        if (!mj || mj[1] !== m[1] || Number(mj[2]) !== n + 1 || c.type !== first.type || c.sig !== first.sig) break;
+        if (!mj || mj[1] !== m[1] || Number(mj[2]) !== n + 1 || c.type !== first.type || c.sig !== sig) break;
         n++;
         j++;
       }
@@ -112,8 +160,8 @@ function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[]
 }
 
 /** The runs among one call's children (or the roots), in sibling order. */
-function findRuns(graph: WireGraph, siblings: number[], parent: string): Run[] {
-  const indexed = indexedRuns(graph, siblings);
+function findRuns(graph: WireGraph, children: number[][], siblings: number[], parent: string): Run[] {
+  const indexed = indexedRuns(graph, children, siblings);
   const taken = new Set(indexed.flatMap((r) => r.members));
   const runs = [...indexed];
   let stretch: number[] = [];
@@ -144,7 +192,8 @@ export function buildTree(graph: WireGraph): CallTree {
     [roots, ""],
     ...children.map((kids, c): [number[], string] => [kids, at(graph.calls, c).module]),
   ];
-  for (const [sibs, parent] of lists) if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, sibs, parent));
+  for (const [sibs, parent] of lists)
+    if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, children, sibs, parent));
   const runOf = new Int32Array(graph.calls.length).fill(-1);
   for (const [k, r] of runList.entries()) for (const c of r.members) runOf[c] = k;
   const runs = new Map(runList.map((r) => [r.key, r]));

@@ -14,7 +14,12 @@
  *     sublayers branch off); else to the flow successor with the longest way still to go.
  *   - Buses: a source that feeds three or more nodes by skip or merge edges (an attention mask
  *     read by every layer, a timestep embedding, an encoder's output) is drawn as one line
- *     with a tap into each; those edges stay out of the layout.
+ *     with a tap into each; those edges stay out of the layout. An edge into a fold or into a
+ *     stack's node counts the members it stands for (view_model.ts ViewEdge.readers): the
+ *     encoder's output into "DecoderLayer × 6" is read by six layers, one tap.
+ *   - A bus is labelled "cross-attention" where its source comes after one run of blocks (its
+ *     chain of flow edges passes a fold or a stack) and it taps the blocks of another: an
+ *     encoder's output into the decoder's layers.
  */
 import type { Drawing, DrawnEdge } from "./junctions";
 import type { ViewGraph } from "./view_model";
@@ -26,6 +31,7 @@ export interface Trunk {
   spineOrder: string[];
   residual: Set<string>; // "s>J" of the residual pairs
   buses: Map<string, DrawnEdge[]>; // source key -> its tapped edges
+  labels: Map<string, string>; // source key of a bus -> what it carries ("cross-attention")
 }
 
 export const BUS_MIN = 3;
@@ -70,8 +76,14 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   for (const e of drawing.edges) {
     if (e.kind === "skip" || e.kind === "merge") (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
   }
-  for (const [src, list] of side)
-    if (new Set(list.map((e) => e.dst)).size >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
+  for (const [src, list] of side) {
+    const readers = new Map<string, number>();
+    for (const e of list) readers.set(e.dst, Math.max(readers.get(e.dst) ?? 0, e.edge?.readers ?? 1));
+    let n = 0;
+    for (const r of readers.values()) n += r;
+    if (n >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
+  }
+  const labels = crossing(view, drawing, buses);
   const bused = new Set([...buses.values()].flat());
   const edges = drawing.edges.filter((e) => !bused.has(e));
   const order = topoOrder(keys, priority, edges);
@@ -132,5 +144,32 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
     for (const v of succ(u)) if (next === undefined || rest.get(v)! > rest.get(next)!) next = v;
     u = next;
   }
-  return { order, pos, spine, spineOrder, residual, buses };
+  return { order, pos, spine, spineOrder, residual, buses, labels };
+}
+
+/** The run of blocks a drawn key belongs to: a fold's, or the stack's it is drawn in. */
+function runAt(view: ViewGraph, drawing: Drawing, key: string): string | null {
+  const node = view.byKey.get(key);
+  if (node?.kind === "fold") return node.run?.key ?? null;
+  const path = node?.path ?? drawing.byKey.get(key)?.path ?? [];
+  for (let i = path.length - 1; i >= 0; i--) if (path[i]!.startsWith("k:")) return path[i]!.slice(2);
+  return null;
+}
+
+/** The buses from after one run of blocks into the blocks of another: "cross-attention". */
+function crossing(view: ViewGraph, drawing: Drawing, buses: Map<string, DrawnEdge[]>): Map<string, string> {
+  const flowIn = new Map<string, string>();
+  for (const e of drawing.edges) if (e.kind === "flow" && !flowIn.has(e.dst)) flowIn.set(e.dst, e.src);
+  const labels = new Map<string, string>();
+  for (const [src, list] of buses) {
+    let from: string | null = null;
+    for (let u: string | undefined = src, steps = 0; u !== undefined && !from && steps < 64; steps++) {
+      from = runAt(view, drawing, u);
+      u = flowIn.get(u);
+    }
+    if (from === null) continue;
+    const into = list.map((e) => runAt(view, drawing, e.dst));
+    if (into.every((r) => r !== null && r !== from)) labels.set(src, "cross-attention");
+  }
+  return labels;
 }

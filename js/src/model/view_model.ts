@@ -7,7 +7,7 @@
  */
 import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
-import { counterpart, located, stackedMember } from "./stack";
+import { counterpart, lastMemberEdges, located, stackedMember } from "./stack";
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";
 export { searchCalls } from "./tree";
@@ -60,6 +60,10 @@ export interface ViewEdge {
   src: string; // node keys
   dst: string;
   kind: EdgeKind;
+  /** How many stages' reads it stands for: 1, or a fold's members that read the source, or
+   * for a node drawn in a stack, member 0's and the other members' that read it alike (a
+   * mask, a rotary embedding, an encoder's output read by every layer). */
+  readers: number;
 }
 
 export interface ViewGraph {
@@ -155,6 +159,7 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   const keyOfId = new Map<string, string>(); // wire node id -> view key
   const memberOf = new Map<string, [Stack, number]>(); // id of a stack's member 1..n-1 -> its stack, index
   const inStack = new Map<string, Stack>(); // view key of a node drawn in a stack -> the stack
+  const drawnIn = new Map<Stack, number[]>(); // a stack -> member 0's calls in the selection
   const walk = (list: Item[], path: string[], stack: Stack | null, map: Map<number, number> | null) => {
     const shown = (c: number) => map?.get(c) ?? c;
     for (const it of list) {
@@ -171,7 +176,10 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
         });
         selection.push(it.call);
         keyOfId.set(at(graph.calls, it.call).id, it.key);
-        if (stack) inStack.set(it.key, stack);
+        if (stack) {
+          inStack.set(it.key, stack);
+          (drawnIn.get(stack) ?? drawnIn.set(stack, []).get(stack)!).push(it.call);
+        }
       } else if (it.kind === "fold") {
         const call = shown(at(it.run.members, 0));
         nodes.push({
@@ -187,7 +195,10 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
           selection.push(m);
           keyOfId.set(at(graph.calls, m).id, it.key);
         }
-        if (stack) inStack.set(it.key, stack);
+        if (stack) {
+          inStack.set(it.key, stack);
+          (drawnIn.get(stack) ?? drawnIn.set(stack, []).get(stack)!).push(...it.run.members);
+        }
       } else if (it.kind === "stack") {
         const map = counterpart(tree, it.run, it.shown);
         const st: Stack = {
@@ -220,20 +231,34 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   const all = [...ins, ...nodes, ...outs];
 
   const best = new Map<string, ViewEdge>();
-  const add = (src: string, dst: string, kind: EdgeKind) => {
+  const read = new Map<string, Set<string>>(); // view edge -> the stages it stands for reading
+  const add = (src: string, dst: string, kind: EdgeKind, reader = dst) => {
     if (src === dst) return; // both ends inside one fold: internal
     const k = `${src}\u0000${dst}`;
     const prev = best.get(k);
-    if (!prev) best.set(k, { src, dst, kind });
+    if (!prev) best.set(k, { src, dst, kind, readers: 1 });
     else if (KIND_RANK[kind] < KIND_RANK[prev.kind]) prev.kind = kind;
+    (read.get(k) ?? read.set(k, new Set()).get(k)!).add(reader);
   };
+  const alike = new Map<string, number>(); // source key + stack key -> members 1..n-1 reading it
   const into = new Map<Stack, [string, EdgeKind][]>(); // c -> member 1, c drawn in the stack
   const outOf = new Map<Stack, string[]>(); // member n-1 -> Y
+  const { out, shifted } = lastMemberEdges(
+    tree,
+    selection,
+    stacks.map((st) => ({ run: st.run, drawn: drawnIn.get(st) ?? [] })),
+  );
   for (const e of stageEdges(tree.topo, selection)) {
     const from = memberOf.get(e.src);
     const to = memberOf.get(e.dst);
     if (from || to) {
       const [st, j] = from ?? to!;
+      const src0 = keyOfId.get(e.src);
+      if (!from && to && src0 && inStack.get(src0) !== st) {
+        const k = `${src0}\u0000${st.key}`; // conditioning that the other members read alike
+        alike.set(k, (alike.get(k) ?? 0) + 1);
+      }
+      if (shifted.has(st.run)) continue; // its edges out are its last member's
       const dst = keyOfId.get(e.dst);
       if (from && !to && j === st.run.members.length - 1 && dst)
         (outOf.get(st) ?? outOf.set(st, []).get(st)!).push(dst);
@@ -244,10 +269,20 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     }
     const src = keyOfId.get(e.src);
     const dst = keyOfId.get(e.dst);
-    if (src && dst) add(src, dst, e.kind);
+    if (src && dst) add(src, dst, e.kind, e.dst);
   }
   for (const [st, list] of into)
     for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) add(src, dst, kind);
+  for (const [c, id, kind] of out) {
+    const src = keyOfId.get(at(graph.calls, c).id);
+    const dst = keyOfId.get(id);
+    if (src && dst) add(src, dst, kind);
+  }
+  for (const [k, e] of best) {
+    const st = inStack.get(e.dst);
+    e.readers =
+      (read.get(k)?.size ?? 1) + (st && inStack.get(e.src) !== st ? (alike.get(`${e.src}\u0000${st.key}`) ?? 0) : 0);
+  }
   return {
     tree,
     items,

@@ -17,9 +17,11 @@ const OFF = 16; // the line's distance from what it passes
 const STEP = 10; // between two buses on one side
 const TAP_SEP = 8; // between the taps of two buses into one reader
 const TAP_CLEAR = 24; // a tap passes a node no closer than this along the flow
+const GAP_CLEAR = 10; // a lane in a gap keeps this far from what is on either side
 
 export function drawBuses(
   buses: Map<string, DrawnEdge[]>,
+  labels: Map<string, string>,
   view: ViewGraph,
   boxOf: (key: string) => Box | undefined,
   obstacles: Box[],
@@ -88,6 +90,11 @@ export function drawBuses(
       return al(box)[0] + al(box)[1] / 2 + (list.indexOf(src) - (list.length - 1) / 2) * sep;
     });
     const aEnd = Math.max(...tapAt);
+    // the lane's span: down from the source to its readers, or up (a reader earlier in the
+    // flow: the decoder's cross-attention beside the encoder whose output it reads), or both
+    const aMin = Math.min(a0, ...tapAt);
+    const aMax = Math.max(a0, aEnd);
+    const down = aMin === a0;
     // what lies beside the bus between its source and `until`, across
     const extent = (from: number, until: number, c0: number, c1: number): [number, number] => {
       let lo = c0;
@@ -101,16 +108,62 @@ export function drawBuses(
       }
       return [lo, hi];
     };
-    const [lo, hi] = extent(out[0], aEnd, sc, sc + sw);
-    const lane = (sgn: number) => {
-      let at = sgn > 0 ? hi + OFF : lo - OFF;
+    const [lo, hi] = extent(Math.min(out[0], aMin), aMax, sc, sc + sw);
+    const apart = (at: number, sgn: number) => {
       for (const u of used)
-        if (u.side === sgn && u.a0 < aEnd && out[0] < u.a1 && Math.abs(u.at - at) < STEP) at = u.at + sgn * STEP;
+        if (u.side === sgn && u.a0 < aMax && aMin < u.a1 && Math.abs(u.at - at) < STEP) at = u.at + sgn * STEP;
       return at;
+    };
+    const lane = (sgn: number) => apart(sgn > 0 ? hi + OFF : lo - OFF, sgn);
+    // lanes in a gap between what lies beside the span, on one side of the source, with every
+    // reader on one side of it, reached from the source without crossing a node: a bus between
+    // two columns (the encoder's, the decoder's)
+    const gaps = (sgn: number): number[] => {
+      const spans: [number, number][] = [];
+      for (const b of obstacles) {
+        const [ba, bl] = al(b);
+        if (ba > aMax || ba + bl < Math.min(out[0], aMin) || inside(sb, b)) continue;
+        const [bc, bw] = ac(b);
+        spans.push([bc, bc + bw]);
+      }
+      spans.sort((x, y) => x[0] - y[0]);
+      const found: number[] = [];
+      let reach = -Infinity;
+      for (const [c0, c1] of spans) {
+        if (reach > -Infinity && c0 - reach >= 2 * GAP_CLEAR) {
+          // beside the readers, as far from them as from what it passes outside a gap
+          const right = ends.every(({ box }) => ac(box)[0] >= c0 - 0.5);
+          const off = Math.min(OFF, (c0 - reach) / 2);
+          const at = apart(right ? c0 - off : reach + off, sgn);
+          const source = sgn > 0 ? reach >= sc + sw : c0 <= sc;
+          // from the source's way down (a0) across to the lane, then along the gap
+          const across = (tb ? [out[1], a0, at, a0] : [a0, out[1], a0, at]) as [number, number, number, number];
+          const clear =
+            at >= reach + GAP_CLEAR / 2 &&
+            at <= c0 - GAP_CLEAR / 2 &&
+            ends.every(({ box }) => ac(box)[0] >= at) !== ends.every(({ box }) => ac(box)[0] + ac(box)[1] <= at) &&
+            !obstacles.some((b) => b !== sb && !inside(sb, b) && segmentHitsBox(...across, b, 2));
+          if (source && clear) found.push(at);
+        }
+        reach = Math.max(reach, c1);
+      }
+      return found;
     };
     const near = (box: Box, at: number) => {
       const [bc, bw] = ac(box);
       return at > bc + bw / 2 ? bc + bw : bc;
+    };
+    // how far a tap from `at` runs inside the groups around its reader (across a stack's
+    // residual stream, say): counted double, so a reader is tapped from its open side
+    const within = (box: Box, at: number) => {
+      const n = near(box, at);
+      let most = 0;
+      for (const b of obstacles) {
+        if (b === box || !inside(box, b)) continue;
+        const [bc, bw] = ac(b);
+        most = Math.max(most, Math.abs((at > n ? bc + bw : bc) - n));
+      }
+      return 2 * most;
     };
     // each side: its lane, and the readers a straight tap from it would reach only behind
     // another node; those the bus reaches round the end of what is between (a U: down the
@@ -120,12 +173,14 @@ export function drawBuses(
       ends.filter(({ box }, i) =>
         blocked(tapAt[i]!, isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
       ).length;
-    const plan = (sgn: number, straight: boolean) => {
-      const at = lane(sgn);
-      const isFar = ends.map(({ box }, i) => !straight && blocked(tapAt[i]!, at, box, near(box, at), sb));
+    const plan = (sgn: number, straight: boolean, at = lane(sgn)) => {
+      const isFar = ends.map(({ box }, i) => !straight && down && blocked(tapAt[i]!, at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
       if (!isFar.some(Boolean)) {
-        const cost = ends.reduce((s, { box }) => s + Math.abs(at - near(box, at)), 2 * Math.abs(at - out[1]));
+        const cost = ends.reduce(
+          (s, { box }) => s + Math.abs(at - near(box, at)) + within(box, at),
+          2 * Math.abs(at - out[1]),
+        );
         return {
           sgn,
           at,
@@ -148,7 +203,7 @@ export function drawBuses(
       const far = sgn > 0 ? flo - OFF : fhi + OFF;
       let cost = Math.abs(at - out[1]) + Math.abs(far - at) + 2 * (bottom - top);
       for (const [i, { box }] of ends.entries())
-        cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at));
+        cost += Math.abs((isFar[i] ? far : at) - near(box, isFar[i] ? far : at)) + within(box, isFar[i] ? far : at);
       return {
         sgn,
         at,
@@ -171,12 +226,17 @@ export function drawBuses(
       if (fp !== fq) return !fp;
       return fp ? Math.abs(p.at - out[1]) <= Math.abs(q.at - out[1]) : p.cost <= q.cost;
     };
-    const best = [plan(1, true), plan(-1, true), plan(1, false), plan(-1, false)].reduce((p, q) =>
-      better(q, p) ? q : p,
-    );
+    const best = [
+      plan(1, true),
+      plan(-1, true),
+      plan(1, false),
+      plan(-1, false),
+      ...gaps(1).map((at) => plan(1, true, at)),
+      ...gaps(-1).map((at) => plan(-1, true, at)),
+    ].reduce((p, q) => (better(q, p) ? q : p));
     const { sgn, at } = best;
     const round = nFar(best) > 0;
-    used.push({ side: sgn, at, a0: out[0], a1: round ? best.bottom : aEnd });
+    used.push({ side: sgn, at, a0: aMin, a1: round ? best.bottom : aMax });
     if (round) {
       rounds.push({ sgn, at, bottom: best.bottom, far: best.far, a0, out, ends, tapAt, isFar: best.isFar, src });
       continue;
@@ -186,16 +246,20 @@ export function drawBuses(
     const dots: number[] = [];
     ends.forEach(({ e, box }, i) => {
       const a = tapAt[i]!;
-      if (a < aEnd - 0.5) dots.push(...xy([a, at]));
+      if (a > aMin + 0.5 && a < aMax - 0.5) dots.push(...xy([a, at]));
       taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
+    const line = [out[0], out[1], a0, out[1], a0, at];
+    if (aMin < a0) line.push(aMin, at);
+    if (aMax > a0) line.push(aMax, at);
     result.push({
       key: `b:${src}`,
       src,
       srcId: node?.id ?? src,
       kind,
-      points: xy(rounded([out[0], out[1], a0, out[1], a0, at, aEnd, at], 10)),
+      points: xy(rounded(line, 10)),
       taps: dots,
+      ...(labels.has(src) ? { label: labels.get(src)! } : {}),
     });
   }
   // buses round a U nest: the one further out on its side passes further under and outside

@@ -2,8 +2,8 @@
  * The layout request of a view: the items of each container (its stages, folds and groups,
  * the model's inputs and outputs at the root, the junctions where the container's forward
  * joined data), which of them the trunk passes, and the drawn edges projected onto the
- * container that holds both ends (with the kinds the layouts read); the edges of a bus stay
- * out. Each group also learns which of its items an edge from outside enters or leaves (it
+ * container that holds both ends (with the kinds the layouts read); the edges of a bus are
+ * hidden there (they place its source, above its first reader, and are not routed). Each group also learns which of its items an edge from outside enters or leaves (it
  * routes those pieces itself). The drawing and the trunk are computed once per view.
  * Pure and DOM-free.
  */
@@ -199,10 +199,14 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
       if (g && at !== undefined && !g[list]!.includes(at)) g[list]!.push(at);
     }
   };
+  const hidden: [string, string, string][] = []; // a bus' edges: they place its source, drawn by scene/bus.ts
   for (const e of drawing.edges) {
-    if (bused.has(e)) continue;
     const proj = projectEdge(view, e.src, e.dst);
     if (!proj) continue;
+    if (bused.has(e)) {
+      hidden.push(proj);
+      continue;
+    }
     const [group, a, b] = proj;
     const pa = itemPath(view, e.src)!;
     const pb = itemPath(view, e.dst)!;
@@ -220,6 +224,14 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     }
     const idx = index.get(group)!;
     const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w, kind: e.kind };
+    seen.set(k, le);
+    groups.get(group)!.edges.push(le);
+  }
+  for (const [group, a, b] of hidden) {
+    const k = `${group}|${a}>${b}`;
+    if (seen.has(k)) continue;
+    const idx = index.get(group)!;
+    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: 0, kind: "merge", hidden: true };
     seen.set(k, le);
     groups.get(group)!.edges.push(le);
   }

@@ -262,7 +262,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     });
   }
   const obstacles = [...nodes.map((n) => n.box), ...junctionList.map((j) => j.box), ...clusters.map((c) => c.box)];
-  const bus = drawBuses(trunk.buses, view, boxOf, obstacles, dir);
+  const bus = drawBuses(trunk.buses, trunk.labels, view, boxOf, obstacles, dir);
   edges.push(...bus.taps);
   spreadPorts([...edges, ...stubs], lay.boxes, dir, new Set(drawing.byKey.keys()));
   // Buses may run beside everything: the scene starts at 0, 0 again.

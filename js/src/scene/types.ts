@@ -82,6 +82,7 @@ export interface SceneBus {
   kind: EdgeKind;
   points: number[]; // the line, from the source to the last tap
   taps: number[]; // flat x, y where each tap leaves the line (its dot)
+  label?: string; // what it carries, written along it ("cross-attention")
 }
 
 export interface Scene {
