@@ -210,14 +210,18 @@ def whisper():
     frames (32 after the strided conv) and 4 decoder tokens."""
     from transformers import WhisperConfig, WhisperForConditionalGeneration
 
-    config = WhisperConfig(d_model=32, encoder_layers=3, decoder_layers=3, encoder_attention_heads=4,
-                           decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                           num_mel_bins=16, max_source_positions=32, max_target_positions=16,
-                           vocab_size=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    config = WhisperConfig(d_model=32, encoder_layers=3, decoder_layers=3,
+                           encoder_attention_heads=4, decoder_attention_heads=4,
+                           encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=16,
+                           max_source_positions=32, max_target_positions=16, vocab_size=64,
+                           pad_token_id=0, bos_token_id=1, eos_token_id=2,
                            decoder_start_token_id=1)  # fmt: skip
     torch.manual_seed(0)
     model = WhisperForConditionalGeneration(config).eval()
-    inputs = {"input_features": torch.randn(1, 16, 64), "decoder_input_ids": torch.tensor([[1, 5, 6, 7]])}
+    inputs = {
+        "input_features": torch.randn(1, 16, 64),
+        "decoder_input_ids": torch.tensor([[1, 5, 6, 7]]),
+    }
     return model, inputs
 
 

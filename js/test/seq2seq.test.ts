@@ -1,14 +1,18 @@
 // Encoder-decoders (T5 and Whisper from their configs, tests/fixture_models.py): runs of
 // blocks whose first block holds more than the others (T5's relative position bias), the
-// edges out of a stack as its last member makes them, expectations derived by hand from the
-// models' code.
+// edges out of a stack as its last member makes them, the two columns side by side with the
+// cross-attention bus between them, and the buses of what every layer of a stack reads;
+// expectations derived by hand from the models' code.
 import { describe, expect, it } from "vitest";
-import { counterpart, stackable } from "../src/model/stack";
-import { buildTree, holds } from "../src/model/tree";
-import { buildView, type ViewGraph } from "../src/model/view_model";
+import { segmentHitsBox } from "../src/layout/flow";
+import { type Box, computeLayout, type Direction } from "../src/layout/layout";
+import { counterpart, stackable, wrappers } from "../src/model/stack";
+import { buildTree, type CallTree, holds } from "../src/model/tree";
+import { buildView, stackedRuns, type ViewGraph, type ViewState } from "../src/model/view_model";
 import { initialState } from "../src/model/view_state";
+import { buildScene, drawnOf, layoutRequest } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
-import { loadRaw } from "./fixtures";
+import { loadRaw, must } from "./fixtures";
 import { at } from "../src/wire_check";
 
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
@@ -65,5 +69,148 @@ describe("T5: the first block holds the position bias, and is one of the run", (
       "encoder.block.0.layer.1 -> encoder.final_layer_norm flow",
     ]);
     expect(edgeText(v)).toContain("encoder.dropout#1 -> decoder.block.0.layer.1 merge"); // the cross-attention
+  });
+});
+
+// ---------------------------------------------------------------- the figure: two columns
+
+/** A scene of a state, and what a reader checks on it. */
+function sceneOf(tree: CallTree, state: ViewState, dir: Direction = "TB") {
+  const view = buildView(tree, state);
+  const req = layoutRequest(view, dir);
+  const lay = computeLayout(req);
+  return { view, req, lay, scene: buildScene(tree, view, lay, dir) };
+}
+const centreX = (b: Box) => b[0] + b[2] / 2;
+/** The boxes a line's segments pass through (inset 2), but those it starts or ends in. */
+function behind(points: number[], boxes: [string, Box][], ends: Box[]): string[] {
+  const hit: string[] = [];
+  for (const [key, box] of boxes) {
+    if (ends.some((e) => e === box)) continue;
+    for (let i = 0; i + 3 < points.length; i += 2)
+      if (segmentHitsBox(points[i]!, points[i + 1]!, points[i + 2]!, points[i + 3]!, box, 2)) {
+        hit.push(key);
+        break;
+      }
+  }
+  return hit;
+}
+/** The state with the wrappers around the stacks opened (boxless), the runs folded; with
+ * `stacked`, drawn as stacks. */
+const wrapped = (tree: CallTree, stacked: boolean): ViewState => {
+  const stacks = stackedRuns(tree);
+  const around = wrappers(tree, stacks);
+  return { expanded: around, unfolded: new Set(), inlined: around, ...(stacked ? { stacked: stacks } : {}) };
+};
+
+describe("an encoder-decoder is two columns side by side, the cross-attention one bus between", () => {
+  // Whisper: model.encoder (conv1, conv2, embed_positions, layers × 3, layer_norm) and
+  // model.decoder (embed_tokens, embed_positions, layers × 3, layer_norm), proj_out. The
+  // decoder's layers read the encoder's output (encoder_hidden_states) in their cross-
+  // attention: by a merge edge each, the only edges from the one chain to the other.
+  const whisper = goldenTree("whisper");
+  for (const stacked of [false, true]) {
+    it(`Whisper, ${stacked ? "both stacks open" : "runs folded"}: the encoder left, the decoder right, both from the top`, () => {
+      const { view, req, lay, scene } = sceneOf(whisper, wrapped(whisper, stacked));
+      expect(new Set(req.root.columns)).toEqual(new Set([0, 1]));
+      const encoder = view.nodes.filter((n) => n.id.startsWith("model.encoder") || n.id === "input:input_features");
+      const decoder = view.nodes.filter((n) => n.id.startsWith("model.decoder") || n.id === "proj_out");
+      expect(encoder.length).toBeGreaterThan(3);
+      const right = Math.max(...encoder.map((n) => must(lay.boxes, n.key)).map((b) => b[0] + b[2]));
+      const left = Math.min(...decoder.map((n) => must(lay.boxes, n.key)).map((b) => b[0]));
+      expect(left).toBeGreaterThan(right); // side by side, a gap between
+      const top = (id: string) => must(lay.boxes, view.nodes.find((n) => n.id === id)!.key)[1];
+      expect(top("input:input_features")).toBe(top("input:decoder_input_ids"));
+      // one bus from the encoder's output, labelled, into the decoder's layers (the cross-
+      // attention of member 0 when stacked; the fold of them all when folded)
+      const bus = scene.buses.find((b) => b.srcId === "model.encoder.layer_norm")!;
+      expect(bus.label?.text).toBe("cross-attention");
+      const taps = scene.edges.filter((e) => e.from === bus.key);
+      expect(taps.map((e) => e.dstId)).toEqual([
+        stacked ? "model.decoder.layers.0.encoder_attn" : "model.decoder.layers.0",
+      ]);
+      // its line and its tap pass behind no node: between the columns, then across in
+      const boxes = scene.nodes.map((n): [string, Box] => [n.key, n.box]);
+      const src = scene.nodes.find((n) => n.id === "model.encoder.layer_norm")!.box;
+      const dst = scene.nodes.find((n) => n.key === taps[0]!.dst)!.box;
+      expect(behind(bus.points, boxes, [src, dst])).toEqual([]);
+      expect(behind(taps[0]!.points, boxes, [src, dst])).toEqual([]);
+      const lane = bus.points.filter((_, i) => i % 2 === 0);
+      expect(Math.max(...lane)).toBeGreaterThan(right); // right of the encoder ...
+      expect(Math.max(...lane)).toBeLessThanOrEqual(dst[0]); // ... into its reader from the left
+      // no other edge between the chains: no line loops round the encoder
+      const side = (key: string) =>
+        encoder.some((n) => n.key === key) ? 0 : decoder.some((n) => n.key === key) ? 1 : -1;
+      for (const e of scene.edges.filter((x) => !x.from.startsWith("b:"))) {
+        const [a, b] = [side(e.src), side(e.dst)];
+        if (a >= 0 && b >= 0) expect(a, `${e.srcId} -> ${e.dstId}`).toBe(b);
+      }
+    });
+  }
+
+  it("the decoder's blocks face the encoder: their residual stream on the right, the sublayers left of it", () => {
+    const { view, scene } = sceneOf(whisper, wrapped(whisper, true));
+    const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;
+    const { drawing } = drawnOf(view);
+    const joins = (stack: string) =>
+      drawing.junctions
+        .filter((j) => j.path.at(-1) === stack)
+        .map((j) => must(Object.fromEntries(scene.junctions.map((x) => [x.key, x])), j.key));
+    const enc = joins("k:model.encoder.layers.0");
+    const dec = joins("k:model.decoder.layers.0");
+    expect(enc.length).toBeGreaterThanOrEqual(2);
+    expect(dec.length).toBeGreaterThanOrEqual(3);
+    for (const j of enc) expect(centreX(j.box)).toBeLessThan(centreX(box("model.encoder.layers.0.self_attn")));
+    for (const j of dec) expect(centreX(j.box)).toBeGreaterThan(centreX(box("model.decoder.layers.0.encoder_attn")));
+  });
+
+  it("T5: two columns of T5Block × 3; the encoder's output into the decoder's cross-attention sublayer", () => {
+    const t5 = goldenTree("t5_3");
+    const { scene } = sceneOf(t5, wrapped(t5, true));
+    expect(scene.clusters.filter((c) => c.kind === "stack").map((c) => c.label)).toEqual([
+      "T5Block × 3",
+      "T5Block × 3",
+    ]);
+    const bus = scene.buses.find((b) => b.label?.text === "cross-attention")!;
+    expect(bus.srcId).toBe("encoder.dropout#1");
+    expect(scene.edges.filter((e) => e.from === bus.key).map((e) => e.dstId)).toEqual(["decoder.block.0.layer.1"]);
+    // the mask reaches the encoder's self-attention and the decoder's cross-attention: a bus too
+    const mask = scene.buses.find((b) => b.srcId === "input:attention_mask")!;
+    expect(mask.label).toBeUndefined();
+    expect(
+      scene.edges
+        .filter((e) => e.from === mask.key)
+        .map((e) => e.dstId)
+        .sort(),
+    ).toEqual(["decoder.block.0.layer.1", "encoder.block.0.layer.0"]);
+  });
+
+  it("one column where the chains meet, or where one model output is all (GPT-2, a U-Net)", () => {
+    for (const name of ["gpt2", "bert_padded", "unet2d_condition", "demo_unet"]) {
+      const tree = goldenTree(name);
+      expect(sceneOf(tree, initialState(tree)).req.root.columns, name).toBeUndefined();
+    }
+  });
+});
+
+describe("conditioning read by every layer of a stack is a bus with one tap", () => {
+  it("BERT's mask: into member 0's attention from the side, standing for the 3 layers", () => {
+    const bert = goldenTree("bert_padded");
+    const { view, scene } = sceneOf(bert, wrapped(bert, true));
+    const e = view.edges.find((x) => view.byKey.get(x.src)!.id === "input:attention_mask")!;
+    expect(view.byKey.get(e.dst)!.id).toBe("encoder.layer.0.attention");
+    expect(e.readers).toBe(3);
+    const bus = scene.buses.find((b) => b.srcId === "input:attention_mask")!;
+    expect(bus.label).toBeUndefined();
+    const [tap] = scene.edges.filter((x) => x.from === bus.key);
+    const dst = scene.nodes.find((n) => n.id === "encoder.layer.0.attention")!.box;
+    const end = tap!.points.slice(-2);
+    expect(Math.abs(end[0]! - dst[0]) < 1 || Math.abs(end[0]! - dst[0] - dst[2]) < 1).toBe(true); // from a side
+  });
+
+  it("what only the first layer reads is an edge, not a bus (Whisper's positions, added before the stack)", () => {
+    const whisper = goldenTree("whisper");
+    const { scene } = sceneOf(whisper, wrapped(whisper, true));
+    expect(scene.buses.map((b) => b.srcId).sort()).toEqual(["model.encoder.layer_norm"]);
   });
 });

@@ -32,6 +32,7 @@ export interface FlowGroup {
   edges: FlowEdge[];
   entries: number[]; // items that an edge from outside enters
   exits: number[]; // items that an edge to outside leaves
+  mirror?: boolean; // branches of the trunk to its left, sources to its right (a decoder's column)
   lead: number; // along distance from the group's in side to its content (header, padding)
   trail: number; // ... from the content to its out side
 }

@@ -1,10 +1,12 @@
 /**
  * Positions for the visible view: one small layout per container (the model, each expanded
  * call, each unfolded run), bottom-up, cached by the container's signature so that expanding
- * a group only lays out that group and the containers around it. A container is laid out as
- * a U when its skips nest (ushape.ts), else with its trunk straight and the rest in strands
- * beside it (spine.ts, routes.ts; the root wrapped into bands to fit the canvas, bands.ts),
- * else by the layered solver (layered.ts). Each group also routes, inside itself, the edges
+ * a group only lays out that group and the containers around it. A container whose chains
+ * meet by no drawn edge (an encoder and a decoder, joined by the cross-attention bus only) is
+ * laid out in columns side by side (columns.ts); else as a U when its skips nest (ushape.ts),
+ * else with its trunk straight and the rest in strands beside it (spine.ts, routes.ts; the
+ * root wrapped into bands to fit the canvas, bands.ts), else by the layered solver
+ * (layered.ts). A bus' edges are hidden: they place its source but are never routed. Each group also routes, inside itself, the edges
  * that cross its border (from where it is entered to the item, and out), so a route between
  * two nested nodes is the pieces of the groups it passes. No DOM; runs in the layout worker
  * and in Node tests alike.
@@ -12,6 +14,7 @@
 import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
 import { wrapBands } from "./bands";
+import { arrangeColumns } from "./columns";
 import { RANKSEP, type Direction, type FitTarget, type FlowGroup, type FlowItem, type FlowPlacement } from "./flow";
 import { placeLayered, type GroupPlacement } from "./layered";
 import { routeArranged } from "./routes";
@@ -35,6 +38,8 @@ export interface LayoutGroup {
   spine?: boolean;
   entries?: number[]; // items that an edge from outside the group enters
   exits?: number[]; // items that an edge to outside the group leaves
+  columns?: number[]; // per item, its column (0, 1, ...): chains drawn side by side (columns.ts)
+  mirror?: boolean; // branches to the left of the trunk (in a column right of another: facing it)
 }
 
 export interface LayoutEdge {
@@ -63,6 +68,7 @@ export interface LayoutResult {
   height: number;
   laidOut: number; // containers actually laid out (cache misses)
   bands: number; // how many bands the root was wrapped into (1: none)
+  columns: Record<string, number>; // the root's items by key, where it stands in columns: each one's
 }
 
 export const GROUP_PAD = 14;
@@ -159,6 +165,7 @@ function placeGroup(
     edges: group.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind ?? "flow", hidden: e.hidden === true })),
     entries: group.entries ?? [],
     exits: group.exits ?? [],
+    mirror: group.mirror === true,
     lead: tb ? pad + header : pad,
     trail: pad,
   };
@@ -170,6 +177,8 @@ function placeGroup(
     for (const [j, i] of drawn.entries()) routes[i] = at(p.routes, j);
     return { ...p, routes };
   };
+  const columns = group.columns && Math.max(...group.columns) > 0 ? arrangeColumns(flow, group.columns) : null;
+  if (columns) return toGroup(routeArranged(columns, flow), dir, pad, header, 1);
   const u = placeU({ ...flow, edges: drawn.map((i) => at(flow.edges, i)) });
   if (u) return widen(toGroup(u, dir, pad, header, 1));
   const arranged = arrange(flow);
@@ -207,6 +216,8 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     }
     for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}${e.kind ?? ""}${e.hidden ? "h" : ""}`);
     parts.push(`in:${(group.entries ?? []).join(",")}`, `out:${(group.exits ?? []).join(",")}`);
+    if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
+    if (group.mirror) parts.push("mirror");
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {
@@ -279,5 +290,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     }
   };
   emit(root, 0, 0, false);
-  return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands };
+  const columns: Record<string, number> = {};
+  if (req.root.columns) for (const [i, it] of req.root.items.entries()) columns[it.key] = at(req.root.columns, i);
+  return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands, columns };
 }

@@ -109,7 +109,7 @@ export function arrange(g: FlowGroup): Arranged | null {
     }
     const fed = entered[v] || at(ins, v).length > 0; // a branch of something (right), or a source (left)
     strandOf[v] = strands.length;
-    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed ? 1 : -1 });
+    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: (fed ? 1 : -1) * (g.mirror ? -1 : 1) });
   }
   const col = new Int32Array(n);
   const taken = new Map<number, [number, number][]>();

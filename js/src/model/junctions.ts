@@ -62,6 +62,7 @@ const GLYPHS: Record<string, string> = {
   matmul: "@",
 };
 const MAX_CANDIDATES = 8;
+const RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
 
 /** What a junction's sign says in a legend. */
 const SIGN_WORDS: Record<string, string> = {
@@ -258,6 +259,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     return j;
   };
   const edges: DrawnEdge[] = [];
+  const relayed = new Map<string, DrawnEdge>(); // J' -> J: one line, whichever sources it carries
   for (const e of view.edges) {
     const op = junctionOf.get(e.dst);
     if (op === undefined || e.kind === "order") {
@@ -269,7 +271,19 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     let src: string | null = d.nodes.has(e.src) ? e.src : null;
     if (src === null) for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
     if (src === null) edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
-    else edges.push({ src, dst: j.key, kind: e.kind, edge: e });
+    else if (src === e.src) edges.push({ src, dst: j.key, kind: e.kind, edge: e });
+    else {
+      // the stream between two junctions (a residual's), drawn once, of the strongest kind
+      const k = `${src}>${j.key}`;
+      const prev = relayed.get(k);
+      if (prev && RANK[prev.kind] <= RANK[e.kind]) continue;
+      if (prev) Object.assign(prev, { kind: e.kind, edge: e });
+      else {
+        const drawn: DrawnEdge = { src, dst: j.key, kind: e.kind, edge: e };
+        relayed.set(k, drawn);
+        edges.push(drawn);
+      }
+    }
   }
   for (const [d, op] of junctionOf) {
     const j = junctionFor(op);

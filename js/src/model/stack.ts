@@ -28,6 +28,7 @@ export interface Stacking {
 const stackMemo = new WeakMap<CallTree, Map<string, boolean>>();
 const partMemo = new WeakMap<CallTree, Map<string, Map<number, number> | null>>();
 const whereMemo = new WeakMap<CallTree, Map<number, { run: Run; member: number; base: number }>>();
+const lastMemo = new WeakMap<CallTree, Map<string, { out: [number, string, EdgeKind][]; shifted: Set<Run> }>>();
 
 /** Whether a run may be drawn as a stack: indexed blocks (period 1) with children, a pure chain. */
 export function stackable(tree: CallTree, run: Run): boolean {
@@ -180,6 +181,26 @@ export function wrappers(tree: CallTree, stacked: ReadonlyMap<string, number>): 
  * (counterpart null) are left out: the caller splices their edges instead.
  */
 export function lastMemberEdges(
+  tree: CallTree,
+  selection: number[],
+  stacks: { run: Run; drawn: number[] }[],
+): { out: [number, string, EdgeKind][]; shifted: Set<Run> } {
+  // (a view's edges are walked more than once for a state: remembered per selection)
+  let memo = lastMemo.get(tree);
+  if (!memo) {
+    memo = new Map();
+    lastMemo.set(tree, memo);
+  }
+  const key = `${stacks.map((st) => st.run.key).join("\u0000")}|${selection.join(",")}`;
+  const hit = memo.get(key);
+  if (hit) return hit;
+  if (memo.size > 64) memo.clear();
+  const found = shiftedEdges(tree, selection, stacks);
+  memo.set(key, found);
+  return found;
+}
+
+function shiftedEdges(
   tree: CallTree,
   selection: number[],
   stacks: { run: Run; drawn: number[] }[],

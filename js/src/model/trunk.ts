@@ -12,6 +12,9 @@
  *   - The trunk starts at the first input (else the first node) and goes on, from a node
  *     that is a residual's stream input, to its junction (the stream stays straight, the
  *     sublayers branch off); else to the flow successor with the longest way still to go.
+ *     Another input whose way so found ends in a model output without meeting the trunk (a
+ *     decoder, which reads its encoder only through a bus) has a trunk of its own, its
+ *     column's (scene/request.ts).
  *   - Buses: a source that feeds three or more nodes by skip or merge edges (an attention mask
  *     read by every layer, a timestep embedding, an encoder's output) is drawn as one line
  *     with a tap into each; those edges stay out of the layout. An edge into a fold or into a
@@ -134,15 +137,32 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
     for (const v of succ(order[i]!)) best = Math.max(best, rest.get(v) ?? 0);
     rest.set(order[i]!, best + 1);
   }
-  const first = view.nodes.find((n) => n.kind === "input")?.key ?? order[0];
-  const spineOrder: string[] = [];
-  const spine = new Set<string>();
-  for (let u: string | undefined = first; u !== undefined && !spine.has(u); ) {
-    spine.add(u);
-    spineOrder.push(u);
-    let next: string | undefined;
-    for (const v of succ(u)) if (next === undefined || rest.get(v)! > rest.get(next)!) next = v;
-    u = next;
+  const walk = (from: string | undefined): string[] => {
+    const path: string[] = [];
+    const on = new Set<string>();
+    for (let u = from; u !== undefined && !on.has(u); ) {
+      on.add(u);
+      path.push(u);
+      let next: string | undefined;
+      for (const v of succ(u)) if (next === undefined || rest.get(v)! > rest.get(next)!) next = v;
+      u = next;
+    }
+    return path;
+  };
+  const inputs = view.nodes.filter((n) => n.kind === "input").map((n) => n.key);
+  const spineOrder = walk(inputs[0] ?? order[0]);
+  const spine = new Set(spineOrder);
+  // another input's own trunk, where it runs to an output apart from the first (a decoder
+  // beside its encoder, which it reads only through the cross-attention bus): its column's
+  const outputs = new Set(view.nodes.filter((n) => n.kind === "output").map((n) => n.key));
+  for (const input of inputs.slice(1)) {
+    if (spine.has(input)) continue;
+    const path = walk(input);
+    if (outputs.has(path[path.length - 1]!) && !path.some((k) => spine.has(k)))
+      for (const k of path) {
+        spine.add(k);
+        spineOrder.push(k);
+      }
   }
   return { order, pos, spine, spineOrder, residual, buses, labels };
 }

@@ -55,13 +55,18 @@ export function layerCount(view: ViewGraph): number {
  * The states level by level: nothing open, then every visible stage with children opened at
  * once, and so on while at most maxVisible nodes are drawn (and, when given, at most
  * maxLayers layers), runs folded; then the same from the calls around the runs that stack
- * (model/stack.ts) opened, boxless, the runs drawn as stacks one level open (inside, only what
- * is asked). Later is preferred: a stack that fits before any fold.
+ * (model/stack.ts) opened, boxless, the runs folded (an encoder and a decoder side by side,
+ * each "Layer × 6"), and again with the runs drawn as stacks one level open (inside, only what
+ * is asked). Later is preferred: a stack that fits before any fold, boxless before boxed.
  */
 export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinity): ViewState[] {
-  const chain = (stacked: Map<string, number> | undefined): ViewState[] => {
-    const around = stacked ? wrappers(tree, stacked) : new Set<number>(); // stacks: opened from the first
-    let state: ViewState = { expanded: around, unfolded: new Set(), stacked, inlined: stacked && around };
+  const chain = (stacked: Map<string, number> | undefined, around = new Set<number>()): ViewState[] => {
+    let state: ViewState = {
+      expanded: around,
+      unfolded: new Set(),
+      stacked,
+      inlined: around.size ? around : undefined,
+    };
     const levels = [state];
     for (;;) {
       const candidates: number[] = [];
@@ -87,9 +92,11 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
     items.some((it) => it.kind === "stack" || ("items" in it && drawsStack(it.items)));
   const fits = (s: ViewState) =>
     visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
+  const around = wrappers(tree, stacks); // the calls around the stacks: opened from the first, boxless
   return [
     ...chain(undefined),
-    ...(stacks.size ? chain(stacks).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
+    ...(stacks.size ? chain(undefined, around).filter(fits) : []),
+    ...(stacks.size ? chain(stacks, around).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
   ];
 }
 

@@ -92,9 +92,12 @@ export function drawBuses(
     const aEnd = Math.max(...tapAt);
     // the lane's span: down from the source to its readers, or up (a reader earlier in the
     // flow: the decoder's cross-attention beside the encoder whose output it reads), or both
-    const aMin = Math.min(a0, ...tapAt);
-    const aMax = Math.max(a0, aEnd);
-    const down = aMin === a0;
+    // (up: the line leaves the source from its side, level with its middle)
+    const down = Math.min(...tapAt) >= a0;
+    const a1 = down ? a0 : sa + sl / 2; // where the line turns onto its lane
+    const aMin = Math.min(a1, ...tapAt);
+    const aMax = Math.max(a1, aEnd);
+    const leave = (at: number) => (down ? out[1] : at > sc + sw / 2 ? sc + sw : sc); // across
     // what lies beside the bus between its source and `until`, across
     const extent = (from: number, until: number, c0: number, c1: number): [number, number] => {
       let lo = c0;
@@ -119,7 +122,7 @@ export function drawBuses(
     // reader on one side of it, reached from the source without crossing a node: a bus between
     // two columns (the encoder's, the decoder's)
     const gaps = (sgn: number): number[] => {
-      const spans: [number, number][] = [];
+      const spans: [number, number][] = [[sc, sc + sw]]; // the source, and what is beside the span but its groups
       for (const b of obstacles) {
         const [ba, bl] = al(b);
         if (ba > aMax || ba + bl < Math.min(out[0], aMin) || inside(sb, b)) continue;
@@ -131,17 +134,24 @@ export function drawBuses(
       let reach = -Infinity;
       for (const [c0, c1] of spans) {
         if (reach > -Infinity && c0 - reach >= 2 * GAP_CLEAR) {
-          // beside the readers, as far from them as from what it passes outside a gap
+          // beside the readers, as far from them as from what it passes outside a gap; in the
+          // middle of a gap between two columns (nothing in it from top to bottom), where it
+          // may tap readers on both sides
           const right = ends.every(({ box }) => ac(box)[0] >= c0 - 0.5);
+          const left = ends.every(({ box }) => ac(box)[0] + ac(box)[1] <= reach + 0.5);
           const off = Math.min(OFF, (c0 - reach) / 2);
-          const at = apart(right ? c0 - off : reach + off, sgn);
+          const at = apart(right ? c0 - off : left ? reach + off : (reach + c0) / 2, sgn);
+          const column = obstacles.every((b) => {
+            const [bc, bw] = ac(b);
+            return inside(sb, b) || at <= bc - GAP_CLEAR / 2 || at >= bc + bw + GAP_CLEAR / 2;
+          });
           const source = sgn > 0 ? reach >= sc + sw : c0 <= sc;
-          // from the source's way down (a0) across to the lane, then along the gap
-          const across = (tb ? [out[1], a0, at, a0] : [a0, out[1], a0, at]) as [number, number, number, number];
+          // from the source across to the lane (a1), then along the gap
+          const across = (tb ? [leave(at), a1, at, a1] : [a1, leave(at), a1, at]) as [number, number, number, number];
           const clear =
             at >= reach + GAP_CLEAR / 2 &&
             at <= c0 - GAP_CLEAR / 2 &&
-            ends.every(({ box }) => ac(box)[0] >= at) !== ends.every(({ box }) => ac(box)[0] + ac(box)[1] <= at) &&
+            (right || left || column) &&
             !obstacles.some((b) => b !== sb && !inside(sb, b) && segmentHitsBox(...across, b, 2));
           if (source && clear) found.push(at);
         }
@@ -249,9 +259,10 @@ export function drawBuses(
       if (a > aMin + 0.5 && a < aMax - 0.5) dots.push(...xy([a, at]));
       taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
-    const line = [out[0], out[1], a0, out[1], a0, at];
-    if (aMin < a0) line.push(aMin, at);
-    if (aMax > a0) line.push(aMax, at);
+    const line = down ? [out[0], out[1], a0, out[1], a0, at] : [a1, leave(at), a1, at];
+    if (aMin < a1) line.push(aMin, at);
+    if (aMax > a1) line.push(aMax, at);
+    const text = labels.get(src);
     result.push({
       key: `b:${src}`,
       src,
@@ -259,7 +270,7 @@ export function drawBuses(
       kind,
       points: xy(rounded(line, 10)),
       taps: dots,
-      ...(labels.has(src) ? { label: labels.get(src)! } : {}),
+      ...(text ? { label: labelOn(line, text) } : {}),
     });
   }
   // buses round a U nest: the one further out on its side passes further under and outside
@@ -295,6 +306,20 @@ export function drawBuses(
     });
   }
   return { buses: result, taps };
+
+  /** A label along the longest straight stretch of a line (flow coordinates), centred on it,
+   * 5 px beside it (above a line across the flow, left of one along it in TB). */
+  function labelOn(line: number[], text: string): NonNullable<SceneBus["label"]> {
+    const length = (i: number) => Math.hypot(line[i + 2]! - line[i]!, line[i + 3]! - line[i + 1]!);
+    let best = 0;
+    for (let i = 2; i + 3 < line.length; i += 2) if (length(i) > length(best)) best = i;
+    const [a, c] = [(line[best]! + line[best + 2]!) / 2, (line[best + 1]! + line[best + 3]!) / 2];
+    const along = Math.abs(line[best + 2]! - line[best]!) > Math.abs(line[best + 3]! - line[best + 1]!);
+    const [x, y] = xy([a, c]) as [number, number];
+    // along the flow in TB is vertical: the text turned; across it (or any line in LR), level
+    const vertical = tb && along;
+    return { text, x: vertical ? x - 5 : x, y: vertical ? y : y - 5, vertical };
+  }
 
   function tapOf(e: DrawnEdge, src: string, points: number[]): SceneEdge {
     const ve = e.edge!;

@@ -109,7 +109,7 @@ export function stackHeaderWidth(run: Run): number {
 /** A port (a model input or output) is as wide as its name needs ("input:input_ids" in 13 px),
  * within reason; with a picture on it, at least as wide as a stage. */
 export function portWidth(id: string, thumbs = false): number {
-  return Math.round(Math.min(240, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
+  return Math.round(Math.min(300, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
@@ -239,5 +239,42 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     g.entries!.sort((x, y) => x - y);
     g.exits!.sort((x, y) => x - y);
   }
+  const columns = columnsOf(root, new Set(outs.map((o) => o.key)), ins[0]?.key);
+  if (columns) {
+    root.columns = columns;
+    // a column right of another faces it: its blocks' branches on their left (the paper's
+    // decoder, its residuals round its right side)
+    const face = (g: LayoutGroup) => {
+      g.mirror = true;
+      for (const it of g.items) if ("items" in it) face(it);
+    };
+    for (const [i, it] of root.items.entries()) if (columns[i]! > 0 && "items" in it) face(it);
+  }
   return fit ? { dir, root, fit } : { dir, root };
+}
+
+/**
+ * The model's columns: its root items fall apart, by the edges drawn between them (a bus'
+ * hidden ones aside), into chains of which two or more end in a model output (an encoder
+ * whose output reaches the decoder only through the cross-attention bus, and the decoder):
+ * each such chain a column, the one the first input enters first; what ends in no output (a
+ * mask read through a bus) stands in the first. Null: one column.
+ */
+function columnsOf(root: LayoutGroup, outputs: ReadonlySet<string>, first: string | undefined): number[] | null {
+  const n = root.items.length;
+  const part = Array.from({ length: n }, (_, i) => i);
+  const find = (v: number): number => {
+    while (part[v] !== v) v = part[v] = part[part[v]!]!;
+    return v;
+  };
+  for (const e of root.edges) if (!e.hidden) part[find(e.src)] = find(e.dst);
+  const ends = new Set<number>();
+  for (const [i, it] of root.items.entries()) if (outputs.has(it.key)) ends.add(find(i));
+  if (ends.size < 2) return null;
+  const lead = root.items.findIndex((it) => it.key === first);
+  const order = [...ends].sort(
+    (x, y) => Number(lead >= 0 && find(lead) === y) - Number(lead >= 0 && find(lead) === x) || x - y,
+  );
+  const column = new Map(order.map((r, k) => [r, k]));
+  return root.items.map((_, i) => column.get(find(i)) ?? 0);
 }

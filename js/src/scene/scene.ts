@@ -48,6 +48,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
   const nodes: SceneNode[] = [];
   const marks = viewMarks(tree, view, problemsOf(tree.graph));
   const mark = (key: string) => marks.get(key) ?? null;
+  const columnOf = (key: string) => lay.columns[itemPath(view, key)?.[1] ?? ""] ?? 0;
   for (const n of view.nodes) {
     const box = lay.boxes[n.key];
     if (!box) continue;
@@ -94,6 +95,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       };
       const residual = residualOf(tree, members);
       if (residual) node.residual = residual;
+      if (columnOf(n.key) > 0) node.mirror = true;
       nodes.push(node);
     } else {
       const node: SceneNode = {
@@ -114,6 +116,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       };
       const residual = residualOf(tree, [n.base ?? n.call]);
       if (residual) node.residual = residual;
+      if (columnOf(n.key) > 0) node.mirror = true;
       nodes.push(node);
     }
   }

@@ -27,6 +27,8 @@ export interface SceneNode {
    * f(x) + x, drawn as a small ⊕ and an arc around it; "projected": the shortcut is a
    * projection (downsample(x)); "mixed": a fold with both. Absent: none. */
   residual?: "identity" | "projected" | "mixed";
+  /** In a column right of another (a decoder's, layout/columns.ts): its marks face away from it. */
+  mirror?: boolean;
 }
 
 export interface SceneCluster {
@@ -82,7 +84,9 @@ export interface SceneBus {
   kind: EdgeKind;
   points: number[]; // the line, from the source to the last tap
   taps: number[]; // flat x, y where each tap leaves the line (its dot)
-  label?: string; // what it carries, written along it ("cross-attention")
+  /** What it carries, written along its lane ("cross-attention"): centred on x, y, beside the
+   * lane away from its readers (in TB reading upwards, its baseline along the lane). */
+  label?: { text: string; x: number; y: number; vertical: boolean };
 }
 
 export interface Scene {

@@ -145,7 +145,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const shapeFits = r2w < avail * 0.62;
   g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
   if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
-  if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0));
+  if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0, n.mirror === true));
   if (n.expandable)
     g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
   g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));

@@ -74,6 +74,17 @@ export function busEl(b: SceneBus): SVGGElement {
   g.append(s("path", { class: "nfw-bus-line", d: edgePath(b.points) }));
   for (let i = 0; i < b.taps.length; i += 2)
     g.append(s("circle", { class: "nfw-bus-dot", cx: b.taps[i], cy: b.taps[i + 1], r: 2.6 }));
+  const l = b.label;
+  if (l)
+    g.append(
+      svgText(l.text, {
+        class: "nfw-bus-label",
+        x: l.x,
+        y: l.y,
+        "text-anchor": "middle",
+        ...(l.vertical ? { transform: `rotate(-90 ${l.x} ${l.y})` } : {}),
+      }),
+    );
   return g;
 }
 

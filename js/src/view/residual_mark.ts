@@ -34,6 +34,7 @@ export function residualEl(
   ch: number,
   dir: Direction,
   behind = 0,
+  mirror = false,
 ): SVGGElement {
   const r = RESIDUAL_R;
   const f = (v: number) => (Math.round(v * 10) / 10).toString();
@@ -42,7 +43,10 @@ export function residualEl(
     // from the top edge's left, out round the left side, along under the card into the ⊕'s left
     cx = cw / 2;
     cy = ch + Math.max(r, behind + 3);
-    arc = `M14,0C14,${-OUT} ${-OUT},${-OUT} ${-OUT},10L${-OUT},${f(cy - 12)}Q${-OUT},${f(cy)} 10,${f(cy)}L${f(cx - r)},${f(cy)}`;
+    const o = cw + OUT + behind; // mirrored: round the right side, clear of the cards behind
+    arc = mirror
+      ? `M${f(cw - 14)},0C${f(cw - 14)},${-OUT} ${f(o)},${-OUT} ${f(o)},10L${f(o)},${f(cy - 12)}Q${f(o)},${f(cy)} ${f(cw - 10)},${f(cy)}L${f(cx + r)},${f(cy)}`
+      : `M14,0C14,${-OUT} ${-OUT},${-OUT} ${-OUT},10L${-OUT},${f(cy - 12)}Q${-OUT},${f(cy)} 10,${f(cy)}L${f(cx - r)},${f(cy)}`;
   } else {
     // from the left edge's lower part, out round the bottom, up into the ⊕'s bottom
     cx = cw + Math.max(r, behind + 3);

@@ -86,6 +86,7 @@ export const GRAPH_CSS = `
 .nfw-bus-line { fill: none; stroke: var(--nfw-merge); stroke-width: 1.6; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-line { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-bus-dot { fill: var(--nfw-merge); }
+.nfw-bus-label { fill: var(--nfw-merge); font-size: 12px; font-weight: 600; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-dot { fill: var(--nfw-skip); }
 .nfw-hovering .nfw-bus, .nfw-hovering .nfw-stub { opacity: 0.18; }
 .nfw-hovering .nfw-edge { opacity: 0.18; }

@@ -1,0 +1,128 @@
+"""Encoder-decoders built from their configs (no download), in real Chromium at a lecture
+hall's sizes, drawn like the figure in the Transformer paper: the encoder in one column on the
+left, the decoder in another on the right, both from the top, and the encoder's output entering
+the decoder's layers from the side as one line labelled "cross-attention", passing behind no
+node (decoder_input_ids no longer loops round the encoder). Whisper and T5 first paint so at
+1280 x 720 and 1024 x 768 with names legible from the back row; opened, each stack is the
+paper's N× block, the line entering the decoder's cross-attention stage. Screenshots in
+test-artifacts/encdec_*.png."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+from fixture_models import t5, whisper
+from live import CHROMIUM, open_offline, tap
+from test_unet_u import SEEN, crosses
+
+import neural_flow_widget as nfw
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
+
+#: the model, the encoder's output (the bus' source), the decoder's run and its cross-attention
+MODELS = {
+    "whisper": (whisper, "model.encoder.layer_norm", "model.decoder.layers.0", "encoder_attn"),
+    "t5": (lambda: t5(layers=3), "encoder.dropout#1", "decoder.block.0", "layer.1"),
+}
+
+#: the bus labels on screen: [text, px, inside the canvas]
+LABELS = """() => {
+  const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
+  return [...document.querySelectorAll(".nfw-bus-label")].map((t) => {
+    const r = t.getBoundingClientRect(); const m = t.getScreenCTM();
+    return [t.textContent, Math.hypot(m.a, m.b) * parseFloat(getComputedStyle(t).fontSize),
+      r.left >= c.left && r.right <= c.right && r.top >= c.top && r.bottom <= c.bottom];
+  });
+}"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    pytest.importorskip("transformers")
+    out = tmp_path_factory.mktemp("encdec")
+    for name, (build, *_) in MODELS.items():
+        model, inputs = build()
+        nfw.NeuralFlowWidget(model, inputs).to_html(out / f"{name}.html")
+    return out
+
+
+def _shoot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _check(seen, source: str, reader: str):
+    """Two columns, the cross-attention bus between them into `reader`, behind no node."""
+    nodes = {n[0]: n for n in seen["nodes"] if n[0]}
+    boxes = {sid: (n[2], n[3], n[4], n[5]) for sid, n in nodes.items()}
+    encoder = [
+        b
+        for sid, b in boxes.items()
+        if sid.startswith(("encoder", "model.encoder")) or sid == "input:input_features"
+    ]
+    decoder = [b for sid, b in boxes.items() if sid.startswith(("decoder", "model.decoder"))]
+    assert encoder and decoder
+    assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "the columns overlap"
+    [bus] = [line for line in seen["lines"] if line[0] == "bus" and line[1] == source]
+    taps = [line for line in seen["lines"] if line[0] == "merge" and line[2].endswith(reader)]
+    assert taps, reader
+    for sid, box in boxes.items():
+        if sid in (source,) or sid.endswith(reader):
+            continue
+        assert not crosses(bus[3], box), f"the cross-attention line passes behind {sid}"
+        for t in taps:
+            assert not crosses(t[3], box), f"its tap passes behind {sid}"
+    # decoder_input_ids goes down its own column: no line from it crosses the encoder
+    for line in seen["lines"]:
+        if line[1] == "i:input:decoder_input_ids":
+            for box in encoder:
+                assert not crosses(line[3], box), "decoder_input_ids loops round the encoder"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_first_paint_two_columns_and_one_cross_attention_bus(browser, pages, name, width, height):
+    _, source, run, _ = MODELS[name]
+    context, page, errors = open_offline(browser, pages / f"{name}.html", width, height)
+    page.wait_for_selector(".nfw-bus-label", timeout=15_000)
+    page.wait_for_timeout(400)
+    seen = page.evaluate(SEEN)
+    labels = page.evaluate(LABELS)
+    _shoot(page, f"encdec_{name}_{width}x{height}")
+    _check(seen, source, run)
+    assert [t for t, _, _ in labels] == ["cross-attention"], labels
+    assert all(inside and px >= 9 for _, px, inside in labels), labels
+    for sid, kind, *_, px, inside in seen["nodes"]:
+        assert inside, sid
+        assert px >= (12 if kind in ("stage", "fold") else 11), (sid, px)
+    context.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_opened_each_stack_is_the_n_times_block_and_the_bus_enters_the_cross_attention(
+    browser, pages, name
+):
+    _, source, run, cross = MODELS[name]
+    context, page, errors = open_offline(browser, pages / f"{name}.html", 1920, 1080)
+    page.wait_for_selector(".nfw-bus-label", timeout=15_000)
+    encoder_run = run.replace("decoder", "encoder")
+    for key in (run, encoder_run):
+        if page.locator(f'.nfw-stacked[data-key="k:{key}"]').count() == 0:
+            tap(page, f'[data-action][data-key="f:{key}"]')
+            page.wait_for_selector(f'.nfw-stacked[data-key="k:{key}"]', timeout=10_000)
+    page.wait_for_timeout(600)
+    seen = page.evaluate(SEEN)
+    _shoot(page, f"encdec_{name}_stacks_1920x1080")
+    assert page.locator(".nfw-stacked").count() == 2
+    _check(seen, source, f"{run}.{cross}")
+    context.close()
+    assert errors == []
