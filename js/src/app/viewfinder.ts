@@ -34,8 +34,14 @@ export interface ViewfinderHost {
 }
 
 export class Viewfinder {
-  /** A layout is in flight: the scene it brings is framed for the canvas as it is then. */
-  laying = false;
+  /** A layout is in flight: the scene it brings is framed for the canvas as it is then. The
+   * root carries `data-settling` meanwhile (tests wait for none). */
+  get laying(): boolean {
+    return this.host.ui.root.hasAttribute("data-settling");
+  }
+  set laying(on: boolean) {
+    this.host.ui.root.toggleAttribute("data-settling", on);
+  }
   private firstLeast = READ_K; // the least scale of the first view the camera owes (needsFit)
   private width = 0;
   private height = 0;

@@ -143,7 +143,9 @@ export class Minimap {
     this.transform = t;
     this.schedule();
     clearTimeout(this.settle);
+    this.el.setAttribute("data-settling", ""); // until it has placed itself (tests wait for none)
     this.settle = window.setTimeout(() => {
+      this.el.removeAttribute("data-settling");
       this.place();
       this.fadeLegend();
     }, 250);

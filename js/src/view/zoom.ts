@@ -2,6 +2,7 @@
  * Pan and zoom for the graph: drag to pan, ctrl/pinch to zoom (or the plain wheel once the
  * graph was clicked: focus the widget took by itself leaves the wheel to the page), animated
  * moves. `onUser` hears of the moves the user made (a drag, the wheel), not of animations.
+ * The surface carries `data-settling` while an animated move runs (tests wait for none).
  */
 import { Listeners } from "./dom";
 
@@ -101,6 +102,7 @@ export class PanZoom {
   set(t: Transform) {
     cancelAnimationFrame(this.anim);
     this.t = this.target = t;
+    this.surface.removeAttribute("data-settling");
     this.onChange(t);
   }
 
@@ -117,6 +119,7 @@ export class PanZoom {
     if (Math.abs(from.x - target.x) < 0.5 && Math.abs(from.y - target.y) < 0.5 && Math.abs(from.k - target.k) < 1e-4)
       return this.set(target);
     this.target = target;
+    this.surface.setAttribute("data-settling", "");
     const t0 = performance.now();
     const step = (now: number) => {
       const u = Math.min(1, (now - t0) / ms);
@@ -129,6 +132,7 @@ export class PanZoom {
               k: from.k + (target.k - from.k) * e,
             }
           : target;
+      if (u >= 1) this.surface.removeAttribute("data-settling");
       this.onChange(this.t);
       if (u < 1) this.anim = requestAnimationFrame(step);
     };
