@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pathlib
 import shutil
 import statistics
@@ -121,11 +120,12 @@ def main() -> None:
     print(f"zoom to a 256x256 window at full resolution (the model run again): median "
           f"{statistics.median(zoom) * 1e3:.0f} ms ({min(zoom) * 1e3:.0f}-{max(zoom) * 1e3:.0f}); "
           f"a plain forward {statistics.median(plain) * 1e3:.0f} ms")  # fmt: skip
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    if os.path.exists(chromium):
-        print(f"select -> map painted: {view_times(widget, stages, args.repeat, chromium)}")
+    import chromium  # tests/browser, on the path above
+
+    if chromium.installed():
+        print(f"select -> map painted: {view_times(widget, stages, args.repeat)}")
         if args.lab:
-            got = lab_times(args.tokens, args.repeat, chromium)
+            got = lab_times(args.tokens, args.repeat)
             print(f"the same in JupyterLab (search + Enter, the attention tab kept): {got}")
     maps = sum(a.weights.nbytes for s in stages for a in widget.flow.attention(s))
     capture = widget.flow.capture
@@ -168,12 +168,13 @@ SEARCH = """async (stage) => {
 }"""
 
 
-def lab_times(tokens: int, repeat: int, chromium: str) -> str:
+def lab_times(tokens: int, repeat: int) -> str:
     """Select -> painted through a real JupyterLab, for a model of ``repeat + 1`` layers: the
     first layer opens the attention tab; each next layer's first look is timed."""
     import tempfile
 
-    from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook
+    import chromium
+    from lab import jupyterlab, open_and_run_first_cell, write_notebook
     from playwright.sync_api import sync_playwright
 
     layers = repeat + 1
@@ -181,7 +182,7 @@ def lab_times(tokens: int, repeat: int, chromium: str) -> str:
     write_notebook(folder, "attention.ipynb", [LAB_CELL.format(tokens=tokens, layers=layers)])
     stages = [f"transformer.h.{i}.attn" for i in range(layers)]
     with jupyterlab(folder, "attention.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = chromium.launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         open_and_run_first_cell(page, url)
         page.wait_for_selector("[data-stage-id]", timeout=300_000)
@@ -193,18 +194,17 @@ def lab_times(tokens: int, repeat: int, chromium: str) -> str:
     return f"median {med(times):.0f} ms ({min(times):.0f}-{max(times):.0f}), {layers} layers"
 
 
-def view_times(widget, stages, repeat, chromium) -> str:
+def view_times(widget, stages, repeat) -> str:
     """Select a stage in a fresh page, open its attention: the time to the painted map, and
     the part of it the test bridge to the kernel took (the kernel's work and the reply's bytes
     crossing as base64 through Playwright; a notebook's comm sends them as binary frames)."""
+    import chromium
     from live import open_live
     from playwright.sync_api import sync_playwright
 
     totals, bridges, nexts = [], [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium, args=["--no-sandbox", "--disable-gpu"]
-        )
+        browser = chromium.launch(p)
         for r in range(repeat):
             context, page, _ = open_live(browser, widget, width=1280, height=800)
             page.wait_for_selector("[data-stage-id]")

@@ -19,7 +19,8 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
-from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook  # noqa: E402
+import chromium  # noqa: E402
+from lab import jupyterlab, open_and_run_first_cell, write_notebook  # noqa: E402
 
 CELL = """
 import torch, neural_flow_widget as nfw
@@ -53,11 +54,10 @@ def main() -> None:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium") or "/usr/bin/chromium"
     folder = pathlib.Path(tempfile.mkdtemp(prefix="nfw-bench-"))
     write_notebook(folder, "bench.ipynb", [CELL.format(n=args.clicks)])
     with jupyterlab(folder, "bench.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = chromium.launch(p)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         open_and_run_first_cell(page, url)
         page.wait_for_selector('[data-stage-id="0"]', timeout=90_000)

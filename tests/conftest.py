@@ -1,27 +1,34 @@
 import os
-import shutil
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "browser"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-#: Debian's Chromium, which scripts/install_browser.sh installs
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+import chromium  # noqa: E402  (tests/browser/chromium.py, on the path just above)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    """The headless Chromium of the Python browser tests (Debian's, driven by playwright's
-    driver; never ``playwright install``): one per test module."""
+    """The headless Chromium of the Python browser tests (tests/browser/chromium.py): one per
+    test module (a Playwright left running marks the thread's asyncio loop as running, which
+    the notebook tests' kernels would trip on); skips where it is not installed."""
+    if not chromium.installed():
+        pytest.skip(f"needs Debian chromium at {chromium.PATH} (scripts/install_browser.sh)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+        b = chromium.launch(p)
         yield b
         b.close()
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that drives a browser is slow (the ``slow`` marker, pyproject.toml)."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

@@ -19,7 +19,6 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 NEEDED = ("neural_flow_widget/static/widget.js", "neural_flow_widget/capture/colormaps.json",
           "neural_flow_widget/capture/accelerator/reduce.c",
           "neural_flow_widget/capture/accelerator/lanes.h",
@@ -112,7 +111,7 @@ print("ok", len(flow.stages))
 """
 
 
-def test_the_wheel_installs_traces_and_draws_without_node_or_a_compiler(wheel, tmp_path):
+def test_the_wheel_installs_traces_and_draws_without_node_or_a_compiler(wheel, tmp_path, request):
     site = tmp_path / "site"
     env = dict(
         os.environ,
@@ -140,26 +139,12 @@ def test_the_wheel_installs_traces_and_draws_without_node_or_a_compiler(wheel, t
     )
     assert done.stdout.startswith("ok")
     assert not list((tmp_path / "cache").glob("*.so")) if (tmp_path / "cache").exists() else True
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("needs Debian chromium to open the page")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
-        page_view = browser.new_page(viewport={"width": 1280, "height": 720})
-        errors: list[str] = []
-        page_view.on("pageerror", lambda e: errors.append(str(e)))
-        page_view.goto(page.as_uri())
-        page_view.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        assert page_view.locator('[data-edge-kind="skip"]').count() >= 3
-        browser.close()
+    browser = request.getfixturevalue("browser")  # (skips here where Chromium is missing)
+    page_view = browser.new_page(viewport={"width": 1280, "height": 720})
+    errors: list[str] = []
+    page_view.on("pageerror", lambda e: errors.append(str(e)))
+    page_view.goto(page.as_uri())
+    page_view.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+    assert page_view.locator('[data-edge-kind="skip"]').count() >= 3
+    page_view.close()
     assert errors == []

@@ -114,6 +114,23 @@ export async function paintedAfter(page, action) {
   }, action);
 }
 
+/** Whether the widget has come to rest: an expression (tests/browser/settled.js, which live.py
+ * reads too, called). */
+const SETTLED = `(${readFileSync(`${REPO}tests/browser/settled.js`, "utf8")
+  .split("\n")
+  .filter((l) => !l.startsWith("//"))
+  .join("\n")})()`;
+
+/**
+ * Wait until the view has come to rest after an action: from two frames on (what the action
+ * set off has begun by then: a resize observer, a transition, a layout), until no layout is
+ * in flight, no camera move runs, the minimap is placed and no CSS transition runs.
+ */
+export async function settle(page, timeout = 15000) {
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await page.waitForFunction(SETTLED, null, { polling: "raf", timeout });
+}
+
 /** Fraction of canvas pixels that are not background-ish (non-blank check). */
 export async function inkFraction(page, selector) {
   return page.$eval(selector, (c) => {

@@ -4,7 +4,7 @@
 // inspector's key / value block. The widget must look exactly the same with and without it.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { launch, layoutBoxes, newPage, openWidget, REPO } from "./harness.mjs";
+import { launch, layoutBoxes, newPage, openWidget, REPO, settle } from "./harness.mjs";
 
 let browser;
 before(async () => (browser = await launch()));
@@ -44,7 +44,7 @@ describe("host page CSS", () => {
     await page.click('[data-stage-id="enc2"]');
     await page.waitForSelector('canvas[data-view-kind="grid"]');
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(300);
+    await settle(page);
   });
 
   it("keeps every box of the widget where it is", async () => {
@@ -92,7 +92,7 @@ describe("host page CSS, with the banners of a run that went wrong", () => {
     await page.click('[data-banner="failure"] button');
     await page.waitForSelector(".nfw-trace");
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(300);
+    await settle(page);
   });
 
   it("keeps the banners, the badges and the failure's message where they are", async () => {

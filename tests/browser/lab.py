@@ -13,15 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import nbformat
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
+from live import COUNT_PAINTS
 
 
 def free_port() -> int:
@@ -98,7 +90,7 @@ def jupyterlab(folder: pathlib.Path, notebook: str, app: str = "jupyterlab") -> 
                     raise RuntimeError(f"{app} exited:\n" + server.stdout.read()) from None
                 if time.time() > deadline:
                     raise RuntimeError(f"{app} did not start within 60 s") from None
-                time.sleep(0.5)
+                time.sleep(0.2)  # (a poll: the server answers when it is up)
         yield f"{base}/{path}/{notebook}?token={token}"
     finally:
         server.terminate()
@@ -108,23 +100,32 @@ def jupyterlab(folder: pathlib.Path, notebook: str, app: str = "jupyterlab") -> 
             server.kill()
 
 
-#: the kernel is idle (JupyterLab and Notebook 7 both keep this text for screen readers)
-KERNEL_IDLE = """() => [...document.querySelectorAll('span, div')]
-  .some((e) => e.childElementCount === 0 && e.textContent.trim() === 'Kernel status: Idle')"""
+#: the notebook's kernel is connected and idle: in the notebook's toolbar (JupyterLab's and
+#: Notebook 7's) the kernel is named (not "No Kernel", as while its session starts, when the
+#: execution indicator already says idle) and the execution indicator says idle. A cell run
+#: before that is dropped on a busy machine: it never runs.
+KERNEL_READY = """() => {
+  const idle = document.querySelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]');
+  const name = document.querySelector(".jp-KernelName")?.textContent.trim() ?? "";
+  return !!idle && name !== "" && name !== "No Kernel"; }"""
+
+#: a start-up dialog is up (the kernel picker, a notice), or none will come: the kernel is ready
+DIALOG_OR_READY = f"""() => !!document.querySelector(".jp-Dialog") || ({KERNEL_READY})()"""
 
 
 def open_and_run_first_cell(page, url: str, artifacts: pathlib.Path | None = None) -> None:
     """Open the notebook, dismiss start-up dialogs, wait for the kernel, run the first cell.
-    (Shift+Enter while the kernel is still starting is dropped on a busy machine: the cell
-    never runs.)"""
+    The widgets' paints are counted from the start (``data-test-painted`` on a widget once it
+    painted: live.py)."""
+    page.add_init_script(COUNT_PAINTS)
     page.goto(url)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_timeout(1000)
+    page.wait_for_function(DIALOG_OR_READY, timeout=90_000)
     dialog = page.locator(".jp-Dialog")
     if dialog.count():  # e.g. the kernel picker or a notice: accept the default
         if artifacts is not None:
             page.screenshot(path=str(artifacts / "jupyterlab-dialog.png"))
         page.locator(".jp-Dialog .jp-mod-accept").first.click()
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+    page.wait_for_function(KERNEL_READY, timeout=90_000)
     page.locator(".jp-Cell").first.click()
     page.keyboard.press("Shift+Enter")

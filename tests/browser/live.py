@@ -4,6 +4,10 @@ real ``NeuralFlowWidget`` in this process (through Playwright's ``expose_functio
 travel as base64 across that bridge only, and arrive in the page as binary DataViews, as from a
 comm). Traitlets are pushed with :func:`push` (``widget.update`` then ``push(page, "graph",
 widget.graph)``), and what the view sets (``selected``) is read with :func:`state`.
+
+Exported pages open with :func:`open_offline`. Both return once the first frame is painted and
+the view has settled; after an action, :func:`settle` waits for the view to come to rest (no
+fixed sleeps: see :data:`SETTLED`).
 """
 
 from __future__ import annotations
@@ -11,10 +15,9 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
-import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
 ORIGIN = "http://nfw.test"
 FILES = {
     "/page.html": ROOT / "tests/browser/page.html",
@@ -22,6 +25,57 @@ FILES = {
     "/widget.js": ROOT / "neural_flow_widget/static/widget.js",
 }
 TYPES = {".html": "text/html", ".js": "text/javascript"}
+
+#: counts the frames the widgets in a page paint (their ``nfw-painted`` events, js/src/app/app.ts,
+#: heard on their way down to the widget's element, which gets ``data-test-painted``, the
+#: count), from before the page's own scripts run
+COUNT_PAINTS = """window.__nfwPaints = 0;
+addEventListener("nfw-painted", (e) => e.target.setAttribute("data-test-painted",
+  String(++window.__nfwPaints)), true);"""
+
+#: whether the widget has come to rest (no layout in flight, no camera move, the minimap
+#: placed, no CSS transition running): an expression, tests/browser/settled.js called (which
+#: harness.mjs reads too)
+SETTLED = "({})()".format(
+    "\n".join(
+        line
+        for line in (ROOT / "tests/browser/settled.js").read_text().splitlines()
+        if not line.startswith("//")
+    )
+)
+
+#: two frames: what an action set off in the page (a resize observer, a transition, a
+#: layout) has begun by then
+TWO_FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def settle(page, timeout: float = 15_000) -> None:
+    """Wait until the view has come to rest after an action (:data:`SETTLED`)."""
+    page.evaluate(TWO_FRAMES)
+    page.wait_for_function(SETTLED, polling="raf", timeout=timeout)
+
+
+def shoot(page, name: str, *, pointer_away: bool = False) -> pathlib.Path:
+    """A screenshot once the view has settled: test-artifacts/<name>.png; ``pointer_away``
+    moves the pointer off the graph first (no hover highlight in it)."""
+    if pointer_away:
+        page.mouse.move(2, 2)
+    settle(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def paints(page) -> int:
+    """How many frames the widget has painted since the page loaded."""
+    return page.evaluate("() => window.__nfwPaints")
+
+
+def painted_after(page, before: int, timeout: float = 30_000) -> None:
+    """Wait for a frame painted after ``before`` were (a count from :func:`paints`)."""
+    page.wait_for_function("(n) => window.__nfwPaints > n", arg=before, timeout=timeout)
+
 
 _RENDER = """async ([state, height]) => {
   const mod = await import("/widget.js");
@@ -62,6 +116,7 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
         return r.fulfill(body=file.read_bytes(), content_type=TYPES[file.suffix])
 
     context.route("**/*", route)
+    context.add_init_script(COUNT_PAINTS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -85,21 +140,15 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
         "height": widget.height,
     }
     page.evaluate(_RENDER, [state, widget_height or height - 40])
+    settle(page)
     return context, page, errors
 
 
 def push(page, name: str, value) -> None:
-    """Set a traitlet in the page, as a kernel-side change would (and wait for a frame)."""
-    page.evaluate(
-        """([name, value]) => new Promise((resolve) => {
-          const { el, model } = window.__t;
-          const done = () => requestAnimationFrame(() => requestAnimationFrame(resolve));
-          el.addEventListener("nfw-painted", done, { once: true });
-          model.set(name, value);
-          setTimeout(done, 3000);
-        })""",
-        [name, value],
-    )
+    """Set a traitlet in the page, as a kernel-side change would, and wait for the view to
+    settle (a change that draws anew: until it is painted)."""
+    page.evaluate("([name, value]) => window.__t.model.set(name, value)", [name, value])
+    settle(page)
 
 
 def state(page, name: str):
@@ -129,12 +178,15 @@ def search_and_open(page, stage: str) -> None:
 
 def open_offline(browser, path, width, height):
     """An exported page opened from disk with the network refused; returns (context, page,
-    errors) once its graph is drawn."""
+    errors) once its graph is painted and the view has settled."""
     context = browser.new_context(viewport={"width": width, "height": height})
     context.route("http*://**", lambda route: route.abort())  # offline
+    context.add_init_script(COUNT_PAINTS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(path.as_uri())
     page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
+    painted_after(page, 0)
+    settle(page)
     return context, page, errors

@@ -3,7 +3,7 @@
 // banner and the failing stage's message, the run's notes. Names and messages stay text.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { launch, newPage, openWidget } from "./harness.mjs";
+import { launch, newPage, openWidget, settle } from "./harness.mjs";
 
 const HOSTILE = "<img src=x onerror=alert(1)>";
 let browser;
@@ -103,7 +103,7 @@ describe("NaN / Inf", () => {
     assert.equal(await count(page, '[data-cluster-id="enc2"][data-nonfinite="1"]'), 1); // the group's own output
     assert.equal(await page.evaluate(() => window.__t.model.get("selected")), "enc2.conv2");
     assert.equal(await page.$eval(".nfw-ins-title b", (b) => b.textContent), "enc2.conv2");
-    await page.waitForTimeout(700); // the view moves to it
+    await settle(page); // the view moves to it
     const node = await rect(page, '[data-stage-id="enc2.conv2"]');
     const canvas = await rect(page, ".nfw-canvas");
     const cx = node.left + node.width / 2 - (canvas.left + canvas.width / 2);

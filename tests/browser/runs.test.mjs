@@ -4,7 +4,7 @@
 // shows A | B | A − B in the inspector, asking the kernel for run B at run A's tiles.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { launch, newPage, openWidget, paintedAfter } from "./harness.mjs";
+import { launch, newPage, openWidget, paintedAfter, settle } from "./harness.mjs";
 
 let browser;
 before(async () => (browser = await launch()));
@@ -27,7 +27,7 @@ describe("update: a new run of the same model", () => {
     await page.keyboard.down("Control");
     await page.mouse.wheel(0, -300);
     await page.keyboard.up("Control");
-    await page.waitForTimeout(400);
+    await settle(page);
   });
 
   it("keeps the open groups, the selection and the zoom, and asks for the new data", async () => {

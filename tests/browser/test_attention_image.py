@@ -15,13 +15,12 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live, open_offline, search_and_open
+from live import open_live, open_offline, search_and_open, shoot
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 SIDE, PATCH, LAYERS = 64, 8, 4
 
 
@@ -169,7 +168,6 @@ def test_the_image_view_works_on_an_offline_page(browser, vit, tmp_path):
     )
     assert f"rollout through {LAYERS} layers" in page.text_content(".nfw-attention-image")
     assert "not available" not in page.text_content(".nfw-attention-image")  # the image is there
-    page.wait_for_timeout(200)
-    page.screenshot(path=str(ARTIFACTS / "attention_image_offline_1024.png"))
+    shoot(page, "attention_image_offline_1024")
     context.close()
     assert errors == []

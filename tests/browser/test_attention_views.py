@@ -15,14 +15,13 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live
+from live import open_live
 from word_models import SENTENCES, gpt2_inputs, small_gpt2, word_tokenizer
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,14 @@ import pathlib
 import sys
 import warnings
 
-import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import problem_models
-from live import CHROMIUM, open_live, open_offline, state, tap
+from live import open_live, open_offline, shoot, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 SAME, RAISED = "rgb(226, 238, 232)", "rgb(127, 29, 29)"  # stat_colors.ts SAME_FILL, RAISED_FILL
 
 
@@ -83,10 +80,7 @@ def test_a_live_comparison_whose_run_b_raised_says_so_and_never_a_equals_b(brows
     context, page, errors = open_live(browser, widget, width=1280, height=720, log=log)
     page.wait_for_selector('[data-banner="failure-b"]')
     _says_b_failed(page)
-    ARTIFACTS.mkdir(exist_ok=True)  # the banner, the graph, the legend
-    page.mouse.move(2, 2)
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / "compare_failed_b_1280x720.png"))
+    shoot(page, "compare_failed_b_1280x720", pointer_away=True)  # the banner, graph, legend
     page.locator('[data-banner="failure-b"] button').click()
     page.wait_for_selector("[data-versus]")
     assert state(page, "selected") == "classifier.0"

@@ -4,28 +4,27 @@ in view, drawn as a U, with names a lecture hall can read. Saves test-artifacts/
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import pytest
+from live import open_offline, settle, shoot
+
+import neural_flow_widget as nfw
+from neural_flow_widget import demos
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 LIT = """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let lit = 0; for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) lit++;
   return lit > 0.3 * c.width * c.height; }"""
 
 
-def test_demo_page_opens_offline_with_skips_and_channels(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    out = tmp_path / "unet.html"
+@pytest.fixture(scope="module")
+def demo_page(tmp_path_factory) -> pathlib.Path:
+    """The page the README's first command writes (``neural-flow demo unet``), made once."""
+    out = tmp_path_factory.mktemp("demo") / "unet.html"
     done = subprocess.run(
         [sys.executable, "-m", "neural_flow_widget.cli", "demo", "unet", "--out", str(out)],
         capture_output=True,
@@ -33,38 +32,39 @@ def test_demo_page_opens_offline_with_skips_and_channels(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def unet_page(tmp_path_factory) -> pathlib.Path:
+    """The page of ``NeuralFlowWidget(model, inputs)`` of the demo U-Net, made once."""
+    demo = demos.load("unet")
+    out = tmp_path_factory.mktemp("unet") / "unet.html"
+    return nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out)
+
+
+def test_demo_page_opens_offline_with_skips_and_channels(browser, demo_page):
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-            ],
-        )
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        outside: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    outside: list[str] = []
 
-        def block(route):
-            outside.append(route.request.url)
-            route.abort()
+    def block(route):
+        outside.append(route.request.url)
+        route.abort()
 
-        context.route("http*://**", block)  # offline: any network request is a failure
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(out.as_uri())
-        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        assert page.locator('[data-edge-kind="skip"]').count() >= 3  # enc1/2/3 -> dec3/2/1
-        page.locator('[data-stage-id="enc1"]').first.click()
-        canvas = page.locator('canvas[data-view-kind="grid"]').first
-        canvas.wait_for(timeout=30_000)
-        page.wait_for_function(LIT, arg=canvas.element_handle(), timeout=30_000)
-        page.screenshot(path=str(ARTIFACTS / "demo_unet.png"))
-        browser.close()
+    context.route("http*://**", block)  # offline: any network request is a failure
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(demo_page.as_uri())
+    page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
+    assert page.locator('[data-edge-kind="skip"]').count() >= 3  # enc1/2/3 -> dec3/2/1
+    page.locator('[data-stage-id="enc1"]').first.click()
+    canvas = page.locator('canvas[data-view-kind="grid"]').first
+    canvas.wait_for(timeout=30_000)
+    page.wait_for_function(LIT, arg=canvas.element_handle(), timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "demo_unet.png"))
+    context.close()
     assert outside == [] and errors == []
 
 
@@ -87,30 +87,14 @@ FIRST_PAINT = """() => {
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
-def test_first_paint_shows_the_whole_unet_as_a_u_legible_from_the_back_row(tmp_path, width, height):
-    from playwright.sync_api import sync_playwright
-
-    out = tmp_path / "unet.html"
-    done = subprocess.run(
-        [sys.executable, "-m", "neural_flow_widget.cli", "demo", "unet", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        page = browser.new_page(viewport={"width": width, "height": height})
-        page.goto(out.as_uri())
-        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        page.wait_for_timeout(400)
-        got = page.evaluate(FIRST_PAINT)
-        page.screenshot(path=str(ARTIFACTS / f"demo_unet_first_paint_{width}x{height}.png"))
-        browser.close()
+def test_first_paint_shows_the_whole_unet_as_a_u_legible_from_the_back_row(
+    browser, demo_page, width, height
+):
+    context, page, errors = open_offline(browser, demo_page, width, height)
+    got = page.evaluate(FIRST_PAINT)
+    shoot(page, f"demo_unet_first_paint_{width}x{height}")
+    context.close()
+    assert errors == []
     cx0, cy0, cx1, cy1 = got["canvas"]
     ids = {n[0] for n in got["nodes"]}
     assert {"enc1", "enc2", "enc3", "bottleneck", "dec1", "dec2", "dec3", "head"} <= ids
@@ -142,12 +126,7 @@ def _expected_walk(flow) -> list[str]:
     return [*flow.inputs, *ids, *flow.outputs]
 
 
-def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    import neural_flow_widget as nfw
-    from neural_flow_widget import demos
-
+def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(browser, tmp_path):
     demo = demos.load("unet")
     flow = nfw.trace(demo.model, demo.inputs)
     expected = _expected_walk(flow)
@@ -155,170 +134,138 @@ def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(
     out = tmp_path / "unet.html"
     nfw.NeuralFlowWidget.from_flow(flow).to_html(out)
     ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+    context, page, errors = open_offline(browser, out, 1280, 720)
+    # the first view shows the model's own stages, closed
+    shown = page.eval_on_selector_all(
+        ".nfw-node[data-stage-id]", "els => els.map(e => e.dataset.stageId)"
+    )
+    assert {c.id for c in flow.calls if c.depth == 1} <= set(shown)
+    play = page.get_by_role("button", name="Play", exact=True)
+    play.click()
+    page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
+    current = "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
+    page.wait_for_function(f"() => ({current})().length === 1")
+    seen, opened = [], []
+    for i in range(len(expected)):
+        ids = page.evaluate(current)
+        assert len(ids) == 1, ids
+        seen.append(ids[0])
+        group = parent.get(ids[0])
+        clusters = page.eval_on_selector_all(
+            "[data-cluster-id]", "els => els.map(e => e.dataset.clusterId)"
         )
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(out.as_uri())
-        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        # the first view shows the model's own stages, closed
-        shown = page.eval_on_selector_all(
-            ".nfw-node[data-stage-id]", "els => els.map(e => e.dataset.stageId)"
-        )
-        assert {c.id for c in flow.calls if c.depth == 1} <= set(shown)
-        play = page.get_by_role("button", name="Play", exact=True)
-        play.click()
-        page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
-        current = (
-            "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
-        )
-        page.wait_for_function(f"() => ({current})().length === 1")
-        seen, opened = [], []
-        for i in range(len(expected)):
-            ids = page.evaluate(current)
-            assert len(ids) == 1, ids
-            seen.append(ids[0])
-            group = parent.get(ids[0])
-            clusters = page.eval_on_selector_all(
-                "[data-cluster-id]", "els => els.map(e => e.dataset.clusterId)"
+        opened.append(clusters)
+        if group is not None:  # a block being executed is open, and only that one
+            assert clusters == [group], (ids, clusters)
+        else:
+            assert clusters == [], (ids, clusters)
+        if ids[0] == "dec1.conv1":  # the data coming in flows: the skip and up1 into the cat
+            assert page.locator(".nfw-edge.nfw-live").count() >= 2
+            settle(page)  # the view has moved to it
+            box = page.locator("[data-current]").bounding_box()
+            canvas = page.locator(".nfw-canvas").bounding_box()
+            assert (
+                box["y"] >= canvas["y"]
+                and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
             )
-            opened.append(clusters)
-            if group is not None:  # a block being executed is open, and only that one
-                assert clusters == [group], (ids, clusters)
-            else:
-                assert clusters == [], (ids, clusters)
-            if ids[0] == "dec1.conv1":  # the data coming in flows: the skip and up1 into the cat
-                assert page.locator(".nfw-edge.nfw-live").count() >= 2
-                page.wait_for_timeout(400)  # the view has moved to it
-                box = page.locator("[data-current]").bounding_box()
-                canvas = page.locator(".nfw-canvas").bounding_box()
-                assert (
-                    box["y"] >= canvas["y"]
-                    and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
-                )
-                page.screenshot(path=str(ARTIFACTS / "demo_unet_playback_dec1.png"))
-            if i + 1 < len(expected):
-                before = ids[0]
-                page.locator(".nfw-canvas").press("ArrowRight")
-                page.wait_for_function(f"(b) => ({current})()[0] !== b", arg=before)
-        assert seen == expected
-        # the inspector shows the stage being played
-        assert page.locator(".nfw-ins-title b").text_content() == expected[-1]
-        # Space plays and pauses; Esc ends playback and closes what it opened
-        page.locator(".nfw-canvas").press("ArrowLeft")
-        page.wait_for_function(f"() => ({current})()[0] === {expected[-2]!r}")
-        page.locator(".nfw-canvas").press(" ")
-        assert page.get_by_role("button", name="Pause", exact=True).count() == 1
-        page.locator(".nfw-canvas").press(" ")
-        assert page.get_by_role("button", name="Play", exact=True).count() == 1
-        page.locator(".nfw-canvas").press("Escape")
-        page.wait_for_function("() => !document.querySelector('[data-current]')")
-        assert page.locator(".nfw-transport").is_hidden()
-        assert page.locator("[data-cluster-id]").count() == 0
-        browser.close()
+            page.screenshot(path=str(ARTIFACTS / "demo_unet_playback_dec1.png"))
+        if i + 1 < len(expected):
+            before = ids[0]
+            page.locator(".nfw-canvas").press("ArrowRight")
+            page.wait_for_function(f"(b) => ({current})()[0] !== b", arg=before)
+    assert seen == expected
+    # the inspector shows the stage being played
+    assert page.locator(".nfw-ins-title b").text_content() == expected[-1]
+    # Space plays and pauses; Esc ends playback and closes what it opened
+    page.locator(".nfw-canvas").press("ArrowLeft")
+    page.wait_for_function(f"() => ({current})()[0] === {expected[-2]!r}")
+    page.locator(".nfw-canvas").press(" ")
+    assert page.get_by_role("button", name="Pause", exact=True).count() == 1
+    page.locator(".nfw-canvas").press(" ")
+    assert page.get_by_role("button", name="Play", exact=True).count() == 1
+    page.locator(".nfw-canvas").press("Escape")
+    page.wait_for_function("() => !document.querySelector('[data-current]')")
+    assert page.locator(".nfw-transport").is_hidden()
+    assert page.locator("[data-cluster-id]").count() == 0
+    context.close()
     assert errors == []
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_presentation_mode_fills_the_window_with_larger_type_and_shows_the_keys(
-    tmp_path, width, height
+    browser, unet_page, width, height
 ):
-    from playwright.sync_api import sync_playwright
-
-    import neural_flow_widget as nfw
-    from neural_flow_widget import demos
-
-    demo = demos.load("unet")
-    out = tmp_path / "unet.html"
-    nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out)
-    from test_view_whole import SETTLED
-
     name_px = """() => [...document.querySelectorAll('.nfw-node[data-kind="stage"] .nfw-t1')]
       .filter((t) => { const r = t.getBoundingClientRect();
         return r.width > 0 && r.top >= 0 && r.bottom <= innerHeight; })
       .map((t) => t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize))"""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page(viewport={"width": width, "height": height})
-        page.goto(out.as_uri())
-        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        page.wait_for_timeout(300)
-        before = min(page.evaluate(name_px))
-        page.get_by_role("button", name="Present", exact=True).click()
-        page.wait_for_timeout(600)
-        root = page.locator(".nfw-root")
-        assert "nfw-present" in root.get_attribute("class")
-        box = root.bounding_box()
-        assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, width, height)
-        page.evaluate(SETTLED)
-        during = page.evaluate(name_px)
-        # the whole U in the window (a U cannot wrap into columns), as large as it fits there
-        # (1.5x the least size where the window allows it; here the larger toolbar takes a
-        # little height): names at least the least size, about as large as before
-        assert len(during) == page.locator('.nfw-node[data-kind="stage"]').count(), during
-        assert min(during) >= 12 and min(during) >= 0.95 * before, (during, before)
-        bar = page.evaluate(
-            """() => [...document.querySelector(".nfw-toolbar").children]
-            .filter((c) => c.offsetParent)
-            .map((c) => { const r = c.getBoundingClientRect(); return (r.top + r.bottom) / 2; })"""
-        )
-        assert max(bar) - min(bar) < 8, "the toolbar wrapped"
-        page.locator(".nfw-canvas").press("?")
-        help_panel = page.get_by_role("dialog", name="Keyboard help")
-        assert help_panel.is_visible() and "Space" in help_panel.text_content()
-        page.screenshot(path=str(ARTIFACTS / f"demo_unet_present_{width}x{height}.png"))
-        page.locator(".nfw-canvas").press("Escape")  # the help first
-        assert help_panel.is_hidden() and "nfw-present" in root.get_attribute("class")
-        page.locator(".nfw-canvas").press("Escape")  # then the presentation
-        page.wait_for_timeout(400)
-        assert "nfw-present" not in root.get_attribute("class")
-        assert page.get_by_role("button", name="Present", exact=True).count() == 1
-        browser.close()
+    context, page, errors = open_offline(browser, unet_page, width, height)
+    before = min(page.evaluate(name_px))
+    page.get_by_role("button", name="Present", exact=True).click()
+    settle(page)
+    root = page.locator(".nfw-root")
+    assert "nfw-present" in root.get_attribute("class")
+    box = root.bounding_box()
+    assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, width, height)
+    during = page.evaluate(name_px)
+    # the whole U in the window (a U cannot wrap into columns), as large as it fits there
+    # (1.5x the least size where the window allows it; here the larger toolbar takes a
+    # little height): names at least the least size, about as large as before
+    assert len(during) == page.locator('.nfw-node[data-kind="stage"]').count(), during
+    assert min(during) >= 12 and min(during) >= 0.95 * before, (during, before)
+    bar = page.evaluate(
+        """() => [...document.querySelector(".nfw-toolbar").children]
+        .filter((c) => c.offsetParent)
+        .map((c) => { const r = c.getBoundingClientRect(); return (r.top + r.bottom) / 2; })"""
+    )
+    assert max(bar) - min(bar) < 8, "the toolbar wrapped"
+    page.locator(".nfw-canvas").press("?")
+    help_panel = page.get_by_role("dialog", name="Keyboard help")
+    assert help_panel.is_visible() and "Space" in help_panel.text_content()
+    shoot(page, f"demo_unet_present_{width}x{height}")
+    page.locator(".nfw-canvas").press("Escape")  # the help first
+    assert help_panel.is_hidden() and "nfw-present" in root.get_attribute("class")
+    page.locator(".nfw-canvas").press("Escape")  # then the presentation
+    settle(page)
+    assert "nfw-present" not in root.get_attribute("class")
+    assert page.get_by_role("button", name="Present", exact=True).count() == 1
+    context.close()
+    assert errors == []
 
 
-def test_data_on_the_graph_puts_each_stage_view_on_its_node(tmp_path):
+def test_data_on_the_graph_puts_each_stage_view_on_its_node(browser, unet_page):
     """The Data toggle: every drawn stage and port carries its default view as a picture (the
     input image, feature maps, the predicted mask), from the page's baked replies."""
-    from playwright.sync_api import sync_playwright
-
-    import neural_flow_widget as nfw
-    from neural_flow_widget import demos
-
-    demo = demos.load("unet")
-    out = tmp_path / "unet.html"
-    nfw.NeuralFlowWidget(demo.model, demo.inputs).to_html(out)
     nodes = """() => [...document.querySelectorAll('.nfw-node')].map((g) => [g.dataset.stageId,
       g.querySelector('.nfw-card').getBBox().height,
       g.querySelector("image.nfw-thumb")?.getAttribute("href")?.slice(0, 21) ?? null])"""
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(out.as_uri())
-        page.wait_for_selector('[data-stage-id="enc1"]', timeout=30_000)
-        plain = page.evaluate(nodes)
-        assert all(thumb is None for _, _, thumb in plain)
-        toggle = page.get_by_role("button", name="Data on the graph")
-        toggle.click()
-        assert toggle.get_attribute("aria-pressed") == "true"
-        page.wait_for_function(
-            "() => document.querySelectorAll('.nfw-node image.nfw-thumb').length >= 12",
-            timeout=30_000,
-        )
-        page.wait_for_timeout(800)
-        got = page.evaluate(nodes)
-        drawn = {sid: thumb for sid, _, thumb in got}
-        for sid in ("input:0", "enc1", "pool1", "enc2", "output:0"):
-            assert sid in drawn and drawn[sid] == "data:image/png;base64", (sid, drawn.get(sid))
-        taller = {sid: h for sid, h, _ in got}
-        assert taller["enc1"] > {s: h for s, h, _ in plain}["enc1"] + 50  # room for it
-        page.screenshot(path=str(ARTIFACTS / "demo_unet_data_on_graph.png"))
-        toggle.click()
-        page.wait_for_function("() => !document.querySelector('image.nfw-thumb')", timeout=10_000)
-        browser.close()
+    pictured = ("input:0", "enc1", "pool1", "enc2", "output:0")
+    context, page, errors = open_offline(browser, unet_page, 1280, 720)
+    plain = page.evaluate(nodes)
+    assert all(thumb is None for _, _, thumb in plain)
+    toggle = page.get_by_role("button", name="Data on the graph")
+    toggle.click()
+    assert toggle.get_attribute("aria-pressed") == "true"
+    page.wait_for_function(
+        "() => document.querySelectorAll('.nfw-node image.nfw-thumb').length >= 12",
+        timeout=30_000,
+    )
+    # the pictures arrive one by one (the page's baked replies): these five have come
+    page.wait_for_function(
+        "(ids) => ids.every((id) => document.querySelector("
+        "`.nfw-node[data-stage-id='${id}'] image.nfw-thumb`))",
+        arg=list(pictured),
+        timeout=30_000,
+    )
+    settle(page)
+    got = page.evaluate(nodes)
+    drawn = {sid: thumb for sid, _, thumb in got}
+    for sid in pictured:
+        assert sid in drawn and drawn[sid] == "data:image/png;base64", (sid, drawn.get(sid))
+    taller = {sid: h for sid, h, _ in got}
+    assert taller["enc1"] > {s: h for s, h, _ in plain}["enc1"] + 50  # room for it
+    shoot(page, "demo_unet_data_on_graph")
+    toggle.click()
+    page.wait_for_function("() => !document.querySelector('image.nfw-thumb')", timeout=10_000)
+    context.close()
+    assert errors == []

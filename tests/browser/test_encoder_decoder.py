@@ -18,14 +18,13 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fixture_models import t5, whisper
-from live import CHROMIUM, open_offline, tap
+from live import open_offline, settle, shoot, tap
 from test_unet_u import SEEN, crosses
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 
 #: the model, the encoder's output (the bus' source), the decoder's run and its cross-attention
 MODELS = {
@@ -52,11 +51,6 @@ def pages(tmp_path_factory):
         model, inputs = build()
         nfw.NeuralFlowWidget(model, inputs).to_html(out / f"{name}.html")
     return out
-
-
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 def _check(seen, source: str, reader: str):
@@ -93,10 +87,9 @@ def test_first_paint_two_columns_and_one_cross_attention_bus(browser, pages, nam
     _, source, run, _ = MODELS[name]
     context, page, errors = open_offline(browser, pages / f"{name}.html", width, height)
     page.wait_for_selector(".nfw-bus-label", timeout=15_000)
-    page.wait_for_timeout(400)
     seen = page.evaluate(SEEN)
     labels = page.evaluate(LABELS)
-    _shoot(page, f"encdec_{name}_{width}x{height}")
+    shoot(page, f"encdec_{name}_{width}x{height}")
     _check(seen, source, run)
     assert [t for t, _, _ in labels] == ["cross-attention"], labels
     assert all(inside and px >= 9 for _, px, inside in labels), labels
@@ -119,9 +112,9 @@ def test_opened_each_stack_is_the_n_times_block_and_the_bus_enters_the_cross_att
         if page.locator(f'.nfw-stacked[data-key="k:{key}"]').count() == 0:
             tap(page, f'[data-action][data-key="f:{key}"]')
             page.wait_for_selector(f'.nfw-stacked[data-key="k:{key}"]', timeout=10_000)
-    page.wait_for_timeout(600)
+    settle(page)
     seen = page.evaluate(SEEN)
-    _shoot(page, f"encdec_{name}_stacks_1920x1080")
+    shoot(page, f"encdec_{name}_stacks_1920x1080")
     assert page.locator(".nfw-stacked").count() == 2
     _check(seen, source, f"{run}.{cross}")
     context.close()

@@ -18,13 +18,11 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live, open_offline, push, state, tap
+from live import open_live, open_offline, push, shoot, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 SIZES = [(1280, 720), (1024, 768)]
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 #: [share of painted pixels, share of grey ones, distinct colours] of a canvas
 PIXELS = """(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
   let lit = 0, grey = 0; const seen = new Set();
@@ -39,12 +37,6 @@ def unet():
     from neural_flow_widget import demos
 
     return demos.load("unet")
-
-
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.wait_for_timeout(300)  # (the canvases' last frame)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
@@ -63,7 +55,7 @@ def test_the_unet_demo_input_opens_its_image_and_the_output_its_mask(
     assert page.locator(".nfw-ins-title span").text_content() == "model input · read as image"
     assert page.locator(".nfw-colorbar").count() == 0  # the colours themselves: no ramp
     assert "[data-stage-id" not in page.content().split('class="nfw-inspector"')[0][-50:]
-    _shoot(page, f"ends_input_{width}x{height}")
+    shoot(page, f"ends_input_{width}x{height}")
     tap(page, '[data-stage-id="output:0"]')
     mask = page.locator('canvas[data-view-kind="mask"]')
     mask.wait_for(timeout=15_000)
@@ -73,7 +65,7 @@ def test_the_unet_demo_input_opens_its_image_and_the_output_its_mask(
     assert bar.startswith("0") and bar.endswith("1")  # sigmoid: 0..1
     assert "sigmoid" in page.locator(".nfw-note").first.text_content()
     assert page.locator('[data-stage-id="output:0"].nfw-selected').count() == 1
-    _shoot(page, f"ends_output_{width}x{height}")
+    shoot(page, f"ends_output_{width}x{height}")
     context.close()
     assert errors == []
 
@@ -100,7 +92,7 @@ def test_a_classifier_output_shows_class_probability_bars(browser, tmp_path):
     assert [value for _, value, _ in rows] == [f"{float(p[c]):.1%}" for c in order]
     widths = [w for _, _, w in rows]
     assert widths == sorted(widths, reverse=True) and widths[0] > 100  # largest first
-    _shoot(page, "classifier_bars")
+    shoot(page, "classifier_bars")
     context.close()
     assert errors == []
 
@@ -122,7 +114,7 @@ def test_gpt2_shows_the_next_token_and_the_ids_as_words_and_its_token_maps_label
         p = torch.softmax(model(**inputs).logits[0, -1], 0)
     top = torch.topk(p, 10).indices.tolist()
     assert labels == tokenizer.convert_ids_to_tokens(top)  # words, largest first
-    _shoot(page, "gpt2_next_token")
+    shoot(page, "gpt2_next_token")
     tap(page, '[data-stage-id="input:input_ids"]')
     page.wait_for_selector(".nfw-chips")
     chips = page.eval_on_selector_all(".nfw-tok", "els => els.map((e) => e.lastChild.textContent)")
@@ -154,7 +146,7 @@ def test_every_channel_in_pages_a_click_enlarges_one_and_the_panel_resizes(
         page.locator('.nfw-pager button[aria-label="next page"]').click()
         page.wait_for_selector(f'.nfw-pager[data-page="{n}"]')
         if n == 1:
-            _shoot(page, f"paged_grid_{width}x{height}")
+            shoot(page, f"paged_grid_{width}x{height}")
     grids = [reply["view"] for _, reply in log if reply["view"]["kind"] == "grid"]
     shown = [c for view in grids for c in view["channels"]]
     assert sorted(shown) == list(range(64))  # every channel, each once
@@ -220,7 +212,7 @@ def test_a_comparison_with_a_perturbed_copy_flags_where_the_runs_part_and_shows_
     assert runs["diff"]["run"] == "diff" and runs["diff"]["view"]["signed"]
     assert "Differs" in page.locator("[data-versus]").text_content()
     page.locator('.nfw-panel[data-run="a"]').scroll_into_view_if_needed()
-    _shoot(page, f"compare_{width}x{height}")
+    shoot(page, f"compare_{width}x{height}")
     tap(page, '[data-stage-id="output:0"]')
     page.wait_for_selector('.nfw-panel[data-run="diff"] canvas[data-view-kind="mask"]')
     page.wait_for_selector(".nfw-panels-row" if width >= 1280 else ".nfw-panels")
@@ -242,7 +234,7 @@ def test_a_page_of_a_comparison_shows_the_divergence_and_a_b_offline(browser, un
         assert page.locator(f'.nfw-panel[data-run="{run}"] canvas').count() == 1, run
     assert page.locator("[data-missing], .nfw-panel-error").count() == 0
     page.locator('.nfw-panel[data-run="a"]').scroll_into_view_if_needed()
-    _shoot(page, "compare_page")
+    shoot(page, "compare_page")
     context.close()
     assert errors == []
 

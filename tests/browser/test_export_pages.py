@@ -18,13 +18,12 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_offline, search_and_open
+from live import open_offline, search_and_open, shoot
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 
 
 @pytest.fixture(scope="module")
@@ -42,19 +41,13 @@ def gpt2(tmp_path_factory):
     )
 
 
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.wait_for_timeout(300)  # (the canvases' last frame)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
 def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, gpt2):
     widget, path, _ = gpt2
     assert path.stat().st_size <= 8_000_000
     stages = [widget.flow.calls[i].id for i in widget.graph["attention"]]
     assert len(stages) == 12
     context, page, errors = open_offline(browser, path, 1280, 720)
-    _shoot(page, "offline_gpt2_1280")
+    shoot(page, "offline_gpt2_1280")
     search_and_open(page, stages[-1])
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
     page.click('[data-attention-mode="model"]')
@@ -62,10 +55,10 @@ def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, g
     cells = page.eval_on_selector_all("[data-cell]", "(els) => els.map((e) => e.dataset.cell)")
     assert sorted(cells) == sorted(f"{s}|{h}" for s in stages for h in range(12))
     assert page.locator(".nfw-mv-empty").count() == 0  # no layer without its maps
-    _shoot(page, "offline_gpt2_model_view_1280")
+    shoot(page, "offline_gpt2_model_view_1280")
     page.select_option('select[aria-label="attention colour scale"]', "per map")
     page.wait_for_selector("[data-cell]")
-    _shoot(page, "offline_gpt2_model_view_per_map_1280")  # (random weights: near-uniform)
+    shoot(page, "offline_gpt2_model_view_per_map_1280")  # (random weights: near-uniform)
     # a weight under the pointer is the run's own, decoded from the page's codes
     search_and_open(page, stages[0])
     page.click(".nfw-tab[data-view=attention]", timeout=30_000)
@@ -109,7 +102,7 @@ def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
     node = page.locator(f'.nfw-node[data-stage-id="{stage}"] .nfw-thumb-missing')
     node.wait_for(timeout=30_000)
     assert "Not in this page: over its 4 MB budget" in re.sub(r"\s+", " ", node.text_content())
-    _shoot(page, "offline_gpt2_4mb_1280")
+    shoot(page, "offline_gpt2_4mb_1280")
     # in the inspector: what, why, and the budget that keeps it
     search_and_open(page, stage)
     page.wait_for_selector(".nfw-inspector [data-missing]")

@@ -4,20 +4,17 @@ a chain's primary path is one straight line. Screenshots in test-artifacts/."""
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 
 import pytest
 import torch
+from live import open_offline
 from torch import nn
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 
 #: per drawn node: [stage id, kind, centre x, centre y, name px on screen, inside the canvas]
 NODES = """() => { const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
@@ -32,10 +29,7 @@ NODES = """() => { const c = document.querySelector(".nfw-canvas").getBoundingCl
 def first_paint(browser, model, x, name, width=1280, height=720, tmp=None):
     out = tmp / f"{name}.html"
     nfw.NeuralFlowWidget(model, x).to_html(out)
-    page = browser.new_page(viewport={"width": width, "height": height})
-    page.goto(out.as_uri())
-    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
-    page.wait_for_timeout(400)
+    context, page, errors = open_offline(browser, out, width, height)
     nodes = page.evaluate(NODES)
     bar = page.evaluate(
         """() => [...document.querySelector(".nfw-toolbar").children]
@@ -45,7 +39,8 @@ def first_paint(browser, model, x, name, width=1280, height=720, tmp=None):
     assert max(bar) - min(bar) < 8, "the toolbar wrapped"
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}_{width}x{height}.png"))
-    page.close()
+    context.close()
+    assert errors == []
     return nodes
 
 

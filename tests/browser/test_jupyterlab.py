@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook
+from lab import jupyterlab, open_and_run_first_cell, write_notebook
+from live import settle
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(CHROMIUM), reason="needs Debian chromium (scripts/install_browser.sh)"
-)
 
 PAINTED = """(c) => { const g = c.getContext('2d'); if (!c.width || !c.height) return false;
   const d = g.getImageData(0, 0, c.width, c.height).data;
@@ -29,9 +25,7 @@ PAINTED = """(c) => { const g = c.getContext('2d'); if (!c.width || !c.height) r
 
 
 @pytest.mark.parametrize("app", ["jupyterlab", "notebook"])
-def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
-    from playwright.sync_api import sync_playwright
-
+def test_click_a_stage_in_jupyterlab_and_see_its_activation(browser, tmp_path, app):
     write_notebook(
         tmp_path,
         "flow.ipynb",
@@ -45,8 +39,7 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
         ],
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path, "flow.ipynb", app) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with jupyterlab(tmp_path, "flow.ipynb", app) as url:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -67,7 +60,7 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
         assert [r[0] for r in rows][:4] == ["stage", "output", "dtype", "params"], rows
         assert all(dy < 2 and gap >= 0 and width < 120 for _, dy, gap, width in rows), rows
         page.mouse.move(5, 500)  # no hover highlight in the screenshot
-        page.wait_for_timeout(300)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / f"{app}.png"), full_page=False)
         # The click reached the kernel: the selection is now the clicked stage.
         page.locator(".jp-Cell").nth(1).click()
@@ -78,16 +71,14 @@ def test_click_a_stage_in_jupyterlab_and_see_its_activation(tmp_path, app):
         page.locator(".jp-Cell").nth(1).click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_selector("text=SELECTED=None", timeout=30_000)
-        browser.close()
+        page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
 
 
-def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
+def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(browser, tmp_path):
     """``NeuralFlowWidget(model, x)`` on a model that raises: the cell shows the partial graph
     with the failing stage marked and the failure banner (no traceback), the inspector shows
     the message, and the kernel keeps the TraceError in ``widget.error``."""
-    from playwright.sync_api import sync_playwright
-
     here = os.path.dirname(os.path.abspath(__file__))
     write_notebook(
         tmp_path,
@@ -101,8 +92,7 @@ def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
         ],
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path, "raises.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with jupyterlab(tmp_path, "raises.ipynb") as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -122,21 +112,19 @@ def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(tmp_path):
         trace.wait_for(timeout=30_000)
         assert "mat1 and mat2 shapes cannot be multiplied" in trace.text_content()
         page.mouse.move(5, 5)
-        page.wait_for_timeout(400)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_failure.png"))
         page.locator(".jp-Cell").nth(1).click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_selector("text=ERROR=TraceError True", timeout=30_000)
-        browser.close()
+        page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
 
 
-def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(tmp_path):
+def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(browser, tmp_path):
     """``w.selected = "dec1"; w``: the first view shows dec1 selected, in view, its inspector
     open. Then ``w.step()`` in Python walks the forward pass in the view (``data-current``
     moves, the block being executed opens) and the view reports where it is back to Python."""
-    from playwright.sync_api import sync_playwright
-
     write_notebook(
         tmp_path,
         "playback.ipynb",
@@ -155,15 +143,14 @@ def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(
     )
     ARTIFACTS.mkdir(exist_ok=True)
     current = "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
-    with jupyterlab(tmp_path, "playback.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with jupyterlab(tmp_path, "playback.ipynb") as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         open_and_run_first_cell(page, url, ARTIFACTS)
         selected = page.locator('.nfw-node.nfw-selected[data-stage-id="dec1"]')
         selected.wait_for(timeout=90_000)
-        page.wait_for_timeout(600)
+        settle(page)
         box, canvas = selected.bounding_box(), page.locator(".nfw-canvas").bounding_box()
         assert canvas["x"] <= box["x"] and box["x"] + box["width"] <= canvas["x"] + canvas["width"]
         assert (
@@ -177,26 +164,25 @@ def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(
                 page.wait_for_function(f"() => ({current})()[0] === 'enc1.bn1'", timeout=30_000)
                 assert page.locator('[data-cluster-id="enc1"]').count() == 1  # opened on the way
                 page.mouse.move(5, 5)
-                page.wait_for_timeout(400)
+                settle(page)
                 page.screenshot(path=str(ARTIFACTS / "jupyterlab_playback.png"))
         page.wait_for_selector("text=AT=2 STAGE=enc1.bn1", timeout=30_000)
         page.locator(".jp-Cell").nth(3).click()
         page.keyboard.press("Shift+Enter")  # w.stop(): back to the view it started from
         page.wait_for_function("() => !document.querySelector('[data-current]')", timeout=30_000)
         assert page.locator('[data-cluster-id="enc1"]').count() == 0
-        browser.close()
+        page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
 
 
 def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_jupyterlab(
+    browser,
     tmp_path,
 ):
     """The vision transformer demo beside an ipywidgets slider, at projector size (1024×768):
     the attention tab's "on the image" view draws the CLS token's attention and the rollout
     over the scene; moving the slider (keyboard, as a lecturer would) traces the next scene
     and the view follows, the same stage still open."""
-    from playwright.sync_api import sync_playwright
-
     write_notebook(
         tmp_path,
         "vit.ipynb",
@@ -216,8 +202,7 @@ def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_j
         ],
     )
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(tmp_path, "vit.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with jupyterlab(tmp_path, "vit.ipynb") as url:
         page = browser.new_page(viewport={"width": 1024, "height": 768})
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -233,7 +218,7 @@ def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_j
         page.locator(".jp-SideBar .lm-TabBar-tab.lm-mod-current").first.click()
         page.locator(".nfw-attention-image").scroll_into_view_if_needed()
         page.mouse.move(5, 5)
-        page.wait_for_timeout(600)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_vit_on_the_image.png"))
         # the slider, moved from the keyboard: the next scene is traced, the view follows
         page.locator(".widget-slider .ui-slider-handle, .widget-slider .noUi-handle").first.focus()
@@ -248,5 +233,5 @@ def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_j
         page.locator(".jp-Cell").nth(1).click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_selector("text=SCENE=1 SELECTED=blocks.2.attn", timeout=30_000)
-        browser.close()
+        page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors

@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import os
 import pathlib
-import shutil
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(__file__))
-from lab import CHROMIUM_ARGS, jupyterlab, open_and_run_first_cell, write_notebook
+from lab import jupyterlab, open_and_run_first_cell, write_notebook
+from live import settle
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 SETUP = (
     "import time\n"
     "import neural_flow_widget as nfw\n"
@@ -28,9 +23,7 @@ SETUP = (
 )
 
 
-def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(browser, tmp_path):
     write_notebook(
         tmp_path,
         "keys.ipynb",
@@ -48,8 +41,7 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         .findIndex((c) => c.contains(a)) === i
         ? (a.closest('.nfw-canvas') ? 'graph' : a.isContentEditable ? 'editor' : a.className)
         : null; }"""
-    with jupyterlab(tmp_path, "keys.ipynb") as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with jupyterlab(tmp_path, "keys.ipynb") as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         cell = lambda i: page.locator(".jp-Notebook .jp-Cell").nth(i)
         errors: list[str] = []
@@ -58,8 +50,8 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         # while the first cell runs, the second is edited; the widget appears meanwhile
         cell(1).locator(".cm-content").click()
         page.keyboard.press("End")
-        cell(0).locator(".nfw-node[data-stage-id]").first.wait_for(timeout=120_000)
-        page.wait_for_timeout(1000)
+        cell(0).locator("[data-test-painted]").wait_for(timeout=120_000)
+        settle(page)  # (the widget takes the keys once painted, unless an editor has them)
         assert page.evaluate(in_cell, 1) == "editor"
         page.keyboard.type(" + 2")
         assert "x = 1 + 2" in cell(1).locator(".cm-content").text_content()
@@ -68,8 +60,8 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         page.keyboard.press("Escape")
         page.keyboard.press("j")
         page.keyboard.press("Control+Enter")
-        cell(2).locator(".nfw-node[data-stage-id]").first.wait_for(timeout=60_000)
-        page.wait_for_timeout(1000)
+        cell(2).locator("[data-test-painted]").wait_for(timeout=60_000)
+        settle(page)
         assert page.evaluate(in_cell, 2) == "graph"
         page.keyboard.press(" ")
         play = cell(2).locator(".nfw-play")
@@ -92,5 +84,5 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(t
         page.screenshot(path=str(ARTIFACTS / "jupyterlab_keys.png"))
         page.keyboard.press("Escape")
         assert cell(2).locator(".nfw-transport").is_hidden()
-        browser.close()
+        page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import os
 import pathlib
-import shutil
 import sys
 import warnings
 
@@ -18,12 +17,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import problem_models
-from live import open_offline
+from live import open_offline, settle, shoot
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
 SIZES = [(1280, 720), (1024, 768)]
 
 #: the share of a canvas painted in a colour (the NaN colour of colormaps.json: magenta)
@@ -53,13 +50,6 @@ def _clear_of_banners(page):
     top, bottom, nodes = page.evaluate(BOXES)
     assert bottom > top  # shown
     assert all(t >= bottom - 12 for t in nodes), (bottom, nodes)  # (a badge may straddle)
-
-
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.mouse.move(2, 2)
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / name))
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
@@ -95,12 +85,12 @@ def test_nan_page_badges_the_stage_and_its_banner_goes_there(tmp_path, browser, 
     assert summary.nan > 0 and summary.posinf == summary.neginf == 0
     note = page.locator("[data-nonfinite-note]").text_content()
     assert f"{summary.nan:,} NaN of {summary.numel:,} values" in note, note
-    page.wait_for_timeout(600)  # the view moves to the stage
+    settle(page)  # the view moves to the stage
     node = page.locator('[data-stage-id="block.log"]').bounding_box()
     area = page.locator(".nfw-canvas").bounding_box()
     assert abs(node["x"] + node["width"] / 2 - area["x"] - area["width"] / 2) < 40
     assert abs(node["y"] + node["height"] / 2 - area["y"] - area["height"] / 2) < 40
-    _shoot(page, f"nonfinite_{width}x{height}.png")
+    shoot(page, f"nonfinite_{width}x{height}", pointer_away=True)
     context.close()
     assert errors == []
 
@@ -130,7 +120,7 @@ def test_failure_page_shows_the_partial_graph_and_the_stage_that_raised(
     trace.wait_for(timeout=10_000)
     assert trace.text_content() == widget.flow.failure.message
     assert trace.evaluate("(e) => getComputedStyle(e).userSelect") == "text"
-    _shoot(page, f"failure_{width}x{height}.png")
+    shoot(page, f"failure_{width}x{height}", pointer_away=True)
     context.close()
     assert errors == []
 
@@ -147,7 +137,7 @@ def test_meta_page_says_there_is_no_data(tmp_path, browser):
     page.locator('[data-stage-id="stem"]').click()  # its inspector: shapes, no values
     page.wait_for_selector("text=No values: the meta device holds shapes only.", timeout=10_000)
     assert page.locator(".nfw-stat-k").all_text_contents() == ["shape", "elements"]
-    _shoot(page, "notes_1024x768.png")
+    shoot(page, "notes_1024x768", pointer_away=True)
     context.close()
     assert errors == []
 
@@ -175,11 +165,11 @@ def test_a_nan_made_in_a_parents_forward_is_named_by_its_forward_and_line(tmp_pa
     # block4 is drawn collapsed: its badge says the first NaN/Inf is inside
     assert page.locator('.nfw-node[data-stage-id="block4"][data-nonfinite-first]').count() == 1
     assert page.locator('.nfw-node[data-stage-id="block3"][data-nonfinite]').count() == 0
-    _shoot(page, "nonfinite_origin_1280x720.png")
+    shoot(page, "nonfinite_origin_1280x720", pointer_away=True)
     banner.click()
     page.wait_for_selector('.nfw-node.nfw-selected[data-stage-id="block4.0"]', timeout=10_000)
     facts = page.locator(".nfw-meta").text_content()
     assert f"already in its input: {said}" in facts, facts
-    _shoot(page, "nonfinite_origin_inspector_1280x720.png")
+    shoot(page, "nonfinite_origin_inspector_1280x720", pointer_away=True)
     context.close()
     assert errors == []

@@ -15,12 +15,10 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_offline, tap
+from live import open_offline, settle, shoot, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 #: per residual mark: the node, its kind, the mark's kind, whether the ⊕ and the node are
 #: inside the canvas, the ⊕'s diameter on screen, the arc's dash; the legend's entry
 MARKS = """() => {
@@ -60,18 +58,12 @@ def resnet_page(tmp_path_factory):
     return _page(tmp_path_factory, "resnet", ResNet(), torch.randn(1, 3, 32, 32))
 
 
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_the_first_view_of_a_resnet_shows_its_residuals(browser, resnet_page, width, height):
     context, page, errors = open_offline(browser, resnet_page, width, height)
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     seen = page.evaluate(MARKS)
-    _shoot(page, f"residual_resnet_{width}x{height}")
+    shoot(page, f"residual_resnet_{width}x{height}")
     marks = {m["id"]: m for m in seen["marks"]}
     assert set(marks) == {"layer1.0", "layer1.1"}, seen
     assert marks["layer1.0"]["residual"] == "projected" and marks["layer1.0"]["dash"], marks
@@ -102,7 +94,7 @@ def test_the_mark_sits_where_the_output_leaves_top_down_and_left_to_right(browse
     page.wait_for_function(
         f"() => JSON.stringify(({SIDES})()) === '[[true,false],[true,false]]'", timeout=10_000
     )
-    _shoot(page, "residual_resnet_LR_1280x720")
+    shoot(page, "residual_resnet_LR_1280x720")
     context.close()
     assert errors == []
 
@@ -112,9 +104,9 @@ def test_an_opened_bottleneck_shows_its_junction_not_the_mark(browser, resnet_pa
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     tap(page, '.nfw-node [data-action][data-key="s:layer1.1"]')  # its + badge
     page.wait_for_selector('.nfw-cluster[data-cluster-id="layer1.1"]', timeout=10_000)
-    page.wait_for_timeout(300)
+    settle(page)
     seen = page.evaluate(MARKS)
-    _shoot(page, "residual_resnet_open_1280x720")
+    shoot(page, "residual_resnet_open_1280x720")
     assert [m["id"] for m in seen["marks"]] == ["layer1.0"], seen
     assert page.locator('.nfw-junction[data-glyph="+"]').count() >= 1
     context.close()
@@ -132,17 +124,16 @@ def test_resnet50_folds_show_residuals_and_a_densenet_none(browser, tmp_path_fac
     context, page, errors = open_offline(browser, r50, 1280, 720)
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     seen = page.evaluate(MARKS)
-    _shoot(page, "residual_resnet50_1280x720")
+    shoot(page, "residual_resnet50_1280x720")
     assert seen["marks"] and all(m["inside"] for m in seen["marks"]), seen
     assert seen["legend"].startswith("residual inside"), seen
     context.close()
     assert errors == []
 
     dense = _page(tmp_path_factory, "densenet", DenseNet(), torch.randn(1, 3, 32, 32))
-    context, page, errors = open_offline(browser, dense, 1280, 720)
-    page.wait_for_timeout(800)
+    context, page, errors = open_offline(browser, dense, 1280, 720)  # painted, settled
     seen = page.evaluate(MARKS)
-    _shoot(page, "residual_densenet_1280x720")
+    shoot(page, "residual_densenet_1280x720")
     assert seen["marks"] == [] and seen["legend"] is None and seen["nodes"] > 0, seen
     context.close()
     assert errors == []
@@ -161,7 +152,7 @@ def test_gpt2_with_two_blocks_marks_both_collapsed_pre_norm_blocks(browser, tmp_
     context, page, errors = open_offline(browser, path, 1280, 720)
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     seen = page.evaluate(MARKS)
-    _shoot(page, "residual_gpt2_1280x720")
+    shoot(page, "residual_gpt2_1280x720")
     # two blocks make no run; each h = x + attn(ln_1(x)); h + mlp(ln_2(h)): a collapsed one
     # carries the mark, an open one (should the first view open it) its real junctions
     marks = {m["id"]: m for m in seen["marks"]}

@@ -14,12 +14,10 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import CHROMIUM, open_live, open_offline, push, state, tap
+from live import open_live, open_offline, push, shoot, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 #: what a lecturer sees: each node [id, kind, name px, inside the canvas], the stacks' header
 #: texts with their px, the junction glyphs inside the canvas, the inspector's title
 SEEN = """() => {
@@ -57,21 +55,14 @@ def gpt2_page(tmp_path_factory):
     return path
 
 
-def _shoot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_gpt2_first_paints_one_block_times_4_with_attention_and_the_residual_stream(
     browser, gpt2_page, width, height
 ):
     context, page, errors = open_offline(browser, gpt2_page, width, height)
     page.wait_for_selector(".nfw-stacked", timeout=15_000)
-    page.wait_for_timeout(400)
     seen = page.evaluate(SEEN)
-    _shoot(page, f"gpt2_stack_{width}x{height}")
+    shoot(page, f"gpt2_stack_{width}x{height}")
     [stack] = seen["stacks"]
     assert stack["key"] == "k:transformer.h.0" and stack["inside"], stack
     texts = dict(stack["texts"])
@@ -114,7 +105,7 @@ def test_the_stepper_shows_layer_2_and_the_inspector_follows(browser, gpt2_page)
     selected = page.locator(".nfw-node.nfw-selected")
     selected.wait_for(timeout=5_000)
     assert selected.get_attribute("data-stage-id") == "transformer.h.1.attn"
-    _shoot(page, "gpt2_stack_layer2_1280x720")
+    shoot(page, "gpt2_stack_layer2_1280x720")
     tap(page, '.nfw-stacked [data-action][data-key="p:transformer.h.0"]')
     page.wait_for_selector('[data-stage-id="transformer.h.0.attn"]', timeout=10_000)
     context.close()
@@ -153,7 +144,7 @@ def test_playback_walks_the_block_once_per_layer_in_the_same_drawing(browser, gp
     )
     assert "layer 2 of 4" in header or "2 / 4" in header, header
     assert page.locator(".nfw-ins-title b").text_content() == "transformer.h.1.ln_1"
-    _shoot(page, "gpt2_stack_playback_1280x720")
+    shoot(page, "gpt2_stack_playback_1280x720")
     context.close()
     assert errors == []
 
@@ -199,9 +190,8 @@ def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, 
     nfw.NeuralFlowWidget(model.eval(), x).to_html(path)
     context, page, errors = open_offline(browser, path, 1280, 720)
     page.wait_for_selector(".nfw-stacked", timeout=15_000)
-    page.wait_for_timeout(400)
     seen = page.evaluate(SEEN)
-    _shoot(page, f"{name}_stack_1280x720")
+    shoot(page, f"{name}_stack_1280x720")
     [stack] = seen["stacks"]
     assert stack["inside"] and title in dict(stack["texts"]), stack
     assert any(n[0].endswith(f".0.{attention}") and n[3] for n in seen["nodes"]), seen["nodes"]

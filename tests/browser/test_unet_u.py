@@ -16,14 +16,12 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fixture_models import unet2d
-from live import CHROMIUM, open_offline
+from live import open_offline, settle
 
 import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 #: per node [id, kind, left, top, right, bottom, name px, inside the canvas]; per bus line and
 #: edge (the buses' taps are merge edges) [kind, src, dst, its points on screen]
 SEEN = """() => {
@@ -90,12 +88,11 @@ def pages(tmp_path_factory):
 
 
 def see(browser, path, width, height, shot, open_block=None):
-    context, page, errors = open_offline(browser, path, width, height)
-    page.wait_for_timeout(400)
+    context, page, errors = open_offline(browser, path, width, height)  # painted, settled
     if open_block:
         page.locator(f'[data-stage-id="{open_block}"]').first.dispatch_event("dblclick")
         page.wait_for_selector(f'[data-stage-id^="{open_block}."]', timeout=30_000)
-        page.wait_for_timeout(800)
+        settle(page)
     got = page.evaluate(SEEN)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / shot))

@@ -7,21 +7,17 @@ Screenshots in test-artifacts/whole_*.png."""
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
 
 import pytest
 import torch
+from live import open_offline, settle
 
 import neural_flow_widget as nfw
 from neural_flow_widget import demos
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian chromium")
-
 #: the nodes out of the canvas or under what lies over it (the inspector, the minimap, the
 #: legend, while they are shown), and the least name of a stage on screen (px)
 COVERED = """() => {
@@ -47,18 +43,6 @@ COVERED = """() => {
   return { bad, px, n };
 }"""
 
-#: resolves once the view has stopped moving (and the minimap and legend have settled)
-SETTLED = """() => new Promise((resolve) => {
-  const world = document.querySelector(".nfw-world");
-  let last = null, still = 0;
-  const tick = () => {
-    const now = world.getAttribute("transform");
-    still = now === last ? still + 1 : 0; last = now;
-    if (still >= 8) setTimeout(resolve, 450); else requestAnimationFrame(tick);
-  };
-  tick();
-})"""
-
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
@@ -73,16 +57,6 @@ def pages(tmp_path_factory):
     return out
 
 
-def _open(browser, path, width, height):
-    page = browser.new_page(viewport={"width": width, "height": height})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".nfw-node[data-stage-id]", timeout=30_000)
-    page.evaluate(SETTLED)
-    return page, errors
-
-
 def _playing(page) -> bool:
     return page.get_attribute(".nfw-play", "aria-pressed") == "true"
 
@@ -93,7 +67,7 @@ def _where(page) -> str:
 
 @pytest.mark.parametrize("model", ["unet", "gpt2"])
 def test_keys_work_as_soon_as_the_page_is_shown(browser, pages, model):
-    page, errors = _open(browser, pages / f"{model}.html", 1280, 720)
+    context, page, errors = open_offline(browser, pages / f"{model}.html", 1280, 720)
     # a fresh page: nothing clicked
     page.keyboard.press(" ")
     page.wait_for_function(
@@ -139,19 +113,19 @@ def test_keys_work_as_soon_as_the_page_is_shown(browser, pages, model):
     page.keyboard.type(" f?")
     assert page.input_value(".nfw-search") == " f?"
     assert not _playing(page) and page.locator(".nfw-help").is_hidden()
-    page.close()
+    context.close()
     assert errors == []
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 @pytest.mark.parametrize("model", ["unet", "gpt2"])
 def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, width, height):
-    page, errors = _open(browser, pages / f"{model}.html", width, height)
+    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
     ARTIFACTS.mkdir(exist_ok=True)
     seen: dict[str, dict] = {}
 
     def check(step: str):
-        page.evaluate(SETTLED)
+        settle(page)
         got = page.evaluate(COVERED)
         page.screenshot(path=str(ARTIFACTS / f"whole_{model}_{width}x{height}_{step}.png"))
         assert got["n"] >= 4, (step, got)
@@ -169,9 +143,13 @@ def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, w
     page.click(".nfw-close")
     check("inspector_closed")
     page.click(".nfw-play")
-    for _ in range(6):
+    for _ in range(6):  # each step taken before the next key
+        at = _where(page).split(" /")[0]
         page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(120)
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
     check("play")
     page.keyboard.press("Escape")  # playback off, the view it began from
     assert page.locator(".nfw-transport").is_hidden()
@@ -188,5 +166,5 @@ def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, w
     assert seen["present"]["px"] >= seen["data_off"]["px"] * 0.95, seen
     page.keyboard.press("Escape")
     check("present_ended")
-    page.close()
+    context.close()
     assert errors == []

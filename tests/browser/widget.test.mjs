@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { inkFraction, launch, newPage, openWidget, paintedAfter, REPO } from "./harness.mjs";
+import { inkFraction, launch, newPage, openWidget, paintedAfter, REPO, settle } from "./harness.mjs";
 
 const ART = `${REPO}test-artifacts`;
 mkdirSync(ART, { recursive: true });
@@ -210,13 +210,13 @@ describe("U-Net", () => {
       `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent === "Reset").click()`,
     );
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(400);
+    await settle(page);
     await page.screenshot({ path: `${ART}/frontend.png` });
     await paintedAfter(
       page,
       `[...document.querySelectorAll(".nfw-btn")].find((b) => b.textContent.includes("LR")).click()`,
     );
-    await page.waitForTimeout(350);
+    await settle(page);
     await page.screenshot({ path: `${ART}/frontend_lr.png` });
     assert.equal((await count(page, '[data-edge-kind="skip"]')) >= 2, true);
   });
@@ -253,12 +253,12 @@ describe("12-block transformer", () => {
   });
 
   it("folding the blocks again leaves the whole graph in view, none of it above the canvas", async () => {
-    await page.waitForTimeout(350); // the unfold's pan
+    await settle(page); // the unfold's pan
     await paintedAfter(
       page,
       `document.querySelector('[data-cluster-id] [data-action]').dispatchEvent(new MouseEvent("click", {bubbles: true}))`,
     );
-    await page.waitForTimeout(350);
+    await settle(page);
     assert.equal(await count(page, ".nfw-stacked"), 1); // back to the stack it was unfolded from
     const { canvas, nodes } = await page.evaluate(() => ({
       canvas: document.querySelector(".nfw-canvas").getBoundingClientRect().toJSON(),
@@ -287,7 +287,7 @@ describe("12-block transformer", () => {
     assert.match(await page.$eval(".nfw-note", (e) => e.textContent), /head 2/);
     assert.equal(await count(page, "img"), 0);
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(300);
+    await settle(page);
     await page.screenshot({ path: `${ART}/frontend_attention.png` });
     assert.deepEqual(errors, []);
   });
@@ -300,7 +300,7 @@ describe("12-block transformer", () => {
     await page.keyboard.press("Escape");
     await page.click(".nfw-btn >> text=Fit");
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(400);
+    await settle(page);
     await page.screenshot({ path: `${ART}/frontend_dark.png` });
   });
 });
@@ -338,7 +338,7 @@ describe("`selected` from Python reveals stages hidden in folds and groups", () 
     assert.equal(await count(page, "[data-fold]"), 0);
     assert.equal(await count(page, '.nfw-node.nfw-selected[data-stage-id="layers.5"]'), 1);
     // The selected node is brought on screen (an animated move).
-    await page.waitForTimeout(450);
+    await settle(page);
     const box = await page.$eval('[data-stage-id="layers.5"]', (g) => g.getBoundingClientRect().toJSON());
     const canvas = await page.$eval(".nfw-canvas", (c) => c.getBoundingClientRect().toJSON());
     assert.ok(
@@ -398,7 +398,7 @@ describe("minimap", () => {
     const mutate = "graph.calls.forEach((c) => { if (/^layers\\.\\d+$/.test(c.id)) c.sig = c.id; });";
     await openWidget(page, "wire_transformer12.json", { height: 300, mutate });
     await page.mouse.move(5, 5);
-    await page.waitForTimeout(400);
+    await settle(page);
   });
 
   it("is small, faint and clear of the nodes and the legend when the graph is bigger than the view", async () => {
@@ -418,7 +418,7 @@ describe("minimap", () => {
   it("is opaque while hovered", async () => {
     const map = await rect(".nfw-minimap");
     await page.mouse.move(map.left + map.width / 2, map.top + map.height / 2);
-    await page.waitForTimeout(300);
+    await settle(page);
     assert.equal(await page.$eval(".nfw-minimap", (e) => getComputedStyle(e).opacity), "1");
     await page.mouse.move(5, 5);
   });
@@ -436,14 +436,14 @@ describe("minimap", () => {
 
   it("hides while the whole graph is in view, and comes back when zoomed in", async () => {
     await page.click(".nfw-btn >> text=Fit");
-    await page.waitForTimeout(450);
+    await settle(page);
     assert.equal(await page.$eval(".nfw-minimap", (e) => e.hidden), true);
     const c = await rect(".nfw-canvas");
     await page.mouse.move(c.left + c.width / 2, c.top + c.height / 2);
     await page.keyboard.down("Control");
     await page.mouse.wheel(0, -400);
     await page.keyboard.up("Control");
-    await page.waitForTimeout(300);
+    await settle(page);
     assert.equal(await page.$eval(".nfw-minimap", (e) => e.hidden), false);
     assert.deepEqual(errors, []);
   });
