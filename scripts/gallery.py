@@ -27,7 +27,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gallery_catalog import ENTRIES, ROOT, Entry
 
 OUT = ROOT / "docs" / "gallery"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 GROUPS = {
     "demos": (
         "Trained demos",
@@ -166,18 +165,23 @@ def _shots(out: pathlib.Path, entries: list[Entry]) -> None:
     """A 640 x 360 picture of each page as it first draws (headless Chromium, offline)."""
     from playwright.sync_api import sync_playwright
 
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    import chromium  # the tests' Chromium and their wait for a view at rest
+    from live import COUNT_PAINTS, painted_after, settle
+
     (out / "shots").mkdir(exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = chromium.launch(p)
         context = browser.new_context(
             viewport={"width": 1280, "height": 720}, device_scale_factor=0.5
         )
         context.route("http*://**", lambda route: route.abort())
+        context.add_init_script(COUNT_PAINTS)
         for entry in entries:
             page = context.new_page()
             page.goto((out / "pages" / f"{entry.name}.html").as_uri())
-            page.wait_for_selector(".nfw-node[data-stage-id]", timeout=60_000)
-            page.wait_for_timeout(700)  # (the canvases' last frame)
+            painted_after(page, 0, timeout=60_000)
+            settle(page)
             page.screenshot(path=str(out / "shots" / f"{entry.name}.jpg"), quality=80)
             page.close()
         browser.close()

@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the documentation site and a gallery
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -127,7 +129,6 @@ _PAINTED = """window.__painted = [];
 window.addEventListener("nfw-painted", (e) => window.__painted.push(e.detail.nodes), true);"""
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian chromium")
 def test_gallery_pages_draw_offline_alone_and_in_the_site(site, browser):
     root, pages = site
     ARTIFACTS.mkdir(exist_ok=True)
