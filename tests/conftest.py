@@ -1,4 +1,5 @@
 import os
+import pathlib
 import sys
 
 import pytest
@@ -32,3 +33,17 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """``pytest -m "not slow"`` (the fast subset) does not even import what is slow throughout,
+    its imports being slow too (nbformat's JSON-schema checks take seconds): tests/browser/, and
+    each module marked ``pytestmark = pytest.mark.slow``."""
+    if " ".join(str(config.getoption("markexpr") or "").split()) != "not slow":
+        return None
+    if collection_path == pathlib.Path(HERE, "browser"):
+        return True
+    slow = "\npytestmark = pytest.mark.slow"
+    if collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return True if slow in collection_path.read_text(encoding="utf-8") else None
+    return None

@@ -9,6 +9,7 @@ the layers below; ``capture`` sees ``tracing`` only through ``tracing.protocols`
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -23,8 +24,16 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[str, ast.Module], ...]:
+    """Every module of the package, parsed once for all the checks (they only read the trees)."""
+    return tuple(
+        (module_name(p), ast.parse(p.read_text(encoding="utf-8"))) for p in PACKAGE.rglob("*.py")
+    )
+
+
 def modules() -> dict[str, ast.Module]:
-    return {module_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in PACKAGE.rglob("*.py")}
+    return dict(_parsed())
 
 
 def imports(name: str, tree: ast.Module, is_package: bool) -> list[tuple[str, list[str], int]]:
@@ -154,10 +163,10 @@ def test_the_graph_record_imports_no_torch_and_nothing_else_of_the_package():
 
 def test_only_the_notebook_shell_imports_jupyter():
     found, _ = graph_edges()
+    packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
     for name, tree in found.items():
         if layer(name) == "notebook":
             continue
-        packages = {module_name(p) for p in PACKAGE.rglob("__init__.py")}
         used = {target.split(".")[0] for target, _, _ in imports(name, tree, name in packages)}
         assert not used & JUPYTER, f"{name} imports {used & JUPYTER}"
 

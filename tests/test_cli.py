@@ -19,6 +19,7 @@ def run(*args, cwd=None):
     )
 
 
+@pytest.mark.slow
 def test_demo_writes_a_self_contained_page(tmp_path):
     out = tmp_path / "unet.html"
     done = run("demo", "unet", "--out", str(out))
@@ -35,6 +36,7 @@ def test_every_demo_exports(tmp_path, name):
     assert (tmp_path / f"{name}.html").stat().st_size > 100_000
 
 
+@pytest.mark.slow
 def test_export_a_users_factory(tmp_path):
     (tmp_path / "mymodels.py").write_text(
         textwrap.dedent("""
@@ -64,6 +66,7 @@ def test_export_a_users_factory(tmp_path):
     assert bad.returncode == 2 and "not an nn.Module" in bad.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, code, needle",
     [
@@ -84,6 +87,7 @@ def test_errors_are_one_line_with_a_hint(tmp_path, args, code, needle):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_model_that_fails_exits_1_with_the_stage_named(tmp_path):
     (tmp_path / "broken.py").write_text(
         textwrap.dedent("""
@@ -98,6 +102,7 @@ def test_a_model_that_fails_exits_1_with_the_stage_named(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_help_lists_the_commands():
     done = run("--help")
     assert done.returncode == 0 and "demo" in done.stdout and "export" in done.stdout

@@ -130,17 +130,20 @@ def test_weights_stay_small():
     assert total < 2 * 1024 * 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FRESH_SEEDS)
 def test_unet_segments_fresh_images(seed):
     metrics = demos.evaluate("unet", n=64, seed=seed)
     assert metrics["iou"] >= 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FRESH_SEEDS)
 def test_resnet_classifies_fresh_stripes(seed):
     assert demos.evaluate("resnet", n=512, seed=seed)["accuracy"] >= 0.9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FRESH_SEEDS)
 def test_fusion_beats_chance_and_the_mean_baseline(seed):
     metrics = demos.evaluate("fusion", n=1000, seed=seed)
@@ -159,17 +162,20 @@ def test_fusion_needs_both_modalities():
     assert (no_table == diagnosis).float().mean() < 0.7
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FRESH_SEEDS)
 def test_transformer_reverses_held_out_sequences(seed):
     assert demos.evaluate("transformer", n=1000, seed=seed)["token_accuracy"] >= 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FRESH_SEEDS)
 def test_vit_finds_where_the_shape_lies(seed):
     # 16 cells; a shape near a cell border is ambiguous
     assert demos.evaluate("vit", n=1000, seed=seed)["accuracy"] >= 0.8  # chance: 1 in 16
 
 
+@pytest.mark.slow
 def test_random_init_does_not_solve_the_tasks():
     assert demos.evaluate("resnet", demos.load("resnet", pretrained=False).model)["accuracy"] < 0.5
     random_transformer = demos.load("transformer", pretrained=False).model

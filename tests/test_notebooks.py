@@ -24,6 +24,8 @@ pytest.importorskip("ipykernel")
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402  (after the skips)
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 
+pytestmark = pytest.mark.slow  # runs every notebook in a kernel
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "nfw-test-python"

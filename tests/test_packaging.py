@@ -18,6 +18,8 @@ import zipfile
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds an sdist and a wheel, installs it
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NEEDED = ("neural_flow_widget/static/widget.js", "neural_flow_widget/capture/colormaps.json",
           "neural_flow_widget/capture/accelerator/reduce.c",
@@ -97,6 +99,7 @@ import json, sys, torch
 import neural_flow_widget as nfw
 from neural_flow_widget import demos
 from neural_flow_widget.capture import accelerator
+
 assert nfw.__file__.startswith({site!r}), nfw.__file__
 assert accelerator.reducer() is None and "no C compiler" in accelerator.status()
 demo = demos.load("unet")

@@ -298,6 +298,7 @@ def test_a_torchscript_submodule_is_one_op_of_its_call_made_from_its_inputs():
     }
 
 
+@pytest.mark.slow
 def test_tracing_a_plain_model_does_not_load_dynamo():
     """Only a model with torch.compile'd parts needs dynamo's stance: loading it for every trace
     cost some 75 MiB of the process's memory (the peak-memory benchmark caught it)."""

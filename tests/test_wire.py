@@ -96,7 +96,17 @@ def _same_colors(made: dict, on_disk: dict) -> bool:
 SAME = {"stage_replies.json": _same_stage_replies, "colors.json": _same_colors}
 
 
-@pytest.mark.parametrize("name", list(make_fixtures.FILES))
+#: fixtures whose making takes seconds (edges_golden.json traces some forty models)
+SLOW_FIXTURES = {"edges_golden.json", "wire_transformer12.json"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n in SLOW_FIXTURES else n
+        for n in make_fixtures.FILES
+    ],
+)
 def test_fixture_on_disk_is_what_make_fixtures_writes(name):
     """Every golden fixture is what ``scripts/make_fixtures.py`` makes now, written as it
     writes it (one record per line)."""

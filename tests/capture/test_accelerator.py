@@ -64,6 +64,7 @@ def test_a_build_of_another_version_is_refused_not_called(monkeypatch):
         accelerator.open_library(path)
 
 
+@pytest.mark.slow
 def test_it_is_compiled_on_first_use_into_a_per_user_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("NFW_ACCELERATOR_DIR", raising=False)
@@ -335,6 +336,7 @@ def test_the_build_without_a_compiler_builds_nothing_and_a_failing_one_says_why(
         build.build(force=True, folder=tmp_path, extra=("-fno-such-flag-at-all",))
 
 
+@pytest.mark.slow
 def test_slabs_are_recycled_only_when_nothing_carved_from_them_lives(monkeypatch):
     import gc
 

@@ -16,11 +16,14 @@ import pytest
 
 from neural_flow_widget.capture.accelerator import build as native_build
 
+pytestmark = pytest.mark.slow  # compiles and runs the accelerator under sanitizers
+
 CHILD = r"""
 import pathlib, sys, torch
 sys.path.insert(0, {benchmarks!r})
 import models, neural_flow_widget as nfw
 from neural_flow_widget.capture import accelerator
+
 assert {folder!r} in accelerator.status(), accelerator.status()
 torch.manual_seed(0)
 builds = [accelerator.open_library(p) for p in sorted(pathlib.Path({folder!r}).glob("*.so"))]

@@ -148,6 +148,7 @@ def test_attention_probs_errors_name_the_fix():
         attention_probs(q, q, attn_mask=torch.ones(3, 3, dtype=torch.bool), is_causal=True)
 
 
+@pytest.mark.slow
 def test_pooling_equals_block_mean_of_exact_map():
     torch.manual_seed(0)
     q, k = torch.randn(1, 2, 1024, 8), torch.randn(1, 2, 1024, 8)
@@ -180,6 +181,7 @@ class LargestProduct(TorchFunctionMode):
         return out
 
 
+@pytest.mark.slow
 def test_long_sequence_4096_is_pooled_in_bounded_blocks():
     heads, length = 4, 4096
     q, k = torch.randn(1, heads, length, 8), torch.randn(1, heads, length, 8)

@@ -33,6 +33,7 @@ def block_means(p: np.ndarray, pq: int, pk: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("length", "max_exact"), [(1000, 512), (777, 64), (130, 16)])
 @pytest.mark.parametrize("causal", [True, False])
 def test_pooled_maps_are_block_means_of_the_full_probabilities(length, max_exact, causal):
@@ -70,6 +71,7 @@ def test_maps_within_the_budget_are_left_as_they_are():
     assert fit_budget(maps, budget=None) == (maps, None)
 
 
+@pytest.mark.slow
 def test_a_long_gpt2_run_keeps_its_maps_within_the_budget_and_says_so():
     transformers = pytest.importorskip("transformers")
     config = transformers.GPT2Config(

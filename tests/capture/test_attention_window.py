@@ -38,6 +38,7 @@ def reply_map(reply, buffers, index=0):
     return att, data
 
 
+@pytest.mark.slow
 def test_a_zoomed_window_is_exact_where_the_run_kept_block_means(gpt2):
     model, ids, own = gpt2
     widget = nfw.NeuralFlowWidget(model, ids)
@@ -69,6 +70,7 @@ def test_wider_windows_and_the_whole_map_stay_the_kept_block_means(gpt2):
     assert not bad["ok"] and "window=" in bad["error"]
 
 
+@pytest.mark.slow
 def test_running_again_leaves_the_model_as_it_was(gpt2):
     model, ids, _ = gpt2
     model.train()

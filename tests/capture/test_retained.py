@@ -54,6 +54,7 @@ def test_token_axis_is_not_pooled_when_only_features_are_too_many():
     assert render_view(kept).note == "pooled 128x768 -> 128x256"
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     shape=st.lists(st.integers(1, 40), min_size=0, max_size=5).map(tuple),

@@ -377,6 +377,7 @@ _float_arrays = hnp.arrays(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(_float_arrays)
 def test_property_float_stats_match_numpy(values):

@@ -117,6 +117,7 @@ def test_a_pre_activation_residual_stack_keeps_its_skips():
 # -- random architectures with glue between the stages (tests/random_models.py) --------------
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(random_models.architectures(), st.integers(0, 10_000))
 def test_condensing_keeps_every_edge_of_random_glued_architectures(arch, seed):

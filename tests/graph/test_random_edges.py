@@ -8,6 +8,7 @@ to the same edges by ``tests/fixtures/edges_golden.json``."""
 
 from __future__ import annotations
 
+import pytest
 import random_models
 from hypothesis import given, settings
 from random_models import Architecture
@@ -65,6 +66,7 @@ def reads(arch: Architecture, stages: list[str], mask: str) -> list[tuple[set[st
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(random_models.architectures(most=10))
 def test_each_step_gets_edges_from_what_it_reads(arch):

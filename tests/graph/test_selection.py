@@ -96,6 +96,7 @@ def test_bad_selections_name_the_fix(unet, stages, error, needle):
         unet.select(stages)
 
 
+@pytest.mark.slow
 def test_callable_selection_needs_the_model_alive():
     flow = nfw.trace(zoo.seeded(zoo.UNet), torch.randn(1, 1, 16, 16), capture=False)
     import gc
@@ -116,6 +117,7 @@ class Compiled(torch.nn.Module):
         return self.head(self.blocks(self.stem(x)))
 
 
+@pytest.mark.slow
 def test_a_compiled_models_own_names_select_the_original_modules():
     """``torch.compile(model).named_modules()`` lists ``_orig_mod.stem``: those names (and
     patterns, and ids) select what ``stem`` does; a compiled submodule's ``_orig_mod`` part

@@ -80,6 +80,7 @@ def gpt2_page(tmp_path_factory):
     return widget.flow, path
 
 
+@pytest.mark.slow
 def test_gpt2_small_at_128_tokens_keeps_every_attention_map_and_block_in_8_mb(gpt2_page):
     flow, path = gpt2_page
     assert path.stat().st_size <= BUDGET
@@ -92,6 +93,7 @@ def test_gpt2_small_at_128_tokens_keeps_every_attention_map_and_block_in_8_mb(gp
     assert not any("budget" in note for note in graph["notes"])
 
 
+@pytest.mark.slow
 def test_a_block_shares_its_attention_stage_s_maps_in_the_blob(gpt2_page):
     """transformer.h.0 carries the maps of its attention, and transformer all twelve: the
     page stores each map once."""
@@ -108,6 +110,7 @@ def test_a_block_shares_its_attention_stage_s_maps_in_the_blob(gpt2_page):
     assert spans("transformer") == every
 
 
+@pytest.mark.slow
 def test_vit_base_keeps_its_12_maps_and_every_block_before_any_leaf(tmp_path):
     """ViT-base (ViTConfig() defaults: 197 tokens, 12 heads) does not fit in 8 MB whole: its
     12 attention maps and every block's view do, then the leaves in execution order until
@@ -155,6 +158,7 @@ def test_vit_base_keeps_its_12_maps_and_every_block_before_any_leaf(tmp_path):
     assert not any("budget" in n for n in graph["notes"])
 
 
+@pytest.mark.slow
 def test_a_whisper_page_keeps_encoder_decoder_and_cross_attention(tmp_path):
     """A Whisper-tiny-sized model (4 + 4 layers, 6 heads, 1,500 encoder positions): the
     encoder's self-attention, the decoder's and its cross-attention, every layer."""

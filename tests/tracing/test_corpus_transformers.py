@@ -907,6 +907,7 @@ def check_llama_7b(flow: nfw.Flow) -> None:
     assert flow.stage("lm_head").shapes == ((1, 8, 32000),)
 
 
+@pytest.mark.slow
 def test_llama_7b_on_the_meta_device_gives_the_topology(llama_7b_on_meta):
     """``trace()`` as a user calls it (capture on): no data, so nothing to summarise, but the
     topology, the shapes and the parameter counts."""
@@ -914,6 +915,7 @@ def test_llama_7b_on_the_meta_device_gives_the_topology(llama_7b_on_meta):
     check_llama_7b(nfw.trace(model, inputs, stages=2))
 
 
+@pytest.mark.slow
 def test_llama_7b_on_the_meta_device_without_capture(llama_7b_on_meta):
     model, inputs = llama_7b_on_meta
     check_llama_7b(nfw.trace(model, inputs, stages=2, capture=False))

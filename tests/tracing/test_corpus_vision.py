@@ -301,6 +301,7 @@ def unet_blocks() -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_unet_image_path_is_the_trunk_and_the_timestep_merges(unet, unet_inputs):
     """A Python int timestep: ``get_time_embed`` makes ``torch.tensor([t])`` in the model's body,
     so ``time_proj`` has no data source (an ``order`` edge from the first input, no ancestry)
@@ -362,6 +363,7 @@ def test_unet_with_a_tensor_timestep(unet, unet_inputs):
     )
 
 
+@pytest.mark.slow
 def test_unet_attention_maps_are_the_models_own(unet, unet_inputs):
     """diffusers' UNet has no ``output_attentions``: the reference is softmax(q kᵀ · scale) of
     the model's own ``to_q``/``to_k`` outputs, for every attention module, recorded by forward
