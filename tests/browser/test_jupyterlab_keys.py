@@ -16,7 +16,7 @@ from live import settle
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 SETUP = (
-    "import time\n"
+    "import pathlib, time\n"
     "import neural_flow_widget as nfw\n"
     "from neural_flow_widget import demos\n"
     "demo = demos.load('unet')\n"
@@ -30,7 +30,12 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(b
         [
             SETUP
             + "w1 = nfw.NeuralFlowWidget(demo.model, demo.inputs)\n"
-            + "w1.height = 300\ntime.sleep(4)\nw1",
+            + "w1.height = 300\n"
+            # the cell runs until the test has put the cursor in the next one (at most 60 s)
+            + "for _ in range(1200):\n"
+            + "    if pathlib.Path('edited').exists(): break\n"
+            + "    time.sleep(0.05)\n"
+            + "w1",
             "x = 1",
             "w2 = nfw.NeuralFlowWidget(demo.model, demo.inputs)\nw2.height = 300\nw2",
         ],
@@ -50,6 +55,8 @@ def test_the_widget_takes_the_keys_when_shown_but_not_from_a_cell_being_edited(b
         # while the first cell runs, the second is edited; the widget appears meanwhile
         cell(1).locator(".cm-content").click()
         page.keyboard.press("End")
+        assert cell(0).locator("[data-test-painted]").count() == 0  # the first cell still runs
+        (tmp_path / "edited").touch()
         cell(0).locator("[data-test-painted]").wait_for(timeout=120_000)
         settle(page)  # (the widget takes the keys once painted, unless an editor has them)
         assert page.evaluate(in_cell, 1) == "editor"
