@@ -164,3 +164,43 @@ def test_gpt2_with_two_blocks_marks_both_collapsed_pre_norm_blocks(browser, tmp_
     assert seen["legend"] == ("residual inside" if marks else None), seen
     context.close()
     assert errors == []
+
+
+def test_the_exported_svg_legend_says_residual_inside(browser, resnet_page):
+    context, page, errors = open_offline(browser, resnet_page, 1280, 720)
+    page.wait_for_selector(".nfw-residual", timeout=15_000)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="SVG", exact=True).click()
+    svg = pathlib.Path(download.value.path()).read_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "residual_resnet_export.svg").write_text(svg)
+    # the figure's legend, under it: the mark's swatch and its words, as in the widget's
+    assert 'data-legend="residual"' in svg
+    assert "residual inside (dotted: projected shortcut)" in svg
+    assert svg.count('class="nfw-residual"') == 2  # the two marks, drawn in the figure
+    context.close()
+    assert errors == []
+
+
+def test_bert_post_norm_attention_carries_its_residual(browser, tmp_path_factory):
+    """BERT is post-norm: BertAttention is LayerNorm(dense(self(x)) + x), its add done in
+    BertSelfOutput (given both); the stacked block's collapsed attention shows the mark, the
+    feed-forward's residual is the skip edge into `output` (where it joins)."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fixture_models import bert
+
+    model, inputs = bert()
+    path = _page(tmp_path_factory, "bert", model, inputs)
+    context, page, errors = open_offline(browser, path, 1280, 720)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    page.wait_for_selector(".nfw-residual", timeout=15_000)
+    seen = page.evaluate(MARKS)
+    _shoot(page, "residual_bert_1280x720")
+    assert [(m["id"], m["residual"]) for m in seen["marks"]] == [
+        ("encoder.layer.0.attention", "identity")
+    ], seen
+    assert all(m["inside"] for m in seen["marks"]), seen
+    assert seen["legend"] == "residual inside", seen
+    context.close()
+    assert errors == []

@@ -8,6 +8,7 @@ import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
 import { endKey, sameCalls, targetOf, type EndTarget } from "../model/ends";
 import { signsDrawn } from "../model/junctions";
+import { residualLegendWords } from "../view/residual_mark";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import { buildView, followStepper, type ViewGraph, type ViewState } from "../model/view_model";
@@ -329,6 +330,7 @@ export class FlowApp implements ControlsHost {
       scale,
       new Set(this.scene?.edges.map((e) => e.kind)),
       signsDrawn(this.scene?.junctions ?? []),
+      residualLegendWords(this.scene?.nodes ?? []),
     );
   }
 

@@ -17,6 +17,14 @@
  * different inputs (`dense(h) + input_tensor`, `scores + mask`) is no residual: the branch
  * must come from what the shortcut carries. A concatenation (DenseNet), a plain chain (a
  * Sequential, a U-Net's double conv) has no add of its own.
+ *
+ * A post-norm block adds in a child given both: BERT's attention is `output(self(x), x)`,
+ * BertSelfOutput's forward `LayerNorm(dropout(dense(h)) + input_tensor)`, the paper's "Add &
+ * Norm". Such a child (its add joins two of its inputs, one taken as it is: it is no residual
+ * block itself) does its parent's add: the add counts as c's own, the child's own ops as c's,
+ * and c's output may come from it through the child's single-input leaves (the LayerNorm).
+ * So BertAttention (`LN(f(x) + x)`) and BertLayer (`LN(ff(a) + a)`, a its attention's output)
+ * are residual blocks; BertSelfOutput, BertOutput are not.
  */
 import type { CallTree } from "./tree";
 import { at } from "../wire_check";
@@ -57,8 +65,9 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   for (let i = n - 1; i >= 0; i--)
     if (at(calls, i).parent >= 0) end[at(calls, i).parent] = Math.max(end[at(calls, i).parent]!, end[i]!);
   const inside = (c: number, w: number) => w > c && w <= end[c]!; // w in c's subtree, not c
-  const childOf = (c: number, w: number) => {
-    while (at(calls, w).parent !== c) w = at(calls, w).parent;
+  // the call under c (or under k, a child doing c's add) that holds w
+  const childOf = (c: number, w: number, k = -1) => {
+    while (at(calls, w).parent !== c && at(calls, w).parent !== k) w = at(calls, w).parent;
     return w;
   };
   const size = (k: number) => end[k]! - k + 1;
@@ -71,9 +80,9 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   }
   if (adds.size === 0) return found;
 
-  // Walk back from `start` to the stream (`hits`), through c's own ops and, for an op of a
-  // child, on from that child's inputs (`kids`: the children passed).
-  const walk = (c: number, start: number, stream: Set<number>) => {
+  // Walk back from `start` to the stream (`hits`), through c's own ops (and k's, a child doing
+  // c's add) and, for an op of a child, on from that child's inputs (`kids`: the children passed).
+  const walk = (c: number, start: number, stream: Set<number>, k = -1) => {
     const hits = new Set<number>();
     const kids = new Set<number>();
     const seen = new Set<number>([start]);
@@ -86,12 +95,12 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
       }
       const w = at(ops, o)[0];
       let next: readonly number[] = [];
-      if (w === c) next = at(ops, o)[1];
+      if (w === c || w === k) next = at(ops, o)[1];
       else if (w >= 0 && inside(c, w)) {
-        const k = childOf(c, w);
-        if (!kids.has(k)) {
-          kids.add(k);
-          next = at(calls, k).in;
+        const kid = childOf(c, w, k);
+        if (!kids.has(kid)) {
+          kids.add(kid);
+          next = at(calls, kid).in;
         }
       }
       for (const p of next) {
@@ -104,17 +113,18 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
   };
 
   const residualAdds = new Map<number, Map<number, Shortcut>>(); // call -> add op -> shortcut
-  for (const [c, list] of [...adds].sort((a, b) => a[0] - b[0])) {
+  const residualOps = (c: number, list: number[], doer: Map<number, number>) => {
     const stream = new Set(at(calls, c).in);
     const mine = new Map<number, Shortcut>();
     for (const op of list.sort((a, b) => a - b)) {
-      const operands = [...new Set(at(ops, op)[1])].map((p) => ({ op: p, ...walk(c, p, stream) }));
+      const k = doer.get(op) ?? -1;
+      const operands = [...new Set(at(ops, op)[1])].map((p) => ({ op: p, ...walk(c, p, stream, k) }));
       let kind: Shortcut | null = null;
       for (const s of operands) {
         for (const f of operands) {
           if (f === s || kind !== null) continue;
           // `f(y) + y`, y any value (y = x too): the branch is made from the shortcut itself
-          const g = walk(c, f.op, new Set([s.op]));
+          const g = walk(c, f.op, new Set([s.op]), k);
           if (g.hits.size > 0 && g.kids.size > 0) {
             kind = "identity";
             continue;
@@ -134,6 +144,28 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
         stream.add(op); // the next add may read this one as its shortcut
       }
     }
+    return mine;
+  };
+  for (const [c, list] of [...adds].sort((a, b) => a[0] - b[0])) {
+    const mine = residualOps(c, list, new Map());
+    if (mine.size) residualAdds.set(c, mine);
+  }
+  // children doing their parent's add ("Add & Norm": an add of two of their inputs, one taken
+  // as it is, and no residual of their own), and what their parents make of those adds
+  const doers = new Map<number, Map<number, number>>(); // parent -> its children's add ops -> child
+  for (const [k, list] of adds) {
+    const c = at(calls, k).parent;
+    if (c < 0 || residualAdds.has(k)) continue;
+    const own = new Set(at(calls, k).in);
+    for (const op of list) {
+      const taken = at(ops, op)[1].filter((p) => walk(k, p, own).kids.size === 0 && walk(k, p, own).hits.size > 0);
+      if (taken.length === 1) (doers.get(c) ?? doers.set(c, new Map()).get(c)!).set(op, k);
+    }
+  }
+  const doing = new Set<number>(); // the children that do an add of their parent's
+  for (const [c, doer] of doers) {
+    const mine = residualOps(c, [...(adds.get(c) ?? []), ...doer.keys()], doer);
+    for (const [op] of mine) if (doer.has(op)) doing.add(doer.get(op)!);
     if (mine.size) residualAdds.set(c, mine);
   }
   if (residualAdds.size === 0) return found;
@@ -161,9 +193,11 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
           break;
         }
         const [w, parents] = at(ops, x);
-        if (w === c && parents.length === 1) x = parents[0]!;
+        if ((w === c || doing.has(w)) && parents.length === 1) x = parents[0]!;
         else if (w >= 0 && inside(c, w)) {
-          const k = childOf(c, w);
+          // a single-input leaf: c's child, or a child's doing c's add (its LayerNorm)
+          const up = at(calls, w).parent;
+          const k = up === c || doing.has(up) ? w : childOf(c, w);
           if (at(tree.children, k).length > 0 || at(calls, k).in.length !== 1) break;
           x = at(calls, k).in[0]!; // its one input, checked above
         } else break;

@@ -3,7 +3,7 @@ import type { EdgeKind } from "../wire";
 import { cssColor, gradientStops, NAN_MARK, nonfiniteColor, viridis } from "./colormap";
 import { h, s } from "./dom";
 import { buildHelp } from "./help";
-import { residualLegendWords } from "./residual_mark";
+import { residualSwatch } from "./residual_mark";
 import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, type ColorMode, type StatScale } from "./stat_colors";
 
 export type { ColorMode };
@@ -199,22 +199,14 @@ function swatch(kind: EdgeKind): SVGSVGElement {
   return s("svg", { width: 26, height: 10 }, line);
 }
 
-/** The residual mark in small: an arc round a card's corner into a ⊕ (view/residual_mark.ts). */
-function residualSwatch(): SVGSVGElement {
-  return s(
-    "svg",
-    { width: 28, height: 18, viewBox: "0 0 28 18" },
-    s("rect", { x: 8, y: 1.5, width: 18, height: 9, rx: 2, fill: "var(--nfw-bg2)", stroke: "var(--nfw-border)" }),
-    s("path", {
-      d: "M11,1.5C11,-0.5 3,-0.5 3,3L3,12Q3,14.5 6,14.5L12.5,14.5",
-      fill: "none",
-      stroke: "var(--nfw-skip)",
-      "stroke-width": 1.5,
-    }),
-    s("circle", { cx: 17, cy: 14, r: 3.6, fill: "var(--nfw-bg)", stroke: "var(--nfw-skip)", "stroke-width": 1.3 }),
-    s("path", { d: "M15,14H19M17,12V16", stroke: "var(--nfw-fg0)", "stroke-width": 1.3 }),
-  );
-}
+/** The residual mark's swatch in the theme's colours (view/residual_mark.ts). */
+const INK = {
+  card: "var(--nfw-bg2)",
+  border: "var(--nfw-border)",
+  arc: "var(--nfw-skip)",
+  disc: "var(--nfw-bg)",
+  glyph: "var(--nfw-fg0)",
+};
 
 function label(x: number): string {
   return x === 0
@@ -225,21 +217,24 @@ function label(x: number): string {
 }
 
 /** Edge kinds (flow, skip, merge always; "runs after" when drawn), the signs of the junctions
- * drawn (where data meets: "+ added"), then the colour scale, if any. */
+ * drawn (where data meets: "+ added"), the residual marks' words (residual_mark.ts
+ * residualLegendWords) when a collapsed residual block is drawn, then the colour scale, if any. */
 export function fillLegend(
   legend: HTMLElement,
   scale: StatScale | null,
   kinds: ReadonlySet<EdgeKind>,
   signs: [string, string][] = [],
+  residual: string | null = null,
 ) {
   const items: (HTMLElement | string)[] = (["flow", "skip", "merge", "order"] as const)
     .filter((k) => k !== "order" || kinds.has(k))
     .map((k) => h("span", { "data-legend": k }, swatch(k), EDGE_NAMES[k]));
   for (const [sign, words] of signs)
     items.push(h("span", { "data-legend": "junction" }, h("b", { class: "nfw-legend-sign" }, sign), words));
-  // collapsed residual blocks drawn with their mark (graph_view.ts notes them on the graph's svg)
-  const residual = residualLegendWords(legend.parentElement?.querySelector(":scope > svg.nfw-graph"));
-  if (residual) items.push(h("span", { "data-legend": "residual" }, residualSwatch(), residual));
+  if (residual) {
+    const swatch = s("svg", { width: 28, height: 18, viewBox: "0 0 28 18" }, ...residualSwatch(INK));
+    items.push(h("span", { "data-legend": "residual" }, swatch, residual));
+  }
   if (scale) {
     const parts: (HTMLElement | string)[] = [
       h("span", {}, scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B:" : "mean |x|"),

@@ -13,6 +13,7 @@ import { EDGE_NAMES } from "./chrome";
 import { s, SVG_NS, svgText, textWidth } from "./dom";
 import { wrapped } from "./export_wrap";
 import type { GraphView } from "./graph_view";
+import { residualLegendWords, residualSwatch } from "./residual_mark";
 import { GRAPH_CSS, splitSelectors, THEME_VARS } from "./styles";
 
 /** The whole graph as an SVG document, colours resolved from the theme around `themed`. */
@@ -41,7 +42,13 @@ const LEGEND_GAP = 20; // between the graph and the legend under it
 function figureSvg(p: FigureParts): string {
   stripUi(p.drawing);
   const graph = wrapped(p.scene, p.drawing, p.id, p.vars, PAD);
-  const legend = legendEl(drawnKinds(p.scene), signsDrawn(p.scene.junctions), p.id, p.vars);
+  const legend = legendEl(
+    drawnKinds(p.scene),
+    signsDrawn(p.scene.junctions),
+    residualLegendWords(p.scene.nodes),
+    p.id,
+    p.vars,
+  );
   const w = Math.ceil(Math.max(graph.width, legend.width) + 2 * PAD);
   const h = Math.ceil(graph.height + LEGEND_GAP + legend.height + 2 * PAD);
   const svg = s("svg", { xmlns: SVG_NS, class: "nfw-graph", width: w, height: h, viewBox: `0 0 ${w} ${h}` });
@@ -130,6 +137,7 @@ function drawnKinds(scene: Scene): EdgeKind[] {
 function legendEl(
   kinds: EdgeKind[],
   signs: [string, string][],
+  residual: string | null,
   id: string,
   vars: Record<string, string>,
 ): { el: SVGGElement; width: number; height: number } {
@@ -169,7 +177,24 @@ function legendEl(
     el.append(s("g", { "data-legend": "junction", transform: `translate(${x},${LEGEND_FONT / 2})` }, ring, mark, text));
     x += 20 + textWidth(words, font) + 22;
   }
-  return { el, width: Math.max(0, x - 22), height: kinds.length || signs.length ? LEGEND_FONT + 4 : 0 };
+  if (residual) {
+    const ink = {
+      card: vars["--nfw-bg2"] || "#f3f4f6",
+      border: vars["--nfw-border"] || "#d1d5db",
+      arc: vars["--nfw-skip"] || "#d97706",
+      disc: vars["--nfw-bg"] || "#ffffff",
+      glyph: vars["--nfw-fg0"] || "#111827",
+    };
+    const swatch = s("g", { transform: "translate(0,-10)" }, ...residualSwatch(ink));
+    const text = svgText(residual, { x: 34, y: 4, fill: vars["--nfw-fg1"] || "#374151" });
+    el.append(s("g", { "data-legend": "residual", transform: `translate(${x},${LEGEND_FONT / 2})` }, swatch, text));
+    x += 34 + textWidth(residual, font) + 22;
+  }
+  return {
+    el,
+    width: Math.max(0, x - 22),
+    height: kinds.length || signs.length || residual ? LEGEND_FONT + 4 : 0,
+  };
 }
 
 // ---------------------------------------------------------------------------------------

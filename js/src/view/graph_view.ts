@@ -4,7 +4,6 @@ import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
 import { type CardLook, clusterCard, type FontKind, type NodeFill, nodeCard } from "./cards";
 import { Listeners, s, syncChildren } from "./dom";
 import { figureLayers, type Thumb } from "./figure";
-import { noteResidualKinds } from "./residual_mark";
 import type { Transform } from "./zoom";
 
 export interface GraphViewEvents {
@@ -128,7 +127,6 @@ export class GraphView {
     this.scene = scene;
     this.fills = fills;
     this.nodeByKey = new Map(scene.nodes.map((n) => [n.key, n]));
-    noteResidualKinds(this.svg, scene.nodes); // for the legend, whatever is culled
     this.edgesOf = new Map();
     for (const e of scene.edges)
       for (const k of [e.src, e.dst]) (this.edgesOf.get(k) ?? this.edgesOf.set(k, []).get(k)!).push(e);

@@ -71,17 +71,34 @@ export function residualEl(
   return g;
 }
 
-/** Note the kinds of marks a scene draws on its svg (`data-residual`, for the legend). */
-export function noteResidualKinds(svg: Element, nodes: readonly SceneNode[]) {
-  const kinds = [...new Set(nodes.map((n) => n.residual).filter((k) => k))].sort().join(" ");
-  if (kinds) svg.setAttribute("data-residual", kinds);
-  else svg.removeAttribute("data-residual");
+/** What a legend says of the marks a scene's nodes carry (culled or not): null when none. */
+export function residualLegendWords(nodes: readonly SceneNode[]): string | null {
+  const kinds = new Set(nodes.map((n) => n.residual).filter((k) => k));
+  if (kinds.size === 0) return null;
+  return kinds.has("projected") ? "residual inside (dotted: projected shortcut)" : "residual inside";
 }
 
-/** What the legend says of the marks a drawing holds (graph_view.ts writes the kinds drawn
- * on its svg as `data-residual`): null when none is drawn. */
-export function residualLegendWords(svg: Element | null | undefined): string | null {
-  const kinds = svg?.getAttribute("data-residual")?.split(" ") ?? [];
-  if (!kinds.length || !kinds[0]) return null;
-  return kinds.includes("projected") ? "residual inside (dotted: projected shortcut)" : "residual inside";
+/** The colours a legend's swatch of the mark is drawn in: CSS variables in the widget, their
+ * values in an exported file. */
+export interface SwatchInk {
+  card: string;
+  border: string;
+  arc: string;
+  disc: string;
+  glyph: string;
+}
+
+/** The mark in small, 28 × 18 from its top left: an arc round a card's corner into a ⊕. */
+export function residualSwatch(ink: SwatchInk): SVGElement[] {
+  return [
+    s("rect", { x: 8, y: 1.5, width: 18, height: 9, rx: 2, fill: ink.card, stroke: ink.border }),
+    s("path", {
+      d: "M11,1.5C11,-0.5 3,-0.5 3,3L3,12Q3,14.5 6,14.5L12.5,14.5",
+      fill: "none",
+      stroke: ink.arc,
+      "stroke-width": 1.5,
+    }),
+    s("circle", { cx: 17, cy: 14, r: 3.6, fill: ink.disc, stroke: ink.arc, "stroke-width": 1.3 }),
+    s("path", { d: "M15,14H19M17,12V16", stroke: ink.glyph, "stroke-width": 1.3 }),
+  ];
 }
