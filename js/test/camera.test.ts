@@ -1,6 +1,7 @@
 // view/camera.ts placeWhole: the whole graph on the canvas, as large as it can be, its nodes
 // clear of the legend where that costs little.
 import { describe, expect, it } from "vitest";
+import { FIT_MARGIN } from "../src/layout/flow";
 import type { Box } from "../src/layout/layout";
 import { LEAST_K, placeWhole } from "../src/view/camera";
 
@@ -30,7 +31,7 @@ describe("placeWhole", () => {
   it("fits the whole graph, centred, up to the largest scale, when nothing lies over the canvas", () => {
     const p = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)!;
     expect(p.clear).toBe(true);
-    expect(p.t.k).toBeCloseTo((600 - 64) / 350, 5);
+    expect(p.t.k).toBeCloseTo((600 - 2 * FIT_MARGIN) / 350, 5);
     expect(p.t.x + (sw * p.t.k) / 2).toBeCloseTo(500, 5);
     expect(placeWhole(marks, sw, sh, { w: 4000, h: 3000, overlays: [] }, 1.2, LEAST_K)!.t.k).toBe(1.2);
   });
@@ -43,7 +44,7 @@ describe("placeWhole", () => {
     );
     const p = placeWhole(marks, sw, sh, room, 3, LEAST_K)!;
     expect(p.clear).toBe(true);
-    expect(p.t.k).toBeCloseTo((600 - 64) / 350, 5);
+    expect(p.t.k).toBeCloseTo((600 - 2 * FIT_MARGIN) / 350, 5);
     for (const m of marks) {
       expect(overlaps(onScreen(p.t, m), legend)).toBe(false);
       expect(inside(onScreen(p.t, m), 1000, 600)).toBe(true);
@@ -54,18 +55,18 @@ describe("placeWhole", () => {
     const legend: Box = [10, 560, 980, 30]; // the whole width: above it, a little smaller
     const p = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [legend] }, 3, LEAST_K)!;
     expect(p.clear).toBe(true);
-    expect(p.t.k).toBeLessThan((600 - 64) / 350);
+    expect(p.t.k).toBeLessThan((600 - 2 * FIT_MARGIN) / 350);
     for (const m of marks) expect(overlaps(onScreen(p.t, m), legend)).toBe(false);
     const tall: Box = [10, 200, 980, 390]; // clearing it would cost too much of the scale
     const q = placeWhole(marks, sw, sh, { w: 1000, h: 600, overlays: [tall] }, 3, LEAST_K)!;
     expect(q.clear).toBe(false);
-    expect(q.t.k).toBeCloseTo((600 - 64) / 350, 5);
+    expect(q.t.k).toBeCloseTo((600 - 2 * FIT_MARGIN) / 350, 5);
   });
 
   it("gives up below the least scale", () => {
     expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)).toBeNull();
     expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo(
-      (600 - 64) / 3500,
+      (600 - 2 * FIT_MARGIN) / 3500,
       5,
     );
   });

@@ -106,12 +106,14 @@ def see(browser, path, width, height, shot, open_block=None):
 def test_a_diffusers_unet_first_paints_as_a_u(browser, pages, levels, layers, width, height):
     shot = f"unet2d_{levels}x{layers}_{width}x{height}.png"
     got = see(browser, pages[(levels, layers)], width, height, shot)
-    # four levels of two layers (Stable Diffusion's shape) are nine rows high, the tail rising
-    # beside the conditioning: on these canvases their names are 10.8-11.7 px, not 12
-    min_px = 12 if levels < 4 else 10.5
-    for sid, _k, *_box, px, inside in got["nodes"]:
+    # names 12 px high, ports' 11 (13 px at 1:1): four levels of two layers (Stable
+    # Diffusion's shape) too, the conditioning's chains side by side where the canvas is wide
+    # (the U lower), one under the other where it is narrow
+    for sid, kind, *_box, px, inside in got["nodes"]:
         assert inside, f"{sid} is not inside the canvas"
-        assert px >= min_px, f"{sid}: its name is {px:.1f} px high"
+        assert px >= (12 if kind in ("stage", "fold") else 11) - 0.05, (
+            f"{sid}: its name is {px:.1f} px high"
+        )
     at = centres(got)
     last_up = f"up_blocks.{levels - 1}"
     # level, on opposite sides of mid_block, which is below both
@@ -144,3 +146,21 @@ def test_with_a_block_open_the_u_holds_and_the_buses_pass_behind_no_node(browser
             assert (at[other][0] < at["mid_block"][0]) == other.startswith("down")
     assert any(s == "input:encoder_hidden_states" for _k, s, _d, _p in got["lines"])
     assert_buses_pass_behind_no_node(got)
+
+
+def test_turned_on_its_side_the_u_is_refit_whole(browser, pages):
+    """LR: the U laid on its side is wider than the canvas at the readable scale; the user who
+    turned it sees all of it (the camera refits as after any action), not its first half."""
+    context, page, errors = open_offline(browser, pages[(4, 2)], 1280, 720)
+    page.wait_for_timeout(400)
+    page.get_by_role("button", name="→ LR").click()
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-world').getAttribute('transform') !== null"
+    )
+    page.wait_for_timeout(1200)  # the camera's move
+    got = page.evaluate(SEEN)
+    page.screenshot(path=str(ARTIFACTS / "unet2d_4x2_LR_1280x720.png"))
+    outside = [n[0] for n in got["nodes"] if not n[7]]
+    assert outside == [], outside
+    context.close()
+    assert errors == []

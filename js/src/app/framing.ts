@@ -9,13 +9,12 @@
  * fits, else laid out as at READ_K (the camera shows it whole, as large as the canvas allows).
  */
 import type { LayoutClient } from "../layout/client";
+import { FIT_MARGIN as MARGIN } from "../layout/flow";
 import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
-
-const MARGIN = 32; // PanZoom.fitBox's margin
 
 export type Framed = LayoutResult & { state: ViewState; view: ViewGraph };
 

@@ -6,6 +6,7 @@
  * page), the whole graph again, or the selected node and its neighbours kept in view; and
  * how wide the inspector opens, so that a graph shown whole keeps its names readable.
  */
+import { FIT_MARGIN } from "../layout/flow";
 import type { Box, Direction } from "../layout/layout";
 import { READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
@@ -14,10 +15,10 @@ import type { Chrome } from "../view/chrome";
 import type { GraphView } from "../view/graph_view";
 
 /** The reasons for a state that end with the whole graph in view where it fits at the
- * camera's least scale (a fresh first view, "graph" "reset" "direction", asks for READ_K;
- * "present" and "pictures" frame afresh too, at the least scale). */
-const ACTIONS = new Set(["expand", "collapse", "playback", "present", "pictures"]);
-const FIT_MARGIN = 32; // a whole view's margin (view/camera.ts)
+ * camera's least scale (a fresh first view, "graph" "reset", asks for READ_K; "present",
+ * "pictures" and "direction" frame afresh too, at the least scale: a U-Net laid on its side
+ * is wider than the canvas at READ_K, and a user who turned it wants to see it turned). */
+const ACTIONS = new Set(["expand", "collapse", "playback", "present", "pictures", "direction"]);
 const INSPECTOR_MIN = 360; // the inspector's least width in its CSS
 
 export interface ViewfinderHost {

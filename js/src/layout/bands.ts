@@ -9,11 +9,10 @@
  * scale, the minimap the rest). Flow coordinates; pure, no DOM.
  */
 import { at } from "../wire_check";
-import type { Arranged, Direction, FitTarget } from "./flow";
+import { type Arranged, type Direction, FIT_MARGIN as MARGIN, type FitTarget } from "./flow";
 
 export const BAND_GAP = 64;
 const TOP_MARGIN = 28; // room above the bands for the connectors
-const MARGIN = 32; // the camera's margin on each side (PanZoom.fitBox)
 const MAX_BANDS = 8;
 
 interface Plan {

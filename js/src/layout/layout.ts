@@ -15,7 +15,15 @@ import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
 import { wrapBands } from "./bands";
 import { arrangeColumns } from "./columns";
-import { RANKSEP, type Direction, type FitTarget, type FlowGroup, type FlowItem, type FlowPlacement } from "./flow";
+import {
+  FIT_MARGIN,
+  RANKSEP,
+  type Direction,
+  type FitTarget,
+  type FlowGroup,
+  type FlowItem,
+  type FlowPlacement,
+} from "./flow";
 import { placeLayered, type GroupPlacement } from "./layered";
 import { routeArranged } from "./routes";
 import { arrange } from "./spine";
@@ -179,8 +187,16 @@ function placeGroup(
   };
   const columns = group.columns && Math.max(...group.columns) > 0 ? arrangeColumns(flow, group.columns) : null;
   if (columns) return toGroup(routeArranged(columns, flow), dir, pad, header, 1);
-  const u = placeU({ ...flow, edges: drawn.map((i) => at(flow.edges, i)) });
-  if (u) return widen(toGroup(u, dir, pad, header, 1));
+  const uFlow = { ...flow, edges: drawn.map((i) => at(flow.edges, i)) };
+  const u = placeU(uFlow);
+  if (u) {
+    // the conditioning's chains side by side (a lower U) or one under the other (a narrower
+    // one): on the canvas, whichever shows the U larger
+    const narrow = isRoot && fit ? placeU(uFlow, false) : null;
+    const scale = (p: FlowPlacement) =>
+      Math.min((fit!.w - 2 * FIT_MARGIN) / (tb ? p.ac : p.al), (fit!.h - 2 * FIT_MARGIN) / (tb ? p.al : p.ac));
+    return widen(toGroup(narrow && scale(narrow) > scale(u) + 1e-9 ? narrow : u, dir, pad, header, 1));
+  }
   const arranged = arrange(flow);
   if (arranged) {
     const bands = isRoot && fit ? wrapBands(arranged, fit, dir) : 1;

@@ -11,8 +11,8 @@
  * level.
  *
  * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
- * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in a column
- * beside the encoder, above its first skip, so that the bus runs down the outside of the U
+ * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in columns
+ * beside the encoder (one per chain of them, side by side), above its first skip, so that the bus runs down the outside of the U
  * and its taps pass no node; then the tail rises up the decoder's side (the bus enters the
  * decoder from outside, scene/bus.ts) instead of running on to the side.
  *
@@ -29,11 +29,13 @@ export const U_GAP = 120; // between the two sides (room for the skips' arrows)
 const JUNCTION_SEP = 16;
 const MIN_SKIPS = 2;
 const SIDE_GAP = 48; // between the conditioning's column and the encoder (room for its bus)
+const PART_GAP = 28; // between two of its columns (the timestep's, the text's)
 const SHARED_OFF = 10; // a shared skip's end beside its target's level skip
 const BUS_OFF = 16; // scene/bus.ts: a bus' distance from what it passes ...
 const BUS_STEP = 10; // ... and between two buses
 
-export function placeU(g: FlowGroup): FlowPlacement | null {
+/** `beside`: the conditioning's chains side by side (lower), else one under the other (narrower). */
+export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
   const { items: all, edges } = g;
   if (all.length < 6 || g.exits.length) return null;
   const node = (v: number) => at(all, v);
@@ -164,16 +166,21 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   for (let i = 0; i < n; i++)
     if (i <= leftEnd || (i >= rightStart && i <= rEnd)) floor = Math.max(floor, A[i]! + item(i).al / 2);
   if (bottom >= 0) A[bottom] = floor + RANKSEP + item(bottom).al / 2;
-  // the conditioning, along: one column ending a rank above the first level and above the
-  // decoder (an open up block reaches higher), so that it is above every stage it feeds
+  // the conditioning, along: its parts (the timestep's chain, the text embedding) side by
+  // side, each a column ending a rank above the first level and above the decoder (an open
+  // up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
-  let sCursor = A[head] - item(head).al / 2;
-  for (let i = rightStart; i <= rEnd; i++) sCursor = Math.min(sCursor, A[i]! - item(i).al / 2);
-  sCursor -= RANKSEP;
+  let sEnd = A[head] - item(head).al / 2;
+  for (let i = rightStart; i <= rEnd; i++) sEnd = Math.min(sEnd, A[i]! - item(i).al / 2);
+  sEnd -= RANKSEP;
+  const parts = beside ? [...new Set(aside.map(find))] : [find(aside[0] ?? 0)]; // the first nearest the U
+  const partOf = aside.map((v) => Math.max(0, parts.indexOf(find(v))));
+  const upTo = parts.map(() => sEnd);
   for (let q = aside.length - 1; q >= 0; q--) {
-    sTop[q] = sCursor - node(aside[q]!).al;
-    sCursor = sTop[q]! - RANKSEP;
+    const p = partOf[q]!;
+    sTop[q] = upTo[p]! - node(aside[q]!).al;
+    upTo[p] = sTop[q]! - RANKSEP;
   }
   // the tail on up the decoder's side (the buses enter it from outside), or level with the
   // decoder's last item (above it when that is an open group: its data leaves at its top)
@@ -279,13 +286,15 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
     routes[e] = rounded([...out, end, middle, ...into(t, end)], 10);
   }
 
-  // the conditioning's column, across: beside the encoder
+  // the conditioning's columns, across: beside the encoder, one beside the other
   let minC0 = Infinity;
   for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
-  let wide = 0;
-  for (const v of aside) wide = Math.max(wide, node(v).ac);
-  const sideMid = minC0 - SIDE_GAP - wide / 2;
-  for (const [q, v] of aside.entries()) sLo[q] = sideMid - (node(v).group ? node(v).ain : node(v).ac / 2);
+  const wide = parts.map(() => 0);
+  for (const [q, v] of aside.entries()) wide[partOf[q]!] = Math.max(wide[partOf[q]!]!, node(v).ac);
+  const mid: number[] = [];
+  for (const [p, w] of wide.entries())
+    mid.push(p === 0 ? minC0 - SIDE_GAP - w / 2 : mid[p - 1]! - wide[p - 1]! / 2 - PART_GAP - w / 2);
+  for (const [q, v] of aside.entries()) sLo[q] = mid[partOf[q]!]! - (node(v).group ? node(v).ain : node(v).ac / 2);
   for (const e of sideChain) {
     const u = sideAt[edges[e]!.src]!;
     const w = sideAt[edges[e]!.dst]!;
@@ -319,7 +328,7 @@ export function placeU(g: FlowGroup): FlowPlacement | null {
   // room for the conditioning's buses round the U (one per end of it: a source of a bus)
   const sinks = aside.filter((v) => !edges.some((e) => e.src === v)).length;
   if (sinks) {
-    const room = BUS_OFF + (sinks - 1) * BUS_STEP + 8;
+    const room = BUS_OFF + (sinks - 1) * BUS_STEP + 2; // (the outermost line, and its stroke)
     minC -= room;
     maxC += room;
     maxA += room;

@@ -3,14 +3,13 @@
  * changes it (clear of the overlays on the canvas: the legend), centring on a node, keeping a
  * toggled group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
+import { FIT_MARGIN } from "../layout/flow";
 import { GROUP_HEADER, type Box, type Direction } from "../layout/layout";
 import { MINIMAP_STRIP, NAME_PX, READ_K, THUMB_H } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
-/** The margin of a whole view on each side (app/framing.ts fitsAt's, PanZoom.fitBox's). */
-const FIT_MARGIN = 32;
 /** The gap kept between a node and an overlay. */
 const CLEAR = 6;
 /** The largest scale a whole view uses (more when names must be larger: presentation mode). */

@@ -4,6 +4,7 @@
  * moves. `onUser` hears of the moves the user made (a drag, the wheel), not of animations.
  * The surface carries `data-settling` while an animated move runs (tests wait for none).
  */
+import { FIT_MARGIN } from "../layout/flow";
 import { Listeners } from "./dom";
 
 export interface Transform {
@@ -158,7 +159,7 @@ export class PanZoom {
   }
 
   /** The transform that shows a box of the graph, with a margin, no larger than maxK. */
-  fitBox(x: number, y: number, w: number, h: number, maxK = 1.2, margin = 32): Transform {
+  fitBox(x: number, y: number, w: number, h: number, maxK = 1.2, margin = FIT_MARGIN): Transform {
     const [W, H] = this.dims();
     const k = Math.min(
       maxK,
