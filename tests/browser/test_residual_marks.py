@@ -196,7 +196,7 @@ def test_bert_post_norm_attention_carries_its_residual(browser, tmp_path_factory
     page.wait_for_selector(".nfw-stacked", timeout=15_000)
     page.wait_for_selector(".nfw-residual", timeout=15_000)
     seen = page.evaluate(MARKS)
-    _shoot(page, "residual_bert_1280x720")
+    shoot(page, "residual_bert_1280x720")
     assert [(m["id"], m["residual"]) for m in seen["marks"]] == [
         ("encoder.layer.0.attention", "identity")
     ], seen

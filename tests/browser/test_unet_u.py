@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fixture_models import unet2d
-from live import open_offline, settle
+from live import open_offline, painted_after, paints, settle, shoot
 
 import neural_flow_widget as nfw
 
@@ -151,15 +151,13 @@ def test_with_a_block_open_the_u_holds_and_the_buses_pass_behind_no_node(browser
 def test_turned_on_its_side_the_u_is_refit_whole(browser, pages):
     """LR: the U laid on its side is wider than the canvas at the readable scale; the user who
     turned it sees all of it (the camera refits as after any action), not its first half."""
-    context, page, errors = open_offline(browser, pages[(4, 2)], 1280, 720)
-    page.wait_for_timeout(400)
+    context, page, errors = open_offline(browser, pages[(4, 2)], 1280, 720)  # painted, settled
+    before = paints(page)
     page.get_by_role("button", name="→ LR").click()
-    page.wait_for_function(
-        "() => document.querySelector('.nfw-world').getAttribute('transform') !== null"
-    )
-    page.wait_for_timeout(1200)  # the camera's move
+    painted_after(page, before)
+    settle(page)  # the camera's move
     got = page.evaluate(SEEN)
-    page.screenshot(path=str(ARTIFACTS / "unet2d_4x2_LR_1280x720.png"))
+    shoot(page, "unet2d_4x2_LR_1280x720")
     outside = [n[0] for n in got["nodes"] if not n[7]]
     assert outside == [], outside
     context.close()
