@@ -7,9 +7,10 @@ probes, the median time when the probe runs right after a 3x3 convolution (256 c
 28x28: what a ResNet stage does before the hook) and when it runs again at once (warm), and
 their ratio. The probes: a tiny torch op, a tiny numpy op, the first and second of two
 different torch ops, and capture's whole reduction (summary and retained views) of
-activations of several shapes. The gap is a fixed cost per distinct code path run after
-the model's kernel, which is why capture costs more per call in a traced run than in a
-microbenchmark (see the README's benchmarks and limitations).
+activations of several shapes, by the torch path and by the compiled path. The gap is a
+fixed cost per distinct code path run after the model's kernel, which is why capture costs
+more per call in a traced run than in a microbenchmark (see the README's benchmarks and
+limitations).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import time
 
 import torch
 
-from neural_flow_widget.capture.state import CaptureState
+from neural_flow_widget.capture import accelerator
+from neural_flow_widget.capture.reduction import reduce_on_device
 
 
 def median_us(probe, before=None, repeat: int = 41) -> float:
@@ -44,7 +46,7 @@ def main() -> None:
     feature = torch.randn(1, 256, 28, 28)
     small = torch.randn(64)
     values = small.numpy()
-    state = CaptureState()
+    fast = accelerator.reducer()
     probes = {
         "torch sum, 64 floats": lambda: small.sum(),
         "numpy sum, 64 floats": lambda: values.sum(),
@@ -52,8 +54,12 @@ def main() -> None:
     }
     for shape in [(1, 256, 14, 14), (1, 64, 56, 56), (1, 128, 256)]:
         activation = torch.randn(shape)
-        label = "capture reduction " + "x".join(map(str, shape))
-        probes[label] = lambda a=activation: state._reduce(a)
+        label = "x".join(map(str, shape))
+        probes[f"torch path {label}"] = lambda a=activation: reduce_on_device(
+            a, sample=0, budget=1 << 18
+        )
+        if fast is not None:
+            probes[f"compiled path {label}"] = lambda a=activation: fast.reduce(a, 0, 1 << 18)
     print(f"torch {torch.__version__}, 1 thread; medians of {args.repeat} runs, microseconds")
     print(f"{'probe':40s} {'after conv':>10s} {'warm':>8s} {'ratio':>6s}")
     with torch.no_grad():

@@ -45,9 +45,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .capture.difference import captured_difference
+from .capture.image import View
 from .graph import Failure, Flow
 
-__all__ = ["Comparison", "StageDifference", "compare"]
+__all__ = ["Comparison", "StageDifference", "compare", "stage_difference"]
 
 #: which run raised in a stage: run A, run B, or both
 Raised = Literal["a", "b", "both"]
@@ -251,9 +253,8 @@ def _return_order(flow: Flow) -> list[int]:
 
 
 def _samples(flow: Flow, node: str) -> tuple[list[tuple[str, Any, Any]], str | None]:
-    capture: Any = flow.capture
     try:
-        items = capture.captured(flow, node)
+        _, items = flow.captured(node)
     except (ValueError, KeyError) as error:
         return [], str(error)
     found = []
@@ -317,3 +318,40 @@ def _ratio(num: float, den: float) -> float:
 
 def _missing(node: str, note: str) -> StageDifference:
     return StageDifference(node, math.nan, math.nan, math.nan, False, 0, 0, note)
+
+
+def stage_difference(
+    flow_a: Flow,
+    flow_b: Flow,
+    stage_id: str,
+    kind: str | None = None,
+    *,
+    channel: int | None = None,
+    page: int | None = None,
+    channels: Any = None,
+    leaf: int = 0,
+) -> View:
+    """A - B of a view of one stage (or model input / output) of two runs traced with capture
+    (:func:`~neural_flow_widget.capture.difference.captured_difference`: its reading's
+    difference where the view is the reading, else of its retained values)."""
+    if flow_a.capture is None or flow_b.capture is None:
+        raise ValueError("A - B needs both runs traced with capture=True")
+    _, items_a = flow_a.captured(stage_id)
+    try:
+        _, items_b = flow_b.captured(stage_id)
+    except KeyError:
+        raise ValueError(f"stage {stage_id!r} did not run in run B: there is no A - B") from None
+    if not (0 <= leaf < len(items_a) and leaf < len(items_b)):
+        raise ValueError(f"stage {stage_id!r}: leaf={leaf} is not an output of both runs")
+    reading = flow_a.reading(stage_id) if leaf == 0 else None
+    who = f"stage {stage_id!r}" if reading is None else repr(stage_id)
+    return captured_difference(
+        who,
+        items_a[leaf].retained,
+        items_b[leaf].retained,
+        kind,
+        meanings=(reading, flow_b.reading(stage_id)) if reading is not None else None,
+        channel=channel,
+        page=page,
+        channels=channels,
+    )

@@ -1,19 +1,22 @@
-"""``trace()``: run the model once, observed by the tracer and capture, and build its Flow."""
+"""``trace()``: check the request, run the model once in a run context (observed by the tracer
+and capture), and build its Flow; and the attention zoom, which runs the model again."""
 
 from __future__ import annotations
 
-import gc
 import os
 import types
 import warnings
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
+from .capture import Capture, CaptureObserver, CaptureSettings
 from .capture.attention.budget import DEFAULT_ATTENTION_BUDGET
+from .capture.attention.maps import AttentionMap
+from .capture.attention.window import WindowMode
 from .graph import (
     Failure,
     Flow,
@@ -26,35 +29,28 @@ from .graph import (
     sequential_edges,
     stage_edges,
 )
-from .tracing import CallTracker, DataflowTracer, map_tensors, output_leaves
-from .tracing.calls import uncompiled
+from .tracing import Watch, output_leaves
+from .tracing.calls import module_infos, named_modules, uncompiled
+from .tracing.context import ModeObserver, Modules, Ran, RunContext
 from .tracing.dataflow import join_kind
-from .tracing.eager import eager as _eager
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 from .tracing.origin import find_origin, rng_state
 
 _MODES = ("auto", "dataflow", "fx", "sequential")
 
 
-@dataclass
-class _Run:
-    """What one observed forward pass left behind."""
+@dataclass(frozen=True)
+class _Request:
+    """A checked call of :func:`trace`: what to run, on what, and what to keep."""
 
-    tracker: CallTracker
-    tracer: DataflowTracer | None
-    input_ops: list[tuple[str, int]]
-    inputs: list[str]
-    capture: Any = None  # the CaptureState that watched this run
-    output: Any = None
-    error: BaseException | None = None
-    notes: list[str] = field(default_factory=list)  # what this run could not show
-
-
-SCRIPTED = (
-    "the model is a TorchScript module: the modules inside it run in TorchScript, out of the "
-    "tracer's sight, so the graph shows the model as one step from its inputs to its outputs; "
-    "trace the nn.Module you scripted to see its stages"
-)
+    model: torch.nn.Module  # (torch.compile's wrapped module: the model's own modules)
+    args: tuple
+    kwargs: dict
+    modules: Modules
+    infos: tuple[ModuleInfo, ...]
+    stages: Any
+    topology: str
+    capture: CaptureSettings | None
 
 
 def trace(
@@ -66,7 +62,7 @@ def trace(
     kwargs: Mapping[str, Any] | None = None,
     capture: bool = True,
     attention: bool = True,
-    capture_device: Any = "cpu",
+    capture_device: Any = None,
     sample: int = 0,
     budget_bytes: int | None = None,
     attention_budget_bytes: int | None = DEFAULT_ATTENTION_BUDGET,
@@ -85,76 +81,27 @@ def trace(
     buffers are as before afterwards, and the caller's tensors are never modified (they enter
     as detached views). ``stages`` selects stages (see ``Flow.select``); ``topology`` is
     ``"auto"`` (runtime dataflow), ``"fx"`` or ``"sequential"``. With ``capture=True`` each
-    stage's output is summarised inside its hook (``flow.summary``, ``flow.view``) and
-    attention maps are recorded (``flow.attention``): exact up to 512 positions per axis,
-    block-mean pooled beyond, and all of a run's maps together within
+    stage's output is summarised inside its call, on its own device (``flow.summary``,
+    ``flow.view``), and attention maps are recorded (``flow.attention``): exact up to 512
+    positions per axis, block-mean pooled beyond, and all of a run's maps together within
     ``attention_budget_bytes`` (default 48 MiB; ``None``: no bound), pooled further to fit,
-    with a note in ``flow.notes`` when they are.
+    with a note in ``flow.notes`` when they are. What capture keeps lives in host memory
+    (``capture_device``, deprecated, takes only ``"cpu"``).
     """
-    if str(capture_device) != "cpu":
-        raise ValueError(
-            f"capture_device={capture_device!r}: captured summaries and views are "
-            f"kept in host memory; use capture_device='cpu' (the reductions "
-            f"themselves still run on each tensor's own device)"
+    request = _validate(
+        model, inputs, stages, topology, kwargs, capture_device, capture, attention, sample,
+        budget_bytes, attention_budget_bytes,
+    )  # fmt: skip
+    rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
+    ran, observed, mode = _observe(request)
+    flow = _build(request, ran, observed, mode)
+    if flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
+        origin = find_origin(
+            request.model, request.modules, request.args, request.kwargs, flow, rng
         )
-    if topology not in _MODES:
-        raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
-    model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
-    args, kw = _split_inputs(inputs, kwargs)
-    probe = CallTracker(model)
-    modules = probe.module_infos()
-    resolve(stages, modules, (), model)  # bad names fail before running
-    use_tracer = topology in ("auto", "dataflow")
-    capture_state = None
-    if capture:
-        from .capture import CaptureState
-
-        capture_state = CaptureState(sample, budget_bytes, attention, attention_budget_bytes)
-    flags = [(m, m.training) for m in (model, *probe.modules)]
-    collecting = gc.isenabled()
-    try:
-        # The run allocates tens of thousands of small records (tags, call records) that
-        # would trigger the cyclic collector over and over; nothing it makes is cyclic.
-        gc.disable()
-        if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
-            model.eval()
-        with torch.no_grad(), _eager():
-            rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
-            run = _run(probe.fresh(), args, kw, use_tracer, capture_state)
-            mode: Topology = "dataflow" if use_tracer else "sequential"
-            failure = run.tracer.failure if run.tracer is not None else None
-            if use_tracer and run.error is not None and failure is None:
-                retry = _run(
-                    probe.fresh(), args, kw, False, capture_state and capture_state.fresh()
-                )
-                if retry.error is None:
-                    warnings.warn(
-                        f"the dataflow tracer could not follow this model "
-                        f"({type(run.error).__name__}: {run.error}); it ran again "
-                        f"without it and shows stages in execution order",
-                        stacklevel=2,
-                    )
-                    run, mode = retry, "sequential"
-            elif failure is not None:
-                warnings.warn(
-                    f"the dataflow tracer failed ({failure!r}); stages "
-                    f"are shown in execution order",
-                    stacklevel=2,
-                )
-                mode = "sequential"
-        flow = _build(model, run, stages, mode, modules)
-        if flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
-            flow = replace(flow, nonfinite_origin=find_origin(probe.fresh(), args, kw, flow, rng))
-    finally:
-        for module, flag in flags:
-            if module.training != flag:
-                module.training = flag
-        if collecting:
-            gc.enable()
-    if run.error is not None:
-        raise _trace_error(flow, run) from run.error
+        flow = replace(flow, nonfinite_origin=origin)
+    if ran.error is not None:
+        raise _trace_error(flow, ran) from ran.error
     if topology == "fx":
         try:
             return replace(
@@ -169,6 +116,81 @@ def trace(
     return flow
 
 
+def _validate(
+    model: Any,
+    inputs: Any,
+    stages: Any,
+    topology: str,
+    kwargs: Mapping[str, Any] | None,
+    capture_device: Any,
+    capture: bool,
+    attention: bool,
+    sample: int,
+    budget_bytes: int | None,
+    attention_budget_bytes: int | None,
+) -> _Request:
+    """The checked request; a clear error for each thing that cannot run, before anything runs."""
+    if capture_device is not None:
+        why = (
+            f"capture_device={capture_device!r}: captured summaries and views are kept in "
+            f"host memory (the reductions themselves run on each tensor's own device); leave "
+            f"capture_device out"
+        )
+        if str(capture_device) != "cpu":
+            raise ValueError(why)
+        warnings.warn(why, DeprecationWarning, stacklevel=3)
+    if topology not in _MODES:
+        raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
+    model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
+    args, kw = _split_inputs(inputs, kwargs)
+    modules = named_modules(model)
+    infos = module_infos(modules)
+    resolve(stages, infos, (), model)  # bad names fail before running
+    settings = (
+        CaptureSettings(sample, budget_bytes, attention, attention_budget_bytes)
+        if capture
+        else None
+    )
+    return _Request(model, args, kw, modules, infos, stages, topology, settings)
+
+
+def _observe(request: _Request) -> tuple[Ran, Capture | None, Topology]:
+    """The run, watched by the dataflow tracer when the topology asks for it; where the tracer
+    could not follow the model, the run again without it (and its execution order)."""
+    dataflow = request.topology in ("auto", "dataflow")
+    ran, observed = _once(request, dataflow)
+    mode: Topology = "dataflow" if dataflow else "sequential"
+    failure = ran.tracer.failure if ran.tracer is not None else None
+    if dataflow and ran.error is not None and failure is None:
+        retry, retry_observed = _once(request, False)
+        if retry.error is None:
+            warnings.warn(
+                f"the dataflow tracer could not follow this model "
+                f"({type(ran.error).__name__}: {ran.error}); it ran again "
+                f"without it and shows stages in execution order",
+                stacklevel=3,
+            )
+            return retry, retry_observed, "sequential"
+    elif failure is not None:
+        warnings.warn(
+            f"the dataflow tracer failed ({failure!r}); stages are shown in execution order",
+            stacklevel=3,
+        )
+        mode = "sequential"
+    return ran, observed, mode
+
+
+def _once(request: _Request, dataflow: bool) -> tuple[Ran, Capture | None]:
+    """One observed forward pass, and what capture kept of it."""
+    settings = request.capture
+    observe = (lambda watch: CaptureObserver(settings, watch)) if settings is not None else None
+    with RunContext(request.model, request.modules, dataflow=dataflow, observe=observe) as run:
+        ran = run.forward(request.args, request.kwargs)
+    return ran, run.observer.finish() if run.observer is not None else None
+
+
 def attention_window(
     model: torch.nn.Module,
     inputs: Any,
@@ -179,45 +201,33 @@ def attention_window(
     *,
     kwargs: Mapping[str, Any] | None = None,
     sample: int = 0,
-) -> Any:
+) -> AttentionMap | str:
     """Attention map ``index`` of ``flow.attention(stage_id)`` at full resolution over
     ``window`` = (q0, q1, k0, k1), made by running ``model`` on ``inputs`` again (as
     :func:`trace` ran them; see :mod:`.capture.attention.window`): an AttentionMap of the
     window's rows and columns, or a ``str`` saying why it cannot be made."""
-    from .capture.attention.window import WindowMode
-
     if flow.capture is None:
         return "this flow was traced with capture=False: it has no attention maps"
-    origins = flow.capture.attention_origins(flow, stage_id)
+    origins = flow.attention_origins(stage_id)
     if not 0 <= index < len(origins):
         return f"stage {stage_id!r} has no attention map {index}"
     call, entry = origins[index]
-    model = uncompiled(model)
     args, kw = _split_inputs(inputs, kwargs)
-    tracker = CallTracker(model)
-    flags = [(m, m.training) for m in (model, *tracker.modules)]
-    mode = WindowMode(
-        lambda: tracker.stack[-1],
-        calls=flow.calls_within(flow.calls[call].id),
-        call=call,
-        entry=entry,
-        window=window,
-        sample=sample,
-    )
-    try:
-        model.eval()
-        with torch.no_grad(), _eager(), tracker, mode:
-            model(*map_tensors(args, _detached), **map_tensors(kw, _detached))
-    except Exception as error:  # (the kept blocks are shown instead, with this reason)
-        return f"running the model again failed: {type(error).__name__}: {error}"
-    finally:
-        for module, flag in flags:
-            module.training = flag
-    return mode.map if mode.map is not None else mode.why
+    calls = flow.calls_within(flow.calls[call].id)
 
+    def observe(watch: Watch) -> ModeObserver:
+        zoom = WindowMode(
+            watch.current, calls=calls, call=call, entry=entry, window=window, sample=sample
+        )
+        return ModeObserver(zoom)
 
-def _detached(_path: str, tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.detach()
+    with RunContext(uncompiled(model), observe=observe) as run:
+        ran = run.forward(args, kw)
+    if ran.error is not None:  # (the kept blocks are shown instead, with this reason)
+        return f"running the model again failed: {type(ran.error).__name__}: {ran.error}"
+    assert run.observer is not None and isinstance(run.observer.mode, WindowMode)
+    zoomed = run.observer.mode
+    return zoomed.map if zoomed.map is not None else zoomed.why
 
 
 def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
@@ -236,102 +246,44 @@ def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple,
     return args, kw
 
 
-def _run(tracker: CallTracker, args: tuple, kw: dict, use_tracer: bool, capture_state: Any) -> _Run:
-    model = tracker.model
-    tracer = DataflowTracer(tracker.stack) if use_tracer else None
-    tracker.tracer = tracer
-    mode = tracer
-    if capture_state is not None:
-        tracker.on_output = capture_state.on_output
-        mode = capture_state.attach(tracker.stack, tracer) or tracer
-    names: list[str] = []
-    input_ops: list[tuple[str, int]] = []
-
-    def enter(prefix: str) -> Any:
-        def tag(path: str, tensor: torch.Tensor) -> torch.Tensor:
-            name = f"input:{prefix}{'.' if prefix and path else ''}{path}"
-            names.append(name)
-            if capture_state is not None:
-                capture_state.on_end(name, tensor, output=False)
-            if tracer is None:
-                return tensor.detach()
-            view, op = tracer.tag_input(tensor)
-            input_ops.append((name, op))
-            return view
-
-        return tag
-
-    call_args = tuple(map_tensors(a, enter(str(i))) for i, a in enumerate(args))
-    call_kw = {k: map_tensors(v, enter(str(k))) for k, v in kw.items()}
-    run = _Run(tracker, tracer, input_ops, names, capture_state)
-    try:
-        with tracker:
-            if mode is None:
-                run.output = model(*call_args, **call_kw)
-            else:
-                with mode:
-                    run.output = model(*call_args, **call_kw)
-    except Exception as error:  # the model's own error: reported with the partial graph
-        run.error = error
-    finally:
-        if capture_state is not None:
-            capture_state.detach()
-    if tracer is not None and run.error is None and isinstance(model, torch.jit.ScriptModule):
-        # its forward ran in TorchScript, out of the mode: its output, one op of the model's
-        # body made from every input (as for a TorchScript submodule's call)
-        views = [t for a in (*call_args, *call_kw.values()) for _, t in output_leaves(a)]
-        outputs = [t for _, t in output_leaves(run.output) if not tracer.ops_of([t])]
-        tracer.record_call(views, outputs, call=-1)
-        run.notes.append(SCRIPTED)
-    return run
-
-
-def _build(
-    model: torch.nn.Module,
-    run: _Run,
-    stages: Any,
-    mode: Topology,
-    modules: tuple[ModuleInfo, ...],
-) -> Flow:
-    tracker, tracer = run.tracker, run.tracer
+def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology) -> Flow:
+    tracker, tracer = ran.tracker, ran.tracer
     calls = tracker.stages()
-    outs = output_leaves(run.output) if run.error is None else []
+    outs = output_leaves(ran.output) if ran.error is None else []
     outputs = tuple(f"output:{path}" for path, _ in outs)
+    records = tracker.calls
     if tracer is not None:
         output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
         full = OpGraph(
             tuple(tracer.owners),
             tuple(tracer.parents),
-            tuple(r.parent for r in tracker.calls),
-            tuple(r.inputs for r in tracker.calls),
-            tuple(run.input_ops),
+            tuple(r.parent for r in records),
+            tuple(r.inputs for r in records),
+            tuple(ran.input_ops),
             output_ops,
             tuple((op, join_kind(func)) for op, func in tracer.joins.items()),
-            tuple(r.arguments for r in tracker.calls),
-            tuple(r.state for r in tracker.calls),
+            tuple(r.arguments for r in records),
+            tuple(r.state for r in records),
         )
         graph = condense(full)  # (the same edges for every selection, fewer nodes)
     else:
         graph = OpGraph(
-            (), (), tuple(r.parent for r in tracker.calls), tuple(() for _ in tracker.calls), (), ()
+            (), (), tuple(r.parent for r in records), tuple(() for _ in records), (), ()
         )
-    selected = resolve(stages, modules, calls, model)
-    inputs = tuple(run.inputs)
+    selected = resolve(request.stages, request.infos, calls, request.model)
+    inputs = tuple(ran.inputs)
     if mode == "sequential":
         edges = sequential_edges(selected, inputs, outputs, calls)
     else:
         edges = stage_edges(graph, selected, inputs, outputs, calls)
-    capture, notes, nonfinite = None, tuple(run.notes), ()
-    if run.capture is not None:
-        for path, tensor in outs:
-            run.capture.on_end(f"output:{path}", tensor, output=True)
-        capture = run.capture.finish()
+    notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
+    if capture is not None:
         calls = capture.mark(calls)
         notes += capture.notes
-        returned = sorted((r.ended, i) for i, r in enumerate(tracker.calls) if r.ended >= 0)
+        returned = sorted((r.ended, i) for i, r in enumerate(records) if r.ended >= 0)
         nonfinite = tuple(calls[i].id for i in capture.nonfinite([i for _, i in returned]))
     return Flow(
-        model=type(model).__name__,
+        model=type(request.model).__name__,
         calls=calls,
         selected=selected,
         edges=edges,
@@ -339,16 +291,16 @@ def _build(
         inputs=inputs,
         outputs=outputs,
         graph=graph,
-        modules=modules,
+        modules=request.infos,
         capture=capture,
-        model_ref=model_weakref(model),
-        explicit=stages is not None,
+        model_ref=model_weakref(request.model),
+        explicit=request.stages is not None,
         notes=notes,
         nonfinite=nonfinite,
     )
 
 
-def _trace_error(flow: Flow, run: _Run) -> TraceError:
+def _trace_error(flow: Flow, run: Ran) -> TraceError:
     error = run.error
     failed = run.tracker.failed
     if failed is None:

@@ -17,7 +17,7 @@
 - ``wire_unet.json``, ``wire_transformer12.json``: graph messages of real traces of the
   models in ``tests/fixture_models.py`` (a U-Net with a residual bottleneck, a 12-block
   TinyGPT), which the JS unit tests and the browser tests draw.
-- ``stage_replies.json``: real ``_stage_data`` replies of ``wire.encode_stage_reply``
+- ``stage_replies.json``: real ``_stage_data`` replies of ``notebook.replies.stage_reply``
   (buffers base64 here only because a JSON file cannot hold bytes; on the wire they are binary).
 - ``colors.json``: views rendered by Python, their uint8 codes and the RGB ``View.to_png()``
   gives each code; the front end's lookup tables must colour them the same.
@@ -51,6 +51,7 @@ import zoo  # noqa: E402
 
 import neural_flow_widget as nfw  # noqa: E402
 from neural_flow_widget import wire  # noqa: E402
+from neural_flow_widget.notebook import replies  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -460,7 +461,7 @@ def wire_transformer12() -> dict:
 def _exchanges(flow, requests: list[dict], tokens: list[str] | None = None) -> list[dict]:
     out = []
     for request in requests:
-        msg, buffers = wire.encode_stage_reply(flow, request, tokens)
+        msg, buffers = replies.stage_reply(flow, request, tokens)
         out.append(
             {
                 "request": request,

@@ -171,6 +171,53 @@ def test_only_the_notebook_shell_imports_jupyter():
         assert not used & JUPYTER, f"{name} imports {used & JUPYTER}"
 
 
+def _type_only(tree: ast.Module) -> set[int]:
+    """Lines of the imports under ``if TYPE_CHECKING:`` (names for annotations only)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            lines |= {
+                n.lineno for child in node.body for n in ast.walk(child) if hasattr(n, "lineno")
+            }
+    return lines
+
+
+def test_capture_knows_no_flow():
+    """Capture's record is keyed by call index; the Flow resolves stage ids: no capture module
+    imports the Flow, and no capture function takes one."""
+    found, edges = graph_edges()
+    wrong = [
+        f"{src}:{line} imports Flow"
+        for src, dst, taken, line in edges
+        if layer(src) == "capture" and taken == "Flow"
+    ]
+    for name, tree in found.items():
+        if layer(name) != "capture":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = [
+                    a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                ]
+                wrong += [
+                    f"{name}:{node.lineno} {node.name}({a})" for a in args if a.startswith("flow")
+                ]
+    assert wrong == []
+
+
+def test_the_wire_imports_nothing_that_computes():
+    """At run time the wire modules import, of the package, only the graph records; the
+    records they write come in under ``if TYPE_CHECKING:``, for annotations only."""
+    found, edges = graph_edges()
+    wrong = []
+    for src, dst, _, line in edges:
+        if layer(src) != "wire" or layer(dst) in ("wire", "graph"):
+            continue
+        if line not in _type_only(found[src]):
+            wrong.append(f"{src}:{line} imports {dst}")
+    assert wrong == []
+
+
 def test_the_checks_see_a_circle_a_wrong_layer_and_a_private_name(monkeypatch):
     """The checks above can fail: on a planted circle, upward import and private name."""
     real = modules()
@@ -187,6 +234,26 @@ def test_the_checks_see_a_circle_a_wrong_layer_and_a_private_name(monkeypatch):
     ):
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             check()
+
+
+def test_the_seam_checks_see_a_flow_in_capture_and_computing_in_the_wire(monkeypatch):
+    """The two checks above fail on a capture module that takes a Flow and on a wire module
+    that imports capture at run time (but not under ``if TYPE_CHECKING:``)."""
+    real = modules()
+    planted = dict(real)
+    planted["neural_flow_widget.capture.record"] = ast.parse(
+        "from ..graph import Flow\ndef summary(flow, stage_id): ...\n"
+    )
+    planted["neural_flow_widget.wire.reply"] = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from ..capture.image import View\n"
+        "from ..capture.attention.maps import AttentionMap\n"
+    )
+    monkeypatch.setitem(globals(), "modules", lambda: planted)
+    for check in (test_capture_knows_no_flow, test_the_wire_imports_nothing_that_computes):
+        with pytest.raises(AssertionError) as caught:
+            check()
+        assert "View" not in str(caught.value)  # (the TYPE_CHECKING import is no violation)
 
 
 def test_no_file_of_the_package_is_much_over_400_lines():

@@ -12,6 +12,7 @@ import zoo
 
 import neural_flow_widget as nfw
 from neural_flow_widget import wire
+from neural_flow_widget.notebook import replies
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "scripts"))
@@ -274,7 +275,7 @@ def unet_flow():
 
 
 def test_stage_reply_carries_summary_view_and_binary_buffers(unet_flow):
-    msg, buffers = wire.encode_stage_reply(unet_flow, {"stage": "enc1.conv", "view": "grid"})
+    msg, buffers = replies.stage_reply(unet_flow, {"stage": "enc1.conv", "view": "grid"})
     assert msg["ok"] and msg["stage"] == "enc1.conv" and msg["views"][0] == "grid"
     (summary,) = msg["summaries"]
     assert summary["shape"] == [2, 4, 16, 16] and summary["kind"] == "float"
@@ -300,39 +301,39 @@ def test_stage_reply_carries_summary_view_and_binary_buffers(unet_flow):
     ],
 )
 def test_bad_requests_get_error_replies(unet_flow, request_, needle):
-    msg, buffers = wire.encode_stage_reply(unet_flow, request_)
+    msg, buffers = replies.stage_reply(unet_flow, request_)
     assert msg["ok"] is False and needle in msg["error"] and buffers == []
 
 
 def test_attention_reply_and_head_validation():
     torch.manual_seed(0)
     flow = nfw.trace(zoo.seeded(zoo.Attention), torch.randn(2, 5, 6))
-    msg, buffers = wire.encode_stage_reply(flow, {"stage": "attn", "head": 2})
+    msg, buffers = replies.stage_reply(flow, {"stage": "attn", "head": 2})
     (att,) = msg["attention"]
     assert (att["heads"], att["q_len"], att["k_len"], att["head"]) == (4, 5, 5, 2)
     chosen = np.frombuffer(buffers[att["map"]["buffer"]], dtype="<f4").reshape(5, 5)
     np.testing.assert_allclose(chosen, flow.attention("attn")[0].weights[2], rtol=1e-6)
     grid = np.frombuffer(buffers[att["grid"]["buffer"]], dtype="<f4").reshape(4, 5, 5)
     np.testing.assert_allclose(grid.sum(-1), 1, rtol=1e-5)
-    bad, _ = wire.encode_stage_reply(flow, {"stage": "attn", "head": 4})
+    bad, _ = replies.stage_reply(flow, {"stage": "attn", "head": 4})
     assert not bad["ok"] and "0..3" in bad["error"]
 
 
 def test_grid_pages_and_channels_travel_in_requests_and_views():
     torch.manual_seed(0)
     flow = nfw.trace(torch.nn.Sequential(torch.nn.Conv2d(1, 40, 3)), torch.randn(1, 1, 12, 12))
-    msg, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "first", "page": 2})
+    msg, _ = replies.stage_reply(flow, {"stage": "0", "view": "first", "page": 2})
     view = msg["view"]
     assert (view["page"], view["pages"], view["channels"]) == (2, 3, list(range(32, 40)))
     assert view["clipped"] is not None and len(view["clipped"]) == 2
-    pinned, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "grid", "channels": [4, 1]})
+    pinned, _ = replies.stage_reply(flow, {"stage": "0", "view": "grid", "channels": [4, 1]})
     assert pinned["view"]["channels"] == [4, 1] and pinned["view"]["page"] is None
     for bad, needle in [
         ({"page": "1"}, "page='1' has the wrong type"),
         ({"page": 3}, "page=3 is out of range"),
         ({"channels": "4"}, "expected a list of channel indices"),
     ]:
-        msg, _ = wire.encode_stage_reply(flow, {"stage": "0", "view": "grid", **bad})
+        msg, _ = replies.stage_reply(flow, {"stage": "0", "view": "grid", **bad})
         assert msg["ok"] is False and needle in msg["error"]
 
 
@@ -341,7 +342,7 @@ def test_difference_reply_is_signed_a_minus_b_and_names_why_there_is_none():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 300)).eval()
     x = torch.randn(1, 8)
     a, b = nfw.trace(model, x), nfw.trace(model, x + 0.5)
-    msg, buffers = wire.encode_difference_reply(a, b, {"stage": "0", "view": "values"})
+    msg, buffers = replies.difference_reply(a, b, {"stage": "0", "view": "values"})
     assert msg["ok"] and msg["run"] == "diff" and msg["summaries"] == []
     view = msg["view"]
     assert view["signed"] and view["vmin"] == -view["vmax"] and msg["views"] == ["values", "topk"]
@@ -350,9 +351,9 @@ def test_difference_reply_is_signed_a_minus_b_and_names_why_there_is_none():
     with torch.no_grad():
         want = (model[0](x) - model[0](x + 0.5))[0].numpy()
     np.testing.assert_allclose(got, want, atol=view["vmax"] / 100)
-    msg, _ = wire.encode_difference_reply(a, b, {"stage": "1", "view": "topk"})
+    msg, _ = replies.difference_reply(a, b, {"stage": "1", "view": "topk"})
     assert msg["ok"] is False and "topk view is not defined" in msg["error"]
-    msg, _ = wire.encode_difference_reply(a, b, {"stage": "nope"})
+    msg, _ = replies.difference_reply(a, b, {"stage": "nope"})
     assert msg["ok"] is False and "no stage 'nope'" in msg["error"]
 
 
@@ -380,7 +381,7 @@ def test_a_long_sequence_s_map_comes_as_an_overview_and_zooms_into_the_kept_bloc
     flow = nfw.trace(Wrap().eval(), x)
     with torch.no_grad():
         own = model(x, x, x, need_weights=True, average_attn_weights=True)[1][0].numpy()
-    msg, buffers = wire.encode_stage_reply(flow, {"stage": "attn"})
+    msg, buffers = replies.stage_reply(flow, {"stage": "attn"})
     (att,) = msg["attention"]
     assert (att["pool"], att["window"], att["map"]["shape"]) == (
         [4, 4],
@@ -389,11 +390,11 @@ def test_a_long_sequence_s_map_comes_as_an_overview_and_zooms_into_the_kept_bloc
     )
     overview = np.frombuffer(buffers[att["map"]["buffer"]], "<f4").reshape(256, 256)
     np.testing.assert_allclose(overview, _block_means(own, 4), rtol=1e-4, atol=1e-7)
-    msg, buffers = wire.encode_stage_reply(flow, {"stage": "attn", "window": [257, 512, 0, 255]})
+    msg, buffers = replies.stage_reply(flow, {"stage": "attn", "window": [257, 512, 0, 255]})
     (att,) = msg["attention"]
     assert att["pool"] == [2, 2] and att["window"] == [256, 512, 0, 256]  # whole kept blocks
     zoom = np.frombuffer(buffers[att["map"]["buffer"]], "<f4").reshape(att["map"]["shape"])
     np.testing.assert_allclose(zoom, _block_means(own[256:512, 0:256], 2), rtol=1e-4, atol=1e-7)
     for bad in ([0, 2000, 0, 10], [5, 5, 0, 10], "all", [0, 1, 2]):
-        reply, _ = wire.encode_stage_reply(flow, {"stage": "attn", "window": bad})
+        reply, _ = replies.stage_reply(flow, {"stage": "attn", "window": bad})
         assert not reply["ok"] and "window=" in reply["error"], bad

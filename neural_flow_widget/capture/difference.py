@@ -18,17 +18,19 @@ input image on its values (the mean over its channels), not on its colours.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .image import View, make_view
+from .meaning import Meaning
 from .readings import reading_difference
 from .retained import Retained
 from .views import render_view, sharp_channel
 
-__all__ = ["attention_difference", "difference_view", "stage_difference"]
+__all__ = ["attention_difference", "captured_difference", "difference_view"]
 
 #: the retained part each plain view kind is made of
 _PARTS = {"mean": "mean", "tokens": "tokens", "norms": "norms", "values": "first"}
@@ -85,46 +87,33 @@ def difference_view(
     return make_view(kind, x - y, shown.axes, symmetric=True, note=note, **extra)
 
 
-def stage_difference(
-    flow_a: Any,
-    flow_b: Any,
-    stage_id: str,
+def captured_difference(
+    who: str,
+    kept_a: Retained | None,
+    kept_b: Retained | None,
     kind: str | None = None,
     *,
+    meanings: tuple[Meaning, Meaning | None] | None = None,
     channel: int | None = None,
     page: int | None = None,
-    channels: Any = None,
-    leaf: int = 0,
+    channels: Sequence[int] | None = None,
 ) -> View:
-    """A - B of a view of one stage (or model input / output) of two runs (Flows traced with
-    capture): its reading's difference where the view is the reading, else
-    :func:`difference_view` of its retained values."""
-    capture_a, capture_b = flow_a.capture, flow_b.capture
-    if capture_a is None or capture_b is None:
-        raise ValueError("A - B needs both runs traced with capture=True")
-    items_a = capture_a.captured(flow_a, stage_id)
-    try:
-        items_b = capture_b.captured(flow_b, stage_id)
-    except KeyError:
-        raise ValueError(f"stage {stage_id!r} did not run in run B: there is no A - B") from None
-    if not (0 <= leaf < len(items_a) and leaf < len(items_b)):
-        raise ValueError(f"stage {stage_id!r}: leaf={leaf} is not an output of both runs")
-    kept_a, kept_b = items_a[leaf].retained, items_b[leaf].retained
-    meaning_a, meaning_b = capture_a.meanings.get(stage_id), capture_b.meanings.get(stage_id)
-    if leaf == 0 and meaning_a is not None and kind in (None, meaning_a.kind):
+    """A - B of one captured leaf of two runs (``who`` names it in errors): the difference of
+    its reading where the view asked for is the reading (``meanings``: run A's and run B's
+    readings of a model end), else :func:`difference_view` of the retained values."""
+    if meanings is not None and kind in (None, meanings[0].kind):
+        meaning_a, meaning_b = meanings
         if meaning_b is None:
-            raise ValueError(f"{stage_id!r}: run B has no {meaning_a.kind} reading to compare")
+            raise ValueError(f"{who}: run B has no {meaning_a.kind} reading to compare")
         if meaning_a.kind != "image":
             return reading_difference(meaning_a, meaning_b)
         if kept_a is None or kept_b is None or kept_a.layout != "image":
-            raise ValueError(f"{stage_id!r}: the input values were not kept in both runs")
+            raise ValueError(f"{who}: the input values were not kept in both runs")
         mean = difference_view(kept_a, kept_b, "mean")
         note = "A - B of the input values (not their colours), mean over channels"
         return replace(mean, kind="image", note=f"{note}; {(mean.note or '').partition('; ')[2]}")
     if kept_a is None or kept_b is None:
-        raise ValueError(
-            f"stage {stage_id!r}: no view was kept in {'A' if kept_a is None else 'B'}"
-        )
+        raise ValueError(f"{who}: no view was kept in {'A' if kept_a is None else 'B'}")
     return difference_view(kept_a, kept_b, kind, channel=channel, page=page, channels=channels)
 
 

@@ -14,6 +14,7 @@ runs' readings of the same end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from .image import View, make_view, nonfinite_marks
 from .meaning import Meaning
 
-__all__ = ["meaning_view", "reading_difference"]
+__all__ = ["meaning_view", "named_tokens", "reading_difference"]
 
 
 def meaning_view(meaning: Meaning) -> View:
@@ -140,3 +141,26 @@ def _top_difference(a: Meaning, b: Meaning) -> View:
         a.kind, delta[order][None], ("", "rank"), symmetric=True, labels=labels,
         channels=tuple(union[k] for k in order), note=note,
     )  # fmt: skip
+
+
+def named_tokens(v: View, vocab: Callable[[list[int]], list[str]] | None) -> View:
+    """A view of token ids, or of a predicted next token, with the ids named by ``vocab`` (a
+    tokenizer's ``convert_ids_to_tokens``); any other view as it is.
+
+    >>> ids = View("ids", np.zeros((1, 2), np.uint8), 0, 1, False, ("", "token"), labels=("5", "7"))
+    >>> named_tokens(ids, lambda found: [f"<{i}>" for i in found]).labels
+    ('<5>', '<7>')
+    """
+    if vocab is None or not v.labels or v.kind not in ("ids", "next token"):
+        return v
+    if v.kind == "ids":  # (A - B: "3 → 5" where the runs' ids differ)
+        parts = [label.split(" → ") for label in v.labels]
+        names = vocab([int(i) for ids in parts for i in ids])
+        at, labels = 0, []
+        for ids in parts:
+            labels.append(" → ".join(names[at : at + len(ids)]))
+            at += len(ids)
+        return replace(v, labels=tuple(labels))
+    names = vocab([int(i) for i in v.channels or ()])
+    odds = [label.partition(": ")[2] for label in v.labels]
+    return replace(v, labels=tuple(f"{name}: {p}" for name, p in zip(names, odds)))

@@ -35,7 +35,6 @@ tensors by their magnitude.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,8 +47,8 @@ import torch.nn.functional as F
 
 from .dense import Dense, read_dense
 from .host import to_host
-from .pooling import Like, even, even2, fit, fit_axes, pool_flat
-from .sampling import prime_at_least
+from .plans import image_plan, sequence_plan
+from .pooling import Like, pool_flat
 
 __all__ = [
     "DEFAULT_BUDGET_BYTES",
@@ -57,12 +56,9 @@ __all__ = [
     "Layout",
     "PendingRetained",
     "Retained",
-    "image_sizes",
-    "rank_rows",
     "retain",
     "retain_dense",
     "retain_pending",
-    "sequence_sizes",
 ]
 
 DEFAULT_BUDGET_BYTES = 256 * 1024
@@ -70,9 +66,7 @@ DEFAULT_BUDGET_BYTES = 256 * 1024
 MIN_BUDGET_BYTES = 4096
 Layout = Literal["image", "sequence", "vector", "empty"]
 
-_GRID_SIDE, _MAP_SIDE, _TOP_CHANNELS = 64, 256, 8
-_NORMS, _FIRST, _TOPK = 4096, 4096, 16
-RANK_SAMPLE = 1 << 14  # elements read to rank channels by mean |x|
+_FIRST, _TOPK = 4096, 16
 _F16_MAX_EXP = 15  # float16 maps are scaled so that their peak |x| < 2**15 < 65504
 #: a tensor's largest finite |x|: on the host (a float), on its device (a 0-d tensor), unknown
 Peak = float | torch.Tensor | None
@@ -165,51 +159,6 @@ class PendingRetained:
 
 
 # --------------------------------------------------------------------------------------------
-# sizes (host arithmetic, cached: shapes repeat from call to call)
-
-
-@functools.lru_cache(maxsize=1024)
-def rank_rows(c: int, h: int, w: int) -> int:
-    """The row step for ranking channels: 1 (every row) up to ``RANK_SAMPLE`` elements,
-    else a prime (so that it does not alias with periodic rows), at most ``h``."""
-    if c * h * w <= RANK_SAMPLE:
-        return 1
-    return min(prime_at_least(-(-h // max(1, RANK_SAMPLE // (c * w)))), h)
-
-
-@functools.lru_cache(maxsize=1024)
-def image_sizes(
-    c: int, h: int, w: int, budget: int
-) -> tuple[tuple[int, int], tuple[int, int], int, tuple[int, int] | None] | None:
-    """(grid, mean, top channels, top size) of the image layout, or None when too many
-    channels for the budget."""
-    k_max = min(_TOP_CHANNELS, c)
-    grid = even2(h, w, fit(h, w, (budget // 2) // (2 * c), _GRID_SIDE))
-    mean = even2(h, w, fit(h, w, (budget // 8) // 2, _MAP_SIDE))
-    fixed = 4 * c + 8 * k_max
-    if grid is None or mean is None:
-        return None  # too many channels for this budget: keep it as a vector
-    rest = budget - fixed - 2 * c * grid[0] * grid[1] - 2 * mean[0] * mean[1]
-    if rest < 0:
-        return None
-    k, top = k_max, None
-    while k >= 1:
-        top = even2(h, w, fit(h, w, rest // (2 * k), _MAP_SIDE))
-        if top is not None and top[0] * top[1] > grid[0] * grid[1]:
-            break  # sharper than the grid: worth keeping
-        k, top = k // 2, None
-    return grid, mean, k, top
-
-
-@functools.lru_cache(maxsize=1024)
-def sequence_sizes(length: int, dim: int, budget: int) -> tuple[int, tuple[int, int]]:
-    """(norms kept, token map size) of the sequence layout."""
-    n_norms = min(length, _NORMS, budget // 16)
-    heat = fit_axes(length, dim, (budget - 4 * n_norms) // 2, _MAP_SIDE)
-    return n_norms, (even(length, heat[0]), even(dim, heat[1]))
-
-
-# --------------------------------------------------------------------------------------------
 # per-layout plans: device ops only
 
 
@@ -217,11 +166,10 @@ def _retain_image(
     x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like, peak: Peak
 ) -> Plan | None:
     c, h, w = shape
-    sizes = image_sizes(c, h, w, budget)
-    if sizes is None:
+    kept = image_plan(c, h, w, budget)
+    if kept is None:
         return None
-    grid, mean, k, top = sizes
-    step = rank_rows(c, h, w)
+    grid, mean, k, top, step = kept.grid, kept.mean, kept.k, kept.top, kept.rank_step
     rows = x if step == 1 else x[:, step // 2 :: step]
     mean_abs = rows.abs().mean((1, 2))
     maps = [pool_flat(x, h, w, *grid, like), pool_flat(x.mean(0), h, w, *mean, like)]
@@ -240,7 +188,8 @@ def _retain_sequence(
     x: torch.Tensor, shape: tuple[int, ...], budget: int, like: Like, peak: Peak
 ) -> Plan:
     length, dim = shape
-    n_norms, heat = sequence_sizes(length, dim, budget)
+    kept = sequence_plan(length, dim, budget)
+    n_norms, heat = kept.norms, kept.tokens
     norms = torch.linalg.vector_norm(x, 2, dim=1)  # fast along a contiguous last axis
     if n_norms < length:
         norms = F.adaptive_avg_pool1d(norms[None], n_norms)[0]

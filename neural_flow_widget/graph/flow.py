@@ -8,7 +8,7 @@ capture kept (summaries, views, attention maps) hangs off it as a :class:`Captur
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -17,27 +17,47 @@ from .origin import NonfiniteOrigin
 from .records import EDGE_KINDS, TOPOLOGIES, Edge, Failure, ModuleInfo, OpGraph, Stage, Topology
 from .selection import resolve
 
+#: what a Flow asks its capture record with: a module call's index, or a model end's node id
+Key = int | str
+
 
 class CaptureRecord(Protocol):
-    """What a Flow reads of its run's capture (``capture/state.py``'s ``Capture``)."""
+    """What a Flow reads of its run's capture (``capture/record.py``'s ``Capture``), asked by
+    key: the Flow resolves stage ids. The records it gives (summaries, views, attention maps)
+    are capture's; the graph layer passes them on without reading them."""
 
-    sample: int  # the batch sample that views and attention maps show
+    @property
+    def sample(self) -> int:
+        """The batch sample that views and attention maps show."""
+        ...
 
-    def summary(self, flow: Flow, stage_id: str) -> list[Any]: ...
+    @property
+    def maps(self) -> Mapping[int, Sequence[Any]]:
+        """Call index -> the attention maps made in that call (-1: the model's own body)."""
+        ...
+
+    @property
+    def end_failures(self) -> Mapping[str, str]:
+        """Model input / output node -> why its capture failed."""
+        ...
+
+    def captured(self, key: Key) -> Sequence[Any] | None: ...
+    def meaning(self, node: str) -> Any: ...
     def view(
         self,
-        flow: Flow,
-        stage_id: str,
+        key: Key,
+        items: Sequence[Any],
         kind: str | None,
         *,
-        channel: int | None,
-        leaf: int,
+        who: str,
+        channel: int | None = None,
+        leaf: int = 0,
         page: int | None = None,
-        channels: Any = None,
+        channels: Sequence[int] | None = None,
     ) -> Any: ...
-    def views(self, flow: Flow, stage_id: str, leaf: int = 0) -> tuple[str, ...]: ...
-    def attention(self, flow: Flow, stage_id: str) -> list[Any]: ...
-    def attention_origins(self, flow: Flow, stage_id: str) -> list[tuple[int, int]]: ...
+    def views(self, key: Key, items: Sequence[Any], leaf: int = 0) -> tuple[str, ...]: ...
+    def attention(self, calls: Collection[int]) -> list[Any]: ...
+    def attention_origins(self, calls: Collection[int]) -> list[tuple[int, int]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,10 +234,39 @@ class Flow:
 
     # -- capture (filled by trace(capture=True)) ---------------------------------------------
 
-    def summary(self, stage_id: str):
+    def key(self, stage_id: str) -> Key:
+        """What the capture record is asked with for ``stage_id``: its call index, or the node
+        id of a model input or output; ``KeyError`` for an unknown id."""
+        if stage_id in self.inputs or stage_id in self.outputs:
+            return stage_id
+        return self.stage(stage_id).index
+
+    def captured(self, stage_id: str) -> tuple[Key, Sequence[Any]]:
+        """The key of ``stage_id`` and the captured leaves of its output; ``ValueError``
+        saying why when there are none."""
+        capture = self._record()
+        key = self.key(stage_id)
+        items = capture.captured(key)
+        if items is not None:
+            return key, items
+        if isinstance(key, str):
+            why = capture.end_failures.get(key, "it is not a tensor")
+            raise ValueError(f"{stage_id!r} has no captured data: {why}")
+        stage = self.calls[key]
+        why = stage.error or "it returned no tensor"
+        raise ValueError(f"stage {stage_id!r} ({stage.type}) has no captured output: {why}")
+
+    def reading(self, stage_id: str) -> Any:
+        """What a model input or output means (the picture, the mask, the classes: a
+        ``Meaning`` of :mod:`neural_flow_widget.capture.meaning`), or None."""
+        if stage_id not in self.inputs and stage_id not in self.outputs:
+            return None
+        return self._record().meaning(stage_id)
+
+    def summary(self, stage_id: str) -> list[Any]:
         """Summaries of a stage's output, one per tensor leaf (see
         :mod:`neural_flow_widget.capture.summary`)."""
-        return self._captured().summary(self, stage_id)
+        return [item.summary for item in self.captured(stage_id)[1]]
 
     def view(
         self,
@@ -227,24 +276,36 @@ class Flow:
         channel: int | None = None,
         leaf: int = 0,
         page: int | None = None,
-        channels: Any = None,
-    ):
+        channels: Sequence[int] | None = None,
+    ) -> Any:
         """A rendered view of a stage's output (a channel grid, a token map, values...);
         ``channel`` picks the channel view's channel, ``page`` the page of 16 channels of a
         grid view (or ``channels`` its channels by hand)."""
-        return self._captured().view(
-            self, stage_id, kind, channel=channel, leaf=leaf, page=page, channels=channels
+        key, items = self.captured(stage_id)
+        who = f"stage {stage_id!r}"
+        return self._record().view(
+            key, items, kind, who=who, channel=channel, leaf=leaf, page=page, channels=channels
         )
 
     def views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
         """The view kinds a stage's output offers, the default first."""
-        return self._captured().views(self, stage_id, leaf)
+        key, items = self.captured(stage_id)
+        return self._record().views(key, items, leaf)
 
-    def attention(self, stage_id: str):
+    def attention(self, stage_id: str) -> list[Any]:
         """Attention maps recorded inside a stage call: a list of ``AttentionMap``."""
-        return self._captured().attention(self, stage_id)
+        return self._record().attention(self._attention_calls(stage_id))
 
-    def _captured(self) -> CaptureRecord:
+    def attention_origins(self, stage_id: str) -> list[tuple[int, int]]:
+        """Where each of :meth:`attention`'s maps was made: (module call, its n-th map)."""
+        return self._record().attention_origins(self._attention_calls(stage_id))
+
+    def _attention_calls(self, stage_id: str) -> frozenset[int]:
+        if stage_id in self.inputs or stage_id in self.outputs:
+            return frozenset()
+        return self.calls_within(stage_id)
+
+    def _record(self) -> CaptureRecord:
         if self.capture is None:
             raise ValueError(
                 "this flow was traced with capture=False; trace again with "

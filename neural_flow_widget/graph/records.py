@@ -6,6 +6,7 @@ other part of the package and the wire format speak.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,7 +24,7 @@ class Edge:
     dst: str
     kind: EdgeKind
 
-    def __iter__(self):  # so that ``src, dst, kind = edge`` works
+    def __iter__(self) -> Iterator[str]:  # so that ``src, dst, kind = edge`` works
         return iter((self.src, self.dst, self.kind))
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .. import wire
+from .replies import difference_reply, stage_reply
 
 DEFAULT_BUDGET = 8_000_000
 _NOTE_ROOM = 400  # bytes kept free for the graph note that says what a page left out
@@ -102,13 +103,13 @@ def bake(
     if make is None:
 
         def make(node: str) -> tuple[Any, list[bytes]]:
-            return wire.encode_stage_reply(flow, {"stage": node}, tokens, vocab)
+            return stage_reply(flow, {"stage": node}, tokens, vocab)
 
     blob = Blob() if blob is None else blob
     after = [0] * (len(order) + 1)  # room kept for the words of the nodes after each one
     if left_out is not None:
         for i in reversed(range(len(order))):
-            longest = wire.error_reply(order[i], left_out(order[i], 10**12))[0]
+            longest = wire.error_reply(order[i], left_out(order[i], 10**12))
             after[i] = after[i + 1] + _entry_cost(order[i], longest)
     replies: dict[str, Any] = {}
     dropped: list[str] = []
@@ -127,7 +128,7 @@ def bake(
             continue
         dropped.append(node)
         if left_out is not None:
-            missing, _ = wire.error_reply(node, left_out(node, cost))
+            missing = wire.error_reply(node, left_out(node, cost))
             cost = _entry_cost(node, missing)
             if spent + cost <= budget_bytes:
                 spent += cost
@@ -208,10 +209,10 @@ def bake_comparison(
         return req
 
     def make_b(node: str) -> tuple[Any, list[bytes]]:
-        return wire.encode_stage_reply(flow_b, request(node, "b"), tokens, vocab)
+        return stage_reply(flow_b, request(node, "b"), tokens, vocab)
 
     def make_diff(node: str) -> tuple[Any, list[bytes]]:
-        return wire.encode_difference_reply(flow, flow_b, request(node, "diff"), tokens, vocab)
+        return difference_reply(flow, flow_b, request(node, "diff"), tokens, vocab)
 
     half = budget_bytes // 2
     b = bake(flow_b, tokens, half, vocab, blob=blob, make=make_b, order=order)

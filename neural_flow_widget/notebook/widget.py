@@ -21,11 +21,13 @@ import torch
 import traitlets
 
 from .. import wire
+from ..capture.attention.maps import AttentionMap
 from ..compare import Comparison
 from ..compare import compare as compare_runs
 from ..graph import Flow, TraceError
 from ..run import attention_window, trace
 from . import export as _export
+from . import replies
 
 #: the front end, bundled into the package (``js/`` -> ``static/widget.js``)
 BUNDLE = pathlib.Path(__file__).parent.parent / "static" / "widget.js"
@@ -208,7 +210,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         flow_b, self._error_b = self._trace(model_b, inputs_b, run="B", stacklevel=stacklevel)
         self.flow_b, self._compare_with = flow_b, (run_b, model, rtol)
         self.comparison_result = compare_runs(self.flow, flow_b)
-        self.comparison = wire.encode_comparison(self.comparison_result, self.flow, rtol)
+        self.comparison = dict(wire.encode_comparison(self.comparison_result, self.flow, rtol))
         return self.comparison_result
 
     def step(self, n: int = 1) -> None:
@@ -277,26 +279,11 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         """The reply to a view's stage request ``msg`` (``wire.StageRequest``) and its buffers;
         a bad request gets an error reply, never an exception."""
         vocab = self._vocab if self._tokenizer is not None else None
-        try:
-            run = msg.get("run") if isinstance(msg, dict) else None
-            if run not in (None, "a", "b", "diff"):
-                return wire.error_reply(
-                    msg.get("stage"), f"run={run!r}: expected 'a', 'b' (compared) or 'diff' (A - B)"
-                )
-            if run in ("b", "diff") and self.flow_b is None:
-                return wire.error_reply(msg.get("stage"), "there is no run B: compare first")
-            if run == "b":  # the compared run
-                return wire.encode_stage_reply(self.flow_b, msg, self.tokens, vocab)
-            if run == "diff":
-                return wire.encode_difference_reply(self.flow, self.flow_b, msg, self.tokens, vocab)
-            return wire.encode_stage_reply(self.flow, msg, self.tokens, vocab, self._refine)
-        except Exception as error:  # a reply, never a kernel traceback or a hung spinner
-            return wire.error_reply(
-                msg.get("stage") if isinstance(msg, dict) else None,
-                f"{type(error).__name__}: {error}",
-            )
+        return replies.answer(self.flow, self.flow_b, msg, self.tokens, vocab, self._refine)
 
-    def _refine(self, stage: str, index: int, window: tuple[int, int, int, int]) -> Any:
+    def _refine(
+        self, stage: str, index: int, window: tuple[int, int, int, int]
+    ) -> AttentionMap | str:
         """Attention map ``index`` of ``stage`` over ``window`` at full resolution, the model
         run again on run A's inputs (a zoom beyond the block means the run kept)."""
         if self._model is None:

@@ -9,7 +9,7 @@ from .calls import CallRecord, CallTracker, dtype_name
 from .dataflow import DataflowTracer, TagTable
 from .fx import FxUnavailable, regraph_with_fx, with_fx_edges
 from .opaque import is_opaque, register
-from .protocols import OpObserver, OutputObserver, WriteLog
+from .protocols import OpObserver, OutputObserver, RunObserver, Watch, WriteLog
 from .pytree import among, leaves, map_tensors, output_leaves, tensors_in
 
 __all__ = [
@@ -19,7 +19,9 @@ __all__ = [
     "FxUnavailable",
     "OpObserver",
     "OutputObserver",
+    "RunObserver",
     "TagTable",
+    "Watch",
     "WriteLog",
     "among",
     "dtype_name",

@@ -72,6 +72,11 @@ def named_modules(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
     ]
 
 
+def module_infos(named: list[tuple[str, torch.nn.Module]]) -> tuple[ModuleInfo, ...]:
+    """What the stage selection reads of each module of :func:`named_modules`."""
+    return tuple(ModuleInfo(n, type(m).__name__, n.count(".") + 1, is_leaf(m)) for n, m in named)
+
+
 def compiled_names(name: str) -> str:
     """A module name without the ``_orig_mod`` parts of ``torch.compile``'s wrappers."""
     if "_orig_mod" not in name:
@@ -358,12 +363,6 @@ class CallTracker:
         return c == call
 
     # -- results ------------------------------------------------------------------------------
-
-    def module_infos(self) -> tuple[ModuleInfo, ...]:
-        return tuple(
-            ModuleInfo(n, type(m).__name__, n.count(".") + 1, is_leaf(m))
-            for n, m in zip(self.names, self.modules)
-        )
 
     def stages(self) -> tuple[Stage, ...]:
         """Frozen Stage records of the calls so far, with ids ``name`` or ``name#k``."""

@@ -32,9 +32,10 @@ from torch.overrides import TorchFunctionMode, resolve_name
 from ..graph import Flow
 from ..graph.origin import NonfiniteOrigin
 from .calls import CallTracker
+from .context import ModeObserver, Modules, RunContext
 from .dataflow import TagTable
-from .eager import eager
-from .pytree import map_tensors, tensors_in
+from .protocols import Watch
+from .pytree import tensors_in
 
 __all__ = ["OriginMode", "find_origin", "rng_state"]
 
@@ -121,7 +122,8 @@ def _set_rng(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None:
 
 
 def find_origin(
-    tracker: CallTracker,
+    model: torch.nn.Module,
+    modules: Modules,
     args: tuple,
     kwargs: dict,
     flow: Flow,
@@ -130,25 +132,24 @@ def find_origin(
     """Where the NaN / Inf was made that the first call of ``flow.nonfinite`` received, or
     None: that call made it itself, or it could not be found (ops out of the tracer's sight, a
     run that went another way, inputs that a second run would change: a cache object that a
-    forward appends to). ``tracker`` is a fresh tracker of the model (in eval mode, as
-    ``flow``'s run ran it), ``args`` and ``kwargs`` that run's inputs, ``rng`` the random
-    generators' state (:func:`rng_state`) before it."""
+    forward appends to). ``modules``, ``args`` and ``kwargs`` are those of ``flow``'s run,
+    ``rng`` the random generators' state (:func:`rng_state`) before it."""
     if not flow.nonfinite or not _replayable((args, kwargs)):
         return None
     first = flow.stage(flow.nonfinite[0]).index
     call_ids, call_modules = [c.id for c in flow.calls], [c.module for c in flow.calls]
-    model = tracker.model
-    mode = OriginMode(tracker.stack, tracker.calls)
 
     def stop(call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
         if call == first:
             raise _Stop
 
-    tracker.on_output = stop
+    def observe(watch: Watch) -> ModeObserver:
+        return ModeObserver(OriginMode(watch.stack, watch.calls), on_output=stop)
+
     try:  # (what a forward may write into: put back afterwards)
         buffers = [
             (module, name, b, b._version, b.clone())
-            for module in (model, *tracker.modules)
+            for module in (model, *(m for _, m in modules))
             for name, b in module._buffers.items()
             if b is not None and not b.is_meta
         ]
@@ -156,16 +157,14 @@ def find_origin(
         return None
     after = rng_state()
     stopped = False
-    args, kwargs = map_tensors(args, _detached), map_tensors(kwargs, _detached)
+    run = RunContext(model, modules, observe=observe)
     try:
         if rng is not None:
             _set_rng(rng)
-        with torch.no_grad(), eager(), tracker, mode:
-            model(*args, **kwargs)
+        with run:
+            run.forward(args, kwargs)
     except _Stop:
         stopped = True
-    except Exception:  # (it raised before the call returned: nothing to say)
-        pass
     finally:
         _set_rng(after)
         with torch.no_grad():
@@ -174,13 +173,15 @@ def find_origin(
                     module._buffers[name] = b
                 if b._version != version:
                     b.copy_(saved)
+    tracker = run.tracker
     calls = tracker.calls
     if not stopped or any(
         tracker.names[calls[i].module] != call_modules[i] for i in range(first + 1)
     ):
         return None
+    assert run.observer is not None and isinstance(run.observer.mode, OriginMode)
     try:
-        return _origin(mode, calls, first, call_ids, call_modules, tracker, flow.model)
+        return _origin(run.observer.mode, calls, first, call_ids, call_modules, tracker, flow.model)
     except Exception:  # (a diagnosis that fails says nothing; the run's records stand)
         return None
 
@@ -199,10 +200,6 @@ def _replayable(obj: Any) -> bool:
     if isinstance(obj, Mapping):
         return all(_replayable(x) for x in obj.values())
     return False
-
-
-def _detached(_path: str, tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.detach()
 
 
 def _origin(

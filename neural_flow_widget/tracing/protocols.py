@@ -1,15 +1,19 @@
-"""The contract between the tracing layer and what observes a run (capture, attention).
+"""The contract between the tracing layer and what observes a run (capture, attention, the
+NaN-origin diagnosis, the attention zoom).
 
-The tracer and the call tracker know nothing of capture: they call these methods, and capture
-implements them. Capture in turn reads the tracer only through :class:`WriteLog`.
+The run context (:mod:`.context`), the tracer and the call tracker know nothing of capture:
+they call these methods, and capture implements them. Capture in turn reads the tracer only
+through :class:`WriteLog`, and the run through :class:`Watch`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 
 class OpObserver(Protocol):
@@ -21,7 +25,8 @@ class OpObserver(Protocol):
     tracer, which would hide its ops.
     """
 
-    watched: Collection[Any]
+    @property
+    def watched(self) -> Collection[Any]: ...
 
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None: ...
 
@@ -54,3 +59,39 @@ class WriteLog(Protocol):
     def written_since(self, tensor: torch.Tensor, seq: int) -> bool: ...
 
     def before_next_write(self, callback: Callable[[], None] | None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """What an observer of a run may read while the run goes on (given when it is made)."""
+
+    stack: list[int]  # the running module calls, innermost last; -1: the model's own body
+    calls: list[Any]  # the module calls so far (``tracing.calls.CallRecord``), in start order
+    writes: WriteLog | None  # the dataflow tracer's account of in-place writes, when it runs
+
+    def current(self) -> int:
+        """The innermost running module call (-1: the model's own body)."""
+        return self.stack[-1]
+
+
+class RunObserver(Protocol):
+    """What watches one run beside the call tracker; the run context makes it (from a
+    :class:`Watch`), feeds it, and closes it when the pass is over, whatever happened.
+
+    ``ops``: torch ops it must see (the attention recorder), fed by the dataflow tracer or,
+    without one, by a mode of the context's own; ``mode``: a TorchFunctionMode of its own,
+    entered inside the tracer (the NaN-origin run's, the attention zoom's); ``on_output``:
+    each call's output as it returns; :meth:`on_end`: each model input before the forward and
+    each output after it.
+    """
+
+    @property
+    def ops(self) -> OpObserver | None: ...
+    @property
+    def mode(self) -> TorchFunctionMode | None: ...
+    @property
+    def on_output(self) -> OutputObserver | None: ...
+
+    def on_end(self, node: str, tensor: torch.Tensor, output: bool) -> None: ...
+
+    def close(self) -> None: ...

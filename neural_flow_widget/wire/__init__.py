@@ -27,7 +27,8 @@ Two messages exist.
    re-implements exactly that walk so that expanding or collapsing a group needs no kernel
    round trip.
 
-2. A **stage reply** to the ``_stage_data`` command, from :func:`encode_stage_reply`: a JSON
+2. A **stage reply** to the ``_stage_data`` command, from :func:`encode_reply` (the records
+   that answer a request are chosen in :mod:`neural_flow_widget.notebook.replies`): a JSON
    message plus a list of binary buffers (never base64)::
 
     request:  {"stage": "enc1", "view": "grid" | null, "channel": int | null,
@@ -93,7 +94,7 @@ Two messages exist.
                "error": null}
     error:    {"ok": false, "stage": "enc1", "error": "unknown view kind 'foo' for ..."}
 
-   A request with ``"run": "diff"`` gets A - B (:func:`encode_difference_reply`): the reply
+   A request with ``"run": "diff"`` gets A - B (``notebook.replies.difference_reply``): the reply
    above with ``"run": "diff"``, no summaries, ``"view"`` the difference of the two runs'
    retained values for the same view kind, channels and page (``"signed": true``, a range
    symmetric about 0; the readings of inputs and outputs by their own rules, see
@@ -103,192 +104,42 @@ Two messages exist.
 
 from __future__ import annotations
 
-from typing import Any
-
+from .graph import SCHEMA, ComparisonMessage, encode_comparison, encode_graph
 from .reply import (
-    GRID_SIDE,
     AttentionMessage,
     Buffer,
     Reply,
+    StageRequest,
     SummaryMessage,
     ViewMessage,
-    encode_difference_reply,
-    encode_stage_reply,
+    encode_reply,
     error_reply,
     finite_or_none,
+    parse_request,
 )
 from .schema import Graph, WireCall, WireEnd, WireFailure, WireOrigin
 
 __all__ = [
     "COMMAND",
-    "GRID_SIDE",
     "SCHEMA",
     "AttentionMessage",
     "Buffer",
+    "ComparisonMessage",
     "Graph",
     "Reply",
+    "StageRequest",
     "SummaryMessage",
     "ViewMessage",
+    "WireCall",
+    "WireEnd",
+    "WireFailure",
+    "WireOrigin",
     "encode_comparison",
-    "encode_difference_reply",
     "encode_graph",
-    "encode_stage_reply",
+    "encode_reply",
     "error_reply",
+    "finite_or_none",
+    "parse_request",
 ]
 
-SCHEMA = 5
 COMMAND = "_stage_data"
-
-
-def encode_graph(flow: Any) -> Graph:
-    """The graph message for a Flow (see the module docstring). No images, no buffers."""
-    index_of = {c.id: c.index for c in flow.calls}
-    parents = [index_of[c.parent] if c.parent is not None else -1 for c in flow.calls]
-    capture = flow.capture
-    calls: list[WireCall] = []
-    for c in flow.calls:
-        calls.append(
-            {
-                "id": c.id,
-                "module": c.module,
-                "type": c.type,
-                "call": c.call,
-                "parent": parents[c.index],
-                "depth": c.depth,
-                "leaf": c.leaf,
-                "params": c.params,
-                "shapes": [list(s) for s in c.shapes],
-                "dtypes": list(c.dtypes),
-                "sig": c.sig,
-                "error": c.error,
-                "in": list(flow.graph.call_inputs[c.index]),
-                "args": list(flow.graph.arguments(c.index)),
-                "state": flow.graph.state(c.index),
-            }
-        )
-    return {
-        "schema": SCHEMA,
-        "model": flow.model,
-        "topology": flow.topology,
-        "inputs": list(flow.inputs),
-        "outputs": list(flow.outputs),
-        "calls": calls,
-        "ops": [(owner, list(p)) for owner, p in zip(flow.graph.owners, flow.graph.parents)],
-        "input_ops": [(name, op) for name, op in flow.graph.input_ops],
-        "output_ops": [(name, list(ops)) for name, ops in flow.graph.output_ops],
-        "joins": [(op, kind) for op, kind in flow.graph.joins],
-        "selected": list(flow.selected),
-        "initial": list(flow.selected) if flow.explicit else None,
-        "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),
-        "stats": [_stats(capture, c.index) for c in flow.calls],
-        "nonfinite": [index_of[name] for name in flow.nonfinite],
-        "nonfinite_origin": _origin(flow, index_of),
-        "failure": _failure(flow, index_of),
-        "notes": list(flow.notes),
-        "ends": _ends(flow),
-    }
-
-
-def _ends(flow: Any) -> dict[str, WireEnd]:
-    capture = flow.capture
-    ends: dict[str, WireEnd] = {}
-    for node, items in (getattr(capture, "ends", None) or {}).items():
-        summary = items[0].summary
-        meaning = capture.meanings.get(node)
-        ends[node] = {
-            "shape": [int(n) for n in summary.shape],
-            "dtype": summary.dtype,
-            "reading": meaning.kind if meaning is not None else None,
-        }
-    return ends
-
-
-def _origin(flow: Any, index_of: dict[str, int]) -> WireOrigin | None:
-    o = getattr(flow, "nonfinite_origin", None)
-    if o is None:
-        return None
-    return {
-        "op": o.op,
-        "module": o.module,
-        "type": o.type,
-        "function": o.function,
-        "file": o.file.replace("\\", "/").rpartition("/")[2],
-        "line": o.line,
-        "text": o.text,
-        "before": index_of.get(o.before) if o.before is not None else None,
-        "after": index_of.get(o.after) if o.after is not None else None,
-    }
-
-
-def _failure(flow: Any, index_of: dict[str, int]) -> WireFailure | None:
-    failure = flow.failure
-    if failure is None:
-        return None
-    stage = index_of.get(failure.stage) if failure.stage is not None else None
-    call = index_of.get(failure.call) if failure.call is not None else None
-    return {"message": failure.message, "stage": stage, "call": call}
-
-
-def _stats(capture: Any, index: int) -> tuple[float | None, float | None] | None:
-    items = capture.outputs.get(index) if capture is not None else None
-    if not items:
-        return None
-    summary = items[0].summary
-    if summary.kind != "float" or summary.mean_abs is None:
-        return None
-    return (finite_or_none(summary.mean_abs), finite_or_none(summary.std))
-
-
-def encode_comparison(comparison: Any, flow: Any, rtol: float) -> dict[str, Any]:
-    """The ``comparison`` traitlet: run A (``flow``) against run B, stage by stage.
-
-    ``{"rtol": 1e-3, "first": 5 | null,  # call index (in A) of the first divergent stage
-       "stages": [[5, 0.02, 0.999, 0.1, true, true], ...],  # [call index, relative L2,
-                  #   cosine, max |a - b| (null where not finite), exact, diverges]
-       "ends": {"input:0": [0.5, 0.8, 1.0, true, true]},  # the same for inputs and outputs
-       "only_a": [7], "only_b": ["head#1"],  # calls of one run only (A: indices; B: ids)
-       "raised": [[5, "b"]],  # [call index, "a" | "b" | "both"]: stages where a run's forward
-                              #   raised (no output to compare: they diverge, never equal)
-       "failed": [{"run": "b",  # a run whose forward raised ("a" | "b"); []: both completed
-                   "stage": "dec1" | null,  # the stage that was running (its id in that run)
-                   "call": 5 | null,   # that stage's call index in run A (null: none there)
-                   "module": "dec1.conv" | null,  # the innermost module that raised
-                   "message": "stage 'dec1' (module Conv2d) raised ..."}]}``  # what, where
-    ``first`` is never null when ``failed`` is not empty, unless the place a run stopped is
-    not a stage of run A (an output, a stage of run B only).
-    """
-    index_of = {c.id: c.index for c in flow.calls}
-    first = comparison.first_divergent(rtol)
-    failed = [
-        {
-            "run": run,
-            "stage": failure.stage,
-            "call": index_of.get(failure.stage) if failure.stage is not None else None,
-            "module": failure.module,
-            "message": failure.message,
-        }
-        for run, failure in (("a", comparison.failure_a), ("b", comparison.failure_b))
-        if failure is not None
-    ]
-
-    def row(d: Any) -> list[Any]:
-        return [
-            finite_or_none(d.rel_l2),
-            finite_or_none(d.cosine),
-            finite_or_none(d.max_abs),
-            bool(d.exact),
-            bool(d.diverges(rtol)),
-        ]
-
-    return {
-        "rtol": rtol,
-        "first": index_of.get(first.id) if first is not None else None,
-        "stages": [[index_of[d.id], *row(d)] for d in comparison.stages if d.id in index_of],
-        "ends": {d.id: row(d) for d in comparison.ends},
-        "only_a": [index_of[i] for i in comparison.only_a if i in index_of],
-        "only_b": list(comparison.only_b),
-        "raised": [
-            [index_of[d.id], d.raised] for d in comparison.stages if d.raised and d.id in index_of
-        ],
-        "failed": failed,
-    }

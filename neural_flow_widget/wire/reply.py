@@ -1,24 +1,62 @@
 """The stage replies of the wire format (message 2 of :mod:`neural_flow_widget.wire`, whose
 docstring is the reference): what a click on a stage, or on a model input or output, gets
 back. ``js/src/wire_reply.ts`` reads them.
+
+This module reads requests (:func:`parse_request`) and writes replies (:func:`encode_reply`)
+of records made elsewhere; it computes nothing. Which records answer a request is
+:mod:`neural_flow_widget.notebook.replies`' business.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import replace
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import numpy as np
 
-GRID_SIDE = 64  # attention heads grid: each head pooled to at most this side
-MAP_SIDE = 256  # an attention map on the wire: at most this many rows and columns
+if TYPE_CHECKING:  # (the records this module writes; it imports nothing that computes)
+    from ..capture.attention.maps import AttentionMap, Shown
+    from ..capture.image import View
+    from ..capture.summary import Summary
+
+__all__ = [
+    "AttentionMessage",
+    "Buffer",
+    "Reply",
+    "StageRequest",
+    "SummaryMessage",
+    "ViewMessage",
+    "encode_reply",
+    "error_reply",
+    "finite_or_none",
+    "parse_request",
+]
 
 
 class Buffer(TypedDict):
     shape: list[int]
     buffer: int  # index into the reply's buffers
+
+
+class HistogramMessage(TypedDict):
+    lo: float | None
+    hi: float | None
+    bins: int
+    buffer: int  # float64 counts
+
+
+class StatsMessage(TypedDict):
+    min: float | None
+    max: float | None
+    mean: float | None
+    std: float | None
+    mean_abs: float | None
+    zero_fraction: float | None
+    nan: int
+    posinf: int
+    neginf: int
 
 
 class SummaryMessage(TypedDict):
@@ -28,10 +66,10 @@ class SummaryMessage(TypedDict):
     device: str
     kind: str
     numel: int
-    stats: dict[str, float | int | None]
+    stats: StatsMessage
     sampled: int | None
-    hist: dict[str, Any] | None  # {"lo", "hi", "bins", "buffer"}: float64 counts
-    values: list[list[Any]] | None
+    hist: HistogramMessage | None
+    values: list[list[int | bool]] | None
     error: str | None
 
 
@@ -78,144 +116,95 @@ class Reply(TypedDict, total=False):
     run: str  # "diff" on A - B replies only
 
 
-def finite_or_none(value: Any) -> float | None:
+@dataclass(frozen=True, slots=True)
+class StageRequest:
+    """A ``_stage_data`` request, its fields checked for type (see the wire docstring)."""
+
+    stage: str
+    view: str | None = None
+    channel: int | None = None
+    head: int | None = None
+    sample: int | None = None
+    page: int | None = None
+    channels: tuple[int, ...] | None = None
+    window: tuple[int, ...] | None = None  # [q0, q1, k0, k1]; its range is the map's to check
+    run: Literal["a", "b", "diff"] | None = None
+
+
+def parse_request(raw: object) -> StageRequest | Reply:
+    """The request in ``raw`` (a JSON object), or the error reply saying what is wrong."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("stage"), str):
+        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
+    stage: str = raw["stage"]
+    for name in ("view", "channel", "head", "page", "sample"):
+        value = raw.get(name)
+        if value is not None and not _is(value, str if name == "view" else int):
+            return error_reply(stage, f"{name}={value!r} has the wrong type")
+    channels = raw.get("channels")
+    if channels is not None and not (
+        isinstance(channels, list) and all(_is(c, int) for c in channels)
+    ):
+        return error_reply(stage, f"channels={channels!r}: expected a list of channel indices")
+    window = raw.get("window")
+    if window is not None and not (
+        isinstance(window, list) and len(window) == 4 and all(_is(v, int) for v in window)
+    ):
+        return error_reply(stage, f"window={window!r}: expected [q0, q1, k0, k1] (positions)")
+    run = raw.get("run")
+    if run not in (None, "a", "b", "diff"):
+        return error_reply(stage, f"run={run!r}: expected 'a', 'b' or 'diff'")
+    return StageRequest(
+        stage,
+        raw.get("view"),
+        raw.get("channel"),
+        raw.get("head"),
+        raw.get("sample"),
+        raw.get("page"),
+        tuple(channels) if channels is not None else None,
+        tuple(window) if window is not None else None,
+        run,
+    )
+
+
+def _is(value: object, kind: type) -> bool:
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def finite_or_none(value: float | np.floating | None) -> float | None:
     if value is None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
 
 
-def error_reply(stage: Any, message: str) -> tuple[Reply, list[bytes]]:
-    return {"ok": False, "stage": stage if isinstance(stage, str) else None, "error": message}, []
+def error_reply(stage: str | None, message: str) -> Reply:
+    return {"ok": False, "stage": stage, "error": message}
 
 
-def encode_stage_reply(
-    flow: Any,
-    request: Any,
-    tokens: list[str] | None = None,
-    vocab: Callable[[list[int]], list[str]] | None = None,
-    refine: Callable[[str, int, tuple[int, int, int, int]], Any] | None = None,
+def encode_reply(
+    stage: str,
+    summaries: Sequence[tuple[str, Summary]],
+    views: Sequence[str],
+    view: View | None,
+    attention: Sequence[tuple[AttentionMap, Shown, np.ndarray, int | None]],
+    tokens: list[str] | None,
+    error: str | None,
+    run: str | None = None,
 ) -> tuple[Reply, list[bytes]]:
-    """The reply to a ``_stage_data`` request: JSON plus binary buffers. A bad request (unknown
-    stage, view kind, channel or head) gets ``{"ok": false, "error": ...}``, never a raise.
-    ``vocab`` names token ids (a tokenizer's ``convert_ids_to_tokens``) in the views of ids
-    and of a predicted next token. ``refine(stage, index, window)``, where the model can run
-    again (a live kernel), makes a map's window exact where the run kept block means and the
-    window is small enough to show every position (an AttentionMap of the window, or a str:
-    why not; the kept blocks are shown then)."""
-    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
-        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
-    stage_id = request["stage"]
-    end = stage_id in flow.inputs or stage_id in flow.outputs  # a model input or output
-    try:
-        error_of = None if end else flow.stage(stage_id).error
-    except KeyError as error:
-        return error_reply(stage_id, str(error.args[0]))
-    if flow.capture is None:
-        return error_reply(stage_id, "this flow was traced with capture=False: no data")
+    """The reply to a ``_stage_data`` request: JSON plus binary buffers. ``attention``: per map
+    of the stage, the map, what is shown of it, its heads grid and the head shown (None: the
+    mean over heads). ``summaries``: per output leaf, its path ("0", "logits") and summary."""
     buffers: list[bytes] = []
-    sample = request.get("sample", 0)
-    captured_sample = getattr(flow.capture, "sample", 0)
-    if sample not in (None, captured_sample):
-        return error_reply(
-            stage_id,
-            f"sample {sample} was not captured; trace with "
-            f"sample={sample} to see it (captured: {captured_sample})",
-        )
-    try:
-        summaries = [_summary(s, buffers) for s in flow.summary(stage_id)]
-    except ValueError as error:
-        summaries = []
-        if error_of is None:
-            return error_reply(stage_id, str(error))
-    views = list(flow.capture.views(flow, stage_id)) if summaries else []
-    view = None
-    kind = request.get("view")
-    picked = _picks(request)
-    if isinstance(picked, str):
-        return error_reply(stage_id, picked)
-    if views:
-        try:
-            view = _view(_named(flow.view(stage_id, kind, **picked), vocab), buffers)
-        except ValueError as error:
-            return error_reply(stage_id, str(error))
-    elif kind is not None:
-        return error_reply(stage_id, f"stage {stage_id!r} has no views")
-    try:
-        window = request.get("window")
-        attention = []
-        for i, m in enumerate(flow.attention(stage_id)):
-            fine = _finer(m, window, stage_id, i, refine) if refine else None
-            attention.append(_attention(m, request.get("head"), buffers, window, fine))
-    except ValueError as error:
-        return error_reply(stage_id, str(error))
-    reply: Reply = {
-        "ok": True,
-        "stage": stage_id,
-        "summaries": summaries,
-        "views": views,
-        "view": view,
-        "attention": attention,
+    reply: Reply = {"ok": True, "stage": stage}
+    if run is not None:
+        reply["run"] = run
+    reply |= {
+        "summaries": [_summary(leaf, s, buffers) for leaf, s in summaries],
+        "views": list(views),
+        "view": _view(view, buffers) if view is not None else None,
+        "attention": [_attention(*parts, buffers) for parts in attention],
         "tokens": tokens,
-        "error": error_of,
-    }
-    return reply, buffers
-
-
-def _picks(request: dict) -> dict[str, Any] | str:
-    """The view-picking fields of a request (channel, page, channels), or what is wrong."""
-    for name in ("view", "channel", "head", "page"):
-        value = request.get(name)
-        if value is not None and not isinstance(value, str if name == "view" else int):
-            return f"{name}={value!r} has the wrong type"
-    channels = request.get("channels")
-    if channels is not None and not (
-        isinstance(channels, list) and all(isinstance(c, int) for c in channels)
-    ):
-        return f"channels={channels!r}: expected a list of channel indices"
-    return {"channel": request.get("channel"), "page": request.get("page"), "channels": channels}
-
-
-def encode_difference_reply(
-    flow_a: Any,
-    flow_b: Any,
-    request: Any,
-    tokens: list[str] | None = None,
-    vocab: Callable[[list[int]], list[str]] | None = None,
-) -> tuple[Reply, list[bytes]]:
-    """The reply to a ``_stage_data`` request with ``"run": "diff"``: A - B of the view it
-    asks for (:func:`neural_flow_widget.capture.difference.stage_difference`) and of the
-    stage's attention maps, signed; no summaries. Never raises."""
-    from ..capture.difference import attention_difference, stage_difference
-
-    if not isinstance(request, dict) or not isinstance(request.get("stage"), str):
-        return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
-    stage_id = request["stage"]
-    picked = _picks(request)
-    if isinstance(picked, str):
-        return error_reply(stage_id, picked)
-    buffers: list[bytes] = []
-    try:
-        views = list(flow_a.views(stage_id))
-        view = None
-        if views:
-            diff = stage_difference(flow_a, flow_b, stage_id, request.get("view"), **picked)
-            view = _view(_named(diff, vocab), buffers)
-        maps = attention_difference(flow_a.attention(stage_id), flow_b.attention(stage_id))
-        window = request.get("window")
-        attention = [_attention(m, request.get("head"), buffers, window) for m in maps]
-    except (ValueError, KeyError) as error:
-        return error_reply(stage_id, str(error.args[0]) if error.args else str(error))
-    reply: Reply = {
-        "ok": True,
-        "stage": stage_id,
-        "run": "diff",
-        "summaries": [],
-        "views": views,
-        "view": view,
-        "attention": attention,
-        "tokens": tokens,
-        "error": None,
+        "error": error,
     }
     return reply, buffers
 
@@ -225,8 +214,8 @@ def _add(buffers: list[bytes], array: np.ndarray) -> int:
     return len(buffers) - 1
 
 
-def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
-    hist = None
+def _summary(leaf: str, s: Summary, buffers: list[bytes]) -> SummaryMessage:
+    hist: HistogramMessage | None = None
     if s.hist_counts is not None and len(s.hist_counts):
         hist = {
             "lo": finite_or_none(s.hist_lo),
@@ -235,7 +224,7 @@ def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
             "buffer": _add(buffers, np.asarray(s.hist_counts, dtype="<f8")),
         }
     return {
-        "leaf": getattr(s, "leaf", None),
+        "leaf": leaf,
         "shape": list(s.shape),
         "dtype": s.dtype,
         "device": s.device,
@@ -259,28 +248,11 @@ def _summary(s: Any, buffers: list[bytes]) -> SummaryMessage:
     }
 
 
-def _plain(value: Any) -> Any:
-    return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)
+def _plain(value: object) -> int | bool:
+    return bool(value) if isinstance(value, (bool, np.bool_)) else int(value)  # type: ignore[call-overload]
 
 
-def _named(v: Any, vocab: Callable[[list[int]], list[str]] | None) -> Any:
-    """A view of token ids or of a next token with the ids named by ``vocab``."""
-    if vocab is None or not v.labels or v.kind not in ("ids", "next token"):
-        return v
-    if v.kind == "ids":  # (A - B: "3 → 5" where the runs' ids differ)
-        parts = [label.split(" → ") for label in v.labels]
-        names = vocab([int(i) for ids in parts for i in ids])
-        at, labels = 0, []
-        for ids in parts:
-            labels.append(" → ".join(names[at : at + len(ids)]))
-            at += len(ids)
-        return replace(v, labels=tuple(labels))
-    names = vocab([int(i) for i in v.channels])
-    odds = [label.partition(": ")[2] for label in v.labels]
-    return replace(v, labels=tuple(f"{name}: {p}" for name, p in zip(names, odds)))
-
-
-def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
+def _view(v: View, buffers: list[bytes]) -> ViewMessage:
     data = np.asarray(v.data, dtype=np.uint8)
     return {
         "kind": v.kind,
@@ -301,92 +273,18 @@ def _view(v: Any, buffers: list[bytes]) -> ViewMessage:
     }
 
 
-def _finer(m: Any, window: Any, stage_id: str, index: int, refine: Callable[..., Any]) -> Any:
-    """Map ``index`` of the stage over ``window``, made exact by ``refine``, where ``m`` keeps
-    block means over it and every position of it fits on the wire; else None."""
-    if m.pool == (1, 1) or not isinstance(window, list) or len(window) != 4:
-        return None
-    q0, q1, k0, k1 = window
-    if q1 - q0 > MAP_SIDE or k1 - k0 > MAP_SIDE:
-        return None
-    _window(m.weights[0], m, window)  # (a window out of range is refused as ever)
-    fine = refine(stage_id, index, (q0, q1, k0, k1))
-    return fine if getattr(fine, "weights", None) is not None else None
-
-
 def _attention(
-    m: Any, head: int | None, buffers: list[bytes], window: Any = None, fine: Any = None
+    m: AttentionMap, shown: Shown, grid: np.ndarray, head: int | None, buffers: list[bytes]
 ) -> AttentionMessage:
-    """One map's message: ``m`` over ``window``, or ``fine`` (that window, exact) if given."""
-    weights = np.asarray(m.weights, dtype="<f4")
-    heads = weights.shape[0]
-    if head is not None and not 0 <= head < heads:
-        raise ValueError(
-            f"head={head} is out of range: this attention call has {heads} heads (0..{heads - 1})"
-        )
-    if fine is not None:
-        exact = np.asarray(fine.weights, dtype="<f4")
-        shown = np.ascontiguousarray(exact[head] if head is not None else exact.mean(axis=0))
-        covered, pool = list(window), [1, 1]
-    else:
-        chosen = weights[head] if head is not None else weights.mean(axis=0)
-        shown, covered, pool = _window(chosen, m, window)
-    grid = m.heads_grid(GRID_SIDE)
     return {
-        "heads": heads,
+        "heads": int(m.weights.shape[0]),
         "q_len": m.q_len,
         "k_len": m.k_len,
-        "pool": pool,
+        "pool": list(shown.pool),
         "source": m.source,
         "causal": bool(m.causal),
         "head": head,
-        "window": covered,
-        "map": {"shape": list(shown.shape), "buffer": _add(buffers, shown)},
+        "window": list(shown.window),
+        "map": {"shape": list(shown.weights.shape), "buffer": _add(buffers, shown.weights)},
         "grid": {"shape": list(grid.shape), "buffer": _add(buffers, grid)},
     }
-
-
-def _window(chosen: np.ndarray, m: Any, window: Any) -> tuple[np.ndarray, list[int], list[int]]:
-    """The part of a map (rows, columns of block means of ``m.pool`` positions) that covers
-    ``window`` = [q0, q1, k0, k1] (positions; None: all of it), pooled further to at most
-    MAP_SIDE a side (exact block means, a short last block weighed by its size); the
-    positions it covers, and the positions per row and column."""
-    pq, pk = (int(f) for f in m.pool)
-    if window is None:
-        q0, q1, k0, k1 = 0, m.q_len, 0, m.k_len
-    elif (
-        not isinstance(window, list)
-        or len(window) != 4
-        or not all(isinstance(v, int) for v in window)
-        or not (0 <= window[0] < window[1] <= m.q_len and 0 <= window[2] < window[3] <= m.k_len)
-    ):
-        raise ValueError(
-            f"window={window!r}: expected [q0, q1, k0, k1] with 0 <= q0 < q1 <= {m.q_len} "
-            f"and 0 <= k0 < k1 <= {m.k_len}"
-        )
-    else:
-        q0, q1, k0, k1 = window
-    r0, r1, c0, c1 = q0 // pq, -(-q1 // pq), k0 // pk, -(-k1 // pk)
-    part = chosen[r0:r1, c0:c1]
-    covered = [r0 * pq, min(r1 * pq, m.q_len), c0 * pk, min(c1 * pk, m.k_len)]
-    fq, fk = -(-part.shape[0] // MAP_SIDE), -(-part.shape[1] // MAP_SIDE)
-    if fq > 1 or fk > 1:
-        part = _block_means(part, covered[0], covered[1], pq, fq, axis=0)
-        part = _block_means(part, covered[2], covered[3], pk, fk, axis=1)
-    return np.ascontiguousarray(part, dtype="<f4"), covered, [pq * fq, pk * fk]
-
-
-def _block_means(part: np.ndarray, lo: int, hi: int, size: int, f: int, axis: int) -> np.ndarray:
-    """Means of ``f`` neighbouring blocks along ``axis``, each weighed by how many positions
-    it holds (blocks of ``size`` from ``lo``; the last ends at ``hi``)."""
-    if f == 1:
-        return part
-    n = part.shape[axis]
-    sizes = np.full(n, size, np.float64)
-    sizes[-1] = hi - lo - size * (n - 1)
-    starts = np.arange(0, n, f)
-    shape = [1, 1]
-    shape[axis] = n
-    total = np.add.reduceat(part * sizes.reshape(shape), starts, axis=axis)
-    count = np.add.reduceat(sizes, starts).reshape([-1, 1] if axis == 0 else [1, -1])
-    return total / count

@@ -5,7 +5,7 @@
 same comments and the field tables that ``js/src/wire.ts`` validates a message against
 (``tests/test_wire_schema.py`` fails when the committed file is stale). A field added, removed
 or retyped here is therefore added, removed or retyped in the front end's types and checks by
-that script; bump ``SCHEMA`` (``wire/__init__.py``) with it.
+that script; bump ``SCHEMA`` (``wire/graph.py``) with it.
 
 Every field is required (a message always carries it; ``None`` where it may be empty). The
 comment is the second argument of ``Annotated``.

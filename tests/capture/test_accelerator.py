@@ -6,6 +6,7 @@ C compiler is found, unless ``NFW_REQUIRE_ACCELERATOR=1`` (``scripts/test.sh`` s
 which turns a missing build into a failure.
 """
 
+import ctypes
 import math
 import os
 
@@ -18,7 +19,8 @@ import neural_flow_widget as nfw
 from neural_flow_widget.capture import accelerator
 from neural_flow_widget.capture.accelerator import build
 from neural_flow_widget.capture.host import to_host
-from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, rank_rows, retain_pending
+from neural_flow_widget.capture.plans import rank_rows
+from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, retain_pending
 from neural_flow_widget.capture.summary import read_dense, summarise_pending
 
 if accelerator.library() is None and os.environ.get("NFW_REQUIRE_ACCELERATOR") == "1":
@@ -46,7 +48,7 @@ def fast(request):
 
 def reduced(reducer, x, sample, budget):
     made = reducer.reduce(x, sample, budget)
-    return made.result() if made is not None else None
+    return made.result()[:2] if made is not None else None
 
 
 def torch_path(x, sample, budget):
@@ -62,6 +64,29 @@ def test_a_build_of_another_version_is_refused_not_called(monkeypatch):
     monkeypatch.setattr(accelerator, "_VERSION", accelerator._VERSION + 1)
     with pytest.raises(OSError, match="another version"):
         accelerator.open_library(path)
+
+
+def test_a_build_whose_parameter_structs_differ_is_refused(monkeypatch):
+    """The mirrors of reduce.c's ImageParams / SequenceParams are checked field for field
+    by size: a mirror one field short (what a parameter added in C alone would leave) is
+    refused at load, never called with a wrong layout."""
+    path = build.build()[0]
+    fields = accelerator.ImageParams._fields_[:-1]
+    short = type("ImageParams", (ctypes.Structure,), {"_fields_": fields})
+    monkeypatch.setattr(accelerator, "_PARAMS", {short: 0, accelerator.SequenceParams: 1})
+    with pytest.raises(OSError, match="lays out ImageParams otherwise"):
+        accelerator.open_library(path)
+
+
+def test_the_parameters_are_the_plan_of_the_torch_path():
+    """The compiled path's sizes come from the same plan objects as the torch path's."""
+    from neural_flow_widget.capture.plans import image_plan
+
+    plan = accelerator._plan((2, 16, 128, 128), DEFAULT_BUDGET_BYTES)
+    image = image_plan(16, 128, 128, DEFAULT_BUDGET_BYTES)
+    p = plan.params
+    assert (p.gh, p.gw, p.mh, p.mw, p.k) == (*image.grid, *image.mean, image.k)
+    assert [name for name, *_ in plan.parts] == [name for name, *_ in image.parts()]
 
 
 @pytest.mark.slow
@@ -101,6 +126,7 @@ SHAPES = [
     (1, 64, 112, 112), (1, 256, 14, 14), (2, 512, 7, 7), (1, 2048, 7, 7),  # ResNet
     (3, 16, 128, 128), (1, 3, 37, 53), (1, 5, 9, 300), (1, 1, 1, 1), (1, 7, 1, 5),
     (2, 10, 8, 8), (1, 4, 61, 3), (1, 1501, 7, 7), (1, 3001, 5, 5),
+    (1, 6, 1000, 3), (1, 2, 701, 11), (1, 9, 97, 89),  # bands of several windows, shared rows
     (1, 128, 768), (2, 77, 300), (1, 5000, 64), (1, 1, 1), (4, 3, 1000),  # sequences
     (1, 128, 1024), (2, 64, 520),  # columns pooled in fours and in pairs (and a tail)
 ]  # fmt: skip
@@ -243,7 +269,7 @@ def test_a_tensor_subclass_takes_the_torch_path():
 @pytest.mark.parametrize("shape", [(1, 8, 20, 20), (1, 30, 16)], ids=str)
 def test_a_batch_of_one_broadcasts_like_the_torch_path(shape):
     x = activation(shape)
-    (_, kept), (_, slow) = (
+    (_, kept, _), (_, slow) = (
         accelerator.reduce(x, 3, DEFAULT_BUDGET_BYTES),
         torch_path(x, 3, DEFAULT_BUDGET_BYTES),
     )

@@ -191,15 +191,15 @@ def test_nothing_in_the_forward_pass_waits_for_the_device(monkeypatch):
     """With CUDA's synchronisation debug mode set to raise, a traced forward of a U-Net and
     of GPT-2 (capture and attention on) runs to its end; only what comes after the pass (one
     transfer of every result) may synchronise."""
-    from neural_flow_widget.capture import state
+    from neural_flow_widget.capture import observer
 
-    finish = state.CaptureState.finish
+    finish = observer.CaptureObserver.finish
 
     def after_the_pass(self):
         torch.cuda.set_sync_debug_mode(0)
         return finish(self)
 
-    monkeypatch.setattr(state.CaptureState, "finish", after_the_pass)
+    monkeypatch.setattr(observer.CaptureObserver, "finish", after_the_pass)
     transformers = pytest.importorskip("transformers")
     config = transformers.GPT2Config(
         n_layer=2,

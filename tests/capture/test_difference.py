@@ -12,11 +12,11 @@ from neural_flow_widget.capture.attention.maps import AttentionMap
 from neural_flow_widget.capture.difference import (
     attention_difference,
     difference_view,
-    stage_difference,
 )
 from neural_flow_widget.capture.meaning import read_output
 from neural_flow_widget.capture.readings import reading_difference
 from neural_flow_widget.capture.retained import retain
+from neural_flow_widget.compare import stage_difference
 
 
 def _gen(seed: int) -> torch.Generator:

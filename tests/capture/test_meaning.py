@@ -13,6 +13,7 @@ from neural_flow_widget import wire
 from neural_flow_widget.capture.image import CATEGORICAL
 from neural_flow_widget.capture.meaning import read_input, read_output
 from neural_flow_widget.capture.readings import meaning_view
+from neural_flow_widget.notebook import replies
 
 
 def seeded(make):
@@ -120,12 +121,12 @@ def test_the_wire_lists_the_ends_and_answers_clicks_on_them():
         "input:0": {"shape": [1, 3, 8, 8], "dtype": "float32", "reading": "image"},
         "output:0": {"shape": [1, 4], "dtype": "float32", "reading": "probabilities"},
     }
-    reply, buffers = wire.encode_stage_reply(flow, {"stage": "input:0"})
+    reply, buffers = replies.stage_reply(flow, {"stage": "input:0"})
     assert reply["ok"] and reply["view"]["palette"] == "rgb" and reply["view"]["shape"] == [8, 8, 3]
     assert len(buffers[reply["view"]["buffer"]]) == 8 * 8 * 3
-    reply, _ = wire.encode_stage_reply(flow, {"stage": "output:0", "view": "values"})
+    reply, _ = replies.stage_reply(flow, {"stage": "output:0", "view": "values"})
     assert reply["ok"] and reply["view"]["kind"] == "values" and reply["attention"] == []
-    reply, _ = wire.encode_stage_reply(flow, {"stage": "output:7"})
+    reply, _ = replies.stage_reply(flow, {"stage": "output:7"})
     assert not reply["ok"]
 
 

@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, RANK_SAMPLE, rank_rows, retain
+from neural_flow_widget.capture.plans import RANK_SAMPLE, rank_rows
+from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, retain
 from neural_flow_widget.capture.views import available_views, render_view
 
 

@@ -159,6 +159,13 @@ def test_capture_device_other_than_cpu_is_refused_before_running():
         nfw.trace(model, torch.randn(1, 1, 16, 16), capture_device="cuda")
 
 
+def test_capture_device_is_deprecated_and_points_at_the_callers_line():
+    model = zoo.seeded(zoo.UNet)
+    with pytest.warns(DeprecationWarning, match="leave capture_device out") as caught:
+        nfw.trace(model, torch.randn(1, 1, 16, 16), capture_device="cpu")
+    assert caught[0].filename == __file__
+
+
 class _Overwrites(torch.nn.Module):
     """Stage outputs written to after their stage returned, in the parent's body."""
 

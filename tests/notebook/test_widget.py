@@ -299,7 +299,7 @@ def test_a_run_b_that_raises_is_shown_as_a_failure_never_as_agreement():
     assert str(w.error).startswith("run B: stage '2' (module Boom) raised ValueError")
     c = w.comparison
     two = w.flow.stage("2").index
-    assert c["first"] == two and [two, "b"] in c["raised"]
+    assert c["first"] == two and (two, "b") in c["raised"]
     assert c["failed"] == [
         {"run": "b", "stage": "2", "call": two, "module": "2", "message": w.flow_b.failure.message}
     ]
@@ -369,7 +369,7 @@ def test_a_page_carries_the_error_replies_that_say_why_a_stage_has_no_data():
 
     flow = nfw.trace(torch.nn.Sequential(torch.nn.Linear(2, 2)), torch.randn(1, 2))
     replies, _ = bake_replies(
-        flow, None, 10_000, make=lambda node: wire.error_reply(node, f"no data for {node}")
+        flow, None, 10_000, make=lambda node: (wire.error_reply(node, f"no data for {node}"), [])
     )
     assert set(replies) == {"input:0", "output:0", "0"}
     assert replies["0"]["msg"] == {"ok": False, "stage": "0", "error": "no data for 0"}

@@ -26,12 +26,15 @@ import os
 import threading
 import warnings
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from ..retained import Layout, Retained, broadcast_sample, image_sizes, rank_rows, sequence_sizes
+from ..host import Pending
+from ..plans import Part, image_plan, sequence_plan
+from ..reduction import Records
+from ..retained import Layout, Retained, broadcast_sample
 from ..sampling import sample_plan
 from ..statistics import finish_float
 from ..summary import MAX_EXACT, PendingSummary
@@ -41,14 +44,43 @@ from .slabs import Slabs
 __all__ = ["Reduced", "Reducer", "enable", "enabled", "library", "reducer", "status"]
 
 _I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
+
+
+class ImageParams(ctypes.Structure):
+    """``reduce.c``'s ImageParams, field by field (see there)."""
+
+    _fields_ = [
+        (name, _I64)
+        for name in (
+            *("n", "c", "h", "w", "width", "step", "first", "rows", "rank_step", "k"),
+            *("gh", "gw", "mh", "mw", "th", "tw", "at_top", "at_mean_abs", "at_f16"),
+        )
+    ]
+
+
+class SequenceParams(ctypes.Structure):
+    """``reduce.c``'s SequenceParams, field by field (see there)."""
+
+    _fields_ = [
+        (name, _I64)
+        for name in (
+            *("n", "length", "dim", "width", "step", "first", "rows"),
+            *("hl", "hd", "norms", "at_norms", "at_f16"),
+        )
+    ]
+
+
+#: per params struct, its kind in ``nfw_params_size``
+_PARAMS = {ImageParams: 0, SequenceParams: 1}
 # (parameters, x, sample index, statistics, sample copy, kept buffer, work, scale expected)
 _REDUCER = [_PTR, _PTR, _I64, _PTR, _PTR, _PTR, _PTR, _F64]
 _SIGNATURES = {
     "nfw_image_f32": _REDUCER,
     "nfw_sequence_f32": _REDUCER,
     "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
+    "nfw_params_size": [_I64],
 }
-_VERSION = 2  # of reduce.c's interface (nfw_version there)
+_VERSION = 3  # of reduce.c's interface (nfw_version there)
 
 _lock = threading.Lock()
 _state: dict = {
@@ -70,7 +102,7 @@ def enabled() -> bool:
 
 def open_library(path: os.PathLike | str) -> ctypes.CDLL:
     """Load a build of ``reduce.c`` and declare its functions; ``OSError`` for a build of
-    another version."""
+    another version, or whose parameter structs are not the size of their mirrors here."""
     lib = ctypes.CDLL(str(path))
     lib.nfw_version.restype = lib.nfw_has_avx2.restype = _I64
     if lib.nfw_version() != _VERSION:
@@ -78,6 +110,9 @@ def open_library(path: os.PathLike | str) -> ctypes.CDLL:
     for name, argtypes in _SIGNATURES.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = argtypes, _I64
+    for params, kind in _PARAMS.items():
+        if lib.nfw_params_size(kind) != ctypes.sizeof(params):
+            raise OSError(f"{path} lays out {params.__name__} otherwise than this package")
     return lib
 
 
@@ -139,7 +174,8 @@ def _address(a: np.ndarray) -> int:
 
 
 _MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
-_SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled as one block (reduce.c)
+_SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled in groups (reduce.c)
+_GROUP_CELLS = 2048  # cells of a group of small maps (ACC_BLOCK there)
 _local = threading.local()  # per thread: a work buffer reused from call to call
 
 
@@ -155,120 +191,89 @@ def _work(floats: int) -> tuple[np.ndarray, int, int]:
     return got[2], got[3], got[3] + 32
 
 
+#: one kept part laid out: its name, dtype, byte offset in the kept buffer, and shape
+Placed = tuple[str, type, int, tuple[int, ...]]
+
+
 class _Plan(NamedTuple):
     """What every call for one shape and budget shares, made once (see :func:`_plan`)."""
 
     reducer: str  # the C function
-    params: np.ndarray  # its int64 parameters (kept alive here: C reads them by address)
+    params: ImageParams | SequenceParams  # its parameters (kept alive here: C reads them)
     params_at: int
     layout: Layout
     kept_bytes: int  # the buffer that every kept part is a view of
     kept_at: int  # where it starts, after the summary's sample (both in one carved buffer)
-    parts: tuple[tuple[str, type, int, tuple[int, ...]], ...]  # name, dtype, byte offset, shape
+    parts: tuple[Placed, ...]  # name, dtype, byte offset, shape
     halves: tuple[str, ...]  # the float16 parts (they share the scale)
     work: int  # float32 of scratch
     values: int  # elements of the summary's sample
     sampled: int | None
 
 
-def _layout(parts: list[tuple[str, Any, tuple[int, ...]]], order: tuple[str, ...]):
-    """Byte offsets of parts packed largest item first (each aligned), listed in ``order``."""
+def _layout(
+    parts: tuple[Part, ...],
+) -> tuple[tuple[tuple[str, type, int, tuple[int, ...]], ...], int]:
+    """Byte offsets of parts packed largest item first (each aligned), listed in their order.
+    (The float16 parts come last, one after another in their order, as reduce.c writes them.)"""
     offsets, at = {}, 0
     for name, dtype, shape in sorted(parts, key=lambda p: -np.dtype(p[1]).itemsize):
         offsets[name] = at
         at += np.dtype(dtype).itemsize * math.prod(shape)
-    found = {name: (name, dtype, offsets[name], shape) for name, dtype, shape in parts}
-    return tuple(found[name] for name in order if name in found), at
+    return tuple((name, dtype, offsets[name], shape) for name, dtype, shape in parts), at
 
 
 @functools.lru_cache(maxsize=1024)
 def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
-    """The plan of one shape and budget; None when it has no compiled path (too many channels
-    for the budget, a pooled side longer than reduce.c takes)."""
-    plan = sample_plan(math.prod(shape), MAX_EXACT)
-    width, step, first, rows = plan if plan is not None else (0, 0, 0, 0)
-    values = rows * width if plan is not None else math.prod(shape)
+    """The plan of one shape and budget, from :mod:`..plans` (what the torch path keeps);
+    None when it has no compiled path (too many channels for the budget, a pooled side
+    longer than reduce.c takes)."""
+    sample = sample_plan(math.prod(shape), MAX_EXACT)
+    width, step, first, rows = sample if sample is not None else (0, 0, 0, 0)
+    values = rows * width if sample is not None else math.prod(shape)
+    params: ImageParams | SequenceParams
     layout_: Layout
     if len(shape) == 4:
         n, c, h, w = shape
-        sizes = image_sizes(c, h, w, budget)
-        if sizes is None:
+        image = image_plan(c, h, w, budget)
+        if image is None:
             return None
-        (gh, gw), (mh, mw), k, top = sizes
-        k = max(k, 1)
-        th, tw = top if top is not None else (0, 0)
+        (gh, gw), (mh, mw) = image.grid, image.mean
+        th, tw = image.top if image.top is not None else (0, 0)
         if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
             return None
-        parts: list[tuple[str, Any, tuple[int, ...]]] = [
-            ("channel_mean_abs", np.float32, (c,)),
-            ("grid", np.float16, (c, gh, gw)),
-            ("mean", np.float16, (mh, mw)),
-        ]
-        if top is not None:
-            parts += [("top", np.float16, (k, th, tw)), ("top_channels", np.int64, (k,))]
-        # (reduce.c writes the float16 maps one after another from "grid": packed last, in
-        # this order; without top maps it writes no top channels)
-        spec, kept = _layout(parts, _ORDER)
+        spec, kept = _layout(image.parts())
         at = {name: offset for name, _, offset, _ in spec}
-        params = [
-            n,
-            c,
-            h,
-            w,
-            width,
-            step,
-            first,
-            rows,
-            rank_rows(c, h, w),
-            k,
-            gh,
-            gw,
-            mh,
-            mw,
-            th,
-            tw,
-            at.get("top_channels", 0),
-            at["channel_mean_abs"],
+        params = ImageParams(
+            n, c, h, w, width, step, first, rows, image.rank_step, max(image.k, 1),
+            gh, gw, mh, mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"],
             at["grid"],
-        ]
-        work = h * w + w + max(gh * gw, mh * mw, th * tw)  # sums, a row, a pooled map
-        if h * w <= _SMALL_CHANNEL:
-            work += c * gh * gw + c * h * gw  # small maps: the pooled block
+        )  # fmt: skip
+        # rank totals (doubles), channel sums, a row, a pooled map
+        work = 2 * c + h * w + w + max(gh * gw, mh * mw, th * tw)
+        if h * w <= _SMALL_CHANNEL:  # small maps: the pooled block, a group's column sums
+            work += c * gh * gw + min(c, max(8, (_GROUP_CELLS // (h * w)) & ~7)) * h * gw
         reducer, layout_ = "nfw_image_f32", "image"
-        halves: tuple[str, ...] = ("grid", "mean", "top")
     else:
         n, length, dim = shape
-        n_norms, (hl, hd) = sequence_sizes(length, dim, budget)
+        sequence = sequence_plan(length, dim, budget)
+        hl, hd = sequence.tokens
         if max(hl, hd) > _MAX_POOLED:
             return None
-        spec, kept = _layout(
-            [("tokens", np.float16, (hl, hd)), ("norms", np.float32, (n_norms,))], _ORDER
-        )
+        spec, kept = _layout(sequence.parts())
         at = {name: offset for name, _, offset, _ in spec}
-        params = [
-            n,
-            length,
-            dim,
-            width,
-            step,
-            first,
-            rows,
-            hl,
-            hd,
-            n_norms,
-            at["norms"],
+        params = SequenceParams(
+            n, length, dim, width, step, first, rows, hl, hd, sequence.norms, at["norms"],
             at["tokens"],
-        ]
+        )  # fmt: skip
         work = length + dim + hd  # token norms, a row, a pooled row
-        reducer, layout_, halves = "nfw_sequence_f32", "sequence", ("tokens",)
-    array = np.array(params, np.int64)
-    array.setflags(write=False)
+        reducer, layout_ = "nfw_sequence_f32", "sequence"
     kept_at = -(-values * 4 // 64) * 64
-    halves = tuple(name for name in halves if name in at)
+    halves = tuple(name for name, dtype, _, _ in spec if dtype is np.float16)
     return _Plan(
         reducer,
-        array,
-        _address(array),
+        params,
+        ctypes.addressof(params),
         layout_,
         kept,
         kept_at,
@@ -276,12 +281,8 @@ def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
         halves,
         work,
         values,
-        rows * width if plan is not None else None,
+        rows * width if sample is not None else None,
     )
-
-
-#: the parts in the order the torch path's plans give them
-_ORDER = ("channel_mean_abs", "grid", "mean", "top", "top_channels", "tokens", "norms")
 
 
 class Reducer:
@@ -338,19 +339,21 @@ class Reducer:
         return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
 
 
-def reduce(t: torch.Tensor, sample: int, budget: int):
-    """``(PendingSummary, Retained)`` of ``t`` through the compiled path (a run of its own),
-    or None where it does not apply or is not available."""
+def reduce(t: torch.Tensor, sample: int, budget: int) -> Records | None:
+    """The records of ``t`` through the compiled path (a run of its own), or None where it
+    does not apply or is not available."""
     fast = reducer()
     reduced = fast.reduce(t, sample, budget) if fast is not None else None
     return reduced.result() if reduced is not None else None
 
 
 class Reduced:
-    """One activation reduced by the compiled path: statistics, and where its sample and kept
-    parts lie; :meth:`result` makes (once) the records the torch path gives."""
+    """One activation reduced by the compiled path (a :class:`~..reduction.Reduction`):
+    statistics, and where its sample and kept parts lie in host memory; :meth:`result` makes
+    (once) the records the torch path gives."""
 
     __slots__ = ("_made", "array", "at", "hi", "lo", "plan", "sample", "scale", "shape", "total")
+    error: str | None = None  # (nothing fails once the pass is made)
 
     def __init__(
         self,
@@ -367,10 +370,16 @@ class Reduced:
         self.plan, self.shape, self.sample, self.at = plan, shape, sample, at
         self.array: np.ndarray | None = array
         self.lo, self.hi, self.total, self.scale = lo, hi, total, scale
-        self._made: tuple[PendingSummary, Retained] | None = None
+        self._made: Records | None = None
 
-    def result(self) -> tuple[PendingSummary, Retained]:
-        """``(PendingSummary, Retained)``, read-only views of the memory written."""
+    def waiting(self) -> list[Pending]:
+        return []  # (written into host memory)
+
+    def nonfinite(self) -> bool:
+        return False  # (a tensor with NaN or Inf takes the torch path, which counts them)
+
+    def result(self) -> Records:
+        """``(PendingSummary, Retained, None)``, read-only views of the memory written."""
         if self._made is None:
             plan, shape, at, array = self.plan, self.shape, self.at, self.array
             assert array is not None
@@ -399,6 +408,7 @@ class Reduced:
                     parts=MappingProxyType(parts),
                     scales=MappingProxyType(scales),
                 ),
+                None,
             )
             self.array = None  # (the views hold the memory now)
         return self._made

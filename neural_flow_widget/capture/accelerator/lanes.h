@@ -1,5 +1,5 @@
 /* Eight float lanes (GCC vector extensions) and the running statistics built on them: min,
- * max (NaN skipped) and sum, sums of |x| and x*x, the sums over channels.  Part of reduce.c
+ * max (NaN skipped) and sum (with the sums over channels), sums of |x| and x*x.  Part of reduce.c
  * (one translation unit); included only there. */
 
 #ifndef NFW_LANES_H
@@ -173,31 +173,6 @@ static double abs_sum(const float *restrict x, int64_t n) {
     }
     for (; i < n; i++) sum += fabs((double)x[i]);
     return sum;
-}
-
-/* acc[p] = sum over the c maps (of hw cells, one after another) of cell p: the running
- * sums of a run of cells stay in registers while every channel goes by. */
-static void channel_sum(const float *restrict x, int64_t c, int64_t hw, float *restrict acc) {
-    int64_t p = 0;
-    for (; p + 4 * LANES <= hw; p += 4 * LANES) {
-        v8f t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
-        for (int64_t ch = 0; ch < c; ch++) {
-            const float *m = x + ch * hw + p;
-            t0 += load8(m), t1 += load8(m + 8), t2 += load8(m + 16), t3 += load8(m + 24);
-        }
-        memcpy(acc + p, &t0, sizeof t0), memcpy(acc + p + 8, &t1, sizeof t1);
-        memcpy(acc + p + 16, &t2, sizeof t2), memcpy(acc + p + 24, &t3, sizeof t3);
-    }
-    for (; p + LANES <= hw; p += LANES) {
-        v8f t = {0};
-        for (int64_t ch = 0; ch < c; ch++) t += load8(x + ch * hw + p);
-        memcpy(acc + p, &t, sizeof t);
-    }
-    for (; p < hw; p++) {
-        float t = 0.0f;
-        for (int64_t ch = 0; ch < c; ch++) t += x[ch * hw + p];
-        acc[p] = t;
-    }
 }
 
 /* Statistics of the batch elements other than `sample`, each `block` elements long. */

@@ -3,7 +3,9 @@
  * A forward hook that reduces an activation with torch or numpy calls runs some twenty
  * distinct kernels, and each pays tens of microseconds to bring its code and data back into
  * the caches right after the model's own op (benchmarks/bench_cold.py measures it).  These
- * functions do the same work in one call and one pass over each element:
+ * functions do the same work in one call, reading each element of the kept sample from
+ * memory once (what else reads it, reads it from the first-level cache), the other batch
+ * elements once for their statistics:
  *
  *   nfw_image_f32     (N, C, H, W): min / max / sum over the whole tensor, the summary's
  *                     chunk sample, and for batch element `sample` the channels' mean |x|
@@ -13,7 +15,7 @@
  *   nfw_sequence_f32  (N, L, D): the same statistics and sample, and for `sample` the
  *                     token x feature map pooled and the per-token L2 norms (pooled).
  *
- * Both take their shape's parameters as one int64 array (enums below), write min, max, sum
+ * Both take their shape's parameters as one struct (below), write min, max, sum
  * and the float16 scale to `stats`, the sample to `sample_out`, and every kept part into the
  * one buffer `out` at the byte offsets the parameters give, the float16 parts as they are
  * made (divided by `hint`, rounded to nearest even: numpy's conversion takes several
@@ -39,7 +41,7 @@
 #include "lanes.h" /* eight float lanes, running statistics */
 #include "pool.h"  /* adaptive average pooling */
 
-#define ACC_BLOCK 2048 /* cells whose sums over channels are made together (8 KB) */
+#define ACC_BLOCK 2048 /* cells read together from every channel, then pooled (8 KB) */
 
 /* The summary's chunk sample: `rows` runs of `width` elements, every `step`-th run starting
  * at run `first` (rows == 0: all n elements).  Written with non-temporal stores where the
@@ -163,48 +165,120 @@ static void emit(const Windows *win, const float *m, float multiplier, uint16_t 
     nfw_to_half(pooled, win->ph * win->pw, multiplier, dst);
 }
 
-/* What one shape needs, in an int64 array the caller keeps per shape (one pointer to pass
- * instead of twenty integers): */
-enum { I_N, I_C, I_H, I_W, I_WIDTH, I_STEP, I_FIRST, I_ROWS, I_RANK_STEP, I_K, I_GH, I_GW,
-       I_MH, I_MW, I_TH, I_TW, I_AT_TOP, I_AT_MEAN_ABS, I_AT_F16 }; /* image */
-enum { S_N, S_L, S_D, S_WIDTH, S_STEP, S_FIRST, S_ROWS, S_HL, S_HD, S_NORMS, S_AT_NORMS,
-       S_AT_F16 }; /* sequence */
+/* What one shape needs, in a struct the caller keeps per shape (one pointer to pass instead
+ * of twenty integers).  Mirrored field by field by ImageParams / SequenceParams in
+ * __init__.py, which refuses a build whose sizes (nfw_params_size) are not its own. */
+typedef struct {
+    int64_t n, c, h, w;                  /* the shape */
+    int64_t width, step, first, rows;    /* the summary's chunk sample (rows 0: all) */
+    int64_t rank_step, k;                /* rows read to rank channels; top channels kept */
+    int64_t gh, gw, mh, mw, th, tw;      /* grid, mean and top map sizes */
+    int64_t at_top, at_mean_abs, at_f16; /* byte offsets of the parts in `out` */
+} ImageParams;
+
+typedef struct {
+    int64_t n, length, dim;
+    int64_t width, step, first, rows;
+    int64_t hl, hd, norms;               /* token map size, norms kept */
+    int64_t at_norms, at_f16;
+} SequenceParams;
 
 /* out: one buffer for what is kept, at the byte offsets the parameters give */
-int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *stats,
+int64_t nfw_image_f32(const ImageParams *p, const float *x, int64_t sample, double *stats,
                       float *sample_out, char *out, float *work, double hint) {
-    const int64_t n_batch = p[I_N], c = p[I_C], h = p[I_H], w = p[I_W];
-    const int64_t s_width = p[I_WIDTH], s_step = p[I_STEP], s_first = p[I_FIRST],
-                  s_rows = p[I_ROWS], rank_step = p[I_RANK_STEP];
-    int64_t k = p[I_K];
-    const int64_t gh = p[I_GH], gw = p[I_GW], mh = p[I_MH], mw = p[I_MW], th = p[I_TH],
-                  tw = p[I_TW];
-    int64_t *top = (int64_t *)(out + p[I_AT_TOP]);
-    float *mean_abs = (float *)(out + p[I_AT_MEAN_ABS]);
-    uint16_t *f16 = (uint16_t *)(out + p[I_AT_F16]);
+    const int64_t n_batch = p->n, c = p->c, h = p->h, w = p->w;
+    const int64_t s_width = p->width, s_step = p->step, s_first = p->first, s_rows = p->rows,
+                  rank_step = p->rank_step;
+    int64_t k = p->k;
+    const int64_t gh = p->gh, gw = p->gw, mh = p->mh, mw = p->mw, th = p->th, tw = p->tw;
+    int64_t *top = (int64_t *)(out + p->at_top);
+    float *mean_abs = (float *)(out + p->at_mean_abs);
+    uint16_t *f16 = (uint16_t *)(out + p->at_f16);
     const int64_t hw = h * w, numel = n_batch * c * hw;
     const float *xs = x + sample * c * hw;
     int64_t most = gh * gw > mh * mw ? gh * gw : mh * mw;
     if (th * tw > most) most = th * tw;
     /* work: the channel sums, a row, one pooled map, and for small maps the pooled block */
-    float *acc = work, *row = acc + hw, *tmp = row + w, *block = tmp + most;
+    /* work: each channel's rank total, the channel sums, a row, one pooled map, and for small
+     * maps the pooled block and the group's column sums */
+    double *ranks = (double *)work;
+    float *acc = work + 2 * c, *row = acc + hw, *tmp = row + w, *block = tmp + most;
     const float multiplier = (float)(1.0 / hint);
     Stats s;
     stats_init(&s);
     stats_others(&s, x, n_batch, c * hw, sample);
 
-    /* rank the channels by mean |x| over every rank_step-th row, starting half a step in */
-    int64_t ranked_rows = 0;
-    for (int64_t r = rank_step / 2; r < h; r += rank_step) ranked_rows++;
-    for (int64_t ch = 0; ch < c; ch++) {
-        double total = 0.0;
-        if (rank_step == 1) /* every row: one contiguous run */
-            total = abs_sum(xs + ch * hw, hw);
-        else
-            for (int64_t r = rank_step / 2; r < h; r += rank_step)
-                total += abs_sum(xs + ch * hw + r * w, w);
-        mean_abs[ch] = (float)(total / (double)(ranked_rows * w));
+    uint16_t *grid = f16, *mean = grid + c * gh * gw, *tops = mean + mh * mw;
+    Windows to_grid, to_top, to_mean;
+    windows_init(&to_grid, h, w, gh, gw);
+    windows_init(&to_top, h, w, th, tw);
+    windows_init(&to_mean, h, w, mh, mw);
+    const int whole = gh == h && gw == w; /* the grid keeps every cell */
+    const int64_t rank_first = rank_step / 2;
+    memset(acc, 0, (size_t)hw * sizeof(float));
+    memset(ranks, 0, (size_t)c * sizeof(double));
+    /* One read of each cell of the sample from memory: its statistics, its channel's sums
+     * and its rank rows (every rank_step-th row, from half a step in: |x| summed in double),
+     * then its pooling to the grid from the first-level cache. */
+    if (hw <= SMALL_CHANNEL) {
+        /* small maps: a group of whole channels (about ACC_BLOCK cells) at a time, pooled
+         * together (pool_block's flat passes; groups of eight for pool_small_eight) */
+        int64_t group = (ACC_BLOCK / hw) & ~(int64_t)7;
+        if (group < 8) group = 8;
+        float *sums = block + c * gh * gw; /* pool_block's scratch: group h gw floats */
+        for (int64_t c0 = 0; c0 < c; c0 += group) {
+            const int64_t n = c - c0 < group ? c - c0 : group;
+            for (int64_t ch = c0; ch < c0 + n; ch++) {
+                const float *m = xs + ch * hw;
+                stats_add(&s, m, hw, acc);
+                if (rank_step == 1)
+                    ranks[ch] = abs_sum(m, hw);
+                else
+                    for (int64_t r = rank_first; r < h; r += rank_step)
+                        ranks[ch] += abs_sum(m + r * w, w);
+            }
+            if (!whole) pool_block(&to_grid, xs + c0 * hw, n, block + c0 * gh * gw, row, sums);
+        }
+        nfw_to_half(whole ? xs : block, c * gh * gw, multiplier, grid);
+    } else {
+        /* large maps: band by band, a band being the rows of consecutive grid rows' windows
+         * (about ACC_BLOCK cells; a row that two windows share counts once); each channel's
+         * band gets its statistics, its share of the channel sums and its rank rows, then is
+         * pooled to its grid rows while it is in the first-level cache */
+        int64_t done = 0; /* rows counted so far */
+        for (int64_t i0 = 0; i0 < gh;) {
+            int64_t i1 = i0 + 1; /* the band: grid rows i0 .. i1 - 1 */
+            const int64_t r0 = whole ? i0 : to_grid.rs[i0];
+            while (i1 < gh && ((whole ? i1 + 1 : to_grid.re[i1]) - r0) * w <= ACC_BLOCK) i1++;
+            const int64_t r1 = whole ? i1 : to_grid.re[i1 - 1];
+            const int64_t from = done > r0 ? done : r0;
+            int64_t rank_row = rank_first; /* the first rank row at or after `from` */
+            if (from > rank_first)
+                rank_row += (from - rank_first + rank_step - 1) / rank_step * rank_step;
+            for (int64_t ch = 0; ch < c; ch++) {
+                const float *m = xs + ch * hw;
+                if (r1 > from) {
+                    stats_add(&s, m + from * w, (r1 - from) * w, acc + from * w);
+                    for (int64_t r = rank_row; r < r1; r += rank_step)
+                        ranks[ch] += abs_sum(m + r * w, w);
+                }
+                float *pooled = tmp;
+                if (whole)
+                    pooled = (float *)(m + i0 * w);
+                else
+                    for (int64_t i = i0; i < i1; i++)
+                        pool_row(&to_grid, m, i, tmp + (i - i0) * gw, row);
+                nfw_to_half(pooled, (i1 - i0) * gw, multiplier, grid + (ch * gh + i0) * gw);
+            }
+            if (r1 > done) done = r1;
+            i0 = i1;
+        }
     }
+    /* rank the channels by mean |x| over their rank rows */
+    int64_t ranked_rows = 0;
+    for (int64_t r = rank_first; r < h; r += rank_step) ranked_rows++;
+    for (int64_t ch = 0; ch < c; ch++)
+        mean_abs[ch] = (float)(ranks[ch] / (double)(ranked_rows * w));
     /* the k most active, largest first, ties to the lower index: insertion into a sorted
      * list of k, which most channels pass with one comparison */
     int64_t chosen[64], n_chosen = 0;
@@ -221,38 +295,9 @@ int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *
         chosen[at] = ch;
     }
     for (int64_t i = 0; i < n_chosen; i++) top[i] = chosen[i];
-
-    uint16_t *grid = f16, *mean = grid + c * gh * gw, *tops = mean + mh * mw;
-    Windows to_grid, to_top, to_mean;
-    windows_init(&to_grid, h, w, gh, gw);
-    windows_init(&to_top, h, w, th, tw);
-    windows_init(&to_mean, h, w, mh, mw);
-    if (hw <= SMALL_CHANNEL) { /* small maps: flat passes over the whole sample */
-        stats_add(&s, xs, c * hw, NULL);
-        channel_sum(xs, c, hw, acc);
-        if (gh == h && gw == w) {
-            nfw_to_half(xs, c * hw, multiplier, grid);
-        } else {
-            pool_block(&to_grid, xs, c, block, row, block + c * gh * gw);
-            nfw_to_half(block, c * gh * gw, multiplier, grid);
-        }
-        for (int64_t i = 0; th > 0 && i < k; i++)
-            emit(&to_top, xs + chosen[i] * hw, multiplier, tops + i * th * tw, tmp, row);
-    } else {
-        /* statistics and the sums over channels, a block of cells at a time: the block's
-         * sums stay in the first-level cache while every channel adds to them */
-        for (int64_t p0 = 0; p0 < hw; p0 += ACC_BLOCK) {
-            const int64_t cells = hw - p0 < ACC_BLOCK ? hw - p0 : ACC_BLOCK;
-            memset(acc + p0, 0, (size_t)cells * sizeof(float));
-            for (int64_t ch = 0; ch < c; ch++) stats_add(&s, xs + ch * hw + p0, cells, acc + p0);
-        }
-        for (int64_t ch = 0; ch < c; ch++) { /* then each map pooled */
-            const float *m = xs + ch * hw;
-            emit(&to_grid, m, multiplier, grid + ch * gh * gw, tmp, row);
-            for (int64_t i = 0; th > 0 && i < k; i++)
-                if (chosen[i] == ch) emit(&to_top, m, multiplier, tops + i * th * tw, tmp, row);
-        }
-    }
+    /* the chosen channels at the top maps' size (read again: k of c channels) */
+    for (int64_t i = 0; th > 0 && i < k; i++)
+        emit(&to_top, xs + chosen[i] * hw, multiplier, tops + i * th * tw, tmp, row);
     /* the mean over channels: the channel sums pooled, over c (times the multiplier, a power
      * of two: one product, the same value) */
     emit(&to_mean, acc, multiplier / (float)c, mean, tmp, row);
@@ -260,13 +305,13 @@ int64_t nfw_image_f32(const int64_t *p, const float *x, int64_t sample, double *
     return finish(&s, stats, hint);
 }
 
-int64_t nfw_sequence_f32(const int64_t *p, const float *x, int64_t sample, double *stats,
-                         float *sample_out, char *out, float *work, double hint) {
-    const int64_t n_batch = p[S_N], length = p[S_L], dim = p[S_D];
-    const int64_t s_width = p[S_WIDTH], s_step = p[S_STEP], s_first = p[S_FIRST],
-                  s_rows = p[S_ROWS], hl = p[S_HL], hd = p[S_HD], n_norms = p[S_NORMS];
-    float *norms = (float *)(out + p[S_AT_NORMS]);
-    uint16_t *f16 = (uint16_t *)(out + p[S_AT_F16]);
+int64_t nfw_sequence_f32(const SequenceParams *p, const float *x, int64_t sample,
+                         double *stats, float *sample_out, char *out, float *work, double hint) {
+    const int64_t n_batch = p->n, length = p->length, dim = p->dim;
+    const int64_t s_width = p->width, s_step = p->step, s_first = p->first, s_rows = p->rows,
+                  hl = p->hl, hd = p->hd, n_norms = p->norms;
+    float *norms = (float *)(out + p->at_norms);
+    uint16_t *f16 = (uint16_t *)(out + p->at_f16);
     const int64_t numel = n_batch * length * dim;
     const float *xs = x + sample * length * dim;
     float *token_norms = work, *row = token_norms + length, *pooled = row + dim;
@@ -302,7 +347,14 @@ int64_t nfw_sequence_f32(const int64_t *p, const float *x, int64_t sample, doubl
 
 /* The interface's version: the loader refuses a build whose version is not its own (a stale
  * library left by an earlier build would otherwise be called with other arguments). */
-int64_t nfw_version(void) { return 2; }
+int64_t nfw_version(void) { return 3; }
+
+/* The size of each parameter struct (0: ImageParams, 1: SequenceParams), which the loader
+ * checks against its own mirror of them; -1 for another kind. */
+int64_t nfw_params_size(int64_t kind) {
+    return kind == 0 ? (int64_t)sizeof(ImageParams)
+                     : kind == 1 ? (int64_t)sizeof(SequenceParams) : -1;
+}
 
 /* 1 when this processor runs the AVX2 build (AVX2 and F16C). */
 int64_t nfw_has_avx2(void) {

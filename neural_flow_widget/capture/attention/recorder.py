@@ -33,6 +33,7 @@ from typing import Any
 from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
+from ...tracing.protocols import WriteLog
 from .handlers import FOLLOWERS, HANDLERS, INTERESTING, Held, Pending, Provenance, sdpa_entry
 from .maps import AttentionMap
 from .probabilities import attention_probs
@@ -85,6 +86,7 @@ class AttentionRecorder:
         sample: int = 0,
         max_exact: int = 512,
         lazy: bool = False,
+        writes: WriteLog | None = None,
     ) -> None:
         if sample < 0:
             raise ValueError(f"sample={sample}; pass the index of a batch sample (>= 0)")
@@ -102,7 +104,7 @@ class AttentionRecorder:
         self.watched: set = set(INTERESTING - FOLLOWERS)
         #: what sees in-place writes (the dataflow tracer: ``seq``, ``written_since``): with it,
         #: a lazy recorder holds a CPU SDPA call's arguments until :meth:`settle`
-        self.writes: Any = None
+        self.writes = writes
 
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None:
         """Act on one finished op; a no-op unless ``func`` is in ``INTERESTING``."""
@@ -142,6 +144,7 @@ class AttentionRecorder:
                 if type(entry) is not Held:
                     continue
                 tensors = [t for t in (entry.q, entry.k, entry.mask) if isinstance(t, Tensor)]
+                assert self.writes is not None  # (arguments are held only with one)
                 try:
                     if self.writes.failure is not None or any(
                         self.writes.written_since(t, entry.seq) for t in tensors

@@ -1,0 +1,163 @@
+"""Capture in the traced run: each call's output is reduced as the call returns.
+
+:class:`CaptureObserver` is the run's :class:`~neural_flow_widget.tracing.protocols.
+RunObserver`: the call tracker hands it each call's output inside the call, with every
+``__torch_function__`` handler off, so summary ops never enter the graph; the reductions
+(:mod:`.reduction`: the torch path, or the compiled CPU path) run on the output's own device
+and leave small results there. Its attention recorder sees the attention ops through the
+dataflow tracer (or the run context's own mode). :meth:`CaptureObserver.finish` brings the
+results to the host after the pass (one transfer per device) and returns the run's
+:class:`~.record.Capture`, keyed by call index. A tensor object that several calls return
+(a ``Sequential`` and its last child) is reduced once.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import torch
+
+from ..tracing.protocols import Watch
+from . import accelerator
+from .attention import AttentionRecorder
+from .attention.budget import DEFAULT_ATTENTION_BUDGET, fit_budget
+from .attention.maps import DeviceMap, MapEntry
+from .host import Pending, to_host
+from .meaning import PendingMeaning, read_input, read_output
+from .record import META, Capture, Captured, Lazy, leaves_of
+from .reduction import Reduction, reduce_on_device, without_data
+from .retained import DEFAULT_BUDGET_BYTES
+
+__all__ = ["CaptureObserver", "CaptureSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureSettings:
+    """What ``trace(capture=True)`` was asked to keep."""
+
+    sample: int = 0  # the batch sample that views and attention maps show
+    budget_bytes: int | None = None  # bytes kept per leaf for views (None: the default)
+    attention: bool = True  # record attention maps
+    attention_budget: int | None = DEFAULT_ATTENTION_BUDGET  # bytes all maps may hold
+
+
+class CaptureObserver:
+    """Collects the reductions of one run while the model runs (see the module docstring)."""
+
+    mode = None  # (no TorchFunctionMode of its own: the tracer or the context feeds ``ops``)
+
+    def __init__(self, settings: CaptureSettings, watch: Watch) -> None:
+        self.settings, self.writes = settings, watch.writes
+        self.budget = settings.budget_bytes or DEFAULT_BUDGET_BYTES
+        self.outputs: dict[int, list[tuple[str, Reduction]]] = {}
+        self.failures: dict[int, str] = {}  # call -> why its capture failed
+        self.ends: dict[str, Reduction] = {}  # model input / output node -> reduced
+        self.readings: dict[str, PendingMeaning] = {}  # node -> its reading
+        self.end_failures: dict[str, str] = {}
+        self._memo: dict[int, tuple[weakref.ref, int, Reduction]] = {}
+        self._notes: dict[str, None] = {}  # (in order, each once)
+        self._fast = accelerator.reducer()  # None: torch ops only
+        self.ops: AttentionRecorder | None = None
+        if settings.attention:
+            # with the tracer, the maps of SDPA calls are made when first asked for, from
+            # copies of the query and key (held until the pass is over)
+            self.ops = AttentionRecorder(
+                watch.current, sample=settings.sample, lazy=True, writes=watch.writes
+            )
+
+    def close(self) -> None:
+        """The pass is over (whatever happened): let go of the tensors the run held."""
+        self._memo.clear()
+        if self.ops is not None:
+            self.ops.forget()
+
+    def on_output(self, call: int, leaves: list[tuple[str, torch.Tensor]]) -> None:
+        """A call returned: reduce each tensor leaf of its output."""
+        writes, memo = self.writes, self._memo
+        try:
+            kept = []
+            for leaf, tensor in leaves:
+                # The same tensor object returned by several calls (a Sequential and its last
+                # child, an eval-mode Dropout) is reduced once, unless an in-place op wrote
+                # to it in between. Without a tracer to see such writes nothing is shared.
+                if writes is not None:
+                    entry = memo.get(id(tensor))
+                    if (
+                        entry is not None
+                        and entry[0]() is tensor
+                        and not writes.written_since(tensor, entry[1])
+                    ):
+                        kept.append((leaf, entry[2]))
+                        continue
+                made = self._reduce(tensor)
+                if writes is not None:
+                    memo[id(tensor)] = (weakref.ref(tensor), writes.seq, made)
+                kept.append((leaf, made))
+            self.outputs[call] = kept
+        except Exception as error:  # never abort the run: mark the stage instead
+            self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
+
+    def on_end(self, node: str, tensor: torch.Tensor, output: bool) -> None:
+        """A model input (before the forward) or output (after it): reduce it like a stage's
+        output, and read what it means (:mod:`.meaning`)."""
+        try:
+            self.ends[node] = self._reduce(tensor)
+            read = read_output if output else read_input
+            meaning = read(tensor, node, self.settings.sample)
+            if meaning is not None:
+                self.readings[node] = meaning
+        except Exception as error:  # never abort the run: mark the node instead
+            self.end_failures[node] = f"capture failed: {type(error).__name__}: {error}"
+
+    def _reduce(self, tensor: torch.Tensor) -> Reduction:
+        if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
+            self._notes.setdefault(META, None)
+            return without_data(tensor)
+        if self._fast is not None:  # float32 images and sequences on the CPU
+            fast = self._fast.reduce(tensor, self.settings.sample, self.budget)
+            if fast is not None:
+                return fast
+        return reduce_on_device(tensor, sample=self.settings.sample, budget=self.budget)
+
+    def finish(self) -> Capture:
+        """The run's record, once its small results reached the host (one transfer per
+        device); each leaf's records are made on first read."""
+        reductions = [r for items in self.outputs.values() for _, r in items]
+        reductions += self.ends.values()
+        recorder = self.ops
+        maps: dict[int, list[MapEntry]] = dict(recorder.maps) if recorder is not None else {}
+        waiting: list[Pending] = [p for r in reductions for p in r.waiting()]
+        waiting += [m for entries in maps.values() for m in entries if isinstance(m, DeviceMap)]
+        to_host(waiting)  # (one transfer per device for the whole run)
+        maps, pooled = fit_budget(maps, self.settings.attention_budget)
+        if pooled is not None:
+            self._notes.setdefault(pooled, None)
+        failures = dict(self.failures)
+        for call, errors in (recorder.errors if recorder is not None else {}).items():
+            if errors and call >= 0:
+                failures.setdefault(call, f"attention map failed: {errors[0]}")
+        nonfinite = set()
+        for call, items in self.outputs.items():
+            if any(r.nonfinite() for _, r in items):
+                nonfinite.add(call)
+            for _, r in items:
+                if r.error is not None:
+                    failures.setdefault(call, r.error)
+                    break
+        ends = {node: [(node.partition(":")[2], r)] for node, r in self.ends.items()}
+        return Capture(
+            outputs=Lazy(self.outputs, _leaves),
+            maps=maps,
+            failures=failures,
+            held_nonfinite=frozenset(nonfinite),
+            sample=self.settings.sample,
+            notes=tuple(self._notes),
+            ends=Lazy(ends, _leaves),
+            readings=dict(self.readings),
+            end_failures=dict(self.end_failures),
+        )
+
+
+def _leaves(_key: object, items: list[tuple[str, Reduction]]) -> list[Captured]:
+    return leaves_of(items)
