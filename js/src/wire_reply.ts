@@ -1,7 +1,7 @@
 /**
  * The stage replies of the wire format (the `_stage_data` command): the request, the decoded
  * records, and decodeStageReply, which checks the message and resolves its binary buffers.
- * Mirrors `encode_stage_reply` in `neural_flow_widget/wire.py`; read it through wire.ts.
+ * Mirrors `neural_flow_widget/wire/reply.py` (its replies: `encode_reply`); read it through wire.ts.
  */
 import { fail, intList, isInt, isObj, strList } from "./wire_check";
 
@@ -111,18 +111,14 @@ function bytesOf(b: WireBuffer): Uint8Array {
 
 function bufferAt(buffers: WireBuffer[], index: unknown, where: string): Uint8Array {
   if (!isInt(index) || index < 0 || index >= buffers.length) {
-    fail(
-      where,
-      `buffer index ${String(index)} but the reply carries ${buffers.length} buffers`,
-      "check encode_stage_reply",
-    );
+    fail(where, `buffer index ${String(index)} but the reply carries ${buffers.length} buffers`, "check wire/reply.py");
   }
   return bytesOf(buffers[index]!); // in range, checked above
 }
 
 function float64s(bytes: Uint8Array, count: number, where: string): Float64Array {
   if (bytes.byteLength !== count * 8)
-    fail(where, `expected ${count} float64 counts, got ${bytes.byteLength} bytes`, "check encode_stage_reply");
+    fail(where, `expected ${count} float64 counts, got ${bytes.byteLength} bytes`, "check wire/reply.py");
   if (bytes.byteOffset % 8 === 0) return new Float64Array(bytes.buffer, bytes.byteOffset, count);
   return new Float64Array(bytes.slice().buffer);
 }
@@ -137,7 +133,7 @@ function num(x: unknown, fallback = NaN): number {
 }
 
 function decodeSummary(s: unknown, buffers: WireBuffer[], where: string): Summary {
-  if (!isObj(s)) fail(where, "expected an object", "check encode_stage_reply");
+  if (!isObj(s)) fail(where, "expected an object", "check wire/reply.py");
   let hist: Histogram | null = null;
   if (isObj(s.hist)) {
     const bins = isInt(s.hist.bins) ? s.hist.bins : 0;
@@ -182,7 +178,7 @@ function decodeSummary(s: unknown, buffers: WireBuffer[], where: string): Summar
 function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
   if (v === null || v === undefined) return null;
   if (!isObj(v) || typeof v.kind !== "string")
-    fail("reply.view", "expected an object with a kind", "check encode_stage_reply");
+    fail("reply.view", "expected an object with a kind", "check wire/reply.py");
   const shape = intList(v.shape, "reply.view.shape");
   const pixels = bufferAt(buffers, v.buffer, "reply.view");
   const expected = shape.reduce((a, b) => a * b, 1);
@@ -190,7 +186,7 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
     fail(
       "reply.view",
       `shape ${JSON.stringify(shape)} needs ${expected} bytes, buffer has ${pixels.byteLength}`,
-      "check encode_stage_reply",
+      "check wire/reply.py",
     );
   }
   let nonfinite: Uint8Array | null = null;
@@ -200,7 +196,7 @@ function decodeView(v: unknown, buffers: WireBuffer[]): ViewData | null {
       fail(
         "reply.view.nonfinite",
         `needs ${expected} bytes, buffer has ${nonfinite.byteLength}`,
-        "check encode_stage_reply",
+        "check wire/reply.py",
       );
     }
   }
@@ -251,25 +247,21 @@ function decodeCodes(bytes: Uint8Array, codes: Record<string, unknown>, where: s
 }
 
 function floatsOfShape(spec: unknown, buffers: WireBuffer[], rank: number, where: string): [Float32Array, number[]] {
-  if (!isObj(spec)) fail(where, "expected {shape, buffer}", "check encode_stage_reply");
+  if (!isObj(spec)) fail(where, "expected {shape, buffer}", "check wire/reply.py");
   const shape = intList(spec.shape, `${where}.shape`);
   if (shape.length !== rank)
-    fail(where, `expected a shape of ${rank} sides, got ${JSON.stringify(shape)}`, "check encode_stage_reply");
+    fail(where, `expected a shape of ${rank} sides, got ${JSON.stringify(shape)}`, "check wire/reply.py");
   const bytes = bufferAt(buffers, spec.buffer, where);
   const values = isObj(spec.codes) ? decodeCodes(bytes, spec.codes, where) : float32s(bytes);
   const n = shape.reduce((a, b) => a * b, 1);
   if (values.length !== n)
-    fail(
-      where,
-      `shape ${JSON.stringify(shape)} needs ${n} values, buffer has ${values.length}`,
-      "check encode_stage_reply",
-    );
+    fail(where, `shape ${JSON.stringify(shape)} needs ${n} values, buffer has ${values.length}`, "check wire/reply.py");
   return [values, shape];
 }
 
 function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): AttentionData {
   if (!isObj(a) || !isInt(a.heads) || !isInt(a.q_len) || !isInt(a.k_len)) {
-    fail(where, "expected {heads, q_len, k_len, map, grid}", "check encode_stage_reply");
+    fail(where, "expected {heads, q_len, k_len, map, grid}", "check wire/reply.py");
   }
   const [map, mapShape] = floatsOfShape(a.map, buffers, 2, `${where}.map`);
   const grid = a.grid === null || a.grid === undefined ? null : floatsOfShape(a.grid, buffers, 3, `${where}.grid`);
@@ -299,7 +291,7 @@ function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): Atte
 
 /** Decode a `_stage_data` reply message and its binary buffers. */
 export function decodeStageReply(msg: unknown, buffers: WireBuffer[] = []): StageReply {
-  if (!isObj(msg)) fail("reply", "expected an object", "check encode_stage_reply");
+  if (!isObj(msg)) fail("reply", "expected an object", "check wire/reply.py");
   const stage = typeof msg.stage === "string" ? msg.stage : "";
   if (msg.ok !== true) {
     return {
