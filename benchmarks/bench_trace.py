@@ -1,10 +1,15 @@
 """Time trace() against a plain forward pass of the same model, in the same run.
 
-    python benchmarks/bench_trace.py [--repeat 7] [--only resnet50,gpt2] [--no-capture]
+    python benchmarks/bench_trace.py [--repeat 7] [--only resnet50,gpt2] [--threads 1]
+        [--no-capture] [--torch-path] [--peers]
 
-Prints, per model, the median wall time of a plain ``model(x)`` under ``torch.no_grad()`` in
-eval mode, of ``trace(capture=False)`` (topology only) and of ``trace()`` (capture and attention
-on), and their ratios. Runs are interleaved so that a noisy neighbour slows all alike.
+Prints, per model, the median time of a plain ``model(x)`` under ``torch.no_grad()`` in eval
+mode, and for ``trace(capture=False)`` (topology only), ``trace()`` (capture and attention on)
+and, with ``--torch-path``, ``trace()`` with the compiled capture path off (what a machine
+without a C compiler gets): the median of its ratio to the plain forward of the same round
+and the range over the rounds, by wall clock and by this process's CPU time (steadier on a
+busy machine; with ``--threads 1`` it is the one-thread figure). Rounds are interleaved so
+that a noisy neighbour slows all alike.
 Models: unet128 (batch 1), unet512 (512², batch 8), resnet50 (224²), gpt2 / gpt2-eager
 (GPT-2 small, 128 tokens), bert (BERT-base, 128 tokens), vit (ViT-base, 224²), gpt2-48
 (48 layers, 256 wide, 128 tokens). ``--retained`` prints the bytes kept per stage.
@@ -27,6 +32,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import models
 
 import neural_flow_widget as nfw
+from neural_flow_widget.capture import accelerator
 
 
 def cases():
@@ -50,16 +56,25 @@ def synchronised(fn):
     return run
 
 
-def median_times(fns, repeat, clock=time.perf_counter):
+def timed_rounds(fns, repeat):
+    """Per function, ``repeat`` (wall, CPU) times in seconds, interleaved: each round runs
+    every function once, so that a noisy neighbour slows them alike."""
     times = {name: [] for name in fns}
     for fn in fns.values():  # warm up
         fn()
     for _ in range(repeat):
         for name, fn in fns.items():
-            start = clock()
+            wall, cpu = time.perf_counter(), time.process_time()
             fn()
-            times[name].append(clock() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return times
+
+
+def ratio_text(times, name, clock):
+    """The median of ``name``'s per-round ratio to the plain forward of the same round, and
+    the range over the rounds."""
+    ratios = [t[clock] / p[clock] for t, p in zip(times[name], times["plain"])]
+    return f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def peers(model, x) -> dict:
@@ -91,16 +106,22 @@ def peers(model, x) -> dict:
     return found
 
 
+ROWS = {
+    "topology": "trace(capture=False)",
+    "capture": "trace()",
+    "torch path": "trace(), accelerator off",
+    "torchview": "torchview draw_graph",
+    "torchlens": "torchlens trace",
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default="")
     parser.add_argument("--no-capture", action="store_true")
     parser.add_argument(
-        "--clock",
-        choices=["wall", "cpu"],
-        default="wall",
-        help="wall time, or this process's CPU time (steadier on a busy machine)",
+        "--torch-path", action="store_true", help="also time trace() with the accelerator off"
     )
     parser.add_argument("--device", default="cpu", help="run the models there (e.g. cuda)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
@@ -114,12 +135,12 @@ def main() -> None:
     only = set(filter(None, args.only.split(",")))
     if args.threads:
         torch.set_num_threads(args.threads)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     print(
         f"torch {torch.__version__} on {args.device}, {torch.get_num_threads()} threads; "
-        f"median of {args.repeat} interleaved runs, {args.clock} clock"
+        f"{args.repeat} interleaved rounds; per row the median of its per-round ratio to the "
+        f"plain forward (range), by wall clock and by this process's CPU time"
     )
-    print(f"{'model':<10} {'forward':>9} {'topology':>9} {'ratio':>6} {'+capture':>9} {'ratio':>6}")
+    print(f"{'model':<10} {'row':<26} {'wall':>9} {'ratio':>18} {'CPU':>9} {'ratio':>18}")
     retained = []
     for name, make_model, make_input in cases():
         if only and name not in only:
@@ -130,24 +151,34 @@ def main() -> None:
             with torch.no_grad():
                 model(x)
 
+        def torch_path():
+            accelerator.enable(False)
+            try:
+                nfw.trace(model, x)
+            finally:
+                accelerator.enable(True)
+
         fns = {"plain": plain, "topology": lambda: nfw.trace(model, x, capture=False)}
         if not args.no_capture:
             fns["capture"] = lambda: nfw.trace(model, x)
+            if args.torch_path and args.device == "cpu":
+                fns["torch path"] = torch_path
         if args.peers:
             fns.update(peers(model, x))
         if args.device != "cpu":  # time what was queued too
             fns = {name: synchronised(fn) for name, fn in fns.items()}
-        t = median_times(fns, args.repeat, clock)
-        row = (
-            f"{name:<10} {t['plain'] * 1e3:8.1f}ms {t['topology'] * 1e3:8.1f}ms "
-            f"{t['topology'] / t['plain']:5.2f}x"
-        )
-        if "capture" in t:
-            row += f" {t['capture'] * 1e3:8.1f}ms {t['capture'] / t['plain']:5.2f}x"
-        for peer in ("torchview", "torchlens"):
-            if peer in t:
-                row += f"  {peer} {t[peer] / t['plain']:5.2f}x"
-        print(row, flush=True)
+        times = timed_rounds(fns, args.repeat)
+        wall, cpu = (statistics.median(t[i] for t in times["plain"]) for i in (0, 1))
+        print(f"{name:<10} {'forward':<26} {wall * 1e3:7.1f}ms {'':>18} {cpu * 1e3:7.1f}ms")
+        for row in fns:
+            if row == "plain":
+                continue
+            w, c = (statistics.median(t[i] for t in times[row]) for i in (0, 1))
+            print(
+                f"{'':<10} {ROWS[row]:<26} {w * 1e3:7.1f}ms {ratio_text(times, row, 0):>18} "
+                f"{c * 1e3:7.1f}ms {ratio_text(times, row, 1):>18}",
+                flush=True,
+            )
         if args.retained:
             retained.append((name, nfw.trace(model, x)))
     for name, flow in retained:
