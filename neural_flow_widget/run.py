@@ -26,8 +26,6 @@ from .graph import (
     TraceError,
     condense,
     resolve,
-    sequential_edges,
-    stage_edges,
 )
 from .tracing import Watch, output_leaves
 from .tracing.calls import module_infos, named_modules, uncompiled
@@ -272,10 +270,6 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
         )
     selected = resolve(request.stages, request.infos, calls, request.model)
     inputs = tuple(ran.inputs)
-    if mode == "sequential":
-        edges = sequential_edges(selected, inputs, outputs, calls)
-    else:
-        edges = stage_edges(graph, selected, inputs, outputs, calls)
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
     if capture is not None:
         calls = capture.mark(calls)
@@ -286,7 +280,6 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
         model=type(request.model).__name__,
         calls=calls,
         selected=selected,
-        edges=edges,
         topology=mode,
         inputs=inputs,
         outputs=outputs,

@@ -208,7 +208,11 @@ def test_lint_catches_broken_graphs():
     flow.lint()
     bad = replace(
         flow,
-        edges=(*flow.edges, nfw.Edge("head", "enc1", "flow"), nfw.Edge("ghost", "head", "merge")),
+        given_edges=(
+            *flow.edges,
+            nfw.Edge("head", "enc1", "flow"),
+            nfw.Edge("ghost", "head", "merge"),
+        ),
     )
     with pytest.raises(ValueError) as info:
         bad.lint()

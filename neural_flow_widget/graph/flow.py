@@ -74,7 +74,6 @@ class Flow:
     model: str  # class name of the traced model
     calls: tuple[Stage, ...]  # every module call of the run, in execution order
     selected: tuple[int, ...]  # indices into ``calls`` of the selected stages
-    edges: tuple[Edge, ...]
     topology: Topology
     inputs: tuple[str, ...]  # model input node ids
     outputs: tuple[str, ...]  # model output node ids
@@ -97,6 +96,18 @@ class Flow:
     regraph: Callable[[Flow, tuple[int, ...]], Flow | None] | None = field(
         default=None, compare=False, repr=False
     )
+    #: the edges of the selection when they were given, else None: :attr:`edges` walks the
+    #: op graph on first read (the live widget never reads them: the front end walks the
+    #: same graph itself)
+    given_edges: tuple[Edge, ...] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        """The stage edges of the selection (see :mod:`.edges`), found on first read."""
+        if self.given_edges is None:
+            object.__setattr__(self, "given_edges", self._edges(self.selected))
+        assert self.given_edges is not None
+        return self.given_edges
 
     @property
     def stages(self) -> tuple[Stage, ...]:
@@ -146,7 +157,7 @@ class Flow:
             again = self.regraph(self, selected)
             if again is not None:
                 return replace(again, explicit=True)
-        return replace(self, selected=selected, edges=self._edges(selected), explicit=True)
+        return replace(self, selected=selected, given_edges=None, explicit=True)
 
     def _edges(self, selected: tuple[int, ...]) -> tuple[Edge, ...]:
         return edges_for(self.topology, self.graph, selected, self.inputs, self.outputs, self.calls)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import fx
 
-from ..graph import Flow, OpGraph, stage_edges
+from ..graph import Flow, OpGraph
 
 
 class FxUnavailable(Exception):
@@ -144,9 +144,8 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
 def with_fx_edges(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> Flow:
     """``flow`` re-projected onto ``selected`` with edges from the fx graph (``FxUnavailable``
     when fx cannot give one)."""
-    graph = op_graph(model, flow, selected)
-    edges = stage_edges(graph, selected, flow.inputs, flow.outputs, flow.calls)
-    return replace(flow, topology="fx", selected=selected, graph=graph, edges=edges)
+    graph = op_graph(model, flow, selected)  # (its edges are walked on first read)
+    return replace(flow, topology="fx", selected=selected, graph=graph, given_edges=None)
 
 
 def _nodes_of(value: Any) -> Any:
