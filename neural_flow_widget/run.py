@@ -20,18 +20,16 @@ from .capture.attention.window import WindowMode
 from .graph import (
     Failure,
     Flow,
-    ModuleInfo,
     OpGraph,
     Topology,
     TraceError,
-    condense,
     resolve,
 )
 from .tracing import Watch, output_leaves
-from .tracing.calls import module_infos, named_modules, uncompiled
-from .tracing.context import ModeObserver, Modules, Ran, RunContext
+from .tracing.context import ModeObserver, Ran, RunContext
 from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
+from .tracing.modules import ModuleTable, uncompiled
 from .tracing.origin import find_origin, rng_state
 
 _MODES = ("auto", "dataflow", "fx", "sequential")
@@ -44,8 +42,7 @@ class _Request:
     model: torch.nn.Module  # (torch.compile's wrapped module: the model's own modules)
     args: tuple
     kwargs: dict
-    modules: Modules
-    infos: tuple[ModuleInfo, ...]
+    modules: ModuleTable
     stages: Any
     topology: str
     capture: CaptureSettings | None
@@ -143,15 +140,15 @@ def _validate(
         raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
     model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
     args, kw = _split_inputs(inputs, kwargs)
-    modules = named_modules(model)
-    infos = module_infos(modules)
-    resolve(stages, infos, (), model)  # bad names fail before running
+    modules = ModuleTable.of(model)
+    if stages is not None:
+        resolve(stages, modules.infos, (), model)  # bad names fail before running
     settings = (
         CaptureSettings(sample, budget_bytes, attention, attention_budget_bytes)
         if capture
         else None
     )
-    return _Request(model, args, kw, modules, infos, stages, topology, settings)
+    return _Request(model, args, kw, modules, stages, topology, settings)
 
 
 def _observe(request: _Request) -> tuple[Ran, Capture | None, Topology]:
@@ -252,7 +249,7 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
     records = tracker.calls
     if tracer is not None:
         output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
-        full = OpGraph(
+        graph = OpGraph(
             tuple(tracer.owners),
             tuple(tracer.parents),
             tuple(r.parent for r in records),
@@ -263,12 +260,11 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
         )
-        graph = condense(full)  # (the same edges for every selection, fewer nodes)
     else:
         graph = OpGraph(
             (), (), tuple(r.parent for r in records), tuple(() for _ in records), (), ()
         )
-    selected = resolve(request.stages, request.infos, calls, request.model)
+    selected = resolve(request.stages, request.modules.infos, calls, request.model)
     inputs = tuple(ran.inputs)
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
     if capture is not None:
@@ -284,7 +280,7 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
         inputs=inputs,
         outputs=outputs,
         graph=graph,
-        modules=request.infos,
+        modules=request.modules.infos,
         capture=capture,
         model_ref=model_weakref(request.model),
         explicit=request.stages is not None,

@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .condense import condense
 from .edges import edges_for
 from .origin import NonfiniteOrigin
 from .records import EDGE_KINDS, TOPOLOGIES, Edge, Failure, ModuleInfo, OpGraph, Stage, Topology
@@ -77,7 +78,7 @@ class Flow:
     topology: Topology
     inputs: tuple[str, ...]  # model input node ids
     outputs: tuple[str, ...]  # model output node ids
-    graph: OpGraph
+    graph: OpGraph  # the run's op graph as recorded (:attr:`condensed`: the one to walk)
     modules: tuple[ModuleInfo, ...]
     capture: CaptureRecord | None = None  # the run's summaries, views and attention maps
     model_ref: Any = field(default=None, compare=False, repr=False)  # weakref to the model
@@ -100,6 +101,17 @@ class Flow:
     #: op graph on first read (the live widget never reads them: the front end walks the
     #: same graph itself)
     given_edges: tuple[Edge, ...] | None = field(default=None, compare=False, repr=False)
+    _condensed: OpGraph | None = field(default=None, init=False, compare=False, repr=False)
+
+    @property
+    def condensed(self) -> OpGraph:
+        """:attr:`graph` with every node bypassed that changes no stage edge
+        (:func:`~.condense.condense`: the same edges for every selection, fewer nodes), made
+        on first read: what the edge walk and the wire use."""
+        if self._condensed is None:
+            object.__setattr__(self, "_condensed", condense(self.graph))
+        assert self._condensed is not None
+        return self._condensed
 
     @property
     def edges(self) -> tuple[Edge, ...]:
@@ -157,10 +169,13 @@ class Flow:
             again = self.regraph(self, selected)
             if again is not None:
                 return replace(again, explicit=True)
-        return replace(self, selected=selected, given_edges=None, explicit=True)
+        again = replace(self, selected=selected, given_edges=None, explicit=True)
+        object.__setattr__(again, "_condensed", self._condensed)  # (the same graph)
+        return again
 
     def _edges(self, selected: tuple[int, ...]) -> tuple[Edge, ...]:
-        return edges_for(self.topology, self.graph, selected, self.inputs, self.outputs, self.calls)
+        graph = self.condensed
+        return edges_for(self.topology, graph, selected, self.inputs, self.outputs, self.calls)
 
     def to_text(self) -> str:
         """The graph as a readable table: one row per stage, then the edges."""

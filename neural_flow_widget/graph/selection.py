@@ -15,7 +15,7 @@ _COMPILED = "_orig_mod"  # where torch.compile's wrapper keeps the module it com
 
 def unwrapped(name: str) -> str:
     """A module name as the tracer names it: without the ``_orig_mod`` parts that
-    ``torch.compile``'s wrappers add to ``named_modules()`` (as ``tracing.calls.compiled_names``).
+    ``torch.compile``'s wrappers add to ``named_modules()`` (as ``tracing.modules.compiled_names``).
 
     >>> unwrapped("_orig_mod.blocks.0._orig_mod.attn")
     'blocks.0.attn'

@@ -8,26 +8,29 @@ call that raised.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ..graph import ModuleInfo, Stage
+from ..graph import Stage
 from .dataflow import DataflowTracer
+from .modules import ModuleTable
 from .opaque import is_opaque
 from .protocols import OutputObserver
 from .pytree import among, output_leaves, tensors_in
-from .structure import is_leaf, structure
+from .structure import structure
 
 
-@dataclass(slots=True)
 class CallRecord:
-    """A module call while the run is in progress (mutable; frozen into a Stage at the end)."""
+    """A module call while the run is in progress (mutable; frozen into a Stage at the end).
 
-    module: int  # index into the tracker's module list
-    parent: int
+    A plain class whose defaults are class attributes: a call sets only what it has, so that
+    making one costs two stores, not thirteen (one per call of every module, every trace).
+    """
+
     inputs: tuple[int, ...] = ()  # op ids of the input tensors' producers
     arguments: tuple[int, ...] = ()  # per op of ``inputs``: the argument it came in
     state: int = -1  # the argument that is a state this call continues (see ``_end``)
@@ -40,6 +43,13 @@ class CallRecord:
     ended: int = -1  # when the call returned (or raised), in the run's order of returns
     found: list | None = None  # the input tensors while the call runs (dropped on return)
 
+    def __init__(self, module: int, parent: int) -> None:
+        self.module = module  # index into the tracker's module list
+        self.parent = parent  # the enclosing call's index; -1: the model's own body
+
+    def __repr__(self) -> str:
+        return f"CallRecord({self.__dict__})"
+
 
 #: Hooks run their own torch code (shape reads, capture's reductions) with every
 #: ``__torch_function__`` handler off: the dataflow tracer and the attention recorder never
@@ -48,40 +58,6 @@ _unobserved = torch._C.DisableTorchFunction
 # the mode stack (an opaque leaf's call runs with the tracer lifted off it)
 _mode_depth, _mode_at = torch._C._len_torch_function_stack, torch._C._get_function_stack_at
 _pop_mode, _push_mode = torch._C._pop_torch_function_stack, torch._C._push_on_torch_function_stack
-LIFT_FROM = 3  # torch calls in an opaque leaf's call from which lifting the tracer pays
-
-
-def uncompiled(model: torch.nn.Module) -> torch.nn.Module:
-    """The module that ``torch.compile`` wrapped, or ``model`` itself: a trace watches the
-    model's own Python code run (eagerly), so that the ids are the ones the user named."""
-    inner = getattr(model, "_orig_mod", None)
-    return inner if _is_compiled(model) and isinstance(inner, torch.nn.Module) else model
-
-
-def _is_compiled(module: torch.nn.Module) -> bool:
-    return type(module).__name__ == "OptimizedModule" and "_orig_mod" in module._modules
-
-
-def named_modules(model: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
-    """``model.named_modules()`` less the model itself and the wrappers that ``torch.compile``
-    put around submodules (their ``_orig_mod`` drops out of the names)."""
-    return [
-        (compiled_names(name), module)
-        for name, module in model.named_modules()
-        if name and not _is_compiled(module)
-    ]
-
-
-def module_infos(named: list[tuple[str, torch.nn.Module]]) -> tuple[ModuleInfo, ...]:
-    """What the stage selection reads of each module of :func:`named_modules`."""
-    return tuple(ModuleInfo(n, type(m).__name__, n.count(".") + 1, is_leaf(m)) for n, m in named)
-
-
-def compiled_names(name: str) -> str:
-    """A module name without the ``_orig_mod`` parts of ``torch.compile``'s wrappers."""
-    if "_orig_mod" not in name:
-        return name
-    return ".".join(part for part in name.split(".") if part != "_orig_mod")
 
 
 def _arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[int, ...]]:
@@ -134,21 +110,15 @@ class CallTracker:
     stack: list[int] = field(default_factory=lambda: [-1])
     calls: list[CallRecord] = field(default_factory=list)
     failed: int | None = None  # innermost call that raised
-    named: list[tuple[str, torch.nn.Module]] | None = None  # walked from the model if None
+    table: ModuleTable | None = None  # the model's modules, walked from it if None
 
     def __post_init__(self) -> None:
-        if self.named is None:
-            self.named = named_modules(self.model)
-        self.names = [n for n, _ in self.named]
-        self.modules = [m for _, m in self.named]
+        if self.table is None:
+            self.table = ModuleTable.of(self.model)
+        self.names, self.modules = self.table.names, self.table.modules
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
-        self._lifts: dict[type, bool] = {}  # opaque class -> whether its calls are lifted
         self._ended = 0
         self._last: dict[int, int] = {}  # module -> its latest call
-
-    def fresh(self) -> CallTracker:
-        """A new tracker for another run of the same model (its module list is reused)."""
-        return CallTracker(self.model, named=self.named)
 
     def __enter__(self) -> CallTracker:
         try:
@@ -193,36 +163,44 @@ class CallTracker:
         return forward
 
     def _wrap_opaque(self, module: int, original: Callable) -> Callable:
-        """:meth:`_wrap` for an opaque leaf (:mod:`.opaque`). The first call of each such
-        class is followed as usual and counted: if it ran ``LIFT_FROM`` torch calls or more
-        through the tracer's mode, later calls of the class run with the tracer lifted off
-        the mode stack (when :meth:`_liftable` allows) and are recorded as the one op they
-        condense to. (For one or two ops, lifting costs as much as it saves.)"""
+        """:meth:`_wrap` for an opaque leaf (:mod:`.opaque`): its calls run with the tracer
+        lifted off the mode stack (when :meth:`_liftable` allows) and are recorded as the one
+        op they condense to, so that torch's dispatch to the mode is saved for every op inside
+        (for one op too: the Python ``handle_torch_function`` of ``F.relu``, ``F.batch_norm``
+        and the like costs more than lifting). A leaf that writes in place (``inplace=True``)
+        has its write recorded as the mode would (:meth:`DataflowTracer.record_write`), and
+        the callback waiting for the next in-place write runs first."""
         begin, end, fail, liftable = self._begin, self._end, self._fail, self._liftable
-        kind, lifts, traced = type(self.modules[module]), self._lifts, self.tracer
+        traced = self.tracer
         assert traced is not None  # (only a traced run lifts)
+        inplace = bool(self.modules[module].__dict__.get("inplace", False))
+        record, lifted_end = self._record_lifted, self._lifted_end
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             begin(module, args, kwargs)
-            lift = lifts.get(kind)
-            tracer = liftable() if lift else None
-            before = traced.dispatched if lift is None else 0
-            try:
-                if tracer is None:
+            tracer = liftable()
+            if tracer is None:
+                try:
                     output = original(*args, **kwargs)
-                else:
-                    _pop_mode()
-                    try:
-                        output = original(*args, **kwargs)
-                    finally:
-                        _push_mode(tracer)
+                except BaseException as error:
+                    fail(error)
+                    raise
+                end(output)
+                return output
+            if inplace and tracer.before_write is not None:
+                tracer.before_write()  # (once: it unsets itself)
+            _pop_mode()
+            try:
+                output = original(*args, **kwargs)
+                if type(output) is torch.Tensor:  # (read while the mode is off)
+                    lifted_end(tracer, output, (output.shape, output.dtype), inplace)
+                    return output
             except BaseException as error:
                 fail(error)
                 raise
-            if tracer is not None:
-                self._record_lifted(tracer, output)
-            elif lift is None:
-                lifts[kind] = traced.dispatched - before >= LIFT_FROM
+            finally:
+                _push_mode(tracer)
+            record(tracer, output, inplace)
             end(output)
             return output
 
@@ -245,13 +223,39 @@ class CallTracker:
             return None
         return tracer
 
-    def _record_lifted(self, tracer: Any, output: Any) -> None:
+    def _lifted_end(
+        self, tracer: DataflowTracer, output: torch.Tensor, read: tuple, inplace: bool
+    ) -> None:
+        """:meth:`_record_lifted` and :meth:`_end` of a lifted call that returned one tensor
+        (most of them), ``read`` its (shape, dtype): one op of the call made from its input
+        ops, or (returned its input) the input retagged, after its write if it wrote in place."""
+        record = self.calls[-1]
+        passed = record.found
+        if passed and among(output, passed):
+            index = self.stack.pop()
+            if inplace:
+                tracer.written_by(output, index, record.inputs)
+            tracer.retag([output], index)
+        else:
+            index = self.stack.pop()
+            tracer.made_by(output, index, record.inputs)
+        record.done, record.ended, record.found = True, self._ended, None
+        self._ended += 1
+        record.outputs = (read,)
+        if self.on_output is not None:
+            self.on_output(index, [("0", output)])
+
+    def _record_lifted(self, tracer: DataflowTracer, output: Any, inplace: bool) -> None:
         """Record an opaque call as the one op it condenses to (before ``_end`` pops it)."""
         found = self.calls[-1].found or []
         outs = [output] if type(output) is torch.Tensor else [t for _, t in output_leaves(output)]
-        if all(among(t, found) for t in outs):
-            return  # returned its input (nn.Identity, eval dropout): _end makes it the producer
-        tracer.record_call(found, outs)  # (its inputs: every tensor it was given, however nested)
+        made = [t for t in outs if not among(t, found)]
+        if inplace:  # (an input it returned, it wrote into)
+            for t in outs:
+                if among(t, found):
+                    tracer.record_write(t)
+        if made:  # (none: it returned its input, nn.Identity, eval dropout; _end retags it)
+            tracer.record_call(found, made)  # (its inputs: every tensor it was given)
 
     def _begin(self, module: int, args: tuple, kwargs: dict) -> None:
         """A call of ``self.modules[module]`` starts, with these arguments."""
@@ -366,19 +370,21 @@ class CallTracker:
 
     def stages(self) -> tuple[Stage, ...]:
         """Frozen Stage records of the calls so far, with ids ``name`` or ``name#k``."""
-        per_module: dict[int, int] = {}
-        for record in self.calls:
-            per_module[record.module] = per_module.get(record.module, 0) + 1
+        calls = self.calls
+        assert self.table is not None
+        names, infos = self.names, self.table.infos
+        per_module = Counter([r.module for r in calls])
         seen: dict[int, int] = {}
         ids: list[str] = []
         stages = []
         params, sigs = structure(self.model, self.modules)
-        for index, record in enumerate(self.calls):
-            k = seen.get(record.module, 0)
-            seen[record.module] = k + 1
-            name = self.names[record.module]
-            ids.append(name if per_module[record.module] == 1 else f"{name}#{k}")
-            module = self.modules[record.module]
+        for index, record in enumerate(calls):
+            m = record.module
+            k = seen.get(m, 0)
+            seen[m] = k + 1
+            name, info = names[m], infos[m]
+            sid = name if per_module[m] == 1 else f"{name}#{k}"
+            ids.append(sid)
             error = record.error if record.done else (record.error or "did not finish")
             outputs = record.outputs
             shapes: tuple[tuple[int, ...], ...]
@@ -388,21 +394,22 @@ class CallTracker:
             else:
                 shapes = tuple(tuple(shape) for shape, _ in outputs)
                 dtypes = tuple(dtype_name(dtype) for _, dtype in outputs)
+            parent = ids[record.parent] if record.parent >= 0 else None
             stages.append(
                 Stage(
-                    index=index,
-                    id=ids[-1],
-                    module=name,
-                    type=type(module).__name__,
-                    call=k,
-                    parent=ids[record.parent] if record.parent >= 0 else None,
-                    depth=name.count(".") + 1,
-                    leaf=is_leaf(module),
-                    params=params[record.module],
-                    shapes=shapes,
-                    dtypes=dtypes,
-                    sig=sigs[record.module],
-                    error=error,
+                    index,
+                    sid,
+                    name,
+                    info.type,
+                    k,
+                    parent,
+                    info.depth,
+                    info.leaf,
+                    params[m],
+                    shapes,
+                    dtypes,
+                    sigs[m],
+                    error,
                 )
             )
         return tuple(stages)

@@ -28,16 +28,14 @@ from typing import Any, Generic, TypeVar
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .calls import CallRecord, CallTracker, named_modules
+from .calls import CallRecord, CallTracker
 from .dataflow import DataflowTracer
 from .eager import eager
+from .modules import ModuleTable
 from .protocols import OpObserver, OutputObserver, RunObserver, Watch
 from .pytree import map_tensors, output_leaves
 
-__all__ = ["SCRIPTED", "ModeObserver", "Modules", "Ran", "RunContext"]
-
-#: the model's modules as the run sees them: ``(qualified name, module)``, the model left out
-Modules = list[tuple[str, torch.nn.Module]]
+__all__ = ["SCRIPTED", "ModeObserver", "Ran", "RunContext"]
 
 SCRIPTED = (
     "the model is a TorchScript module: the modules inside it run in TorchScript, out of the "
@@ -112,7 +110,7 @@ class RunContext(Generic[ObserverT]):
     def __init__(
         self,
         model: torch.nn.Module,
-        modules: Modules | None = None,
+        modules: ModuleTable | None = None,
         *,
         dataflow: bool = False,
         observe: Callable[[Watch], ObserverT] | None = None,
@@ -129,7 +127,7 @@ class RunContext(Generic[ObserverT]):
             on_output=observer.on_output if observer is not None else None,
             stack=stack,
             calls=calls,
-            named=modules if modules is not None else named_modules(model),
+            table=modules if modules is not None else ModuleTable.of(model),
         )
         ops = observer.ops if observer is not None else None
         modes: list[TorchFunctionMode] = []

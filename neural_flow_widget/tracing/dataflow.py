@@ -276,8 +276,53 @@ class DataflowTracer(TorchFunctionMode):
             if call is not None:
                 stack.pop()
 
+    def made_by(self, tensor: Tensor, call: int, parents: tuple[int, ...]) -> None:
+        """Tag ``tensor`` as made by one op of ``call`` from the ops ``parents`` (a lifted
+        call that returned one tensor: its input ops, which the call tracker read already)."""
+        try:
+            owners = self.owners
+            op = len(owners)
+            owners.append(call)
+            self.parents.append(parents)
+            self.seq += 1
+            self.table.set(tensor, (self.seq, call, (op,)))
+        except Exception as error:  # never break the user's forward
+            self.failure, self.paused = error, True
+
+    def written_by(self, tensor: Tensor, call: int, parents: tuple[int, ...]) -> None:
+        """Record an in-place write into ``tensor`` by one op of ``call`` reading the ops
+        ``parents`` (a lifted call with ``inplace=True``: its input's ops), as the mode
+        records ``x.relu_()``."""
+        try:
+            owners = self.owners
+            op = len(owners)
+            owners.append(call)
+            self.parents.append(parents)
+            self.seq += 1
+            tag = (self.seq, call, (op,))
+            if self.table.get(tensor) is None:
+                self.wrote_untagged = True
+            self.table.set(tensor, tag)
+            key = tensor.untyped_storage().data_ptr()
+            self.writes.setdefault(key, []).append((self.seq, tag))
+            self.last_write = self.seq
+        except Exception as error:  # never break the user's forward
+            self.failure, self.paused = error, True
+
+    def record_write(self, tensor: Tensor) -> None:
+        """Record an in-place write into ``tensor`` that ran without the tracer (an opaque
+        leaf with ``inplace=True``), as the mode records ``x.relu_()``."""
+        try:
+            self._record(_INPLACE, (tensor,), {}, tensor)
+        except Exception as error:  # never break the user's forward
+            self.failure, self.paused = error, True
+
     def ops_of(self, tensors: list[Tensor]) -> tuple[int, ...]:
         """The op-graph nodes that produced these tensors (in-place writes included)."""
+        if len(tensors) == 1:  # (most calls: one tensor, tagged after the latest write)
+            tag = self.table.get(tensors[0])
+            if tag is not None and tag[0] >= self.last_write:
+                return tag[2]
         found: list[int] = []
         for tag in self._tags(tensors):
             found.extend(tag[2])

@@ -12,8 +12,10 @@ inside (a few microseconds each; a 48-layer GPT-2 runs ~1,500 of them in such le
 
 The registry holds classes whose ``forward`` is known to be such a function. A subclass
 counts when the class that defines its ``forward`` is registered; a module whose instance
-``forward`` was replaced, that has children, or that writes in place (``inplace=True``;
-``nn.Embedding`` with ``max_norm``, which renormalises its weight) is followed as usual.
+``forward`` was replaced, that has children, or that writes into its own weights
+(``nn.Embedding`` with ``max_norm``, which renormalises its weight) is followed as usual. An
+activation with ``inplace=True`` writes into its input and returns it: the call tracker
+records that write as the mode would.
 Classes of other libraries are registered by qualified name, so that they are never
 imported here.
 """
@@ -49,17 +51,27 @@ _BY_TYPE: dict[type, type | None] = {}  # module type -> the registered class be
 
 
 def _registered_forward(kind: type) -> type | None:
+    """The registered class whose forward ``kind`` runs: the first registered class of its
+    MRO, when the forward ``kind`` runs is that class's own or one it inherits (BatchNorm2d
+    runs _BatchNorm.forward); None when a class below it overrides forward."""
     if kind not in _BY_TYPE:
-        owner = next((k for k in kind.__mro__ if "forward" in k.__dict__), None)
-        name = f"{owner.__module__}.{owner.__qualname__}" if owner is not None else ""
-        _BY_TYPE[kind] = owner if owner in _CLASSES or name in _NAMES else None
+        mro = kind.__mro__
+        owner = next((i for i, k in enumerate(mro) if "forward" in k.__dict__), len(mro))
+        _BY_TYPE[kind] = next(
+            (
+                k
+                for k in mro[: owner + 1]
+                if k in _CLASSES or f"{k.__module__}.{k.__qualname__}" in _NAMES
+            ),
+            None,
+        )
     return _BY_TYPE[kind]
 
 
 def is_opaque(module: nn.Module) -> bool:
     """Whether a call of ``module`` may be recorded as one op (see the module docstring)."""
     owner = _registered_forward(type(module))
-    if owner is None or "forward" in module.__dict__ or getattr(module, "inplace", False):
+    if owner is None or "forward" in module.__dict__:
         return False
     if module._modules and any(c is not None for c in module._modules.values()):
         return False

@@ -32,8 +32,9 @@ from torch.overrides import TorchFunctionMode, resolve_name
 from ..graph import Flow
 from ..graph.origin import NonfiniteOrigin
 from .calls import CallTracker
-from .context import ModeObserver, Modules, RunContext
+from .context import ModeObserver, RunContext
 from .dataflow import TagTable
+from .modules import ModuleTable
 from .protocols import Watch
 from .pytree import tensors_in
 
@@ -123,7 +124,7 @@ def _set_rng(state: tuple[torch.Tensor, list[torch.Tensor] | None]) -> None:
 
 def find_origin(
     model: torch.nn.Module,
-    modules: Modules,
+    modules: ModuleTable,
     args: tuple,
     kwargs: dict,
     flow: Flow,
@@ -149,7 +150,7 @@ def find_origin(
     try:  # (what a forward may write into: put back afterwards)
         buffers = [
             (module, name, b, b._version, b.clone())
-            for module in (model, *(m for _, m in modules))
+            for module in (model, *modules.modules)
             for name, b in module._buffers.items()
             if b is not None and not b.is_meta
         ]

@@ -24,7 +24,7 @@ def encode_graph(flow: Flow) -> Graph:
     """The graph message for a Flow (see the module docstring). No images, no buffers."""
     index_of = {c.id: c.index for c in flow.calls}
     parents = [index_of[c.parent] if c.parent is not None else -1 for c in flow.calls]
-    graph = flow.graph
+    graph = flow.condensed
     calls: list[WireCall] = []
     for c in flow.calls:
         calls.append(

@@ -19,19 +19,14 @@ from hypothesis import strategies as st
 from torch import nn
 
 import neural_flow_widget as nfw
-from neural_flow_widget import run
 from neural_flow_widget.graph import condense, stage_edges
 
 
 def full_and_condensed(model, x, **options):
-    """The same run traced twice: once keeping the full op graph, once condensed."""
-    saved = run.condense
-    run.condense = lambda graph: graph
-    try:
-        full = nfw.trace(model, x, capture=False, **options)
-    finally:
-        run.condense = saved
-    return full, nfw.trace(model, x, capture=False, **options)
+    """A run with its full op graph (one node per recorded op, ``flow.graph``), and the same
+    run with the graph it walks, condensed (``flow.condensed``)."""
+    flow = nfw.trace(model, x, capture=False, **options)
+    return flow, dataclasses.replace(flow, graph=flow.condensed)
 
 
 def selections(flow, rng: random.Random, count: int = 12):

@@ -145,6 +145,6 @@ def test_a_compiled_models_own_names_select_the_original_modules():
 )
 def test_selection_reads_compiled_names_as_the_tracer_names_them(name):
     from neural_flow_widget.graph.selection import unwrapped
-    from neural_flow_widget.tracing.calls import compiled_names
+    from neural_flow_widget.tracing.modules import compiled_names
 
     assert unwrapped(name) == compiled_names(name)

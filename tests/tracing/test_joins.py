@@ -28,11 +28,11 @@ class Joins(nn.Module):
 
 def joined(flow: nfw.Flow) -> list[tuple[str, tuple[str, ...]]]:
     """(what the join does, the stages / inputs that own its parents), in op order."""
-    owners, names = flow.graph.owners, {c.index: c.id for c in flow.calls}
-    input_of = {op: name for name, op in flow.graph.input_ops}
+    owners, names = flow.condensed.owners, {c.index: c.id for c in flow.calls}
+    input_of = {op: name for name, op in flow.condensed.input_ops}
     found = []
-    for op, kind in flow.graph.joins:
-        parents = flow.graph.parents[op]
+    for op, kind in flow.condensed.joins:
+        parents = flow.condensed.parents[op]
         who = tuple(input_of.get(p) or names.get(owners[p], "body") for p in parents)
         found.append((kind, who))
     return found
@@ -63,7 +63,7 @@ def test_joins_travel_on_the_wire_as_kept_ops():
 
 def test_an_op_of_one_input_and_a_parameter_is_no_join():
     flow = nfw.trace(nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval(), torch.randn(1, 4))
-    assert flow.graph.joins == ()
+    assert flow.condensed.joins == ()
 
 
 def test_a_function_without_a_kind_is_named():
@@ -72,4 +72,4 @@ def test_a_function_without_a_kind_is_named():
             return torch.where(x > 0, F.relu(x), x * 0.1)
 
     flow = nfw.trace(nn.Sequential(nn.Linear(3, 3), Where()).eval(), torch.randn(1, 3))
-    assert [kind for _, kind in flow.graph.joins] == ["where"]
+    assert [kind for _, kind in flow.condensed.joins] == ["where"]
