@@ -20,6 +20,7 @@ __all__ = ["SCHEMA", "ComparisonMessage", "encode_comparison", "encode_graph"]
 
 SCHEMA = 5
 
+
 def encode_graph(flow: Flow) -> Graph:
     """The graph message for a Flow (see the module docstring). No images, no buffers."""
     index_of = {c.id: c.index for c in flow.calls}
