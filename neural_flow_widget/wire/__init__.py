@@ -27,9 +27,11 @@ Two messages exist.
    re-implements exactly that walk so that expanding or collapsing a group needs no kernel
    round trip.
 
-2. A **stage reply** to the ``_stage_data`` command, from :func:`encode_reply` (the records
-   that answer a request are chosen in :mod:`neural_flow_widget.notebook.replies`): a JSON
-   message plus a list of binary buffers (never base64)::
+2. A **stage reply** to a stage request (a custom message ``{"type": "stage", "request": id,
+   "body": ...}``, answered by ``{"type": "stage", "request": id, "reply": ...}``), from
+   :func:`encode_reply` (the records that answer a request are chosen in
+   :mod:`neural_flow_widget.notebook.replies`): a JSON message plus a list of binary buffers
+   (never base64)::
 
     request:  {"stage": "enc1", "view": "grid" | null, "channel": int | null,
                "head": int | null, "sample": int | null,  # null: the captured sample
@@ -120,7 +122,6 @@ from .reply import (
 from .schema import Graph, WireCall, WireEnd, WireFailure, WireOrigin
 
 __all__ = [
-    "COMMAND",
     "SCHEMA",
     "AttentionMessage",
     "Buffer",
@@ -141,5 +142,3 @@ __all__ = [
     "finite_or_none",
     "parse_request",
 ]
-
-COMMAND = "_stage_data"
