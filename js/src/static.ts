@@ -5,7 +5,14 @@
  * budget allowed. What was not baked says so, with no Retry: asking again cannot help.
  */
 import { FlowApp } from "./app/app";
-import { decodeStageReply, type RunName, type StageReply, type StageRequest, type WireBuffer } from "./wire";
+import {
+  type AttentionData,
+  decodeStageReply,
+  type RunName,
+  type StageReply,
+  type StageRequest,
+  type WireBuffer,
+} from "./wire";
 
 /** One baked `_stage_data` exchange; buffers are [offset, length] slices of the blob. */
 export interface BakedEntry {
@@ -125,11 +132,74 @@ export function bakedSource(
   return (req) => source.fetch(req);
 }
 
+/**
+ * One head's map from a reply of the mean map (head null): each attention call's `grid`
+ * holds every head's map, block-mean pooled to at most 64 × 64. Where those blocks are equal
+ * runs of the map's positions (a sequence of at most 64 positions: exact; 128: pairs), that
+ * is the head's map at the grid's grain, said so by its pool; where they are not (197
+ * positions in 64 blocks), null: the page says plainly that this head's map is not in it.
+ */
+export function headFromGrid(reply: StageReply, head: number): StageReply | null {
+  if (!reply.ok || reply.attention.length === 0) return null;
+  const attention: AttentionData[] = [];
+  for (const a of reply.attention) {
+    const [q, k] = a.mapShape;
+    const whole = a.window[0] === 0 && a.window[1] === a.q_len && a.window[2] === 0 && a.window[3] === a.k_len;
+    if (!a.grid || !a.gridShape || a.head !== null || !whole || head < 0 || head >= a.gridShape[0]) return null;
+    const [, gq, gk] = a.gridShape;
+    if (q % gq !== 0 || k % gk !== 0) return null;
+    const pool: [number, number] = [a.pool[0] * (q / gq), a.pool[1] * (k / gk)];
+    attention.push({
+      ...a,
+      head,
+      pool,
+      mapShape: [gq, gk],
+      map: a.grid.subarray(head * gq * gk, (head + 1) * gq * gk),
+    });
+  }
+  return { ...reply, attention };
+}
+
+/** A source that answers a head's map it was not given from the mean map's `grid` it was. */
+function withHeads(source: Source): Source {
+  const memo = new Map<string, Promise<StageReply | null>>();
+  const base = (req: StageRequest): StageRequest | null =>
+    req.head === null || source.has(req) || (req.run ?? "a") !== "a" || req.window ? null : { ...req, head: null };
+  const derived = (req: StageRequest, from: StageRequest) => {
+    const k = `${keyOf(req)}|${req.stage}`;
+    let p = memo.get(k);
+    if (!p) {
+      p = source.fetch(from).then((r) => headFromGrid(r, req.head!));
+      memo.set(k, p);
+    }
+    return p;
+  };
+  return {
+    has: (req) => {
+      const from = base(req);
+      return from === null ? source.has(req) : source.has(from);
+    },
+    async fetch(req) {
+      const from = base(req);
+      if (from === null || !source.has(from)) return source.fetch(req);
+      return (
+        (await derived(req, from)) ?? {
+          ok: false,
+          stage: req.stage,
+          retry: false,
+          error: `The map of head ${req.head} is not in this page on its own. The page keeps the mean over heads, and every head's map pooled to at most 64 × 64 (under "Heads"), whose blocks do not divide this map's positions evenly. The live widget shows head ${req.head}'s full map.`,
+        }
+      );
+    },
+  };
+}
+
 function sourceOf(input: Baked | BakedByStage | null | undefined, runs?: BakedRuns["runs"]): Source {
-  const a =
+  const a = withHeads(
     input && !Array.isArray((input as Baked).entries)
       ? byStageSource(input as BakedByStage)
-      : entriesSource(input as Baked | null | undefined);
+      : entriesSource(input as Baked | null | undefined),
+  );
   const compared = { b: byStageSource(runs?.b), diff: byStageSource(runs?.diff) };
   const pick = (req: StageRequest): Source => (req.run === "b" || req.run === "diff" ? compared[req.run] : a);
   return { has: (req) => pick(req).has(req), fetch: (req) => pick(req).fetch(req) };

@@ -197,3 +197,33 @@ def test_a_long_sequence_s_map_zooms_in_where_clicked_and_back(browser):
     assert "block means of 4×4 positions" in page.text_content(".nfw-ins-body")  # (cached)
     context.close()
     assert errors == []
+
+
+def test_offline_a_model_view_cell_opens_that_head_from_the_page(browser, tokenizer, tmp_path):
+    """An exported page keeps each attention stage's mean map and every head's small map (its
+    grid): a click on a model-view cell opens that layer at that head, drawn from the grid
+    (16 tokens: exact), not an error; the head chooser offers every head too."""
+    from live import open_offline, search_and_open, shoot
+
+    widget, _, heads = gpt2_widget(tokenizer)
+    stages = attention_stages(widget)
+    path = tmp_path / "gpt2.html"
+    widget.to_html(path)
+    context, page, errors = open_offline(browser, path, 1280, 800)
+    search_and_open(page, stages[0])
+    page.wait_for_selector(".nfw-tab[data-view=attention]", timeout=30_000)
+    page.click(".nfw-tab[data-view=attention]")
+    page.click('[data-attention-mode="model"]')
+    page.wait_for_selector(".nfw-mv-cell", timeout=30_000)
+    last = stages[-1]
+    page.click(f'[data-cell="{last}|{heads - 1}"]')
+    page.wait_for_function(
+        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {last!r}"
+    )
+    page.wait_for_selector('canvas[data-view-kind="attention"]', timeout=30_000)
+    assert page.locator('select[aria-label="attention head"]').input_value() == str(heads - 1)
+    note = page.locator(".nfw-inspector").inner_text()
+    assert f"head {heads - 1}" in note and "not in this page" not in note, note
+    shoot(page, "attention_model_view_offline_head")
+    context.close()
+    assert errors == []
