@@ -127,9 +127,10 @@ describe("U-Net export, exported in the middle of work", () => {
     assert.equal(facts.junctions, facts.liveJunctions);
   });
 
-  it("has a legend in SVG text: the edge kinds drawn, the junctions' signs, in resolved colours", () => {
-    // no merge, no order edges in this U-Net; its skips meet the decoder in concatenations
-    assert.deepEqual(facts.legend, ["flow", "skip", "⧺concatenated"]);
+  it("has a legend in SVG text: the edge kinds drawn, the junctions' signs, the residual marks, in resolved colours", () => {
+    // no merge, no order edges in this U-Net; its skips meet the decoder in concatenations;
+    // its collapsed bottleneck (conv2(act(conv1(x))) + x) carries the residual mark
+    assert.deepEqual(facts.legend, ["flow", "skip", "⧺concatenated", "residual inside"]);
     assert.equal(facts.foreign, 0);
     assert.ok(facts.legendPaint.length >= 4);
     for (const paint of facts.legendPaint) assert.doesNotMatch(paint, /var\(/);
