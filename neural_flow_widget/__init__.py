@@ -7,18 +7,21 @@ Sequential — 1 stages, 2 edges, topology: dataflow
 """
 
 from .compare import Comparison, StageDifference, compare
-from .graph import Edge, Flow, Stage, TraceError
+from .graph import Edge, Flow, GradientFlow, Stage, TraceError
 from .run import trace
+from .tracing.interventions import heads
 
 __all__ = [
     "Comparison",
     "Edge",
     "Flow",
+    "GradientFlow",
     "NeuralFlowWidget",
     "Stage",
     "StageDifference",
     "TraceError",
     "compare",
+    "heads",
     "trace",
 ]
 __version__ = "0.1.0"

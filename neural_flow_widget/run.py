@@ -3,12 +3,13 @@ and capture), and build its Flow; and the attention zoom, which runs the model a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import types
 import warnings
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,6 +30,7 @@ from .tracing import Watch, output_leaves
 from .tracing.context import ModeObserver, Ran, RunContext
 from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
+from .tracing.interventions import Heads, InterventionError, Interventions, interventions
 from .tracing.modules import ModuleTable, uncompiled
 from .tracing.origin import find_origin, rng_state
 
@@ -46,6 +48,10 @@ class _Request:
     stages: Any
     topology: str
     capture: CaptureSettings | None
+    loss: Callable[[Any], torch.Tensor] | None = None  # a backward pass of this loss
+    keep_grads: bool = False  # the backward pass leaves the parameters' .grad
+    interventions: Interventions | None = None  # stages' outputs replaced (replace=)
+    replaced: tuple[str, ...] = ()  # the replacements, in words (for the flow's notes)
 
 
 def trace(
@@ -61,6 +67,9 @@ def trace(
     sample: int = 0,
     budget_bytes: int | None = None,
     attention_budget_bytes: int | None = DEFAULT_ATTENTION_BUDGET,
+    loss: Callable[[Any], torch.Tensor] | None = None,
+    keep_grads: bool = False,
+    replace: Mapping[str, Any] | None = None,
 ) -> Flow:
     """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
 
@@ -82,10 +91,20 @@ def trace(
     ``attention_budget_bytes`` (default 48 MiB; ``None``: no bound), pooled further to fit,
     with a note in ``flow.notes`` when they are. What capture keeps lives in host memory
     (``capture_device``, deprecated, takes only ``"cpu"``).
+
+    ``loss``: ``loss(output) -> scalar tensor``; the run then records autograd's graph and
+    runs one backward pass of the loss, and each stage's gradient (of the loss with respect to
+    its output) is reduced like its output, inside the backward pass on its own device
+    (``flow.grad``, ``flow.param_grads``, ``flow.nonfinite_grad``, ``flow.gradient_flow``).
+    The parameters' ``.grad`` are left as they were (None stays None) unless ``keep_grads``.
+
+    ``replace``: ``{stage id: spec}``, the stage's output replaced in the run (``"zero"``,
+    ``"mean"``, a tensor, a function ``out -> out``, or ``nfw.heads(zero=[2, 5])`` for an
+    attention stage; see :mod:`.tracing.interventions`), said in ``flow.notes``.
     """
     request = _validate(
         model, inputs, stages, topology, kwargs, capture_device, capture, attention, sample,
-        budget_bytes, attention_budget_bytes,
+        budget_bytes, attention_budget_bytes, loss, keep_grads, replace,
     )  # fmt: skip
     rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
     ran, observed, mode = _observe(request)
@@ -94,12 +113,12 @@ def trace(
         origin = find_origin(
             request.model, request.modules, request.args, request.kwargs, flow, rng
         )
-        flow = replace(flow, nonfinite_origin=origin)
+        flow = dataclasses.replace(flow, nonfinite_origin=origin)
     if ran.error is not None:
         raise _trace_error(flow, ran) from ran.error
     if topology == "fx":
         try:
-            return replace(
+            return dataclasses.replace(
                 with_fx_edges(model, flow, flow.selected), regraph=regraph_with_fx(flow.model_ref)
             )
         except FxUnavailable as why:
@@ -123,6 +142,9 @@ def _validate(
     sample: int,
     budget_bytes: int | None,
     attention_budget_bytes: int | None,
+    loss: Callable[[Any], torch.Tensor] | None = None,
+    keep_grads: bool = False,
+    replace: Mapping[str, Any] | None = None,
 ) -> _Request:
     """The checked request; a clear error for each thing that cannot run, before anything runs."""
     if capture_device is not None:
@@ -143,12 +165,32 @@ def _validate(
     modules = ModuleTable.of(model)
     if stages is not None:
         resolve(stages, modules.infos, (), model)  # bad names fail before running
+    if loss is not None and not callable(loss):
+        raise TypeError(f"loss={loss!r}: pass a function of the model's output, loss(output)")
+    if loss is not None and not capture:
+        raise ValueError("loss= reduces each stage's gradient, which needs capture=True")
     settings = (
-        CaptureSettings(sample, budget_bytes, attention, attention_budget_bytes)
+        CaptureSettings(
+            sample, budget_bytes, attention, attention_budget_bytes, gradients=loss is not None
+        )
         if capture
         else None
     )
-    return _Request(model, args, kw, modules, stages, topology, settings)
+    chosen = interventions(replace, modules.names) if replace else None
+    said = tuple(f"{stage} -> {_spec_words(spec)}" for stage, spec in (replace or {}).items())
+    return _Request(
+        model, args, kw, modules, stages, topology, settings, loss, keep_grads, chosen, said
+    )
+
+
+def _spec_words(spec: Any) -> str:
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, Heads):
+        return f"heads {', '.join(map(str, spec.zero))} switched off"
+    if isinstance(spec, torch.Tensor):
+        return f"a tensor of shape {list(spec.shape)}"
+    return getattr(spec, "__name__", type(spec).__name__)
 
 
 def _observe(request: _Request) -> tuple[Ran, Capture | None, Topology]:
@@ -181,9 +223,52 @@ def _once(request: _Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     """One observed forward pass, and what capture kept of it."""
     settings = request.capture
     observe = (lambda watch: CaptureObserver(settings, watch)) if settings is not None else None
-    with RunContext(request.model, request.modules, dataflow=dataflow, observe=observe) as run:
+    grad = request.loss is not None
+    model = request.model
+    with RunContext(
+        model,
+        request.modules,
+        dataflow=dataflow,
+        observe=observe,
+        grad=grad,
+        interventions=request.interventions,
+    ) as run:
         ran = run.forward(request.args, request.kwargs)
+        if grad and ran.error is None and run.observer is not None:
+            _backward(request, ran, run.observer)
     return ran, run.observer.finish() if run.observer is not None else None
+
+
+def _backward(request: _Request, ran: Ran, observer: CaptureObserver) -> None:
+    """The loss of the run's output, and one backward pass of it: the stages' gradients are
+    reduced by the hooks capture put on their outputs; the parameters' gradients here.
+    Without ``keep_grads`` the backward pass is ``torch.autograd.grad``, which leaves every
+    ``.grad`` as it was."""
+    assert request.loss is not None
+    loss = request.loss(ran.output)
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        shape = list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise ValueError(
+            f"loss(output) returned {shape}; it must return one number, a tensor such as "
+            f"output.logits[0, -1].max() or torch.nn.functional.cross_entropy(output, target)"
+        )
+    named = [(n, p) for n, p in request.model.named_parameters() if p.requires_grad]
+    views = [v for v in ran.views if v.requires_grad]
+    if not loss.requires_grad:
+        raise ValueError(
+            "loss(output) does not depend on anything that requires grad: no parameter of "
+            "the model requires grad and it has no floating-point input; unfreeze a "
+            "parameter (p.requires_grad_(True)) to see gradients"
+        )
+    if request.keep_grads:
+        loss.reshape(()).backward()
+        grads = [(n, p.grad) for n, p in named if p.grad is not None]
+    else:
+        found = torch.autograd.grad(
+            loss.reshape(()), [p for _, p in named] + views, allow_unused=True
+        )
+        grads = [(n, g) for (n, _), g in zip(named, found) if g is not None]
+    observer.on_param_grads(grads)
 
 
 def attention_window(
@@ -267,6 +352,8 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
     selected = resolve(request.stages, request.modules.infos, calls, request.model)
     inputs = tuple(ran.inputs)
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
+    if request.replaced:
+        notes += (f"intervention: {'; '.join(request.replaced)}",)
     if capture is not None:
         calls = capture.mark(calls)
         notes += capture.notes
@@ -311,8 +398,13 @@ def _trace_error(flow: Flow, run: Ran) -> TraceError:
             f"; it received inputs of shape {', '.join(str(list(s)) for s in got)}" if got else ""
         )
     text = f"{type(error).__name__}: {error}".rstrip(". ")
-    what = f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
-    partial = replace(flow, failure=Failure(what, stage_id, module, call_id))
+    if isinstance(error, InterventionError):  # (the intervention failed, not the model)
+        what = f"in {where}, {error}. Fix the replace= spec"
+    else:
+        what = (
+            f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
+        )
+    partial = dataclasses.replace(flow, failure=Failure(what, stage_id, module, call_id))
     if error is not None:  # its traceback without the tracer's frames: it ends in the model
         error.with_traceback(_without_our_frames(error.__traceback__))
     return TraceError(

@@ -25,7 +25,7 @@ from .attention.budget import DEFAULT_ATTENTION_BUDGET, fit_budget
 from .attention.maps import DeviceMap, MapEntry
 from .host import Pending, to_host
 from .meaning import PendingMeaning, read_input, read_output
-from .record import META, Capture, Captured, Lazy, leaves_of
+from .record import META, Capture, Captured, Gradients, Lazy, leaves_of
 from .reduction import Reduction, reduce_on_device, without_data
 from .retained import DEFAULT_BUDGET_BYTES
 
@@ -40,6 +40,7 @@ class CaptureSettings:
     budget_bytes: int | None = None  # bytes kept per leaf for views (None: the default)
     attention: bool = True  # record attention maps
     attention_budget: int | None = DEFAULT_ATTENTION_BUDGET  # bytes all maps may hold
+    gradients: bool = False  # reduce each output's gradient in the backward pass too
 
 
 class CaptureObserver:
@@ -57,6 +58,12 @@ class CaptureObserver:
         self.end_failures: dict[str, str] = {}
         self._memo: dict[int, tuple[weakref.ref, int, Reduction]] = {}
         self._notes: dict[str, None] = {}  # (in order, each once)
+        #: the backward pass: per call (or model end), per output leaf, the gradient reduced
+        #: and its L2 norm (a 0-d tensor on its device); calls in the order their gradient came
+        self.grads: dict[int | str, dict[int, tuple[str, Reduction, torch.Tensor]]] = {}
+        self.grad_order: list[int | str] = []
+        self.param_grads: dict[str, tuple[Reduction, torch.Tensor]] = {}
+        self._hooked: dict[tuple[int, int], list[tuple[int | str, int, str]]] = {}
         self._fast = accelerator.reducer()  # None: torch ops only
         self.ops: AttentionRecorder | None = None
         if settings.attention:
@@ -95,6 +102,9 @@ class CaptureObserver:
                     memo[id(tensor)] = (weakref.ref(tensor), writes.seq, made)
                 kept.append((leaf, made))
             self.outputs[call] = kept
+            if self.settings.gradients:
+                for i, (leaf, tensor) in enumerate(leaves):
+                    self._hook(call, i, leaf, tensor)
         except Exception as error:  # never abort the run: mark the stage instead
             self.failures[call] = f"capture failed: {type(error).__name__}: {error}"
 
@@ -103,12 +113,46 @@ class CaptureObserver:
         output, and read what it means (:mod:`.meaning`)."""
         try:
             self.ends[node] = self._reduce(tensor)
+            if self.settings.gradients:
+                self._hook(node, 0, node.partition(":")[2], tensor)
             read = read_output if output else read_input
             meaning = read(tensor, node, self.settings.sample)
             if meaning is not None:
                 self.readings[node] = meaning
         except Exception as error:  # never abort the run: mark the node instead
             self.end_failures[node] = f"capture failed: {type(error).__name__}: {error}"
+
+    def _hook(self, key: int | str, i: int, leaf: str, tensor: torch.Tensor) -> None:
+        """Reduce ``tensor``'s gradient when the backward pass reaches it. One hook per tensor
+        and autograd node: a tensor that several calls return (a Sequential and its last
+        child) is reduced once for all of them; after an in-place op (a new node), again."""
+        if not tensor.requires_grad or not (tensor.is_floating_point() or tensor.is_complex()):
+            return
+        node = (id(tensor), id(tensor.grad_fn))
+        takers = self._hooked.get(node)
+        if takers is not None:
+            takers.append((key, i, leaf))
+            return
+        takers = self._hooked[node] = [(key, i, leaf)]
+
+        def reached(grad: torch.Tensor) -> None:
+            with torch.no_grad():
+                reduced = self._reduce(grad)
+                norm = torch.linalg.vector_norm(grad.detach().reshape(-1).float(), 2)
+            for taker, index, name in takers:
+                if taker not in self.grads:
+                    self.grads[taker] = {}
+                    self.grad_order.append(taker)
+                self.grads[taker][index] = (name, reduced, norm)
+
+        tensor.register_hook(reached)
+
+    def on_param_grads(self, grads: list[tuple[str, torch.Tensor]]) -> None:
+        """The model's parameters' gradients (after the backward pass): each reduced."""
+        with torch.no_grad():
+            for name, grad in grads:
+                norm = torch.linalg.vector_norm(grad.reshape(-1).float(), 2)
+                self.param_grads[name] = (self._reduce(grad), norm)
 
     def _reduce(self, tensor: torch.Tensor) -> Reduction:
         if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
@@ -146,6 +190,7 @@ class CaptureObserver:
                     failures.setdefault(call, r.error)
                     break
         ends = {node: [(node.partition(":")[2], r)] for node, r in self.ends.items()}
+        grads = self._gradients()
         return Capture(
             outputs=Lazy(self.outputs, _leaves),
             maps=maps,
@@ -156,7 +201,31 @@ class CaptureObserver:
             ends=Lazy(ends, _leaves),
             readings=dict(self.readings),
             end_failures=dict(self.end_failures),
+            grads=grads,
         )
+
+    def _gradients(self) -> Gradients | None:
+        """The backward pass's record (its results brought to the host together), or None
+        when no backward pass ran."""
+        if not self.settings.gradients:
+            return None
+        waiting: list[Pending] = []
+        norms: list[torch.Tensor] = []
+        for per_leaf in self.grads.values():
+            for _, reduced, norm in per_leaf.values():
+                waiting += reduced.waiting()
+                norms.append(norm)
+        for reduced, norm in self.param_grads.values():
+            waiting += reduced.waiting()
+            norms.append(norm)
+        to_host(waiting)
+        values = iter(torch.stack(norms).cpu().tolist() if norms else [])
+        leaves = {
+            key: [(name, r, next(values)) for _, (name, r, _) in sorted(per_leaf.items())]
+            for key, per_leaf in self.grads.items()
+        }
+        params = {name: (r, next(values)) for name, (r, _) in self.param_grads.items()}
+        return Gradients(leaves, tuple(self.grad_order), params)
 
 
 def _leaves(_key: object, items: list[tuple[str, Reduction]]) -> list[Captured]:

@@ -8,6 +8,7 @@ reading from its pending arrays, so that ``trace()`` pays only for what is looke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
@@ -21,7 +22,7 @@ from .retained import Retained
 from .summary import PendingSummary, Summary
 from .views import available_views, render_view
 
-__all__ = ["META", "Capture", "Captured", "Key", "Lazy"]
+__all__ = ["META", "Capture", "Captured", "Gradients", "Key", "Lazy"]
 
 #: what the record is asked with: a module call's index, or a model input / output node id
 Key = int | str
@@ -91,6 +92,59 @@ def leaves_of(items: Sequence[tuple[str, Reduction]]) -> list[Captured]:
 
 
 @dataclass(frozen=True, eq=False)
+class Gradients:
+    """What the backward pass of a run with ``loss=`` left: per call index (or model input /
+    output node), per output leaf, the gradient of the loss with respect to it, reduced like
+    the forward pass's outputs (and its L2 norm); the calls in the order their gradient came
+    (the backward pass's order: the first is nearest the loss); per parameter, its gradient."""
+
+    leaves: Mapping[Key, Sequence[tuple[str, Reduction, float]]]
+    order: tuple[Key, ...]
+    params: Mapping[str, tuple[Reduction, float]]
+    _made: dict[Key, list[Captured]] = field(default_factory=dict, repr=False)
+
+    def captured(self, key: Key) -> list[Captured] | None:
+        """The gradient's leaves of a call (or end), their summaries carrying the norm; None
+        when no gradient reached it (its output did not lead to the loss)."""
+        if key not in self.leaves:
+            return None
+        if key not in self._made:
+            self._made[key] = [_with_norm(leaf, r, norm) for leaf, r, norm in self.leaves[key]]
+        return self._made[key]
+
+    def norm(self, key: Key) -> float | None:
+        """The L2 norm of the gradient of a call's output (its leaves together), or None."""
+        found = self.leaves.get(key)
+        if not found:
+            return None
+        return math.sqrt(sum(norm * norm for _, _, norm in found))
+
+    def nonfinite(self) -> list[Key]:
+        """The calls (and ends) whose gradient held NaN or Inf, in backward order: the first
+        is where it entered the backward pass."""
+        return [
+            key
+            for key in self.order
+            if any(not math.isfinite(norm) or r.nonfinite() for _, r, norm in self.leaves[key])
+        ]
+
+    def param_summaries(self, prefix: str) -> dict[str, Summary]:
+        """The gradients' summaries of the parameters whose names start with ``prefix``
+        (a module's qualified name and a dot; "" for all), by name."""
+        return {
+            name: _with_norm(name, r, norm).summary
+            for name, (r, norm) in self.params.items()
+            if name.startswith(prefix)
+        }
+
+
+def _with_norm(leaf: str, reduction: Reduction, norm: float) -> Captured:
+    summary, retained, error = reduction.result()
+    pending = PendingSummary.of(replace(summary.resolve(), norm=norm))
+    return Captured(leaf, pending, retained, error)
+
+
+@dataclass(frozen=True, eq=False)
 class Capture:
     """The reductions of one run. ``outputs`` and ``maps`` are keyed by module call index
     (-1 in ``maps``: the model's own body), ``ends`` by model input / output node id."""
@@ -105,6 +159,7 @@ class Capture:
     ends: Mapping[str, Sequence[Captured]] = field(default_factory=dict)
     readings: Mapping[str, PendingMeaning] = field(default_factory=dict)  # end -> its reading
     end_failures: dict[str, str] = field(default_factory=dict)  # node -> why capture failed
+    grads: Gradients | None = None  # the backward pass (a run with ``loss=``), else None
     _meanings: dict[str, Meaning | None] = field(default_factory=dict, repr=False)
 
     # -- what the run left --------------------------------------------------------------------

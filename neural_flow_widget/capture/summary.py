@@ -95,6 +95,9 @@ class Summary:
     values: tuple[tuple[int | bool, int], ...] | None = None  # int/bool: (value, count), most
     #                              frequent first, ties by value; at most MAX_VALUES entries
     error: str | None = None  # why summarising failed; the other fields are then partial
+    #: the L2 norm over every element (exact; NaN when one is NaN): set for gradients
+    #: (``Flow.grad``), None for the forward pass's summaries
+    norm: float | None = None
 
     @property
     def bins(self) -> int:

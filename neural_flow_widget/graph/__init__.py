@@ -7,8 +7,10 @@ Nothing here imports torch or any other part of the package; everything else bui
 from .condense import condense
 from .edges import edges_for, sequential_edges, stage_edges
 from .errors import TraceError
-from .flow import CaptureRecord, Flow
+from .flow import Flow
+from .gradients import EXPLODING, VANISHING, GradientFlow
 from .origin import NonfiniteOrigin
+from .reading import CaptureRecord, GradientRecord
 from .records import (
     EDGE_KINDS,
     TOPOLOGIES,
@@ -24,12 +26,16 @@ from .selection import resolve
 
 __all__ = [
     "EDGE_KINDS",
+    "EXPLODING",
     "TOPOLOGIES",
+    "VANISHING",
     "CaptureRecord",
     "Edge",
     "EdgeKind",
     "Failure",
     "Flow",
+    "GradientFlow",
+    "GradientRecord",
     "ModuleInfo",
     "NonfiniteOrigin",
     "OpGraph",

@@ -2,67 +2,27 @@
 
 No torch here: a Flow is plain data that prints itself (:meth:`Flow.to_text`), checks itself
 (:meth:`Flow.lint`) and re-projects itself onto another selection (:meth:`Flow.select`). What
-capture kept (summaries, views, attention maps) hangs off it as a :class:`CaptureRecord`.
+capture kept (summaries, views, attention maps, gradients) hangs off it as a
+:class:`~.reading.CaptureRecord`, read through the methods of :class:`~.reading.Readings`.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from .condense import condense
 from .edges import edges_for
 from .origin import NonfiniteOrigin
+from .reading import CaptureRecord, Readings
 from .records import EDGE_KINDS, TOPOLOGIES, Edge, Failure, ModuleInfo, OpGraph, Stage, Topology
 from .selection import resolve
 
-#: what a Flow asks its capture record with: a module call's index, or a model end's node id
-Key = int | str
-
-
-class CaptureRecord(Protocol):
-    """What a Flow reads of its run's capture (``capture/record.py``'s ``Capture``), asked by
-    key: the Flow resolves stage ids. The records it gives (summaries, views, attention maps)
-    are capture's; the graph layer passes them on without reading them."""
-
-    @property
-    def sample(self) -> int:
-        """The batch sample that views and attention maps show."""
-        ...
-
-    @property
-    def maps(self) -> Mapping[int, Sequence[Any]]:
-        """Call index -> the attention maps made in that call (-1: the model's own body)."""
-        ...
-
-    @property
-    def end_failures(self) -> Mapping[str, str]:
-        """Model input / output node -> why its capture failed."""
-        ...
-
-    def captured(self, key: Key) -> Sequence[Any] | None: ...
-    def meaning(self, node: str) -> Any: ...
-    def view(
-        self,
-        key: Key,
-        items: Sequence[Any],
-        kind: str | None,
-        *,
-        who: str,
-        channel: int | None = None,
-        leaf: int = 0,
-        page: int | None = None,
-        channels: Sequence[int] | None = None,
-    ) -> Any: ...
-    def views(self, key: Key, items: Sequence[Any], leaf: int = 0) -> tuple[str, ...]: ...
-    def attention(self, calls: Collection[int]) -> list[Any]: ...
-    def attention_origins(self, calls: Collection[int]) -> list[tuple[int, int]]: ...
-
 
 @dataclass(frozen=True, slots=True)
-class Flow:
+class Flow(Readings):
     """What ``trace()`` returns: the stages of one run and the edges between them.
 
     >>> import torch, neural_flow_widget as nfw
@@ -257,84 +217,3 @@ class Flow:
             problems.append(f"unknown topology {self.topology!r}")
         if problems:
             raise ValueError("flow lint failed:\n  " + "\n  ".join(problems))
-
-    # -- capture (filled by trace(capture=True)) ---------------------------------------------
-
-    def key(self, stage_id: str) -> Key:
-        """What the capture record is asked with for ``stage_id``: its call index, or the node
-        id of a model input or output; ``KeyError`` for an unknown id."""
-        if stage_id in self.inputs or stage_id in self.outputs:
-            return stage_id
-        return self.stage(stage_id).index
-
-    def captured(self, stage_id: str) -> tuple[Key, Sequence[Any]]:
-        """The key of ``stage_id`` and the captured leaves of its output; ``ValueError``
-        saying why when there are none."""
-        capture = self._record()
-        key = self.key(stage_id)
-        items = capture.captured(key)
-        if items is not None:
-            return key, items
-        if isinstance(key, str):
-            why = capture.end_failures.get(key, "it is not a tensor")
-            raise ValueError(f"{stage_id!r} has no captured data: {why}")
-        stage = self.calls[key]
-        why = stage.error or "it returned no tensor"
-        raise ValueError(f"stage {stage_id!r} ({stage.type}) has no captured output: {why}")
-
-    def reading(self, stage_id: str) -> Any:
-        """What a model input or output means (the picture, the mask, the classes: a
-        ``Meaning`` of :mod:`neural_flow_widget.capture.meaning`), or None."""
-        if stage_id not in self.inputs and stage_id not in self.outputs:
-            return None
-        return self._record().meaning(stage_id)
-
-    def summary(self, stage_id: str) -> list[Any]:
-        """Summaries of a stage's output, one per tensor leaf (see
-        :mod:`neural_flow_widget.capture.summary`)."""
-        return [item.summary for item in self.captured(stage_id)[1]]
-
-    def view(
-        self,
-        stage_id: str,
-        kind: str | None = None,
-        *,
-        channel: int | None = None,
-        leaf: int = 0,
-        page: int | None = None,
-        channels: Sequence[int] | None = None,
-    ) -> Any:
-        """A rendered view of a stage's output (a channel grid, a token map, values...);
-        ``channel`` picks the channel view's channel, ``page`` the page of 16 channels of a
-        grid view (or ``channels`` its channels by hand)."""
-        key, items = self.captured(stage_id)
-        who = f"stage {stage_id!r}"
-        return self._record().view(
-            key, items, kind, who=who, channel=channel, leaf=leaf, page=page, channels=channels
-        )
-
-    def views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
-        """The view kinds a stage's output offers, the default first."""
-        key, items = self.captured(stage_id)
-        return self._record().views(key, items, leaf)
-
-    def attention(self, stage_id: str) -> list[Any]:
-        """Attention maps recorded inside a stage call: a list of ``AttentionMap``."""
-        return self._record().attention(self._attention_calls(stage_id))
-
-    def attention_origins(self, stage_id: str) -> list[tuple[int, int]]:
-        """Where each of :meth:`attention`'s maps was made: (module call, its n-th map)."""
-        return self._record().attention_origins(self._attention_calls(stage_id))
-
-    def _attention_calls(self, stage_id: str) -> frozenset[int]:
-        if stage_id in self.inputs or stage_id in self.outputs:
-            return frozenset()
-        return self.calls_within(stage_id)
-
-    def _record(self) -> CaptureRecord:
-        if self.capture is None:
-            raise ValueError(
-                "this flow was traced with capture=False; trace again with "
-                "capture=True to get summaries, views and attention maps"
-            )
-        return self.capture

@@ -17,6 +17,7 @@ import torch
 
 from ..graph import Stage
 from .dataflow import DataflowTracer
+from .interventions import HeadsMode, Interventions
 from .modules import ModuleTable
 from .opaque import is_opaque
 from .protocols import OutputObserver
@@ -111,21 +112,28 @@ class CallTracker:
     calls: list[CallRecord] = field(default_factory=list)
     failed: int | None = None  # innermost call that raised
     table: ModuleTable | None = None  # the model's modules, walked from it if None
+    interventions: Interventions | None = None  # outputs replaced, heads switched off
+    heads: HeadsMode | None = None  # the mode that switches heads off (with interventions)
 
     def __post_init__(self) -> None:
         if self.table is None:
             self.table = ModuleTable.of(self.model)
         self.names, self.modules = self.table.names, self.table.modules
+        self._counts: dict[int, int] = {}  # module -> its calls so far (replaced modules only)
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
         self._ended = 0
         self._last: dict[int, int] = {}  # module -> its latest call
 
     def __enter__(self) -> CallTracker:
+        replaced = self.interventions.modules if self.interventions is not None else None
         try:
             for i, module in enumerate(self.modules):
                 own = module.__dict__.get("forward", _NONE)
                 self._undo.append((module, own))
                 # (straight into __dict__: Module.__setattr__ would cost more and do the same)
+                if replaced is not None and i in replaced:
+                    module.__dict__["forward"] = self._wrap_replaced(i, module.forward)
+                    continue
                 lift = self.tracer is not None and own is _NONE and is_opaque(module)
                 module.__dict__["forward"] = (self._wrap_opaque if lift else self._wrap)(
                     i, module.forward
@@ -160,6 +168,37 @@ class CallTracker:
             return output
 
         forward.__wrapped__ = original  # type: ignore[attr-defined]  # (inspect.signature)
+        return forward
+
+    def _wrap_replaced(self, module: int, original: Callable) -> Callable:
+        """:meth:`_wrap` for a module whose output an intervention replaces (or whose
+        attention heads it switches off), in the calls it names (:mod:`.interventions`)."""
+        begin, end, fail = self._begin, self._end, self._fail
+        chosen, mode, counts = self.interventions, self.heads, self._counts
+        assert chosen is not None
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            begin(module, args, kwargs)
+            k = counts.get(module, 0)
+            counts[module] = k + 1
+            off = chosen.heads_of(module, k) if mode is not None else None
+            if off is not None:
+                mode.active.append(off)  # type: ignore[union-attr]
+            try:
+                output = original(*args, **kwargs)
+                replace = chosen.output_of(module, k)
+                if replace is not None:
+                    output = replace(output)
+            except BaseException as error:
+                fail(error)
+                raise
+            finally:
+                if off is not None:
+                    mode.active.pop()  # type: ignore[union-attr]
+            end(output)
+            return output
+
+        forward.__wrapped__ = original  # type: ignore[attr-defined]
         return forward
 
     def _wrap_opaque(self, module: int, original: Callable) -> Callable:

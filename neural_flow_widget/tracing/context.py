@@ -31,6 +31,7 @@ from torch.overrides import TorchFunctionMode
 from .calls import CallRecord, CallTracker
 from .dataflow import DataflowTracer
 from .eager import eager
+from .interventions import HeadsMode, Interventions
 from .modules import ModuleTable
 from .protocols import OpObserver, OutputObserver, RunObserver, Watch
 from .pytree import map_tensors, output_leaves
@@ -52,6 +53,7 @@ class Ran:
     tracer: DataflowTracer | None
     inputs: list[str]  # the model input node ids ("input:0", "input:mask"), in order
     input_ops: list[tuple[str, int]]  # (input node id, its op), when the tracer ran
+    views: list[torch.Tensor] = field(default_factory=list)  # the inputs as the model got them
     output: Any = None
     error: Exception | None = None  # what the model's own forward raised
     notes: list[str] = field(default_factory=list)  # what this run could not show
@@ -102,7 +104,9 @@ class RunContext(Generic[ObserverT]):
 
     ``modules``: the model's modules, when the caller walked them already; ``dataflow``: run
     the dataflow tracer; ``observe``: makes the run's observer (:attr:`observer`) from what it
-    may read.
+    may read; ``grad``: autograd records the pass (for a backward pass after it; the model's
+    floating inputs enter as views that require grad), else it runs under ``no_grad``;
+    ``interventions``: outputs replaced and heads switched off (:mod:`.interventions`).
     """
 
     observer: ObserverT | None
@@ -114,6 +118,8 @@ class RunContext(Generic[ObserverT]):
         *,
         dataflow: bool = False,
         observe: Callable[[Watch], ObserverT] | None = None,
+        grad: bool = False,
+        interventions: Interventions | None = None,
     ) -> None:
         stack: list[int] = [-1]
         calls: list[CallRecord] = []
@@ -121,6 +127,7 @@ class RunContext(Generic[ObserverT]):
         self.tracer = DataflowTracer(stack) if dataflow else None
         self.observer = observe(Watch(stack, calls, self.tracer)) if observe else None
         observer = self.observer
+        heads = HeadsMode() if interventions is not None and interventions.heads else None
         self.tracker = CallTracker(
             model,
             tracer=self.tracer,
@@ -128,6 +135,8 @@ class RunContext(Generic[ObserverT]):
             stack=stack,
             calls=calls,
             table=modules if modules is not None else ModuleTable.of(model),
+            interventions=interventions,
+            heads=heads,
         )
         ops = observer.ops if observer is not None else None
         modes: list[TorchFunctionMode] = []
@@ -139,7 +148,10 @@ class RunContext(Generic[ObserverT]):
             modes.append(ObservingMode(ops))
         if observer is not None and observer.mode is not None:
             modes.append(observer.mode)
+        if heads is not None:
+            modes.append(heads)  # (innermost: the tracer sees the heads' outputs zeroed)
         self._modes = modes
+        self.grad = grad
         self._exit: contextlib.ExitStack | None = None
 
     def __enter__(self) -> RunContext[ObserverT]:
@@ -153,7 +165,7 @@ class RunContext(Generic[ObserverT]):
             stack.callback(_restore_flags, flags)
             if any(flag for _, flag in flags):  # (setting a flag costs a Module.__setattr__)
                 self.model.eval()
-            stack.enter_context(torch.no_grad())
+            stack.enter_context(torch.enable_grad() if self.grad else torch.no_grad())
             stack.enter_context(eager())
             if self.observer is not None:
                 stack.callback(self.observer.close)
@@ -170,27 +182,32 @@ class RunContext(Generic[ObserverT]):
         """Run the model once on ``args`` and ``kwargs`` (inside the context). The inputs enter
         as detached views (the caller's tensors are never modified; with the tracer, tagged as
         input ops); what the model raises is kept in :attr:`Ran.error`, not raised."""
-        tracer, observer = self.tracer, self.observer
+        tracer, observer, grad = self.tracer, self.observer, self.grad
         names: list[str] = []
         input_ops: list[tuple[str, int]] = []
+        views: list[torch.Tensor] = []
 
         def enter(prefix: str) -> Callable[[str, torch.Tensor], torch.Tensor]:
             def tag(path: str, tensor: torch.Tensor) -> torch.Tensor:
                 name = f"input:{prefix}{'.' if prefix and path else ''}{path}"
                 names.append(name)
-                if observer is not None:
-                    observer.on_end(name, tensor, output=False)
                 if tracer is None:
-                    return tensor.detach()
-                view, op = tracer.tag_input(tensor)
-                input_ops.append((name, op))
+                    view = tensor.detach()
+                else:
+                    view, op = tracer.tag_input(tensor)
+                    input_ops.append((name, op))
+                if grad and (view.is_floating_point() or view.is_complex()):
+                    view.requires_grad_(True)  # (our view: the caller's tensor is untouched)
+                if observer is not None:
+                    observer.on_end(name, view, output=False)
+                views.append(view)
                 return view
 
             return tag
 
         call_args = tuple(map_tensors(a, enter(str(i))) for i, a in enumerate(args))
         call_kw = {k: map_tensors(v, enter(str(k))) for k, v in kwargs.items()}
-        ran = Ran(self.tracker, tracer, names, input_ops)
+        ran = Ran(self.tracker, tracer, names, input_ops, views)
         try:
             with contextlib.ExitStack() as modes:
                 for mode in self._modes:  # (the tracer first: the observer's mode inside it)
@@ -202,9 +219,9 @@ class RunContext(Generic[ObserverT]):
         if tracer is not None and isinstance(self.model, torch.jit.ScriptModule):
             # its forward ran in TorchScript, out of the mode: its output, one op of the
             # model's body made from every input (as for a TorchScript submodule's call)
-            views = [t for a in (*call_args, *call_kw.values()) for _, t in output_leaves(a)]
+            given = [t for a in (*call_args, *call_kw.values()) for _, t in output_leaves(a)]
             outputs = [t for _, t in output_leaves(ran.output) if not tracer.ops_of([t])]
-            tracer.record_call(views, outputs, call=-1)
+            tracer.record_call(given, outputs, call=-1)
             ran.notes.append(SCRIPTED)
         if observer is not None:
             for path, tensor in output_leaves(ran.output):
