@@ -8,6 +8,7 @@ Sequential — 1 stages, 2 edges, topology: dataflow
 
 from .compare import Comparison, StageDifference, compare
 from .graph import Edge, Flow, GradientFlow, Stage, TraceError
+from .patching import Patching, patch
 from .run import trace
 from .tracing.interventions import heads
 
@@ -17,11 +18,13 @@ __all__ = [
     "Flow",
     "GradientFlow",
     "NeuralFlowWidget",
+    "Patching",
     "Stage",
     "StageDifference",
     "TraceError",
     "compare",
     "heads",
+    "patch",
     "trace",
 ]
 __version__ = "0.1.0"

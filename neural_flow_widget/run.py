@@ -18,6 +18,7 @@ from .capture import Capture, CaptureObserver, CaptureSettings
 from .capture.attention.budget import DEFAULT_ATTENTION_BUDGET
 from .capture.attention.maps import AttentionMap
 from .capture.attention.window import WindowMode
+from .capture.readout import Readouts, unembedding
 from .graph import (
     Failure,
     Flow,
@@ -52,6 +53,8 @@ class _Request:
     keep_grads: bool = False  # the backward pass leaves the parameters' .grad
     interventions: Interventions | None = None  # stages' outputs replaced (replace=)
     replaced: tuple[str, ...] = ()  # the replacements, in words (for the flow's notes)
+    head: torch.nn.Module | None = None  # the unembedding that readouts read through
+    norm: torch.nn.Module | None = None  # the final norm before it (None: found in the graph)
 
 
 def trace(
@@ -70,6 +73,7 @@ def trace(
     loss: Callable[[Any], torch.Tensor] | None = None,
     keep_grads: bool = False,
     replace: Mapping[str, Any] | None = None,
+    readout: Any = None,
 ) -> Flow:
     """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
 
@@ -101,10 +105,14 @@ def trace(
     ``replace``: ``{stage id: spec}``, the stage's output replaced in the run (``"zero"``,
     ``"mean"``, a tensor, a function ``out -> out``, or ``nfw.heads(zero=[2, 5])`` for an
     attention stage; see :mod:`.tracing.interventions`), said in ``flow.notes``.
+
+    ``readout``: the logit lens (``flow.readout``, :mod:`.capture.readout`): None (default) for
+    a model with an unembedding (``get_output_embeddings()``: a Hugging Face language model),
+    ``True`` to insist, ``False`` for none, or ``(final_norm, unembedding)`` modules.
     """
     request = _validate(
         model, inputs, stages, topology, kwargs, capture_device, capture, attention, sample,
-        budget_bytes, attention_budget_bytes, loss, keep_grads, replace,
+        budget_bytes, attention_budget_bytes, loss, keep_grads, replace, readout,
     )  # fmt: skip
     rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
     ran, observed, mode = _observe(request)
@@ -145,6 +153,7 @@ def _validate(
     loss: Callable[[Any], torch.Tensor] | None = None,
     keep_grads: bool = False,
     replace: Mapping[str, Any] | None = None,
+    readout: Any = None,
 ) -> _Request:
     """The checked request; a clear error for each thing that cannot run, before anything runs."""
     if capture_device is not None:
@@ -161,7 +170,7 @@ def _validate(
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
     model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
-    args, kw = _split_inputs(inputs, kwargs)
+    args, kw = split_inputs(inputs, kwargs)
     modules = ModuleTable.of(model)
     if stages is not None:
         resolve(stages, modules.infos, (), model)  # bad names fail before running
@@ -169,9 +178,15 @@ def _validate(
         raise TypeError(f"loss={loss!r}: pass a function of the model's output, loss(output)")
     if loss is not None and not capture:
         raise ValueError("loss= reduces each stage's gradient, which needs capture=True")
+    norm, head = _readout_modules(model, readout) if capture else (None, None)
     settings = (
         CaptureSettings(
-            sample, budget_bytes, attention, attention_budget_bytes, gradients=loss is not None
+            sample,
+            budget_bytes,
+            attention,
+            attention_budget_bytes,
+            gradients=loss is not None,
+            readout_dim=int(head.weight.shape[-1]) if head is not None else None,
         )
         if capture
         else None
@@ -179,8 +194,33 @@ def _validate(
     chosen = interventions(replace, modules.names) if replace else None
     said = tuple(f"{stage} -> {_spec_words(spec)}" for stage, spec in (replace or {}).items())
     return _Request(
-        model, args, kw, modules, stages, topology, settings, loss, keep_grads, chosen, said
-    )
+        model, args, kw, modules, stages, topology, settings, loss, keep_grads, chosen, said, head,
+        norm,
+    )  # fmt: skip
+
+
+def _readout_modules(model: torch.nn.Module, readout: Any) -> tuple[Any, Any]:
+    """(final norm or None, unembedding or None) of ``readout=`` (see :func:`trace`)."""
+    if readout is False:
+        return None, None
+    if isinstance(readout, tuple):
+        if (
+            len(readout) != 2
+            or not all(m is None or isinstance(m, torch.nn.Module) for m in readout)
+            or not hasattr(readout[1], "weight")
+        ):
+            raise TypeError(
+                "readout=(final_norm, unembedding): two modules, the norm (or None) and the "
+                "layer that makes the logits"
+            )
+        return readout
+    head = unembedding(model)
+    if readout is True and head is None:
+        raise ValueError(
+            f"readout=True: {type(model).__name__} has no get_output_embeddings(); pass "
+            f"readout=(final_norm, unembedding)"
+        )
+    return None, head
 
 
 def _spec_words(spec: Any) -> str:
@@ -236,7 +276,11 @@ def _once(request: _Request, dataflow: bool) -> tuple[Ran, Capture | None]:
         ran = run.forward(request.args, request.kwargs)
         if grad and ran.error is None and run.observer is not None:
             _backward(request, ran, run.observer)
-    return ran, run.observer.finish() if run.observer is not None else None
+    observed = run.observer.finish() if run.observer is not None else None
+    if observed is not None and request.head is not None and run.observer is not None:
+        found = Readouts.of_modules(run.observer.hidden, request.head, request.norm)
+        observed = dataclasses.replace(observed, readouts=found)
+    return ran, observed
 
 
 def _backward(request: _Request, ran: Ran, observer: CaptureObserver) -> None:
@@ -292,7 +336,7 @@ def attention_window(
     if not 0 <= index < len(origins):
         return f"stage {stage_id!r} has no attention map {index}"
     call, entry = origins[index]
-    args, kw = _split_inputs(inputs, kwargs)
+    args, kw = split_inputs(inputs, kwargs)
     calls = flow.calls_within(flow.calls[call].id)
 
     def observe(watch: Watch) -> ModeObserver:
@@ -310,7 +354,8 @@ def attention_window(
     return zoomed.map if zoomed.map is not None else zoomed.why
 
 
-def _split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
+def split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
+    """(positional, keyword) arguments of the model from ``trace``'s ``inputs`` and ``kwargs``."""
     args: tuple
     if isinstance(inputs, Mapping):
         args, kw = (), dict(inputs)
@@ -354,6 +399,9 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
     if request.replaced:
         notes += (f"intervention: {'; '.join(request.replaced)}",)
+    if capture is not None and capture.readouts is not None and request.norm is None:
+        norm = _final_norm(request, records, graph)
+        capture.readouts.norm = weakref.ref(norm) if norm is not None else None
     if capture is not None:
         calls = capture.mark(calls)
         notes += capture.notes
@@ -374,6 +422,29 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
         notes=notes,
         nonfinite=nonfinite,
     )
+
+
+def _final_norm(request: _Request, records: list[Any], graph: OpGraph) -> torch.nn.Module | None:
+    """The norm a language model applies before its unembedding: the leaf module whose op
+    made the unembedding's input (through the reshapes of the modules around), when it is a
+    norm (its class says so); else None."""
+    table, head = request.modules, request.head
+    index = next((i for i, m in enumerate(table.modules) if m is head), None)
+    call = next((c for c in range(len(records) - 1, -1, -1) if records[c].module == index), None)
+    if call is None or not graph.owners:
+        return None
+    todo, seen = list(graph.call_inputs[call]), set()
+    while todo:
+        op = todo.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        owner = graph.owners[op]
+        if owner >= 0 and table.infos[records[owner].module].leaf:
+            module = table.modules[records[owner].module]
+            return module if "norm" in type(module).__name__.lower() else None
+        todo.extend(graph.parents[op])
+    return None
 
 
 def _trace_error(flow: Flow, run: Ran) -> TraceError:

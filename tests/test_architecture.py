@@ -2,8 +2,8 @@
 module's private names, Jupyter only in the notebook shell, no torch in the graph record.
 
 The layers, lowest first: ``graph`` <- ``tracing`` <- ``capture`` <- ``run`` <- ``compare`` <-
-``wire`` <- ``notebook`` <- ``demos`` <- ``cli``. A module imports only from its own layer and
-the layers below; ``capture`` sees ``tracing`` only through ``tracing.protocols``.
+``patching`` <- ``wire`` <- ``notebook`` <- ``demos`` <- ``cli``. A module imports only from its
+own layer and the layers below; ``capture`` sees ``tracing`` only through ``tracing.protocols``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "neural_flow_widget"
-LAYERS = ["graph", "tracing", "capture", "run", "compare", "wire", "notebook", "demos", "cli"]
+LAYERS = [
+    "graph", "tracing", "capture", "run", "compare", "patching", "wire", "notebook", "demos", "cli"
+]  # fmt: skip
 JUPYTER = {"anywidget", "ipywidgets", "traitlets", "IPython", "ipykernel"}
 
 

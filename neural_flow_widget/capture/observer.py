@@ -25,11 +25,17 @@ from .attention.budget import DEFAULT_ATTENTION_BUDGET, fit_budget
 from .attention.maps import DeviceMap, MapEntry
 from .host import Pending, to_host
 from .meaning import PendingMeaning, read_input, read_output
+from .readout import READOUT_BUDGET
 from .record import META, Capture, Captured, Gradients, Lazy, leaves_of
 from .reduction import Reduction, reduce_on_device, without_data
 from .retained import DEFAULT_BUDGET_BYTES
 
 __all__ = ["CaptureObserver", "CaptureSettings"]
+
+_READOUTS_FULL = (
+    "readouts: the hidden states kept for them reached their budget, so later blocks have no "
+    "readout"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +47,7 @@ class CaptureSettings:
     attention: bool = True  # record attention maps
     attention_budget: int | None = DEFAULT_ATTENTION_BUDGET  # bytes all maps may hold
     gradients: bool = False  # reduce each output's gradient in the backward pass too
+    readout_dim: int | None = None  # keep blocks' (N, L, D) outputs of this D for readouts
 
 
 class CaptureObserver:
@@ -49,7 +56,9 @@ class CaptureObserver:
     mode = None  # (no TorchFunctionMode of its own: the tracer or the context feeds ``ops``)
 
     def __init__(self, settings: CaptureSettings, watch: Watch) -> None:
-        self.settings, self.writes = settings, watch.writes
+        self.settings, self.writes, self.watch = settings, watch.writes, watch
+        self.hidden: dict[int, torch.Tensor] = {}  # call -> its output at the sample (readouts)
+        self._hidden_bytes = 0
         self.budget = settings.budget_bytes or DEFAULT_BUDGET_BYTES
         self.outputs: dict[int, list[tuple[str, Reduction]]] = {}
         self.failures: dict[int, str] = {}  # call -> why its capture failed
@@ -102,6 +111,8 @@ class CaptureObserver:
                     memo[id(tensor)] = (weakref.ref(tensor), writes.seq, made)
                 kept.append((leaf, made))
             self.outputs[call] = kept
+            if self.settings.readout_dim is not None and leaves:
+                self._keep_hidden(call, leaves[0][1])
             if self.settings.gradients:
                 for i, (leaf, tensor) in enumerate(leaves):
                     self._hook(call, i, leaf, tensor)
@@ -121,6 +132,26 @@ class CaptureObserver:
                 self.readings[node] = meaning
         except Exception as error:  # never abort the run: mark the node instead
             self.end_failures[node] = f"capture failed: {type(error).__name__}: {error}"
+
+    def _keep_hidden(self, call: int, tensor: torch.Tensor) -> None:
+        """Keep a block's output at the sample, whole, for readouts (:mod:`.readout`): an
+        ``(N, L, D)`` float tensor of the model's hidden size, of a call that is not a leaf,
+        while the run's readout budget lasts."""
+        shape = tensor.shape
+        if (
+            len(shape) != 3
+            or shape[-1] != self.settings.readout_dim
+            or not tensor.is_floating_point()
+            or self.watch.calls[call].module in self.watch.leaves
+        ):
+            return
+        size = shape[1] * shape[2] * tensor.element_size()
+        if self._hidden_bytes + size > READOUT_BUDGET:
+            self._notes.setdefault(_READOUTS_FULL, None)
+            return
+        sample = min(self.settings.sample, shape[0] - 1)
+        self.hidden[call] = tensor[sample].detach().clone()
+        self._hidden_bytes += size
 
     def _hook(self, key: int | str, i: int, leaf: str, tensor: torch.Tensor) -> None:
         """Reduce ``tensor``'s gradient when the backward pass reaches it. One hook per tensor

@@ -17,6 +17,7 @@ from .attention.maps import AttentionMap, MapEntry
 from .image import View
 from .meaning import Meaning, PendingMeaning
 from .readings import meaning_view
+from .readout import Readout, Readouts
 from .reduction import Reduction
 from .retained import Retained
 from .summary import PendingSummary, Summary
@@ -160,6 +161,7 @@ class Capture:
     readings: Mapping[str, PendingMeaning] = field(default_factory=dict)  # end -> its reading
     end_failures: dict[str, str] = field(default_factory=dict)  # node -> why capture failed
     grads: Gradients | None = None  # the backward pass (a run with ``loss=``), else None
+    readouts: Readouts | None = None  # what readouts read (a language model's run), else None
     _meanings: dict[str, Meaning | None] = field(default_factory=dict, repr=False)
 
     # -- what the run left --------------------------------------------------------------------
@@ -237,6 +239,12 @@ class Capture:
     def attention_origins(self, calls: Collection[int]) -> list[tuple[int, int]]:
         """The attention maps made inside ``calls``: (module call, its n-th map), in call order."""
         return [(c, i) for c in sorted(self.maps) if c in calls for i in range(len(self.maps[c]))]
+
+    def readout(self, key: Key, k: int) -> Readout | None:
+        """The logit lens of a kept call's output (:mod:`.readout`); None where there is none."""
+        if self.readouts is None or isinstance(key, str):
+            return None
+        return self.readouts.readout(key, k)
 
     def attention(self, calls: Collection[int]) -> list[AttentionMap]:
         """The attention maps made inside ``calls``, in the order of :meth:`attention_origins`."""

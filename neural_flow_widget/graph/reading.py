@@ -61,6 +61,7 @@ class CaptureRecord(Protocol):
 
     def captured(self, key: Key) -> Sequence[Any] | None: ...
     def meaning(self, node: str) -> Any: ...
+    def readout(self, key: Key, k: int) -> Any: ...
     def view(
         self,
         key: Key,
@@ -167,6 +168,20 @@ class Readings:
         if stage_id in self.inputs or stage_id in self.outputs:
             return frozenset()
         return self.calls_within(stage_id)
+
+    def readout(self, stage_id: str, k: int = 5) -> Any:
+        """The logit lens: a stage's output (the residual stream, or what a sublayer writes
+        into it) read through the model's own final norm and unembedding, the top ``k`` next
+        tokens and their probabilities at every position (a ``Readout``); for a causal
+        language model's blocks (``trace(readout=...)``)."""
+        found = self._record().readout(self.key(stage_id), k)
+        if found is None:
+            raise ValueError(
+                f"stage {stage_id!r} has no readout: readouts are kept for the blocks of a model "
+                f"with an unembedding (a language model's get_output_embeddings(), or "
+                f"trace(readout=(final_norm, unembedding))) whose output is its hidden size"
+            )
+        return found
 
     # -- the backward pass (filled by trace(loss=...)) ----------------------------------------
 

@@ -125,7 +125,10 @@ class RunContext(Generic[ObserverT]):
         calls: list[CallRecord] = []
         self.model = model
         self.tracer = DataflowTracer(stack) if dataflow else None
-        self.observer = observe(Watch(stack, calls, self.tracer)) if observe else None
+        table = modules if modules is not None else ModuleTable.of(model)
+        leaves = frozenset(i for i, info in enumerate(table.infos) if info.leaf)
+        watch = Watch(stack, calls, self.tracer, leaves)
+        self.observer = observe(watch) if observe else None
         observer = self.observer
         heads = HeadsMode() if interventions is not None and interventions.heads else None
         self.tracker = CallTracker(
@@ -134,7 +137,7 @@ class RunContext(Generic[ObserverT]):
             on_output=observer.on_output if observer is not None else None,
             stack=stack,
             calls=calls,
-            table=modules if modules is not None else ModuleTable.of(model),
+            table=table,
             interventions=interventions,
             heads=heads,
         )

@@ -68,6 +68,7 @@ class Watch:
     stack: list[int]  # the running module calls, innermost last; -1: the model's own body
     calls: list[Any]  # the module calls so far (``tracing.calls.CallRecord``), in start order
     writes: WriteLog | None  # the dataflow tracer's account of in-place writes, when it runs
+    leaves: frozenset[int] = frozenset()  # the module indices of the leaf modules
 
     def current(self) -> int:
         """The innermost running module call (-1: the model's own body)."""
