@@ -9,11 +9,13 @@
 
 ``patch(model, clean, corrupted, stages, metric)`` runs the model on the corrupted inputs
 once per stage, with that stage's output restored from the clean run, and measures
-``metric(output)`` each time; with ``positions`` (the default for stages whose output is a
-sequence ``(N, L, ...)``), once per stage and position too, restoring only that position: the
-causal-tracing heat map (Meng et al., 2022). A stage whose restoration brings the metric back
-to the clean run's carries what the corruption removed. The runs are plain forwards (no
-tracer, no capture) in eval mode under ``no_grad``; the model is left as it was.
+``metric(output)`` each time (a stage whose output is a tuple, a Hugging Face attention's
+``(output, weights)``, has its first tensor restored); with ``positions`` (the default for
+stages whose output is a sequence ``(N, L, ...)``), once per stage and position too,
+restoring only that position: the causal-tracing heat map (Meng et al., 2022). A stage whose
+restoration brings the metric back to the clean run's carries what the corruption removed. The
+runs are plain forwards (no tracer, no capture) in eval mode under ``no_grad``; the model is
+left as it was.
 """
 
 from __future__ import annotations
@@ -74,11 +76,7 @@ def patch(
 
     def keep(name: str) -> Callable[[Any], Any]:
         def store(out: Any) -> Any:
-            if not isinstance(out, torch.Tensor):
-                raise TypeError(
-                    f"patch(): stage {name!r} returns a {type(out).__name__}, not a tensor"
-                )
-            kept[name] = out.detach().clone()
+            kept[name] = _first(name, out).detach().clone()
             return out
 
         return store
@@ -88,8 +86,7 @@ def patch(
     base, worst = _number(metric(clean_out)), _number(metric(corrupted_out))
     scores = []
     for name in names:
-        restored = kept[name]
-        out = _run(model, table, corrupted, kwargs, {name: lambda _o, r=restored: r})
+        out = _run(model, table, corrupted, kwargs, {name: _with(name, _whole(kept[name]))})
         scores.append(_number(metric(out)))
     sequence = all(kept[n].dim() >= 3 for n in names)
     by_position = None
@@ -98,11 +95,36 @@ def patch(
         grid = np.zeros((len(names), length))
         for i, name in enumerate(names):
             for p in range(length):
-                grid[i, p] = _number(
-                    metric(_run(model, table, corrupted, kwargs, {name: _at(kept[name], p)}))
-                )
+                given = {name: _with(name, _at(kept[name], p))}
+                grid[i, p] = _number(metric(_run(model, table, corrupted, kwargs, given)))
         by_position = grid
     return Patching(tuple(names), np.array(scores), base, worst, length, by_position)
+
+
+def _first(name: str, out: Any) -> torch.Tensor:
+    """The tensor a stage's output is patched in: itself, or the first of a tuple or list
+    (a Hugging Face attention's ``(output, weights)``)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if isinstance(out, (tuple, list)) and out and isinstance(out[0], torch.Tensor):
+        return out[0]
+    raise TypeError(f"patch(): stage {name!r} returns a {type(out).__name__}, not a tensor")
+
+
+def _with(name: str, make: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[Any], Any]:
+    """A replacement that puts ``make(the stage's tensor)`` where :func:`_first` found it."""
+
+    def replace(out: Any) -> Any:
+        made = make(_first(name, out))
+        if isinstance(out, torch.Tensor):
+            return made
+        return type(out)([made, *out[1:]]) if type(out) in (tuple, list) else (made, *out[1:])
+
+    return replace
+
+
+def _whole(clean: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    return lambda _out: clean
 
 
 def _at(clean: torch.Tensor, p: int) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -124,6 +124,9 @@ def render() -> str:
         "// the one definition of the graph message: edit that file and rerun the script, never",
         "// this one (tests/test_wire_schema.py fails when this file is stale).",
         "",
+        "/** The version of the wire format (wire/schema.py's SCHEMA). */",
+        f"export const SCHEMA = {schema.SCHEMA};",
+        "",
     ]
     for td in schema.MESSAGES:
         lines += _doc(td)

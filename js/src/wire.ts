@@ -10,7 +10,7 @@
  */
 import { checkFields, fail, isObj, WireError } from "./wire_check";
 import { decodeComparison, type WireComparison } from "./wire_compare";
-import { ENUMS, FIELDS, type GraphMessage, type WireCall, type WireOrigin } from "./wire_schema";
+import { ENUMS, FIELDS, type GraphMessage, SCHEMA, type WireCall, type WireOrigin } from "./wire_schema";
 
 export { WireError };
 export { decodeComparison, type RunFailure, type StageDiff, type WireComparison } from "./wire_compare";
@@ -28,7 +28,7 @@ export {
   type WireBuffer,
 } from "./wire_reply";
 
-export const SCHEMA = 5;
+export { SCHEMA };
 
 export type Topology = GraphMessage["topology"];
 

@@ -2,6 +2,9 @@
 // the one definition of the graph message: edit that file and rerun the script, never
 // this one (tests/test_wire_schema.py fails when this file is stale).
 
+/** The version of the wire format (wire/schema.py's SCHEMA). */
+export const SCHEMA = 6;
+
 /** One module call of the traced run; its index in `calls` is its "call index". */
 export interface WireCall {
   id: string; // stage id: qualified name, or "name#k" for a reused module
@@ -48,6 +51,16 @@ export interface WireEnd {
   reading: string | null; // what it means (capture/meaning.py's kinds: image, tokens, ...), or null
 }
 
+/** How the gradient's norm changes along the trunk (graph/gradients.py's GradientFlow). */
+export interface WireGradientFlow {
+  kind: "healthy" | "vanishing" | "exploding"; // what the gradient does on the trunk
+  at: number | null; // call index of the stage nearest the loss where it crossed the threshold
+  ratio: number | null; // the norm at the trunk's input end over its norm at the loss end
+  calls: number[]; // the trunk's calls that a gradient reached, input side first
+  norms: number[]; // the gradient's L2 norm at each of them
+  text: string; // the finding in words (text, never HTML)
+}
+
 /** The `graph` traitlet (plain JSON, no images), from `encode_graph`. */
 export interface GraphMessage {
   schema: number; // SCHEMA of the writer
@@ -69,6 +82,11 @@ export interface GraphMessage {
   failure: WireFailure | null; // the forward raised: what, where; null: it ran to the end
   notes: string[]; // what the run could not show (e.g. the meta device: no data)
   ends: Record<string, WireEnd>; // model inputs / outputs whose data was captured, by node id
+  grad: (number | null)[] | null; // per call: the L2 norm of the gradient of the loss with respect to its output (null: no gradient reached it); null: the run had no loss=
+  nonfinite_grad: number[]; // call indices whose gradient held NaN or +/-Inf, in the backward pass's order (the first: where it entered)
+  gradient_flow: WireGradientFlow | null; // the gradient along the trunk: where it vanishes or explodes; null: no loss=, or fewer than two trunk stages with a gradient
+  readouts: [number, number, number][]; // the logit lens at the last position: [call index, its most likely next token id, that token's probability], for each call with a readout (a language model's blocks)
+  readout_names: Record<string, string>; // token id -> its text, for the ids of readouts (when the widget has a tokenizer)
 }
 
 /** What each field of each record must be (every field is present; |null: it may be
@@ -112,6 +130,14 @@ export const FIELDS = {
     dtype: "string",
     reading: "string|null",
   },
+  WireGradientFlow: {
+    kind: "enum",
+    at: "int|null",
+    ratio: "number|null",
+    calls: "int[]",
+    norms: "list",
+    text: "string",
+  },
   GraphMessage: {
     schema: "int",
     model: "string",
@@ -132,10 +158,16 @@ export const FIELDS = {
     failure: "object|null",
     notes: "string[]",
     ends: "object",
+    grad: "list|null",
+    nonfinite_grad: "int[]",
+    gradient_flow: "object|null",
+    readouts: "list",
+    readout_names: "object",
   },
 } as const;
 
 /** The values an enum field may take. */
 export const ENUMS = {
+  kind: ["healthy", "vanishing", "exploding"],
   topology: ["dataflow", "fx", "sequential"],
 } as const;

@@ -62,21 +62,23 @@ class Readouts:
     ) -> Readouts:
         return cls(kept, weakref.ref(head), weakref.ref(norm) if norm is not None else None)
 
-    def readout(self, call: int, k: int) -> Readout | None:
-        """The top-``k`` readout of a kept call's output; None when none was kept."""
+    def readout(self, call: int, k: int, position: int | None = None) -> Readout | None:
+        """The top-``k`` readout of a kept call's output, at every position or at one (its
+        only row); None when none was kept."""
         if call not in self.kept:
             return None
+        if position is not None:
+            return self._read(self.kept[call][position][None], k)
         if (call, k) not in self._made:
-            head = self.head()
-            norm = self.norm() if self.norm is not None else None
-            if head is None or (self.norm is not None and norm is None):
-                raise ValueError("the model of this run is gone: its unembedding with it")
-            with torch.no_grad():
-                h = self.kept[call][None]
-                logits = head(norm(h) if norm is not None else h)[0].float()
-                probs = torch.softmax(logits, dim=-1)
-                top = torch.topk(probs, min(k, probs.shape[-1]), dim=-1)
-            self._made[(call, k)] = Readout(
-                top.indices.cpu().numpy(), top.values.cpu().numpy().astype(np.float32)
-            )
+            self._made[(call, k)] = self._read(self.kept[call], k)
         return self._made[(call, k)]
+
+    def _read(self, h: torch.Tensor, k: int) -> Readout:
+        head = self.head()
+        norm = self.norm() if self.norm is not None else None
+        if head is None or (self.norm is not None and norm is None):
+            raise ValueError("the model of this run is gone: its unembedding with it")
+        with torch.no_grad():
+            logits = head(norm(h[None]) if norm is not None else h[None])[0].float()
+            top = torch.topk(torch.softmax(logits, dim=-1), min(k, logits.shape[-1]), dim=-1)
+        return Readout(top.indices.cpu().numpy(), top.values.cpu().numpy().astype(np.float32))

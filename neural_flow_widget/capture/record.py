@@ -240,11 +240,17 @@ class Capture:
         """The attention maps made inside ``calls``: (module call, its n-th map), in call order."""
         return [(c, i) for c in sorted(self.maps) if c in calls for i in range(len(self.maps[c]))]
 
-    def readout(self, key: Key, k: int) -> Readout | None:
-        """The logit lens of a kept call's output (:mod:`.readout`); None where there is none."""
+    def readout(self, key: Key, k: int, position: int | None = None) -> Readout | None:
+        """The logit lens of a kept call's output (:mod:`.readout`), at every position or at
+        one; None where there is none."""
         if self.readouts is None or isinstance(key, str):
             return None
-        return self.readouts.readout(key, k)
+        return self.readouts.readout(key, k, position)
+
+    @property
+    def read_calls(self) -> tuple[int, ...]:
+        """The calls whose output was kept for readouts, in call order."""
+        return tuple(sorted(self.readouts.kept)) if self.readouts is not None else ()
 
     def attention(self, calls: Collection[int]) -> list[AttentionMap]:
         """The attention maps made inside ``calls``, in the order of :meth:`attention_origins`."""

@@ -61,7 +61,12 @@ class CaptureRecord(Protocol):
 
     def captured(self, key: Key) -> Sequence[Any] | None: ...
     def meaning(self, node: str) -> Any: ...
-    def readout(self, key: Key, k: int) -> Any: ...
+    def readout(self, key: Key, k: int, position: int | None = None) -> Any: ...
+    @property
+    def read_calls(self) -> tuple[int, ...]:
+        """The calls that have a readout."""
+        ...
+
     def view(
         self,
         key: Key,
@@ -169,12 +174,12 @@ class Readings:
             return frozenset()
         return self.calls_within(stage_id)
 
-    def readout(self, stage_id: str, k: int = 5) -> Any:
+    def readout(self, stage_id: str, k: int = 5, position: int | None = None) -> Any:
         """The logit lens: a stage's output (the residual stream, or what a sublayer writes
         into it) read through the model's own final norm and unembedding, the top ``k`` next
-        tokens and their probabilities at every position (a ``Readout``); for a causal
-        language model's blocks (``trace(readout=...)``)."""
-        found = self._record().readout(self.key(stage_id), k)
+        tokens and their probabilities at every position, or at ``position`` alone (a
+        ``Readout``); for a causal language model's blocks (``trace(readout=...)``)."""
+        found = self._record().readout(self.key(stage_id), k, position)
         if found is None:
             raise ValueError(
                 f"stage {stage_id!r} has no readout: readouts are kept for the blocks of a model "
@@ -212,6 +217,10 @@ class Readings:
             page=page,
             channels=channels,
         )
+
+    def grad_views(self, stage_id: str, leaf: int = 0) -> tuple[str, ...]:
+        """The view kinds the gradient of a stage's output offers, the default first."""
+        return self._record().views(-1, self._grad_items(stage_id), leaf)
 
     def param_grads(self, stage_id: str) -> dict[str, Any]:
         """Summaries of the gradients of a stage's parameters (its module's, recursive), by

@@ -89,6 +89,8 @@ def stage_reply(
             f"sample {request.sample} was not captured; trace with "
             f"sample={request.sample} to see it (captured: {captured})",
         ), []
+    if request.of == "grad":
+        return _gradient_reply(flow, request, tokens)
     try:
         _, items = flow.captured(stage_id)
     except ValueError as error:
@@ -115,10 +117,51 @@ def stage_reply(
         for index, m in enumerate(flow.attention(stage_id)):
             fine = _refined(m, request.window, stage_id, index, refine)
             attention.append(_shown(m, request.head, request.window, fine))
+        readout = _readout(flow, request, vocab) if request.readout is not None else None
     except ValueError as error:
         return wire.error_reply(stage_id, str(error)), []
     summaries = [(item.leaf, item.summary) for item in items]
-    return wire.encode_reply(stage_id, summaries, views, view, attention, tokens, error_of)
+    return wire.encode_reply(
+        stage_id, summaries, views, view, attention, tokens, error_of, readout=readout
+    )
+
+
+def _gradient_reply(
+    flow: Flow, request: wire.StageRequest, tokens: list[str] | None
+) -> tuple[wire.Reply, list[bytes]]:
+    """The reply about the gradient of a stage's output (``"of": "grad"``): its summaries
+    (with their norms) and a view of it, as of the output itself; no attention."""
+    stage_id = request.stage
+    try:
+        summaries = [(str(i), s) for i, s in enumerate(flow.grad(stage_id))]
+        views = list(flow.grad_views(stage_id))
+        view = None
+        if views:
+            view = flow.grad_view(
+                stage_id,
+                request.view,
+                channel=request.channel,
+                page=request.page,
+                channels=request.channels,
+            )
+    except ValueError as error:
+        return wire.error_reply(stage_id, str(error)), []
+    return wire.encode_reply(stage_id, summaries, views, view, [], tokens, None, of="grad")
+
+
+def _readout(flow: Flow, request: wire.StageRequest, vocab: Vocab | None) -> wire.ReadoutMessage:
+    """The logit lens of a stage (``"readout": k``), at every position or at one."""
+    assert request.readout is not None
+    found = flow.readout(request.stage, k=request.readout, position=request.position)
+    ids = [[int(i) for i in row] for row in found.ids]
+    names = [vocab(row) for row in ids] if vocab is not None else None
+    return {
+        "k": request.readout,
+        "position": request.position,
+        "ids": ids,
+        "probs": [[float(p) for p in row] for row in found.probs],
+        "names": names,
+    }
 
 
 def difference_reply(

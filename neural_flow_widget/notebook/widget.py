@@ -28,6 +28,7 @@ from ..graph import Flow, TraceError
 from ..run import attention_window, trace
 from . import export as _export
 from . import replies
+from .experiments import Experiments, spec_of_message
 
 #: the front end, bundled into the package (``js/`` -> ``static/widget.js``)
 BUNDLE = pathlib.Path(__file__).parent.parent / "static" / "widget.js"
@@ -43,7 +44,7 @@ def _bundle() -> pathlib.Path:
     return BUNDLE
 
 
-class NeuralFlowWidget(anywidget.AnyWidget):
+class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
     """A live, zoomable flow graph of a model; click a stage to see what flowed through it.
 
     >>> import torch, neural_flow_widget as nfw
@@ -77,6 +78,11 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     playback = traitlets.Dict({"at": -1, "playing": False, "speed": 1.0}).tag(sync=True)
     #: presentation mode (:meth:`present`): the view fills the window, larger type, more contrast
     presenting = traitlets.Bool(False).tag(sync=True)
+    #: run B is this run with an intervention (:meth:`intervene`): {"stage": call index,
+    #: "spec": in words}; None: run B (if any) is another run
+    intervention = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    #: activation patching of this run (:meth:`patch`, :func:`wire.encode_patching`); None
+    patching = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
 
     def __init__(
         self,
@@ -110,7 +116,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self._exports: dict[int, pathlib.Path] = {}
         self._requests = itertools.count(1)
         _bundle()  # (a clear error before anywidget would send the path as the module)
-        super().__init__(graph=wire.encode_graph(flow))
+        super().__init__(graph=wire.encode_graph(flow, self._names()))
         self.on_msg(self._on_message)
         if compare is not None:
             self._compare(compare, None, 1e-3, stacklevel=4)
@@ -123,10 +129,11 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         return self._error_a or self._error_b
 
     def _trace(
-        self, model: Any, inputs: Any, *, run: str = "", stacklevel: int = 3
+        self, model: Any, inputs: Any, *, run: str = "", stacklevel: int = 3, replace: Any = None
     ) -> tuple[Flow, TraceError | None]:
+        options = {**self._options, "replace": replace} if replace else self._options
         try:
-            return trace(model, inputs, **self._options), None
+            return trace(model, inputs, **options), None
         except TraceError as error:  # shown, not raised: the partial graph says where
             if run:
                 error = _of_run(error, run)
@@ -146,6 +153,9 @@ class NeuralFlowWidget(anywidget.AnyWidget):
             return ids
         return [str(t) for t in self._vocab([int(i) for i in ids])]
 
+    def _names(self) -> Callable[[list[int]], list[str]] | None:
+        return self._vocab if self._tokenizer is not None else None
+
     def _vocab(self, ids: list[int]) -> list[str]:
         return [str(t) for t in self._tokenizer.convert_ids_to_tokens(ids)]
 
@@ -162,7 +172,7 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         self.tokens = self._labels(inputs)
         if self.selected is not None and self.selected not in {c.id for c in flow.calls}:
             self.selected = None
-        self.graph = dict(wire.encode_graph(flow))
+        self.graph = dict(wire.encode_graph(flow, self._names()))
         if self._compare_with is not None:
             self._compare(*self._compare_with, stacklevel=3)
 
@@ -205,10 +215,15 @@ class NeuralFlowWidget(anywidget.AnyWidget):
         """
         return self._compare(run_b, model, rtol, stacklevel=3)
 
-    def _compare(self, run_b: Any, model: Any, rtol: float, *, stacklevel: int) -> Comparison:
+    def _compare(
+        self, run_b: Any, model: Any, rtol: float, *, stacklevel: int, replace: Any = None
+    ) -> Comparison:
         model_b, inputs_b = _run_b(run_b, model, self._model, self._inputs)
-        flow_b, self._error_b = self._trace(model_b, inputs_b, run="B", stacklevel=stacklevel)
+        flow_b, self._error_b = self._trace(
+            model_b, inputs_b, run="B", stacklevel=stacklevel, replace=replace
+        )
         self.flow_b, self._compare_with = flow_b, (run_b, model, rtol)
+        self.set_trait("intervention", None)
         self.comparison_result = compare_runs(self.flow, flow_b)
         self.comparison = dict(wire.encode_comparison(self.comparison_result, self.flow, rtol))
         return self.comparison_result
@@ -334,6 +349,13 @@ class NeuralFlowWidget(anywidget.AnyWidget):
     def _on_message(self, _widget: Any, content: Any, buffers: list) -> None:
         if isinstance(content, dict) and content.get("type") == "stage":
             self.send(*self._stage_message(content))
+            return
+        if isinstance(content, dict) and content.get("type") == "intervene":
+            try:  # (the view's context menu on a node)
+                self.intervene(str(content.get("stage")), spec_of_message(content.get("spec")))
+                self.send({"type": "intervened", "ok": True})
+            except Exception as error:  # said in the view, never a kernel traceback
+                self.send({"type": "intervened", "ok": False, "error": f"{error}"})
             return
         if not isinstance(content, dict) or content.get("type") != "export":
             return

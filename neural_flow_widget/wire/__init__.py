@@ -106,10 +106,18 @@ Two messages exist.
 
 from __future__ import annotations
 
-from .graph import SCHEMA, ComparisonMessage, encode_comparison, encode_graph
+from .graph import (
+    SCHEMA,
+    ComparisonMessage,
+    PatchingMessage,
+    encode_comparison,
+    encode_graph,
+    encode_patching,
+)
 from .reply import (
     AttentionMessage,
     Buffer,
+    ReadoutMessage,
     Reply,
     StageRequest,
     SummaryMessage,
@@ -119,7 +127,7 @@ from .reply import (
     finite_or_none,
     parse_request,
 )
-from .schema import Graph, WireCall, WireEnd, WireFailure, WireOrigin
+from .schema import Graph, WireCall, WireEnd, WireFailure, WireGradientFlow, WireOrigin
 
 __all__ = [
     "SCHEMA",
@@ -127,6 +135,8 @@ __all__ = [
     "Buffer",
     "ComparisonMessage",
     "Graph",
+    "PatchingMessage",
+    "ReadoutMessage",
     "Reply",
     "StageRequest",
     "SummaryMessage",
@@ -134,9 +144,11 @@ __all__ = [
     "WireCall",
     "WireEnd",
     "WireFailure",
+    "WireGradientFlow",
     "WireOrigin",
     "encode_comparison",
     "encode_graph",
+    "encode_patching",
     "encode_reply",
     "error_reply",
     "finite_or_none",

@@ -6,23 +6,31 @@ computes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
 from ..graph import Flow
 from .reply import finite_or_none
-from .schema import Graph, WireCall, WireEnd, WireFailure, WireOrigin
+from .schema import SCHEMA, Graph, WireCall, WireEnd, WireFailure, WireGradientFlow, WireOrigin
 
 if TYPE_CHECKING:  # (records this module writes; at run time it imports only the graph)
     from ..capture.summary import Summary
     from ..compare import Comparison, StageDifference
+    from ..patching import Patching
 
-__all__ = ["SCHEMA", "ComparisonMessage", "encode_comparison", "encode_graph"]
+__all__ = [
+    "SCHEMA",
+    "ComparisonMessage",
+    "PatchingMessage",
+    "encode_comparison",
+    "encode_graph",
+    "encode_patching",
+]
 
-SCHEMA = 5
 
-
-def encode_graph(flow: Flow) -> Graph:
-    """The graph message for a Flow (see the module docstring). No images, no buffers."""
+def encode_graph(flow: Flow, vocab: Callable[[list[int]], list[str]] | None = None) -> Graph:
+    """The graph message for a Flow (see the module docstring). No images, no buffers.
+    ``vocab`` names the token ids of readouts (a tokenizer's ``convert_ids_to_tokens``)."""
     index_of = {c.id: c.index for c in flow.calls}
     parents = [index_of[c.parent] if c.parent is not None else -1 for c in flow.calls]
     graph = flow.condensed
@@ -48,6 +56,8 @@ def encode_graph(flow: Flow) -> Graph:
             }
         )
     capture = flow.capture
+    grad, nonfinite_grad, trunk = _backward(flow, index_of)
+    readouts, readout_names = _readouts(flow, vocab)
     return {
         "schema": SCHEMA,
         "model": flow.model,
@@ -68,7 +78,50 @@ def encode_graph(flow: Flow) -> Graph:
         "failure": _failure(flow, index_of),
         "notes": list(flow.notes),
         "ends": _ends(flow),
+        "grad": grad,
+        "nonfinite_grad": nonfinite_grad,
+        "gradient_flow": trunk,
+        "readouts": readouts,
+        "readout_names": readout_names,
     }
+
+
+def _backward(
+    flow: Flow, index_of: dict[str, int]
+) -> tuple[list[float | None] | None, list[int], WireGradientFlow | None]:
+    """The graph's gradient fields (a run with ``loss=``): per call the gradient's norm, the
+    calls whose gradient held NaN / Inf, the gradient along the trunk."""
+    grads = flow.capture.grads if flow.capture is not None else None
+    if grads is None:
+        return None, [], None
+    found = flow.gradient_flow()
+    trunk: WireGradientFlow | None = None
+    if found is not None:
+        trunk = {
+            "kind": found.kind,
+            "at": index_of.get(found.at) if found.at is not None else None,
+            "ratio": finite_or_none(found.ratio),
+            "calls": [index_of[s] for s in found.stages],
+            "norms": [float(n) for n in found.norms],
+            "text": found.describe(),
+        }
+    norms = [finite_or_none(grads.norm(c.index)) for c in flow.calls]
+    return norms, [index_of[s] for s in flow.nonfinite_grad if s in index_of], trunk
+
+
+def _readouts(
+    flow: Flow, vocab: Callable[[list[int]], list[str]] | None
+) -> tuple[list[tuple[int, int, float]], dict[str, str]]:
+    """The graph's readout fields: the top-1 next token at the last position of each call
+    with a readout."""
+    calls = flow.capture.read_calls if flow.capture is not None else ()
+    rows: list[tuple[int, int, float]] = []
+    for call in calls:
+        top = flow.readout(flow.calls[call].id, k=1, position=-1)
+        rows.append((call, int(top.ids[0, 0]), float(top.probs[0, 0])))
+    ids = sorted({token for _, token, _ in rows})
+    names = dict(zip(map(str, ids), vocab(ids))) if vocab is not None and ids else {}
+    return rows, names
 
 
 def _ends(flow: Flow) -> dict[str, WireEnd]:
@@ -123,6 +176,34 @@ def _stats(flow: Flow, index: int) -> tuple[float | None, float | None] | None:
     if summary.kind != "float" or summary.mean_abs is None:
         return None
     return (finite_or_none(summary.mean_abs), finite_or_none(summary.std))
+
+
+class PatchingMessage(TypedDict):
+    stages: list[int]  # call indices of the stages patched
+    positions: int  # sequence positions patched one by one (0: none)
+    scores: list[float | None]  # per stage: the metric with its whole output restored
+    restored: list[list[float | None]] | list[float | None]  # the share of the gap each closes
+    #                          (per stage x position when positions, else per stage)
+    clean: float | None  # the metric of the clean run (this one)
+    corrupted: float | None  # the metric of the corrupted run
+
+
+def encode_patching(patching: Patching, flow: Flow) -> PatchingMessage:
+    """The ``patching`` traitlet: :func:`neural_flow_widget.patch`'s result on this graph."""
+    index_of = {c.id: c.index for c in flow.calls}
+    restored = patching.restored()
+    return {
+        "stages": [index_of[s] for s in patching.stages],
+        "positions": patching.positions,
+        "scores": [finite_or_none(v) for v in patching.scores],
+        "restored": (
+            [[finite_or_none(v) for v in row] for row in restored]
+            if restored.ndim == 2
+            else [finite_or_none(v) for v in restored]
+        ),
+        "clean": finite_or_none(patching.clean),
+        "corrupted": finite_or_none(patching.corrupted),
+    }
 
 
 class RunFailureMessage(TypedDict):

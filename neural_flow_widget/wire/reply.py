@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # (the records this module writes; it imports nothing that co
 __all__ = [
     "AttentionMessage",
     "Buffer",
+    "ReadoutMessage",
     "Reply",
     "StageRequest",
     "SummaryMessage",
@@ -104,6 +105,14 @@ class AttentionMessage(TypedDict):
     grid: Buffer  # float32, every head pooled to <= GRID_SIDE x GRID_SIDE
 
 
+class ReadoutMessage(TypedDict):
+    k: int  # tokens per position, most likely first
+    position: int | None  # the position read (null: every position, in order)
+    ids: list[list[int]]  # per position, the k token ids
+    probs: list[list[float]]  # per position, their probabilities
+    names: list[list[str]] | None  # per position, the tokens' text (with a tokenizer)
+
+
 class Reply(TypedDict, total=False):
     ok: bool
     stage: str | None
@@ -114,6 +123,8 @@ class Reply(TypedDict, total=False):
     tokens: list[str] | None
     error: str | None
     run: str  # "diff" on A - B replies only
+    of: str  # "grad" on replies about the gradient of the stage's output
+    readout: ReadoutMessage  # the logit lens, when asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +140,9 @@ class StageRequest:
     channels: tuple[int, ...] | None = None
     window: tuple[int, ...] | None = None  # [q0, q1, k0, k1]; its range is the map's to check
     run: Literal["a", "b", "diff"] | None = None
+    of: Literal["output", "grad"] | None = None  # the output (null) or its gradient
+    readout: int | None = None  # the logit lens's top k, when asked for
+    position: int | None = None  # the position the readout reads (null: every position)
 
 
 def parse_request(raw: object) -> StageRequest | Reply:
@@ -136,10 +150,15 @@ def parse_request(raw: object) -> StageRequest | Reply:
     if not isinstance(raw, dict) or not isinstance(raw.get("stage"), str):
         return error_reply(None, 'a request needs a stage id: {"stage": "enc1"}')
     stage: str = raw["stage"]
-    for name in ("view", "channel", "head", "page", "sample"):
+    for name in ("view", "channel", "head", "page", "sample", "readout", "position"):
         value = raw.get(name)
         if value is not None and not _is(value, str if name == "view" else int):
             return error_reply(stage, f"{name}={value!r} has the wrong type")
+    of = raw.get("of")
+    if of not in (None, "output", "grad"):
+        return error_reply(stage, f"of={of!r}: expected 'output' or 'grad'")
+    if raw.get("readout") is not None and not 1 <= raw["readout"] <= 100:
+        return error_reply(stage, f"readout={raw['readout']!r}: ask for 1 to 100 tokens")
     channels = raw.get("channels")
     if channels is not None and not (
         isinstance(channels, list) and all(_is(c, int) for c in channels)
@@ -163,6 +182,9 @@ def parse_request(raw: object) -> StageRequest | Reply:
         tuple(channels) if channels is not None else None,
         tuple(window) if window is not None else None,
         run,
+        of,
+        raw.get("readout"),
+        raw.get("position"),
     )
 
 
@@ -190,6 +212,9 @@ def encode_reply(
     tokens: list[str] | None,
     error: str | None,
     run: str | None = None,
+    *,
+    of: str | None = None,
+    readout: ReadoutMessage | None = None,
 ) -> tuple[Reply, list[bytes]]:
     """The reply to a ``_stage_data`` request: JSON plus binary buffers. ``attention``: per map
     of the stage, the map, what is shown of it, its heads grid and the head shown (None: the
@@ -198,6 +223,10 @@ def encode_reply(
     reply: Reply = {"ok": True, "stage": stage}
     if run is not None:
         reply["run"] = run
+    if of is not None:
+        reply["of"] = of
+    if readout is not None:
+        reply["readout"] = readout
     reply |= {
         "summaries": [_summary(leaf, s, buffers) for leaf, s in summaries],
         "views": list(views),

@@ -5,7 +5,7 @@
 same comments and the field tables that ``js/src/wire.ts`` validates a message against
 (``tests/test_wire_schema.py`` fails when the committed file is stale). A field added, removed
 or retyped here is therefore added, removed or retyped in the front end's types and checks by
-that script; bump ``SCHEMA`` (``wire/graph.py``) with it.
+that script; bump :data:`SCHEMA` with it.
 
 Every field is required (a message always carries it; ``None`` where it may be empty). The
 comment is the second argument of ``Annotated``.
@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from typing import Annotated as A
 from typing import Literal, TypedDict
+
+#: the version of the wire format: bumped with any change to a field (the front end refuses a
+#: message of another version with a message that says to rebuild the bundle)
+SCHEMA = 6
 
 Topology = Literal["dataflow", "fx", "sequential"]
 
@@ -89,6 +93,17 @@ class WireEnd(TypedDict):
     ]
 
 
+class WireGradientFlow(TypedDict):
+    """How the gradient's norm changes along the trunk (graph/gradients.py's GradientFlow)."""
+
+    kind: A[Literal["healthy", "vanishing", "exploding"], "what the gradient does on the trunk"]
+    at: A[int | None, "call index of the stage nearest the loss where it crossed the threshold"]
+    ratio: A[float | None, "the norm at the trunk's input end over its norm at the loss end"]
+    calls: A[list[int], "the trunk's calls that a gradient reached, input side first"]
+    norms: A[list[float], "the gradient's L2 norm at each of them"]
+    text: A[str, "the finding in words (text, never HTML)"]
+
+
 class Graph(TypedDict):
     """The ``graph`` traitlet (plain JSON, no images), from ``encode_graph``."""
 
@@ -140,7 +155,31 @@ class Graph(TypedDict):
     failure: A[WireFailure | None, "the forward raised: what, where; null: it ran to the end"]
     notes: A[list[str], "what the run could not show (e.g. the meta device: no data)"]
     ends: A[dict[str, WireEnd], "model inputs / outputs whose data was captured, by node id"]
+    grad: A[
+        list[float | None] | None,
+        "per call: the L2 norm of the gradient of the loss with respect to its output (null: "
+        "no gradient reached it); null: the run had no loss=",
+    ]
+    nonfinite_grad: A[
+        list[int],
+        "call indices whose gradient held NaN or +/-Inf, in the backward pass's order (the "
+        "first: where it entered)",
+    ]
+    gradient_flow: A[
+        WireGradientFlow | None,
+        "the gradient along the trunk: where it vanishes or explodes; null: no loss=, or fewer "
+        "than two trunk stages with a gradient",
+    ]
+    readouts: A[
+        list[tuple[int, int, float]],
+        "the logit lens at the last position: [call index, its most likely next token id, that "
+        "token's probability], for each call with a readout (a language model's blocks)",
+    ]
+    readout_names: A[
+        dict[str, str],
+        "token id -> its text, for the ids of readouts (when the widget has a tokenizer)",
+    ]
 
 
-MESSAGES = (WireCall, WireOrigin, WireFailure, WireEnd, Graph)
+MESSAGES = (WireCall, WireOrigin, WireFailure, WireEnd, WireGradientFlow, Graph)
 """The records of the graph message, in the order the TypeScript file declares them."""
