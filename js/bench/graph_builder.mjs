@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 
 const SCHEMA = Number(
-  /export const SCHEMA = (\d+);/.exec(readFileSync(new URL("../src/wire.ts", import.meta.url), "utf8"))[1],
+  /export const SCHEMA = (\d+);/.exec(readFileSync(new URL("../src/wire_schema.ts", import.meta.url), "utf8"))[1],
 );
 
 function hash(text) {
@@ -129,6 +129,11 @@ export class GraphBuilder {
       failure: null,
       notes: [],
       ends: {},
+      grad: null,
+      nonfinite_grad: [],
+      gradient_flow: null,
+      readouts: [],
+      readout_names: {},
     };
   }
 }

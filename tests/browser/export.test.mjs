@@ -221,6 +221,11 @@ function denseChain(n) {
     failure: null,
     notes: [],
     ends: {},
+    grad: null,
+    nonfinite_grad: [],
+    gradient_flow: null,
+    readouts: [],
+    readout_names: {},
   };
 }
 
