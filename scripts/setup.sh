@@ -12,7 +12,9 @@ extras=${1:-}
 if [ -f js/package.json ]; then
   # `npm install --no-save` with the committed lock file: npm 11's `npm ci` rejects this lock
   # over a platform-only optional dependency of vite that it never records.
-  (cd js && { [ -d node_modules ] || npm install --no-save --no-audit --no-fund --loglevel=error; } \
+  # (again when the lock file changed since the last install: a new devDependency)
+  (cd js && { [ node_modules/.package-lock.json -nt package-lock.json ] \
+       || npm install --no-save --no-audit --no-fund --loglevel=error; } \
      && npm run -s build)
 fi
 .venv/bin/python -m pip install -q -e ".${extras}" 2>&1 | grep -v "^WARNING: Location" || true

@@ -135,6 +135,25 @@ EXPECT = {
         ),
         passed="trace without widget: all checks passed",
     ),
+    "08_why_not_learning.ipynb": Expect(
+        models=("Deep",),
+        selected={"Deep": "layers.3"},
+        text=(
+            "plain: the gradient vanishes: by stage 'layers.12'",
+            "residual: gradients flow",
+            "plain: loss 0.927 -> 0.884; layers.0 moved by 0.0e+00",
+        ),
+        passed="why not learning: all checks passed",
+    ),
+    "09_which_layer_knows.ipynb": Expect(
+        models=("TinyTransformer", "TinyTransformer"),
+        selected={"TinyTransformer": "blocks.0.attn"},
+        text=(
+            "embed          restores the answer from position(s) [2]",
+            "blocks.0.attn  restores the answer from position(s) [13]",
+        ),
+        passed="which layer knows: all checks passed",
+    ),
 }
 
 
