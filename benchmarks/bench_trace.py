@@ -70,10 +70,10 @@ def timed_rounds(fns, repeat):
     return times
 
 
-def ratio_text(times, name, clock):
-    """The median of ``name``'s per-round ratio to the plain forward of the same round, and
-    the range over the rounds."""
-    ratios = [t[clock] / p[clock] for t, p in zip(times[name], times["plain"])]
+def ratio_text(times, name, clock, reference="plain"):
+    """The median of ``name``'s per-round ratio to the reference (the plain forward) of the
+    same round, and the range over the rounds."""
+    ratios = [t[clock] / p[clock] for t, p in zip(times[name], times[reference])]
     return f"{statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
 

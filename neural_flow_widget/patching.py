@@ -4,7 +4,7 @@
     >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
     >>> clean, corrupted = torch.ones(1, 2), torch.zeros(1, 2)
     >>> found = nfw.patch(model, clean, corrupted, ["0"], lambda out: float(out.sum()))
-    >>> found.scores[0] == found.clean
+    >>> bool(found.scores[0] == found.clean)
     True
 
 ``patch(model, clean, corrupted, stages, metric)`` runs the model on the corrupted inputs
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .run import split_inputs
+from .request import split_inputs
 from .tracing.context import ModeObserver, RunContext
 from .tracing.interventions import interventions
 from .tracing.modules import ModuleTable, uncompiled

@@ -1,5 +1,6 @@
-"""``trace()``: check the request, run the model once in a run context (observed by the tracer
-and capture), and build its Flow; and the attention zoom, which runs the model again."""
+"""``trace()``: check the request (:mod:`.request`), run the model once in a run context
+(observed by the tracer and capture), and build its Flow; and the attention zoom, which runs
+the model again."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ import types
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from .capture import Capture, CaptureObserver, CaptureSettings
+from .capture import Capture, CaptureObserver
 from .capture.attention.budget import DEFAULT_ATTENTION_BUDGET
 from .capture.attention.maps import AttentionMap
 from .capture.attention.window import WindowMode
-from .capture.readout import Readouts, unembedding
+from .capture.readout import Readouts
 from .graph import (
     Failure,
     Flow,
@@ -27,34 +27,14 @@ from .graph import (
     TraceError,
     resolve,
 )
+from .request import Request, checked, split_inputs
 from .tracing import Watch, output_leaves
 from .tracing.context import ModeObserver, Ran, RunContext
 from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
-from .tracing.interventions import Heads, InterventionError, Interventions, interventions
-from .tracing.modules import ModuleTable, uncompiled
+from .tracing.interventions import InterventionError
+from .tracing.modules import uncompiled
 from .tracing.origin import find_origin, rng_state
-
-_MODES = ("auto", "dataflow", "fx", "sequential")
-
-
-@dataclass(frozen=True)
-class _Request:
-    """A checked call of :func:`trace`: what to run, on what, and what to keep."""
-
-    model: torch.nn.Module  # (torch.compile's wrapped module: the model's own modules)
-    args: tuple
-    kwargs: dict
-    modules: ModuleTable
-    stages: Any
-    topology: str
-    capture: CaptureSettings | None
-    loss: Callable[[Any], torch.Tensor] | None = None  # a backward pass of this loss
-    keep_grads: bool = False  # the backward pass leaves the parameters' .grad
-    interventions: Interventions | None = None  # stages' outputs replaced (replace=)
-    replaced: tuple[str, ...] = ()  # the replacements, in words (for the flow's notes)
-    head: torch.nn.Module | None = None  # the unembedding that readouts read through
-    norm: torch.nn.Module | None = None  # the final norm before it (None: found in the graph)
 
 
 def trace(
@@ -110,7 +90,7 @@ def trace(
     a model with an unembedding (``get_output_embeddings()``: a Hugging Face language model),
     ``True`` to insist, ``False`` for none, or ``(final_norm, unembedding)`` modules.
     """
-    request = _validate(
+    request = checked(
         model, inputs, stages, topology, kwargs, capture_device, capture, attention, sample,
         budget_bytes, attention_budget_bytes, loss, keep_grads, replace, readout,
     )  # fmt: skip
@@ -138,102 +118,7 @@ def trace(
     return flow
 
 
-def _validate(
-    model: Any,
-    inputs: Any,
-    stages: Any,
-    topology: str,
-    kwargs: Mapping[str, Any] | None,
-    capture_device: Any,
-    capture: bool,
-    attention: bool,
-    sample: int,
-    budget_bytes: int | None,
-    attention_budget_bytes: int | None,
-    loss: Callable[[Any], torch.Tensor] | None = None,
-    keep_grads: bool = False,
-    replace: Mapping[str, Any] | None = None,
-    readout: Any = None,
-) -> _Request:
-    """The checked request; a clear error for each thing that cannot run, before anything runs."""
-    if capture_device is not None:
-        why = (
-            f"capture_device={capture_device!r}: captured summaries and views are kept in "
-            f"host memory (the reductions themselves run on each tensor's own device); leave "
-            f"capture_device out"
-        )
-        if str(capture_device) != "cpu":
-            raise ValueError(why)
-        warnings.warn(why, DeprecationWarning, stacklevel=3)
-    if topology not in _MODES:
-        raise ValueError(f"topology={topology!r}; choose one of {', '.join(_MODES)}")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"trace() takes an nn.Module, got {type(model).__name__}")
-    model = uncompiled(model)  # (torch.compile: the model's own modules, run eagerly)
-    args, kw = split_inputs(inputs, kwargs)
-    modules = ModuleTable.of(model)
-    if stages is not None:
-        resolve(stages, modules.infos, (), model)  # bad names fail before running
-    if loss is not None and not callable(loss):
-        raise TypeError(f"loss={loss!r}: pass a function of the model's output, loss(output)")
-    if loss is not None and not capture:
-        raise ValueError("loss= reduces each stage's gradient, which needs capture=True")
-    norm, head = _readout_modules(model, readout) if capture else (None, None)
-    settings = (
-        CaptureSettings(
-            sample,
-            budget_bytes,
-            attention,
-            attention_budget_bytes,
-            gradients=loss is not None,
-            readout_dim=int(head.weight.shape[-1]) if head is not None else None,
-        )
-        if capture
-        else None
-    )
-    chosen = interventions(replace, modules.names) if replace else None
-    said = tuple(f"{stage} -> {_spec_words(spec)}" for stage, spec in (replace or {}).items())
-    return _Request(
-        model, args, kw, modules, stages, topology, settings, loss, keep_grads, chosen, said, head,
-        norm,
-    )  # fmt: skip
-
-
-def _readout_modules(model: torch.nn.Module, readout: Any) -> tuple[Any, Any]:
-    """(final norm or None, unembedding or None) of ``readout=`` (see :func:`trace`)."""
-    if readout is False:
-        return None, None
-    if isinstance(readout, tuple):
-        if (
-            len(readout) != 2
-            or not all(m is None or isinstance(m, torch.nn.Module) for m in readout)
-            or not hasattr(readout[1], "weight")
-        ):
-            raise TypeError(
-                "readout=(final_norm, unembedding): two modules, the norm (or None) and the "
-                "layer that makes the logits"
-            )
-        return readout
-    head = unembedding(model)
-    if readout is True and head is None:
-        raise ValueError(
-            f"readout=True: {type(model).__name__} has no get_output_embeddings(); pass "
-            f"readout=(final_norm, unembedding)"
-        )
-    return None, head
-
-
-def _spec_words(spec: Any) -> str:
-    if isinstance(spec, str):
-        return spec
-    if isinstance(spec, Heads):
-        return f"heads {', '.join(map(str, spec.zero))} switched off"
-    if isinstance(spec, torch.Tensor):
-        return f"a tensor of shape {list(spec.shape)}"
-    return getattr(spec, "__name__", type(spec).__name__)
-
-
-def _observe(request: _Request) -> tuple[Ran, Capture | None, Topology]:
+def _observe(request: Request) -> tuple[Ran, Capture | None, Topology]:
     """The run, watched by the dataflow tracer when the topology asks for it; where the tracer
     could not follow the model, the run again without it (and its execution order)."""
     dataflow = request.topology in ("auto", "dataflow")
@@ -259,7 +144,7 @@ def _observe(request: _Request) -> tuple[Ran, Capture | None, Topology]:
     return ran, observed, mode
 
 
-def _once(request: _Request, dataflow: bool) -> tuple[Ran, Capture | None]:
+def _once(request: Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     """One observed forward pass, and what capture kept of it."""
     settings = request.capture
     observe = (lambda watch: CaptureObserver(settings, watch)) if settings is not None else None
@@ -283,7 +168,7 @@ def _once(request: _Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     return ran, observed
 
 
-def _backward(request: _Request, ran: Ran, observer: CaptureObserver) -> None:
+def _backward(request: Request, ran: Ran, observer: CaptureObserver) -> None:
     """The loss of the run's output, and one backward pass of it: the stages' gradients are
     reduced by the hooks capture put on their outputs; the parameters' gradients here.
     Without ``keep_grads`` the backward pass is ``torch.autograd.grad``, which leaves every
@@ -354,24 +239,7 @@ def attention_window(
     return zoomed.map if zoomed.map is not None else zoomed.why
 
 
-def split_inputs(inputs: Any, kwargs: Mapping[str, Any] | None) -> tuple[tuple, dict]:
-    """(positional, keyword) arguments of the model from ``trace``'s ``inputs`` and ``kwargs``."""
-    args: tuple
-    if isinstance(inputs, Mapping):
-        args, kw = (), dict(inputs)
-    elif isinstance(inputs, (tuple, list)):
-        args, kw = tuple(inputs), {}
-    else:
-        args, kw = (inputs,), {}
-    if kwargs:
-        clash = set(kw) & set(kwargs)
-        if clash:
-            raise ValueError(f"keyword inputs given twice: {sorted(clash)}")
-        kw.update(kwargs)
-    return args, kw
-
-
-def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology) -> Flow:
+def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) -> Flow:
     tracker, tracer = ran.tracker, ran.tracer
     calls = tracker.stages()
     outs = output_leaves(ran.output) if ran.error is None else []
@@ -424,7 +292,7 @@ def _build(request: _Request, ran: Ran, capture: Capture | None, mode: Topology)
     )
 
 
-def _final_norm(request: _Request, records: list[Any], graph: OpGraph) -> torch.nn.Module | None:
+def _final_norm(request: Request, records: list[Any], graph: OpGraph) -> torch.nn.Module | None:
     """The norm a language model applies before its unembedding: the leaf module whose op
     made the unembedding's input (through the reshapes of the modules around), when it is a
     norm (its class says so); else None."""

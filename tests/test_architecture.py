@@ -16,7 +16,8 @@ import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "neural_flow_widget"
 LAYERS = [
-    "graph", "tracing", "capture", "run", "compare", "patching", "wire", "notebook", "demos", "cli"
+    "graph", "tracing", "capture", "request", "run", "compare", "patching", "wire", "notebook",
+    "demos", "cli",
 ]  # fmt: skip
 JUPYTER = {"anywidget", "ipywidgets", "traitlets", "IPython", "ipykernel"}
 

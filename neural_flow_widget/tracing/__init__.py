@@ -5,9 +5,10 @@ Builds on :mod:`neural_flow_widget.graph` (the records it fills); knows nothing 
 which observes a run through the contract of :mod:`.protocols`.
 """
 
-from .calls import CallRecord, CallTracker, dtype_name
+from .calls import CallRecord, CallTracker
 from .dataflow import DataflowTracer, TagTable
 from .fx import FxUnavailable, regraph_with_fx, with_fx_edges
+from .modules import dtype_name
 from .opaque import is_opaque, register
 from .protocols import OpObserver, OutputObserver, RunObserver, Watch, WriteLog
 from .pytree import among, leaves, map_tensors, output_leaves, tensors_in

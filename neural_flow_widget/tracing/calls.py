@@ -17,8 +17,8 @@ import torch
 
 from ..graph import Stage
 from .dataflow import DataflowTracer
-from .interventions import HeadsMode, Interventions
-from .modules import ModuleTable
+from .interventions import HeadsMode, Interventions, replacing
+from .modules import ModuleTable, dtype_name
 from .opaque import is_opaque
 from .protocols import OutputObserver
 from .pytree import among, output_leaves, tensors_in
@@ -75,15 +75,6 @@ def _arguments(args: tuple, kwargs: dict) -> tuple[list, tuple[int, ...]]:
     return found, tuple(ends)
 
 
-def dtype_name(dtype: torch.dtype) -> str:
-    """``torch.float32`` -> ``"float32"`` (cached: read for every call of every trace)."""
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
-    return name
-
-
-_DTYPE_NAMES: dict[torch.dtype, str] = {}
 _NONE = object()  # a module without a forward of its own in its __dict__
 
 
@@ -119,20 +110,22 @@ class CallTracker:
         if self.table is None:
             self.table = ModuleTable.of(self.model)
         self.names, self.modules = self.table.names, self.table.modules
-        self._counts: dict[int, int] = {}  # module -> its calls so far (replaced modules only)
         self._undo: list[tuple[torch.nn.Module, Any]] = []  # (module, its own forward entry)
         self._ended = 0
         self._last: dict[int, int] = {}  # module -> its latest call
 
     def __enter__(self) -> CallTracker:
-        replaced = self.interventions.modules if self.interventions is not None else None
+        chosen, mode = self.interventions, self.heads
+        replaced = chosen.modules if chosen is not None else None
         try:
             for i, module in enumerate(self.modules):
                 own = module.__dict__.get("forward", _NONE)
                 self._undo.append((module, own))
                 # (straight into __dict__: Module.__setattr__ would cost more and do the same)
                 if replaced is not None and i in replaced:
-                    module.__dict__["forward"] = self._wrap_replaced(i, module.forward)
+                    assert chosen is not None
+                    hooks = (self._begin, self._end, self._fail)
+                    module.__dict__["forward"] = replacing(i, module.forward, chosen, mode, hooks)
                     continue
                 lift = self.tracer is not None and own is _NONE and is_opaque(module)
                 module.__dict__["forward"] = (self._wrap_opaque if lift else self._wrap)(
@@ -168,37 +161,6 @@ class CallTracker:
             return output
 
         forward.__wrapped__ = original  # type: ignore[attr-defined]  # (inspect.signature)
-        return forward
-
-    def _wrap_replaced(self, module: int, original: Callable) -> Callable:
-        """:meth:`_wrap` for a module whose output an intervention replaces (or whose
-        attention heads it switches off), in the calls it names (:mod:`.interventions`)."""
-        begin, end, fail = self._begin, self._end, self._fail
-        chosen, mode, counts = self.interventions, self.heads, self._counts
-        assert chosen is not None
-
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            begin(module, args, kwargs)
-            k = counts.get(module, 0)
-            counts[module] = k + 1
-            off = chosen.heads_of(module, k) if mode is not None else None
-            if off is not None:
-                mode.active.append(off)  # type: ignore[union-attr]
-            try:
-                output = original(*args, **kwargs)
-                replace = chosen.output_of(module, k)
-                if replace is not None:
-                    output = replace(output)
-            except BaseException as error:
-                fail(error)
-                raise
-            finally:
-                if off is not None:
-                    mode.active.pop()  # type: ignore[union-attr]
-            end(output)
-            return output
-
-        forward.__wrapped__ = original  # type: ignore[attr-defined]
         return forward
 
     def _wrap_opaque(self, module: int, original: Callable) -> Callable:

@@ -33,7 +33,15 @@ from torch.overrides import TorchFunctionMode
 
 from .pytree import map_tensors
 
-__all__ = ["Heads", "HeadsMode", "InterventionError", "Interventions", "heads", "interventions"]
+__all__ = [
+    "Heads",
+    "HeadsMode",
+    "InterventionError",
+    "Interventions",
+    "heads",
+    "interventions",
+    "replacing",
+]
 
 Spec = Any  # "zero" | "mean" | torch.Tensor | Callable[[Any], Any] | Heads
 
@@ -74,6 +82,45 @@ class Interventions:
     @property
     def modules(self) -> frozenset[int]:
         return frozenset(m for m, _ in (*self.outputs, *self.heads))
+
+
+def replacing(
+    module: int,
+    original: Callable,
+    chosen: Interventions,
+    mode: HeadsMode | None,
+    hooks: tuple[Callable, Callable, Callable],
+) -> Callable:
+    """The forward of a module that an intervention names, for the call tracker: the
+    tracker's ``(begin, end, fail)`` around the original forward, with the heads it names
+    switched off (in ``mode``) and its output replaced, in the calls it names (one wrapper
+    per module and run: ``calls`` counts the module's calls so far)."""
+    begin, end, fail = hooks
+    calls = 0
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        begin(module, args, kwargs)
+        k, calls = calls, calls + 1
+        off = chosen.heads_of(module, k) if mode is not None else None
+        if off is not None:
+            mode.active.append(off)  # type: ignore[union-attr]
+        try:
+            output = original(*args, **kwargs)
+            replace = chosen.output_of(module, k)
+            if replace is not None:
+                output = replace(output)
+        except BaseException as error:
+            fail(error)
+            raise
+        finally:
+            if off is not None:
+                mode.active.pop()  # type: ignore[union-attr]
+        end(output)
+        return output
+
+    forward.__wrapped__ = original  # type: ignore[attr-defined]  # (inspect.signature)
+    return forward
 
 
 def interventions(replace: Mapping[str, Spec], names: Sequence[str]) -> Interventions:

@@ -12,7 +12,14 @@ import torch
 from ..graph import ModuleInfo
 from .structure import is_leaf
 
-__all__ = ["ModuleTable", "compiled_names", "module_infos", "named_modules", "uncompiled"]
+__all__ = [
+    "ModuleTable",
+    "compiled_names",
+    "dtype_name",
+    "module_infos",
+    "named_modules",
+    "uncompiled",
+]
 
 
 def uncompiled(model: torch.nn.Module) -> torch.nn.Module:
@@ -61,3 +68,14 @@ def compiled_names(name: str) -> str:
     if "_orig_mod" not in name:
         return name
     return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"`` (cached: read for every call of every trace)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
