@@ -11,7 +11,9 @@ const { chromium } = require("playwright-core");
 export const REPO = fileURLToPath(new URL("../../", import.meta.url));
 export const ORIGIN = "http://nfw.test";
 /** The wire schema the front end reads (js/src/wire.ts), for graphs a test builds by hand. */
-export const SCHEMA = Number(/export const SCHEMA = (\d+);/.exec(readFileSync(`${REPO}js/src/wire_schema.ts`, "utf8"))[1]);
+export const SCHEMA = Number(
+  /export const SCHEMA = (\d+);/.exec(readFileSync(`${REPO}js/src/wire_schema.ts`, "utf8"))[1],
+);
 export const CHROMIUM = process.env.NFW_CHROMIUM ?? "/usr/bin/chromium";
 const ARGS = [
   "--headless",
