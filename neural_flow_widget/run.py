@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import types
 import warnings
 import weakref
@@ -103,7 +104,7 @@ def trace(
         )
         flow = dataclasses.replace(flow, nonfinite_origin=origin)
     if ran.error is not None:
-        raise _trace_error(flow, ran) from ran.error
+        raise _trace_error(flow, ran, request.loss is not None) from ran.error
     if topology == "fx":
         try:
             return dataclasses.replace(
@@ -315,7 +316,7 @@ def _final_norm(request: Request, records: list[Any], graph: OpGraph) -> torch.n
     return None
 
 
-def _trace_error(flow: Flow, run: Ran) -> TraceError:
+def _trace_error(flow: Flow, run: Ran, grad: bool = False) -> TraceError:
     error = run.error
     failed = run.tracker.failed
     if failed is None:
@@ -339,6 +340,11 @@ def _trace_error(flow: Flow, run: Ran) -> TraceError:
     text = f"{type(error).__name__}: {error}".rstrip(". ")
     if isinstance(error, InterventionError):  # (the intervention failed, not the model)
         what = f"in {where}, {error}. Fix the replace= spec"
+    elif grad and _AUTOGRAD.search(str(error)):  # (it runs without loss=, under no_grad)
+        what = (
+            f"{where} raised {text}{shapes}, with autograd on for loss=. This op has no "
+            f"gradient: trace without loss=, or make the module differentiable"
+        )
     else:
         what = (
             f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
@@ -354,6 +360,8 @@ def _trace_error(flow: Flow, run: Ran) -> TraceError:
     )
 
 
+#: what torch says of an op that autograd cannot record
+_AUTOGRAD = re.compile(r"automatic differentiation|requires grad|does not require grad|grad_fn")
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

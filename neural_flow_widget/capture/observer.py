@@ -71,7 +71,10 @@ class CaptureObserver:
         #: and its L2 norm (a 0-d tensor on its device); calls in the order their gradient came
         self.grads: dict[int | str, dict[int, tuple[str, Reduction, torch.Tensor]]] = {}
         self.grad_order: list[int | str] = []
-        self.param_grads: dict[str, tuple[Reduction, torch.Tensor]] = {}
+        #: per parameter, its gradient's summary and L2 norm (a float where the compiled path
+        #: made both in one pass)
+        self.param_grads: dict[str, tuple[Reduction, torch.Tensor | float]] = {}
+        self._grad_scale = 1.0  # the float16 scale of the last gradient (the next one's guess)
         self._hooked: dict[tuple[int, int], list[tuple[int | str, int, str]]] = {}
         self._fast = accelerator.reducer()  # None: torch ops only
         self.ops: AttentionRecorder | None = None
@@ -168,7 +171,8 @@ class CaptureObserver:
 
         def reached(grad: torch.Tensor) -> None:
             with torch.no_grad():
-                reduced = self._reduce(grad)
+                reduced = self._reduce(grad, self._grad_scale)
+                self._grad_scale = getattr(reduced, "scale", self._grad_scale)
                 norm = torch.linalg.vector_norm(grad.detach().reshape(-1).float(), 2)
             for taker, index, name in takers:
                 if taker not in self.grads:
@@ -182,15 +186,20 @@ class CaptureObserver:
         """The model's parameters' gradients (after the backward pass): each reduced."""
         with torch.no_grad():
             for name, grad in grads:
+                flat = self._fast.flat(grad) if self._fast is not None else None
+                if flat is not None:  # (the summary and the norm in one pass)
+                    self.param_grads[name] = (flat, flat.norm)
+                    continue
                 norm = torch.linalg.vector_norm(grad.reshape(-1).float(), 2)
-                self.param_grads[name] = (self._reduce(grad), norm)
+                summary = reduce_on_device(grad, sample=0, budget=0, views=False)
+                self.param_grads[name] = (summary, norm)
 
-    def _reduce(self, tensor: torch.Tensor) -> Reduction:
+    def _reduce(self, tensor: torch.Tensor, hint: float = 1.0) -> Reduction:
         if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
             self._notes.setdefault(META, None)
             return without_data(tensor)
         if self._fast is not None:  # float32 images and sequences on the CPU
-            fast = self._fast.reduce(tensor, self.settings.sample, self.budget)
+            fast = self._fast.reduce(tensor, self.settings.sample, self.budget, hint)
             if fast is not None:
                 return fast
         return reduce_on_device(tensor, sample=self.settings.sample, budget=self.budget)
@@ -241,16 +250,16 @@ class CaptureObserver:
         if not self.settings.gradients:
             return None
         waiting: list[Pending] = []
-        norms: list[torch.Tensor] = []
+        norms: list[torch.Tensor | float] = []
         for per_leaf in self.grads.values():
             for _, reduced, norm in per_leaf.values():
                 waiting += reduced.waiting()
                 norms.append(norm)
-        for reduced, norm in self.param_grads.values():
+        for reduced, size in self.param_grads.values():
             waiting += reduced.waiting()
-            norms.append(norm)
+            norms.append(size)
         to_host(waiting)
-        values = iter(torch.stack(norms).cpu().tolist() if norms else [])
+        values = iter(_floats(norms))
         leaves = {
             key: [(name, r, next(values)) for _, (name, r, _) in sorted(per_leaf.items())]
             for key, per_leaf in self.grads.items()
@@ -261,3 +270,17 @@ class CaptureObserver:
 
 def _leaves(_key: object, items: list[tuple[str, Reduction]]) -> list[Captured]:
     return leaves_of(items)
+
+
+def _floats(values: list[torch.Tensor | float]) -> list[float]:
+    """0-d tensors (on their devices) and floats, as floats: one transfer per device."""
+    found: list[float] = [v if isinstance(v, float) else 0.0 for v in values]
+    by_device: dict[torch.device, list[int]] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            by_device.setdefault(v.device, []).append(i)
+    for at in by_device.values():
+        got = torch.stack([values[i] for i in at]).cpu().tolist()  # type: ignore[misc]
+        for i, v in zip(at, got):
+            found[i] = v
+    return found

@@ -88,16 +88,21 @@ def without_data(tensor: torch.Tensor) -> TorchReduction:
     return TorchReduction(PendingSummary.of(summary_without_data(tensor)))
 
 
-def reduce_on_device(tensor: torch.Tensor, *, sample: int, budget: int) -> TorchReduction:
-    """The torch path: a tensor's summary and kept parts, by ops on its own device that wait for
-    nothing. A tensor that cannot be read gives a failed summary that says why (never a
-    raise: one failing summary marks its stage, it does not abort the run)."""
+def reduce_on_device(
+    tensor: torch.Tensor, *, sample: int, budget: int, views: bool = True
+) -> TorchReduction:
+    """The torch path: a tensor's summary and kept parts (``views=False``: the summary alone),
+    by ops on its own device that wait for nothing. A tensor that cannot be read gives a failed
+    summary that says why (never a raise: one failing summary marks its stage, it does not
+    abort the run)."""
     try:
         dense = read_dense(tensor)  # (read once, for both)
         summary = summarise_pending(dense)
     except Exception as error:
         reason = f"summary failed: {type(error).__name__}: {error}"
         return TorchReduction(PendingSummary.of(summary_failed(tensor, reason)), None, reason)
+    if not views:
+        return TorchReduction(summary)
     try:
         retained = retain_pending(dense, sample=sample, budget_bytes=budget, peak=summary.peak)
     except Exception as error:

@@ -71,9 +71,9 @@ def test_a_build_whose_parameter_structs_differ_is_refused(monkeypatch):
     by size: a mirror one field short (what a parameter added in C alone would leave) is
     refused at load, never called with a wrong layout."""
     path = build.build()[0]
-    fields = accelerator.ImageParams._fields_[:-1]
+    fields = accelerator.params.ImageParams._fields_[:-1]
     short = type("ImageParams", (ctypes.Structure,), {"_fields_": fields})
-    monkeypatch.setattr(accelerator, "_PARAMS", {short: 0, accelerator.SequenceParams: 1})
+    monkeypatch.setattr(accelerator, "PARAMS", {short: 0, accelerator.params.SequenceParams: 1})
     with pytest.raises(OSError, match="lays out ImageParams otherwise"):
         accelerator.open_library(path)
 
@@ -82,7 +82,7 @@ def test_the_parameters_are_the_plan_of_the_torch_path():
     """The compiled path's sizes come from the same plan objects as the torch path's."""
     from neural_flow_widget.capture.plans import image_plan
 
-    plan = accelerator._plan((2, 16, 128, 128), DEFAULT_BUDGET_BYTES)
+    plan = accelerator.params.plan_of((2, 16, 128, 128), DEFAULT_BUDGET_BYTES)
     image = image_plan(16, 128, 128, DEFAULT_BUDGET_BYTES)
     p = plan.params
     assert (p.gh, p.gw, p.mh, p.mw, p.k) == (*image.grid, *image.mean, image.k)

@@ -40,6 +40,12 @@ for lib in builds:
                     made = reducer.reduce(torch.randn(shape) * scale, sample, budget)
                     if made is not None:
                         made.result()[0].resolve()
+                    hinted = reducer.reduce(torch.randn(shape) * 1e-6, sample, budget, 2.0**-40)
+                    if hinted is not None:
+                        hinted.result()[0].resolve()
+    for n in (1, 7, 8, 31, 8191, 8192, 8193, 100_003):  # gradients of parameters
+        flat = reducer.flat(torch.randn(n))
+        flat.result()[0].resolve()
 
 
 class Writes(torch.nn.Module):  # in-place writes, out=, views and splits
@@ -64,6 +70,10 @@ for m, x in [(Writes().eval(), torch.randn(2, 4)),
     for budget in (4096, 262_144):
         flow = nfw.trace(m, x, budget_bytes=budget, sample=1)
         assert not [s.error for s in flow.calls if s.error]
+    if not isinstance(m, Writes):  # (out= has no autograd)
+        out = lambda o: (o.logits if hasattr(o, "logits") else o).float().mean()
+        flow = nfw.trace(m, x, loss=out)  # the backward pass: gradients and parameters' too
+        assert flow.gradient_flow() is not None
 print("clean")
 """
 

@@ -207,16 +207,44 @@ def test_the_model_is_left_as_it_was():
     assert model.stem.weight.grad is not None and model.fc.weight.grad is None
 
 
-def test_param_grads_equal_torch_autograd():
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "torch-path"])
+def test_param_grads_equal_torch_autograd(compiled, monkeypatch):
+    """Each parameter's gradient summarised (one pass of the compiled path, or the torch path's
+    summary): its norm and statistics against torch.autograd's gradient."""
+    from neural_flow_widget.capture import accelerator
+
+    monkeypatch.setitem(accelerator._state, "enabled", compiled)
     model = zoo.seeded(Mlp)
     x = torch.randn(5, 6)
     loss = lambda out: out.pow(2).sum()
     flow = nfw.trace(model, x, loss=loss)
-    weight = model.layers[2].weight
-    (expected,) = torch.autograd.grad(loss(model(x)), weight)
-    got = flow.param_grads("layers.2")["layers.2.weight"]
-    assert got.norm == pytest.approx(float(expected.norm()), rel=1e-5)
-    assert got.mean == pytest.approx(float(expected.mean()), rel=1e-4, abs=1e-8)
+    for name in ("layers.2.weight", "layers.2.bias"):
+        (expected,) = torch.autograd.grad(loss(model(x)), model.get_parameter(name))
+        got = flow.param_grads("layers.2")[name]
+        assert got.norm == pytest.approx(float(expected.norm()), rel=1e-5)
+        assert got.mean == pytest.approx(float(expected.mean()), rel=1e-4, abs=1e-8)
+        assert (got.min, got.max) == (float(expected.min()), float(expected.max()))
+        assert got.std == pytest.approx(float(expected.std(unbiased=False)), rel=1e-4)
+        assert got.shape == tuple(expected.shape)
+
+
+def test_a_model_autograd_cannot_follow_says_to_trace_without_loss():
+    class Out(nn.Module):  # out= has no gradient
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 4)
+            self.register_buffer("acc", torch.zeros(2, 4))
+
+        def forward(self, x):
+            torch.mul(self.a(x), 2, out=self.acc)
+            return self.acc.sum(1)
+
+    model = zoo.seeded(Out)
+    with pytest.raises(nfw.TraceError, match="trace without loss=") as caught:
+        nfw.trace(model, torch.randn(2, 4), loss=lambda o: o.sum())
+    assert "Out" in str(caught.value) and model.a.weight.grad is None
+    assert zoo.hooks_left(model) == 0 and not zoo.mode_stack()
+    assert nfw.trace(model, torch.randn(2, 4)).stages  # (and without loss= it traces)
 
 
 def test_bad_losses_get_errors_that_say_the_fix():

@@ -20,58 +20,30 @@ it under AddressSanitizer and UndefinedBehaviorSanitizer.
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import os
 import threading
 import warnings
 from types import MappingProxyType
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from ..host import Pending
-from ..plans import Part, image_plan, sequence_plan
 from ..reduction import Records
-from ..retained import Layout, Retained, broadcast_sample
+from ..retained import Retained, broadcast_sample
 from ..sampling import sample_plan
 from ..statistics import finish_float
 from ..summary import MAX_EXACT, PendingSummary
 from . import build
+from .params import PARAMS, Plan, plan_of
 from .slabs import Slabs
 
-__all__ = ["Reduced", "Reducer", "enable", "enabled", "library", "reducer", "status"]
+__all__ = ["Flat", "Reduced", "Reducer", "enable", "enabled", "library", "reducer", "status"]
 
 _I64, _PTR, _F64 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_double
 
 
-class ImageParams(ctypes.Structure):
-    """``reduce.c``'s ImageParams, field by field (see there)."""
-
-    _fields_ = [
-        (name, _I64)
-        for name in (
-            *("n", "c", "h", "w", "width", "step", "first", "rows", "rank_step", "k"),
-            *("gh", "gw", "mh", "mw", "th", "tw", "at_top", "at_mean_abs", "at_f16"),
-        )
-    ]
-
-
-class SequenceParams(ctypes.Structure):
-    """``reduce.c``'s SequenceParams, field by field (see there)."""
-
-    _fields_ = [
-        (name, _I64)
-        for name in (
-            *("n", "length", "dim", "width", "step", "first", "rows"),
-            *("hl", "hd", "norms", "at_norms", "at_f16"),
-        )
-    ]
-
-
-#: per params struct, its kind in ``nfw_params_size``
-_PARAMS = {ImageParams: 0, SequenceParams: 1}
 # (parameters, x, sample index, statistics, sample copy, kept buffer, work, scale expected)
 _REDUCER = [_PTR, _PTR, _I64, _PTR, _PTR, _PTR, _PTR, _F64]
 _SIGNATURES = {
@@ -79,8 +51,9 @@ _SIGNATURES = {
     "nfw_sequence_f32": _REDUCER,
     "nfw_to_half": [_PTR, _I64, ctypes.c_float, _PTR],
     "nfw_params_size": [_I64],
+    "nfw_flat_f32": [_PTR, _I64, _I64, _I64, _I64, _I64, _PTR, _PTR],
 }
-_VERSION = 3  # of reduce.c's interface (nfw_version there)
+_VERSION = 4  # of reduce.c's interface (nfw_version there)
 
 _lock = threading.Lock()
 _state: dict = {
@@ -110,7 +83,7 @@ def open_library(path: os.PathLike | str) -> ctypes.CDLL:
     for name, argtypes in _SIGNATURES.items():
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = argtypes, _I64
-    for params, kind in _PARAMS.items():
+    for params, kind in PARAMS.items():
         if lib.nfw_params_size(kind) != ctypes.sizeof(params):
             raise OSError(f"{path} lays out {params.__name__} otherwise than this package")
     return lib
@@ -173,9 +146,6 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
-_MAX_POOLED = 256  # the longest pooled side reduce.c takes (MAX_POOLED there)
-_SMALL_CHANNEL = 1024  # maps of at most this many cells are pooled in groups (reduce.c)
-_GROUP_CELLS = 2048  # cells of a group of small maps (ACC_BLOCK there)
 _local = threading.local()  # per thread: a work buffer reused from call to call
 
 
@@ -191,100 +161,6 @@ def _work(floats: int) -> tuple[np.ndarray, int, int]:
     return got[2], got[3], got[3] + 32
 
 
-#: one kept part laid out: its name, dtype, byte offset in the kept buffer, and shape
-Placed = tuple[str, type, int, tuple[int, ...]]
-
-
-class _Plan(NamedTuple):
-    """What every call for one shape and budget shares, made once (see :func:`_plan`)."""
-
-    reducer: str  # the C function
-    params: ImageParams | SequenceParams  # its parameters (kept alive here: C reads them)
-    params_at: int
-    layout: Layout
-    kept_bytes: int  # the buffer that every kept part is a view of
-    kept_at: int  # where it starts, after the summary's sample (both in one carved buffer)
-    parts: tuple[Placed, ...]  # name, dtype, byte offset, shape
-    halves: tuple[str, ...]  # the float16 parts (they share the scale)
-    work: int  # float32 of scratch
-    values: int  # elements of the summary's sample
-    sampled: int | None
-
-
-def _layout(
-    parts: tuple[Part, ...],
-) -> tuple[tuple[tuple[str, type, int, tuple[int, ...]], ...], int]:
-    """Byte offsets of parts packed largest item first (each aligned), listed in their order.
-    (The float16 parts come last, one after another in their order, as reduce.c writes them.)"""
-    offsets, at = {}, 0
-    for name, dtype, shape in sorted(parts, key=lambda p: -np.dtype(p[1]).itemsize):
-        offsets[name] = at
-        at += np.dtype(dtype).itemsize * math.prod(shape)
-    return tuple((name, dtype, offsets[name], shape) for name, dtype, shape in parts), at
-
-
-@functools.lru_cache(maxsize=1024)
-def _plan(shape: tuple[int, ...], budget: int) -> _Plan | None:
-    """The plan of one shape and budget, from :mod:`..plans` (what the torch path keeps);
-    None when it has no compiled path (too many channels for the budget, a pooled side
-    longer than reduce.c takes)."""
-    sample = sample_plan(math.prod(shape), MAX_EXACT)
-    width, step, first, rows = sample if sample is not None else (0, 0, 0, 0)
-    values = rows * width if sample is not None else math.prod(shape)
-    params: ImageParams | SequenceParams
-    layout_: Layout
-    if len(shape) == 4:
-        n, c, h, w = shape
-        image = image_plan(c, h, w, budget)
-        if image is None:
-            return None
-        (gh, gw), (mh, mw) = image.grid, image.mean
-        th, tw = image.top if image.top is not None else (0, 0)
-        if max(gh, gw, mh, mw, th, tw) > _MAX_POOLED:
-            return None
-        spec, kept = _layout(image.parts())
-        at = {name: offset for name, _, offset, _ in spec}
-        params = ImageParams(
-            n, c, h, w, width, step, first, rows, image.rank_step, max(image.k, 1),
-            gh, gw, mh, mw, th, tw, at.get("top_channels", 0), at["channel_mean_abs"],
-            at["grid"],
-        )  # fmt: skip
-        # rank totals (doubles), channel sums, a row, a pooled map
-        work = 2 * c + h * w + w + max(gh * gw, mh * mw, th * tw)
-        if h * w <= _SMALL_CHANNEL:  # small maps: the pooled block, a group's column sums
-            work += c * gh * gw + min(c, max(8, (_GROUP_CELLS // (h * w)) & ~7)) * h * gw
-        reducer, layout_ = "nfw_image_f32", "image"
-    else:
-        n, length, dim = shape
-        sequence = sequence_plan(length, dim, budget)
-        hl, hd = sequence.tokens
-        if max(hl, hd) > _MAX_POOLED:
-            return None
-        spec, kept = _layout(sequence.parts())
-        at = {name: offset for name, _, offset, _ in spec}
-        params = SequenceParams(
-            n, length, dim, width, step, first, rows, hl, hd, sequence.norms, at["norms"],
-            at["tokens"],
-        )  # fmt: skip
-        work = length + dim + hd  # token norms, a row, a pooled row
-        reducer, layout_ = "nfw_sequence_f32", "sequence"
-    kept_at = -(-values * 4 // 64) * 64
-    halves = tuple(name for name, dtype, _, _ in spec if dtype is np.float16)
-    return _Plan(
-        reducer,
-        params,
-        ctypes.addressof(params),
-        layout_,
-        kept,
-        kept_at,
-        spec,
-        halves,
-        work,
-        values,
-        rows * width if sample is not None else None,
-    )
-
-
 class Reducer:
     """Reduces the tensors of one run through the compiled library, into host memory carved
     from slabs (:mod:`.slabs`)."""
@@ -294,19 +170,17 @@ class Reducer:
     def __init__(self, lib: ctypes.CDLL) -> None:
         self._lib, self._slabs = lib, Slabs()
 
-    def reduce(self, t: torch.Tensor, sample: int, budget: int) -> Reduced | None:
+    def reduce(
+        self, t: torch.Tensor, sample: int, budget: int, hint: float = 1.0
+    ) -> Reduced | None:
         """The pass over ``t``, now; the records are made by :meth:`Reduced.result` (capture
         calls it after the forward pass, where Python runs warm). None where this path does
         not apply (a tensor subclass, another dtype, device, layout or memory order, no
         elements, too many channels for the budget, a sample out of range, NaN or Inf in the
         tensor): the torch path then runs. Reads the tensor's memory directly (no autograd
-        is involved)."""
-        if (
-            type(t) is not torch.Tensor
-            or t.dtype is not torch.float32
-            or not t.is_cpu
-            or t.layout is not torch.strided
-        ):
+        is involved). ``hint``: the float16 scale expected (1 for activations; gradients,
+        far smaller, pass the scale of the one before: a wrong guess costs a second pass)."""
+        if not _readable(t):
             return None
         shape = tuple(t.shape)
         if len(shape) not in (3, 4):
@@ -314,7 +188,7 @@ class Reducer:
         sample = broadcast_sample(sample, shape[0])
         if not 0 <= sample < shape[0] or not t.is_contiguous():
             return None
-        plan = _plan(shape, budget) if 0 not in shape else None
+        plan = plan_of(shape, budget) if 0 not in shape else None
         if plan is None:
             return None
         array, at, address = self._slabs.carve(plan.kept_at + plan.kept_bytes)
@@ -329,14 +203,79 @@ class Reducer:
             address + plan.kept_at,
             work_at,
         )
-        # float16 parts are written divided by the scale expected (1); rarely it is another
-        # (a peak |x| below 2**-10 or from 2**15): then once more with that one
-        if reduce(*args, 1.0):
+        # float16 parts are written divided by the scale expected; where it is another (for
+        # activations rarely: a peak |x| below 2**-10 or from 2**15), once more with that one
+        if reduce(*args, hint):
             reduce(*args, float(stats[3]))
         lo, hi, total, scale = stats.tolist()
         if not math.isfinite(lo + hi + total):
             return None  # NaN or Inf: the torch path counts them
         return Reduced(plan, shape, sample, array, at, lo, hi, total, scale)
+
+    def flat(self, t: torch.Tensor) -> Flat | None:
+        """The summary alone of ``t`` (any shape, read as its values) and its L2 norm, in one
+        pass (a parameter's gradient: nothing else of it is kept); None where this path does
+        not apply (as :meth:`reduce`) or the tensor holds NaN or Inf."""
+        if not _readable(t) or not t.is_contiguous() or t.numel() == 0:
+            return None
+        n = t.numel()
+        sample = sample_plan(n, MAX_EXACT)
+        width, step, first, rows = sample if sample is not None else (0, 0, 0, 0)
+        values = rows * width if sample is not None else n
+        array, at, address = self._slabs.carve(values * 4)
+        stats, stats_at, _ = _work(0)
+        self._lib.nfw_flat_f32(t.data_ptr(), n, width, step, first, rows, stats_at, address)
+        lo, hi, total, squares = stats.tolist()
+        if not math.isfinite(lo + hi + total + squares):
+            return None  # (the torch path counts NaN and Inf; it scales an overflowing norm)
+        values_at = array[at : at + values * 4].view(np.float32)
+        sampled = values if sample is not None else None
+        return Flat(_summary(tuple(t.shape), lo, hi, total, values_at, sampled), squares**0.5)
+
+
+def _readable(t: torch.Tensor) -> bool:
+    """Whether the compiled path can read ``t``'s memory: a plain float32 CPU tensor."""
+    return (
+        type(t) is torch.Tensor
+        and t.dtype is torch.float32
+        and t.is_cpu
+        and t.layout is torch.strided
+    )
+
+
+def _summary(
+    shape: tuple[int, ...],
+    lo: float,
+    hi: float,
+    total: float,
+    values: np.ndarray,
+    sampled: int | None,
+) -> PendingSummary:
+    """The summary of a float32 CPU tensor from the statistics and sample a pass wrote."""
+    values.setflags(write=False)
+    head = dict(shape=shape, dtype="float32", device="cpu", kind="float", numel=math.prod(shape))
+    arrays = [np.array([lo, hi]), np.array(total), values]
+    return PendingSummary.on_host(head, finish_float, arrays, sampled, 64)
+
+
+class Flat:
+    """A tensor's summary alone (a :class:`~..reduction.Reduction` with no kept parts) and its
+    L2 norm, from :meth:`Reducer.flat`."""
+
+    __slots__ = ("norm", "summary")
+    error: str | None = None
+
+    def __init__(self, summary: PendingSummary, norm: float) -> None:
+        self.summary, self.norm = summary, norm
+
+    def waiting(self) -> list[Pending]:
+        return []
+
+    def nonfinite(self) -> bool:
+        return False  # (NaN or Inf take the torch path)
+
+    def result(self) -> Records:
+        return self.summary, None, None
 
 
 def reduce(t: torch.Tensor, sample: int, budget: int) -> Records | None:
@@ -357,7 +296,7 @@ class Reduced:
 
     def __init__(
         self,
-        plan: _Plan,
+        plan: Plan,
         shape: tuple[int, ...],
         sample: int,
         array: np.ndarray,
@@ -385,13 +324,8 @@ class Reduced:
             assert array is not None
             values = array[at : at + plan.values * 4].view(np.float32)
             kept = array[at + plan.kept_at : at + plan.kept_at + plan.kept_bytes]
-            values.setflags(write=False)
             kept.setflags(write=False)  # (its views are read-only too)
-            head = dict(
-                shape=shape, dtype="float32", device="cpu", kind="float", numel=math.prod(shape)
-            )
-            arrays = [np.array([self.lo, self.hi]), np.array(self.total), values]
-            summary = PendingSummary.on_host(head, finish_float, arrays, plan.sampled, 64)
+            summary = _summary(shape, self.lo, self.hi, self.total, values, plan.sampled)
             parts = {
                 name: np.ndarray(part_shape, dtype, kept, offset)
                 for name, dtype, offset, part_shape in plan.parts

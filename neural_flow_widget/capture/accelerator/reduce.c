@@ -14,8 +14,10 @@
  *                     and the mean over channels pooled.
  *   nfw_sequence_f32  (N, L, D): the same statistics and sample, and for `sample` the
  *                     token x feature map pooled and the per-token L2 norms (pooled).
+ *   nfw_flat_f32      any shape, as its values: the statistics, the sample and the L2 norm
+ *                     (a parameter's gradient, whose summary is all that is kept).
  *
- * Both take their shape's parameters as one struct (below), write min, max, sum
+ * The first two take their shape's parameters as one struct (below), write min, max, sum
  * and the float16 scale to `stats`, the sample to `sample_out`, and every kept part into the
  * one buffer `out` at the byte offsets the parameters give, the float16 parts as they are
  * made (divided by `hint`, rounded to nearest even: numpy's conversion takes several
@@ -345,9 +347,26 @@ int64_t nfw_sequence_f32(const SequenceParams *p, const float *x, int64_t sample
     return finish(&s, stats, hint);
 }
 
+/* Any float32 tensor, read as its n values (a parameter's gradient: a summary and no views):
+ * min, max, sum and the sum of squares into stats[0..3] (the L2 norm is the root of the last),
+ * and the summary's chunk sample, as copy_sample takes it. One read of x. */
+int64_t nfw_flat_f32(const float *x, int64_t n, int64_t width, int64_t step, int64_t first,
+                     int64_t rows, double *stats, float *sample_out) {
+    Stats s;
+    stats_init(&s);
+    const double squares = stats_add_squares(&s, x, n);
+    copy_sample(x, n, width, step, first, rows, sample_out);
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+    stats_out(&s, stats);
+    stats[3] = squares;
+    return 0;
+}
+
 /* The interface's version: the loader refuses a build whose version is not its own (a stale
  * library left by an earlier build would otherwise be called with other arguments). */
-int64_t nfw_version(void) { return 3; }
+int64_t nfw_version(void) { return 4; }
 
 /* The size of each parameter struct (0: ImageParams, 1: SequenceParams), which the loader
  * checks against its own mirror of them; -1 for another kind. */
