@@ -100,8 +100,9 @@ def trace(
     flow = _build(request, ran, observed, mode)
     if flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
         origin = find_origin(
-            request.model, request.modules, request.args, request.kwargs, flow, rng
-        )
+            request.model, request.modules, request.args, request.kwargs, flow, rng,
+            request.interventions,
+        )  # fmt: skip
         flow = dataclasses.replace(flow, nonfinite_origin=origin)
     if ran.error is not None:
         raise _trace_error(flow, ran, request.loss is not None) from ran.error

@@ -10,9 +10,11 @@ A spec is one of ``"zero"`` (zeros of the output's shape), ``"mean"`` (the outpu
 the batch, for every sample), a tensor (the output itself, cast to the output's dtype and
 device; it must broadcast to its shape), a callable ``out -> out``, or :func:`heads`
 (``nfw.heads(zero=[2, 5])``: those attention heads' outputs zeroed before the output
-projection, in the stage's ``F.scaled_dot_product_attention`` calls, and for
+projection, in the stage's ``F.scaled_dot_product_attention`` calls, for
 ``nn.MultiheadAttention`` by zeroing those heads' columns of the output projection passed to
-``F.multi_head_attention_forward``; the module's own weights are never touched).
+``F.multi_head_attention_forward``, and in a hand-written attention by zeroing those heads'
+probabilities (the softmax of a ``(batch, heads, queries, keys)`` tensor); the module's own
+weights are never touched; a stage in which no attention runs is refused).
 
 A stage id names one call (``"block#1"``: the second call of ``block``); a module's name
 names every call of it. The replacement runs inside the call, under the tracer, so the
@@ -105,8 +107,16 @@ def replacing(
         off = chosen.heads_of(module, k) if mode is not None else None
         if off is not None:
             mode.active.append(off)  # type: ignore[union-attr]
+            mode.hits.append(0)  # type: ignore[union-attr]
         try:
             output = original(*args, **kwargs)
+            if off is not None and not mode.hits[-1]:  # type: ignore[union-attr]
+                raise InterventionError(
+                    f"heads(zero={list(off.zero)}): no attention ran in this call (heads are "
+                    f"found in F.scaled_dot_product_attention, F.multi_head_attention_forward "
+                    f"and a softmax over (batch, heads, queries, keys)); name the stage of the "
+                    f"attention module itself"
+                )
             replace = chosen.output_of(module, k)
             if replace is not None:
                 output = replace(output)
@@ -116,6 +126,7 @@ def replacing(
         finally:
             if off is not None:
                 mode.active.pop()  # type: ignore[union-attr]
+                mode.hits.pop()  # type: ignore[union-attr]
         end(output)
         return output
 
@@ -196,11 +207,16 @@ def _each(stage: str, out: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> A
 
 class HeadsMode(TorchFunctionMode):
     """Zeroes chosen heads of the attention ops that run inside the calls ``active`` says
-    (:class:`Interventions` ``heads``; the call tracker keeps ``active`` up to date)."""
+    (:class:`Interventions` ``heads``; the call tracker keeps ``active`` up to date): the
+    output of ``F.scaled_dot_product_attention`` (per head, before the output projection), the
+    output projection's columns of those heads for ``F.multi_head_attention_forward``, and
+    the probabilities of a hand-written attention (a softmax over a ``(batch, heads, queries,
+    keys)`` tensor: zero probabilities give that head a zero output)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.active: list[Heads] = []  # the heads of the running calls that asked, innermost last
+        self.hits: list[int] = []  # per running call that asked: the attention ops it masked
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
@@ -210,11 +226,20 @@ class HeadsMode(TorchFunctionMode):
             return func(*args, **kwargs)
         chosen = self.active[-1].zero
         if func is F.scaled_dot_product_attention:
+            self.hits[-1] += 1
             out = func(*args, **kwargs)  # (B, H, L, D): the heads' outputs, before projection
             return out * _mask(chosen, out.shape[-3], out, dims=out.dim() - 3)
         if func is F.multi_head_attention_forward:
+            self.hits[-1] += 1
             return func(*_mha_masked(chosen, args, kwargs), **kwargs)
-        return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if func in _SOFTMAX and isinstance(out, torch.Tensor) and out.dim() == 4:
+            self.hits[-1] += 1  # (B, H, Lq, Lk): a head's probabilities zeroed
+            return out * _mask(chosen, out.shape[1], out, dims=1)
+        return out
+
+
+_SOFTMAX = (F.softmax, torch.softmax, torch.Tensor.softmax)
 
 
 def _mask(chosen: tuple[int, ...], heads: int, like: torch.Tensor, dims: int) -> torch.Tensor:

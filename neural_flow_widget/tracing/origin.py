@@ -34,6 +34,7 @@ from ..graph.origin import NonfiniteOrigin
 from .calls import CallTracker
 from .context import ModeObserver, RunContext
 from .dataflow import TagTable
+from .interventions import Interventions
 from .modules import ModuleTable
 from .protocols import Watch
 from .pytree import tensors_in
@@ -129,12 +130,14 @@ def find_origin(
     kwargs: dict,
     flow: Flow,
     rng: tuple[torch.Tensor, list[torch.Tensor] | None] | None = None,
+    interventions: Interventions | None = None,
 ) -> NonfiniteOrigin | None:
     """Where the NaN / Inf was made that the first call of ``flow.nonfinite`` received, or
     None: that call made it itself, or it could not be found (ops out of the tracer's sight, a
     run that went another way, inputs that a second run would change: a cache object that a
     forward appends to). ``modules``, ``args`` and ``kwargs`` are those of ``flow``'s run,
-    ``rng`` the random generators' state (:func:`rng_state`) before it."""
+    ``rng`` the random generators' state (:func:`rng_state`) before it, ``interventions``
+    its ``replace=`` (the second run replaces what the first did)."""
     if not flow.nonfinite or not _replayable((args, kwargs)):
         return None
     first = flow.stage(flow.nonfinite[0]).index
@@ -158,7 +161,7 @@ def find_origin(
         return None
     after = rng_state()
     stopped = False
-    run = RunContext(model, modules, observe=observe)
+    run = RunContext(model, modules, observe=observe, interventions=interventions)
     try:
         if rng is not None:
             _set_rng(rng)

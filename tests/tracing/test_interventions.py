@@ -149,3 +149,54 @@ def test_stages_and_specs_that_do_not_fit_are_refused_before_running():
             zoo.seeded(zoo.Attention), torch.randn(1, 3, 6), replace={"attn": nfw.heads(zero=[4])}
         )
     assert zoo.hooks_left(model) == 0 and not zoo.mode_stack()
+
+
+def test_a_nan_that_a_replacement_causes_is_traced_to_where_it_was_made():
+    """The second run that finds where a NaN was made replaces what the first run did."""
+
+    class Root(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 2)
+            nn.init.constant_(self.a.bias, 10.0)  # (positive as it is: its root is finite)
+
+        def forward(self, x):
+            return self.b(torch.sqrt(self.a(x)))
+
+    model = zoo.seeded(Root)
+    x = torch.rand(2, 3)
+    assert not nfw.trace(model, x).nonfinite
+    flow = nfw.trace(model, x, replace={"a": lambda out: -out})
+    assert flow.nonfinite == ("b",)
+    origin = flow.nonfinite_origin
+    assert origin is not None and "sqrt" in origin.describe()
+
+
+@pytest.mark.parametrize("layer", [0, 2])
+def test_heads_switched_off_in_hand_written_attention_equal_the_sdpa_ones(layer):
+    """GPT-2's eager attention (softmax and matmul written out) with heads switched off gives
+    what its SDPA attention with the same heads off gives (that one held to attention written
+    out above): the heads found in both."""
+    transformers = pytest.importorskip("transformers")
+    config = dict(n_layer=3, n_embd=32, n_head=4, vocab_size=64, n_positions=32)
+    ids = torch.randint(0, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    spec = {f"transformer.h.{layer}.attn": nfw.heads(zero=[0, 3])}
+    outs = {}
+    for implementation in ("eager", "sdpa"):
+        torch.manual_seed(0)
+        model = transformers.GPT2LMHeadModel(
+            transformers.GPT2Config(**config, attn_implementation=implementation)
+        ).eval()
+        flow = nfw.trace(model, ids, replace=spec)
+        outs[implementation] = (output_mean(flow), flow.summary(f"transformer.h.{layer}")[0].std)
+        clean = nfw.trace(model, ids)
+        assert output_mean(clean) != pytest.approx(outs[implementation][0], rel=1e-6)
+    assert outs["eager"] == pytest.approx(outs["sdpa"], rel=1e-5)
+
+
+def test_heads_asked_of_a_stage_where_no_attention_runs_are_refused():
+    model = zoo.seeded(zoo.Attention)
+    x = torch.randn(2, 5, 6)
+    with pytest.raises(nfw.TraceError, match=r"stage 'embed'.*no attention ran.*replace="):
+        nfw.trace(model, x, replace={"embed": nfw.heads(zero=[0])})
+    assert zoo.hooks_left(model) == 0 and not zoo.mode_stack()
