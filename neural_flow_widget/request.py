@@ -12,6 +12,7 @@ import torch
 
 from .capture import CaptureSettings
 from .capture.readout import unembedding
+from .capture.sharded import SHARDS
 from .graph import resolve
 from .tracing.interventions import Heads, Interventions, interventions
 from .tracing.modules import ModuleTable, uncompiled
@@ -56,6 +57,7 @@ def checked(
     keep_grads: bool = False,
     replace: Mapping[str, Any] | None = None,
     readout: Any = None,
+    shards: str = "full",
 ) -> Request:
     """The checked request; a clear error for each thing that cannot run, before anything runs."""
     if capture_device is not None:
@@ -76,6 +78,11 @@ def checked(
     modules = ModuleTable.of(model)
     if stages is not None:
         resolve(stages, modules.infos, (), model)  # bad names fail before running
+    if shards not in SHARDS:
+        raise ValueError(
+            f"shards={shards!r}: a DTensor's summary reads the whole tensor, gathered after the "
+            f"pass (shards='full'), or this rank's own shard (shards='local')"
+        )
     if loss is not None and not callable(loss):
         raise TypeError(f"loss={loss!r}: pass a function of the model's output, loss(output)")
     if loss is not None and not capture:
@@ -89,6 +96,7 @@ def checked(
             attention_budget_bytes,
             gradients=loss is not None,
             readout_dim=int(head.weight.shape[-1]) if head is not None else None,
+            shards=shards,
         )
         if capture
         else None

@@ -35,7 +35,9 @@ from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 from .tracing.interventions import InterventionError
 from .tracing.modules import uncompiled
-from .tracing.origin import find_origin, rng_state
+from .tracing.offload import offload_fix
+from .tracing.origin import NO_ORIGIN, find_origin, rng_state
+from .tracing.ranks import alone
 
 
 def trace(
@@ -55,6 +57,7 @@ def trace(
     keep_grads: bool = False,
     replace: Mapping[str, Any] | None = None,
     readout: Any = None,
+    shards: str = "full",
 ) -> Flow:
     """Run ``model`` on ``inputs`` once and return its stages and the edges between them.
 
@@ -87,18 +90,25 @@ def trace(
     ``"mean"``, a tensor, a function ``out -> out``, or ``nfw.heads(zero=[2, 5])`` for an
     attention stage; see :mod:`.tracing.interventions`), said in ``flow.notes``.
 
+    ``shards``: a stage that returns a DTensor (tensor parallelism; every rank runs
+    ``trace``) is summarised from the whole tensor, gathered after the pass (``"full"``), or
+    from this rank's own shard (``"local"``, no collective); its summary says which
+    (``Summary.shard``; see :mod:`.capture.sharded`).
+
     ``readout``: the logit lens (``flow.readout``, :mod:`.capture.readout`): None (default) for
     a model with an unembedding (``get_output_embeddings()``: a Hugging Face language model),
     ``True`` to insist, ``False`` for none, or ``(final_norm, unembedding)`` modules.
     """
     request = checked(
         model, inputs, stages, topology, kwargs, capture_device, capture, attention, sample,
-        budget_bytes, attention_budget_bytes, loss, keep_grads, replace, readout,
+        budget_bytes, attention_budget_bytes, loss, keep_grads, replace, readout, shards,
     )  # fmt: skip
     rng = rng_state()  # (the run's random draws, for the diagnosis of a NaN run)
     ran, observed, mode = _observe(request)
     flow = _build(request, ran, observed, mode)
-    if flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
+    if flow.nonfinite and alone() is not None:  # (a rank must not run the model by itself)
+        flow = dataclasses.replace(flow, notes=(*flow.notes, NO_ORIGIN))
+    elif flow.nonfinite:  # where the first NaN / Inf was made (a second run, only for these)
         origin = find_origin(
             request.model, request.modules, request.args, request.kwargs, flow, rng,
             request.interventions,
@@ -219,6 +229,9 @@ def attention_window(
     window's rows and columns, or a ``str`` saying why it cannot be made."""
     if flow.capture is None:
         return "this flow was traced with capture=False: it has no attention maps"
+    why = alone()
+    if why is not None:
+        return why
     origins = flow.attention_origins(stage_id)
     if not 0 <= index < len(origins):
         return f"stage {stage_id!r} has no attention map {index}"
@@ -347,9 +360,8 @@ def _trace_error(flow: Flow, run: Ran, grad: bool = False) -> TraceError:
             f"gradient: trace without loss=, or make the module differentiable"
         )
     else:
-        what = (
-            f"{where} raised {text}{shapes}. Check that the inputs match what this module expects."
-        )
+        fix = offload_fix(error) or "Check that the inputs match what this module expects"
+        what = f"{where} raised {text}{shapes}. {fix[0].upper()}{fix[1:]}."
     partial = dataclasses.replace(flow, failure=Failure(what, stage_id, module, call_id))
     if error is not None:  # its traceback without the tracer's frames: it ends in the model
         error.with_traceback(_without_our_frames(error.__traceback__))

@@ -52,6 +52,7 @@ export interface Summary {
   hist: Histogram | null;
   values: [number | boolean, number][] | null; // int / bool tensors: [value, count]
   error: string | null;
+  shard: string | null; // a DTensor's: the whole tensor gathered from its ranks, or this rank's shard
 }
 
 export interface ViewData {
@@ -172,6 +173,7 @@ function decodeSummary(s: unknown, buffers: WireBuffer[], where: string): Summar
     hist,
     values: Array.isArray(s.values) ? (s.values as [number | boolean, number][]) : null,
     error: typeof s.error === "string" ? s.error : null,
+    shard: typeof s.shard === "string" ? s.shard : null,
   };
 }
 

@@ -16,6 +16,7 @@ function summary(stats: Partial<SummaryStats>, extra: Partial<Summary> = {}): Su
     hist: null,
     values: null,
     error: null,
+    shard: null,
     stats: {
       min: -1,
       max: 2,

@@ -29,6 +29,7 @@ from .readout import READOUT_BUDGET
 from .record import META, Capture, Captured, Gradients, Lazy, leaves_of
 from .reduction import Reduction, reduce_on_device, without_data
 from .retained import DEFAULT_BUDGET_BYTES
+from .sharded import Sharded, describe, is_sharded, note, sharding_of
 
 __all__ = ["CaptureObserver", "CaptureSettings"]
 
@@ -48,6 +49,7 @@ class CaptureSettings:
     attention_budget: int | None = DEFAULT_ATTENTION_BUDGET  # bytes all maps may hold
     gradients: bool = False  # reduce each output's gradient in the backward pass too
     readout_dim: int | None = None  # keep blocks' (N, L, D) outputs of this D for readouts
+    shards: str = "full"  # a DTensor's summary: "full" (gathered after the pass) or "local"
 
 
 class CaptureObserver:
@@ -77,6 +79,7 @@ class CaptureObserver:
         self._grad_scale = 1.0  # the float16 scale of the last gradient (the next one's guess)
         self._hooked: dict[tuple[int, int], list[tuple[int | str, int, str]]] = {}
         self._fast = accelerator.reducer()  # None: torch ops only
+        self._gathers: list[Sharded] = []  # DTensor leaves to gather after the pass, in order
         self.ops: AttentionRecorder | None = None
         if settings.attention:
             # with the tracer, the maps of SDPA calls are made when first asked for, from
@@ -130,7 +133,7 @@ class CaptureObserver:
             if self.settings.gradients:
                 self._hook(node, 0, node.partition(":")[2], tensor)
             read = read_output if output else read_input
-            meaning = read(tensor, node, self.settings.sample)
+            meaning = None if is_sharded(tensor) else read(tensor, node, self.settings.sample)
             if meaning is not None:
                 self.readings[node] = meaning
         except Exception as error:  # never abort the run: mark the node instead
@@ -142,7 +145,8 @@ class CaptureObserver:
         while the run's readout budget lasts."""
         shape = tensor.shape
         if (
-            len(shape) != 3
+            is_sharded(tensor)  # (a DTensor's slice may be a collective: not kept)
+            or len(shape) != 3
             or shape[-1] != self.settings.readout_dim
             or not tensor.is_floating_point()
             or self.watch.calls[call].module in self.watch.leaves
@@ -173,7 +177,7 @@ class CaptureObserver:
             with torch.no_grad():
                 reduced = self._reduce(grad, self._grad_scale)
                 self._grad_scale = getattr(reduced, "scale", self._grad_scale)
-                norm = torch.linalg.vector_norm(grad.detach().reshape(-1).float(), 2)
+                norm = _norm(grad.detach())
             for taker, index, name in takers:
                 if taker not in self.grads:
                     self.grads[taker] = {}
@@ -186,6 +190,9 @@ class CaptureObserver:
         """The model's parameters' gradients (after the backward pass): each reduced."""
         with torch.no_grad():
             for name, grad in grads:
+                if is_sharded(grad):  # (FSDP2, tensor parallelism: a DTensor's gradient)
+                    self.param_grads[name] = (self._sharded(grad), _norm(grad))
+                    continue
                 flat = self._fast.flat(grad) if self._fast is not None else None
                 if flat is not None:  # (the summary and the norm in one pass)
                     self.param_grads[name] = (flat, flat.norm)
@@ -195,6 +202,8 @@ class CaptureObserver:
                 self.param_grads[name] = (summary, norm)
 
     def _reduce(self, tensor: torch.Tensor, hint: float = 1.0) -> Reduction:
+        if type(tensor) is not torch.Tensor and is_sharded(tensor):
+            return self._sharded(tensor)
         if tensor.is_meta:  # shapes without values: nothing failed, there is nothing to read
             self._notes.setdefault(META, None)
             return without_data(tensor)
@@ -204,9 +213,31 @@ class CaptureObserver:
                 return fast
         return reduce_on_device(tensor, sample=self.settings.sample, budget=self.budget)
 
+    def _sharded(self, tensor: torch.Tensor) -> Sharded:
+        """A DTensor leaf (:mod:`.sharded`): its local shard reduced now (``shards="local"``,
+        or replicated), or the DTensor kept to be gathered after the pass."""
+        layout = sharding_of(tensor)
+        full = self.settings.shards == "full"
+        self._notes.setdefault(note(layout.ranks, full), None)
+        words = describe(layout, full)
+        if layout.replicated or not full:
+            return Sharded(words, made=self._reduce(tensor.to_local()))  # type: ignore[attr-defined]
+        kept = Sharded(words, tensor=tensor)
+        self._gathers.append(kept)
+        return kept
+
+    def gather(self) -> None:
+        """Gather the DTensor leaves kept in the pass and reduce them (:mod:`.sharded`): a
+        collective each, in the order the pass met them, on every rank."""
+        gathers, self._gathers = self._gathers, []
+        for kept in gathers:
+            kept.gather(self._reduce)
+
     def finish(self) -> Capture:
         """The run's record, once its small results reached the host (one transfer per
-        device); each leaf's records are made on first read."""
+        device); each leaf's records are made on first read. DTensor leaves kept in the pass
+        are gathered first (:meth:`gather`)."""
+        self.gather()
         reductions = [r for items in self.outputs.values() for _, r in items]
         reductions += self.ends.values()
         recorder = self.ops
@@ -259,6 +290,8 @@ class CaptureObserver:
             waiting += reduced.waiting()
             norms.append(size)
         to_host(waiting)
+        # (a DTensor's norm, a DTensor scalar: gathered, a collective each, in the same order)
+        norms = [n.full_tensor() if is_sharded(n) else n for n in norms]  # type: ignore[union-attr]
         values = iter(_floats(norms))
         leaves = {
             key: [(name, r, next(values)) for _, (name, r, _) in sorted(per_leaf.items())]
@@ -266,6 +299,12 @@ class CaptureObserver:
         }
         params = {name: (r, next(values)) for name, (r, _) in self.param_grads.items()}
         return Gradients(leaves, tuple(self.grad_order), params)
+
+
+def _norm(grad: torch.Tensor) -> torch.Tensor:
+    """The L2 norm of a gradient, a 0-d tensor on its device (a DTensor's: a DTensor)."""
+    flat = grad if is_sharded(grad) else grad.reshape(-1)  # (a DTensor's reshape may gather)
+    return torch.linalg.vector_norm(flat.float(), 2)
 
 
 def _leaves(_key: object, items: list[tuple[str, Reduction]]) -> list[Captured]:

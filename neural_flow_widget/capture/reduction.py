@@ -34,7 +34,14 @@ from .host import Pending
 from .retained import PendingRetained, Retained, retain_pending
 from .summary import PendingSummary, summarise_pending, summary_failed, summary_without_data
 
-__all__ = ["Records", "Reduction", "TorchReduction", "reduce_on_device", "without_data"]
+__all__ = [
+    "Records",
+    "Reduction",
+    "TorchReduction",
+    "failed",
+    "reduce_on_device",
+    "without_data",
+]
 
 #: what a reduction leaves: the summary (finished on first read), the kept parts for views
 #: (None when they could not be kept) and why something failed (None when nothing did)
@@ -88,6 +95,11 @@ def without_data(tensor: torch.Tensor) -> TorchReduction:
     return TorchReduction(PendingSummary.of(summary_without_data(tensor)))
 
 
+def failed(tensor: object, reason: str) -> TorchReduction:
+    """The reduction of a tensor that could not be read: a failed summary that says why."""
+    return TorchReduction(PendingSummary.of(summary_failed(tensor, reason)), None, reason)
+
+
 def reduce_on_device(
     tensor: torch.Tensor, *, sample: int, budget: int, views: bool = True
 ) -> TorchReduction:
@@ -99,8 +111,7 @@ def reduce_on_device(
         dense = read_dense(tensor)  # (read once, for both)
         summary = summarise_pending(dense)
     except Exception as error:
-        reason = f"summary failed: {type(error).__name__}: {error}"
-        return TorchReduction(PendingSummary.of(summary_failed(tensor, reason)), None, reason)
+        return failed(tensor, f"summary failed: {type(error).__name__}: {error}")
     if not views:
         return TorchReduction(summary)
     try:

@@ -98,6 +98,9 @@ class Summary:
     #: the L2 norm over every element (exact; NaN when one is NaN): set for gradients
     #: (``Flow.grad``), None for the forward pass's summaries
     norm: float | None = None
+    #: what part of a sharded tensor (a DTensor) the statistics read, in words: the whole
+    #: tensor gathered from its ranks, or this rank's shard (:mod:`.sharded`); None: a plain one
+    shard: str | None = None
 
     @property
     def bins(self) -> int:
@@ -237,6 +240,14 @@ class PendingSummary:
             return self._summary.nan + self._summary.posinf + self._summary.neginf > 0
         check = NONFINITE.get(self._head["kind"])
         return check is not None and self._arrays is not None and check(self._arrays)
+
+    def with_shard(self, words: str) -> PendingSummary:
+        """This summary, saying what part of a sharded tensor it read (``Summary.shard``)."""
+        if self._summary is not None:
+            self._summary = replace(self._summary, shard=words)
+        else:
+            self._head["shard"] = words
+        return self
 
     def arrived(self, arrays: list[np.ndarray]) -> None:
         """The host copies of :attr:`tensors`, in order."""

@@ -26,6 +26,7 @@ from ..compare import Comparison
 from ..compare import compare as compare_runs
 from ..graph import Flow, TraceError
 from ..run import attention_window, trace
+from ..tracing.ranks import alone
 from . import export as _export
 from . import replies
 from .experiments import Experiments, spec_of_message
@@ -351,7 +352,9 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
             self.send(*self._stage_message(content))
             return
         if isinstance(content, dict) and content.get("type") == "intervene":
-            try:  # (the view's context menu on a node)
+            try:  # (the view's context menu on a node; never on one rank of several)
+                if (why := alone()) is not None:
+                    raise RuntimeError(why)
                 self.intervene(str(content.get("stage")), spec_of_message(content.get("spec")))
                 self.send({"type": "intervened", "ok": True})
             except Exception as error:  # said in the view, never a kernel traceback

@@ -25,6 +25,7 @@ from torch.overrides import TorchFunctionMode
 
 from .protocols import OpObserver
 from .pytree import among
+from .wrappers import inner_of
 
 Tensor = torch.Tensor
 Tag = tuple[int, int, tuple[int, ...]]  # (seq, call, op ids)
@@ -96,6 +97,13 @@ def _op_kind(func: Any) -> int:
     return _NORMAL
 
 
+def storage_key(tensor: Tensor) -> int:
+    """Where ``tensor``'s data lives, as the key of in-place writes (a wrapper's: its inner
+    tensor's; a DTensor has no storage of its own)."""
+    inner = inner_of(tensor)
+    return (inner if inner is not None else tensor).untyped_storage().data_ptr()
+
+
 class _Entry(weakref.ref):
     """A weak reference to a tagged tensor that carries its table key and its tag."""
 
@@ -105,7 +113,9 @@ class _Entry(weakref.ref):
 
 
 class TagTable:
-    """Tensor identity -> tag; an entry is removed when its tensor is freed."""
+    """Tensor identity -> tag; an entry is removed when its tensor is freed. A wrapper tensor
+    (a DTensor, :mod:`.wrappers`) and the plain tensor it wraps share a tag: setting one sets
+    both, and an untagged wrapper reads its inner tensor's."""
 
     __slots__ = ("_entries", "_forget")
 
@@ -120,9 +130,18 @@ class TagTable:
 
     def get(self, tensor: Tensor) -> Tag | None:
         entry = self._entries.get(id(tensor))
-        return entry.tag if entry is not None else None
+        if entry is not None:
+            return entry.tag
+        if type(tensor) is Tensor:  # (most misses: a parameter is not a plain Tensor)
+            return None
+        inner = inner_of(tensor)
+        return self.get(inner) if inner is not None else None
 
     def set(self, tensor: Tensor, tag: Tag) -> None:
+        if type(tensor) is not Tensor:
+            inner = inner_of(tensor)
+            if inner is not None:
+                self.set(inner, tag)
         key = id(tensor)
         entry = self._entries.get(key)
         if entry is not None and entry() is tensor:
@@ -253,7 +272,7 @@ class DataflowTracer(TorchFunctionMode):
             if fresh or not among(o, ins):  # ``x.contiguous()`` may return x itself
                 self.table.set(o, tag)
         if target is not None:
-            key = target.untyped_storage().data_ptr()
+            key = storage_key(target)
             self.writes.setdefault(key, []).append((self.seq, tag))
             self.last_write = self.seq
             if target_tag is None:
@@ -303,7 +322,7 @@ class DataflowTracer(TorchFunctionMode):
             if self.table.get(tensor) is None:
                 self.wrote_untagged = True
             self.table.set(tensor, tag)
-            key = tensor.untyped_storage().data_ptr()
+            key = storage_key(tensor)
             self.writes.setdefault(key, []).append((self.seq, tag))
             self.last_write = self.seq
         except Exception as error:  # never break the user's forward
@@ -341,7 +360,7 @@ class DataflowTracer(TorchFunctionMode):
             else:
                 continue  # a parameter or constant nobody wrote to
             if since < self.last_write:  # only then can a write to its storage be newer
-                for seq, written in self.writes.get(t.untyped_storage().data_ptr(), ()):
+                for seq, written in self.writes.get(storage_key(t), ()):
                     if seq > since:
                         tags.append(written)
         return tags
@@ -372,5 +391,5 @@ class DataflowTracer(TorchFunctionMode):
         """Whether an in-place op wrote to ``tensor``'s storage after tag number ``seq``."""
         if not self.writes:
             return False
-        writes = self.writes.get(tensor.untyped_storage().data_ptr())
+        writes = self.writes.get(storage_key(tensor))
         return writes is not None and writes[-1][0] > seq

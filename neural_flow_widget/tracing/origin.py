@@ -39,7 +39,13 @@ from .modules import ModuleTable
 from .protocols import Watch
 from .pytree import tensors_in
 
-__all__ = ["OriginMode", "find_origin", "rng_state"]
+__all__ = ["NO_ORIGIN", "OriginMode", "find_origin", "rng_state"]
+
+#: the note of a NaN run on one rank of several (:mod:`.ranks`), where none is looked for
+NO_ORIGIN = (
+    "where the first NaN / Inf was made is not looked for in a run over several ranks: it "
+    "would run the model again on this rank alone (flow.nonfinite has the stages it reached)"
+)
 
 _TORCH = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

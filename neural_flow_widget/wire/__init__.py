@@ -53,7 +53,9 @@ Two messages exist.
                   "sampled": int | null,          # elements used when sampled, else null
                   "hist": {"lo": .., "hi": .., "bins": 64, "buffer": 0},  # float64 counts
                   "values": [[value, count], ...] | null,   # int / bool tensors
-                  "error": null}
+                  "error": null,
+                  "shard": str | null}            # a DTensor's: the whole tensor gathered
+                                                  #   from its ranks, or this rank's shard
                ],
                "views": ["grid", "first", "channel", "mean"],  # kinds this stage offers
                "view": {"kind": "grid", "shape": [16, 32, 32],  # uint8 buffer layout

@@ -72,6 +72,7 @@ class SummaryMessage(TypedDict):
     hist: HistogramMessage | None
     values: list[list[int | bool]] | None
     error: str | None
+    shard: str | None  # a DTensor's: what part of it the statistics read, in words
 
 
 class ViewMessage(TypedDict):
@@ -274,6 +275,7 @@ def _summary(leaf: str, s: Summary, buffers: list[bytes]) -> SummaryMessage:
         "hist": hist,
         "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
         "error": s.error,
+        "shard": s.shard,
     }
 
 

@@ -20,6 +20,7 @@ export function summarySection(
   const row = (k: string, v: string) =>
     table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
   row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
+  if (s.shard) row("sharded", s.shard); // a DTensor: the whole tensor, or this rank's shard
   for (const [k, v] of statRows(s)) row(k, v);
   if (s.numel !== null) row("elements", s.numel.toLocaleString("en-US"));
   if (s.sampled !== null) row("sampled", `${s.sampled.toLocaleString("en-US")} elements`);

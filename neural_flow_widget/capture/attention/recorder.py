@@ -34,6 +34,7 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 
 from ...tracing.protocols import WriteLog
+from ..sharded import is_sharded
 from .handlers import FOLLOWERS, HANDLERS, INTERESTING, Held, Pending, Provenance, sdpa_entry
 from .maps import AttentionMap
 from .probabilities import attention_probs
@@ -109,7 +110,7 @@ class AttentionRecorder:
     def observe(self, func: Any, args: tuple, kwargs: dict | None, result: Any) -> None:
         """Act on one finished op; a no-op unless ``func`` is in ``INTERESTING``."""
         handler = HANDLERS.get(func)
-        if handler is None or _on_meta(args, kwargs):
+        if handler is None or _unmapped(args, kwargs):
             return  # (a tensor on the meta device has no values to make a map of)
         try:
             handler(self, args, kwargs or {}, result)
@@ -181,11 +182,13 @@ class AttentionRecorder:
             self.errors.setdefault(pending.call, []).append(pending.error)
 
 
-def _on_meta(args: tuple, kwargs: dict | None) -> bool:
-    """Whether the first tensor argument of an op lives on the meta device."""
+def _unmapped(args: tuple, kwargs: dict | None) -> bool:
+    """Whether the first tensor argument of an op has no values to map here: it lives on the
+    meta device, or it is a DTensor (sharded over ranks: reading it later, on one rank, would
+    be a collective that the other ranks never join)."""
     for value in (*args, *(kwargs or {}).values()):
         if isinstance(value, Tensor):
-            return value.is_meta
+            return value.is_meta or is_sharded(value)
     return False
 
 
