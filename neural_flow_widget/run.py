@@ -37,7 +37,7 @@ from .tracing.interventions import InterventionError
 from .tracing.modules import uncompiled
 from .tracing.offload import offload_fix
 from .tracing.origin import NO_ORIGIN, find_origin, rng_state
-from .tracing.ranks import alone
+from .tracing.ranks import Held, alone, backward_leaving_grads, held_grads
 
 
 def trace(
@@ -162,6 +162,7 @@ def _once(request: Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     observe = (lambda watch: CaptureObserver(settings, watch)) if settings is not None else None
     grad = request.loss is not None
     model = request.model
+    held = held_grads(model) if grad and not request.keep_grads else None  # (FSDP2)
     with RunContext(
         model,
         request.modules,
@@ -172,7 +173,7 @@ def _once(request: Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     ) as run:
         ran = run.forward(request.args, request.kwargs)
         if grad and ran.error is None and run.observer is not None:
-            _backward(request, ran, run.observer)
+            _backward(request, ran, run.observer, held)
     observed = run.observer.finish() if run.observer is not None else None
     if observed is not None and request.head is not None and run.observer is not None:
         found = Readouts.of_modules(run.observer.hidden, request.head, request.norm)
@@ -180,11 +181,11 @@ def _once(request: Request, dataflow: bool) -> tuple[Ran, Capture | None]:
     return ran, observed
 
 
-def _backward(request: Request, ran: Ran, observer: CaptureObserver) -> None:
+def _backward(request: Request, ran: Ran, observer: CaptureObserver, held: Held) -> None:
     """The loss of the run's output, and one backward pass of it: the stages' gradients are
     reduced by the hooks capture put on their outputs; the parameters' gradients here.
-    Without ``keep_grads`` the backward pass is ``torch.autograd.grad``, which leaves every
-    ``.grad`` as it was."""
+    Without ``keep_grads`` the backward pass is ``torch.autograd.grad`` (an FSDP2 model's:
+    ``.backward()``, :mod:`.tracing.ranks`), which leaves every ``.grad`` as it was."""
     assert request.loss is not None
     loss = request.loss(ran.output)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -201,9 +202,12 @@ def _backward(request: Request, ran: Ran, observer: CaptureObserver) -> None:
             "the model requires grad and it has no floating-point input; unfreeze a "
             "parameter (p.requires_grad_(True)) to see gradients"
         )
-    if request.keep_grads:
-        loss.reshape(()).backward()
-        grads = [(n, p.grad) for n, p in named if p.grad is not None]
+    if held is not None:  # (FSDP2: only .backward() reaches its parameters)
+        grads = backward_leaving_grads(loss.reshape(()), request.model, held)
+    elif request.keep_grads:
+        loss.reshape(()).backward()  # (the parameters read after it: FSDP2 swaps them)
+        after = request.model.named_parameters()
+        grads = [(n, p.grad) for n, p in after if p.requires_grad and p.grad is not None]
     else:
         found = torch.autograd.grad(
             loss.reshape(()), [p for _, p in named] + views, allow_unused=True

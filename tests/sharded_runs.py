@@ -85,6 +85,19 @@ def _record(flow) -> dict:
     }
 
 
+def LOSS(out: torch.Tensor) -> torch.Tensor:
+    return out.pow(2).sum()
+
+
+def _param_grads(flow) -> dict[str, list]:
+    """Each stage's parameters' gradients: [mean, L2 norm, shard] by qualified name."""
+    found = {}
+    for stage in flow.stages:
+        for name, s in flow.param_grads(stage.id).items():
+            found[name] = [s.mean, s.norm, s.shard]
+    return found
+
+
 def _local_values(model: nn.Module) -> dict[str, list]:
     return {n: p.to_local().tolist() for n, p in model.named_parameters()}  # type: ignore[operator]
 
@@ -125,10 +138,11 @@ def rank_main(rank: int, ranks: int, out: str, store: str) -> None:
         flow = nfw.trace(tp, x)
         seen["tp"] = _record(flow)
         seen["tp_local"] = _record(nfw.trace(tp, x, shards="local"))
-        grads = nfw.trace(tp, x, loss=lambda out: out.pow(2).sum())
+        grads = nfw.trace(tp, x, loss=LOSS)
         seen["tp_grad"] = {
             s.id: [[g.mean, g.shard] for g in grads.grad(s.id)] for s in grads.stages
         }
+        seen["tp_param_grads"] = _param_grads(grads)
         with torch.no_grad():
             seen["tp_unchanged"] = _local_values(tp) == before and tp(x).tolist() == before_out
         seen["tp_grads_left"] = [n for n, p in tp.named_parameters() if p.grad is not None]
@@ -145,6 +159,13 @@ def rank_main(rank: int, ranks: int, out: str, store: str) -> None:
         for block in (fsdp.a, fsdp.b, fsdp):
             fully_shard(block, mesh=mesh)
         seen["fsdp"] = _record(nfw.trace(fsdp, x))
+        fsdp_grads = nfw.trace(fsdp, x, loss=LOSS)  # (without keep_grads: .grad left as it was)
+        seen["fsdp_grad"] = {s.id: fsdp_grads.grad(s.id)[0].mean for s in fsdp_grads.stages}
+        seen["fsdp_param_grads"] = _param_grads(fsdp_grads)
+        seen["fsdp_grads_left"] = [n for n, p in fsdp.named_parameters() if p.grad is not None]
+        kept = nfw.trace(fsdp, x, loss=LOSS, keep_grads=True)
+        seen["fsdp_kept_param_grads"] = _param_grads(kept)
+        seen["fsdp_grads_kept"] = [n for n, p in fsdp.named_parameters() if p.grad is not None]
         pathlib.Path(out, f"rank{rank}.json").write_text(json.dumps(seen), encoding="utf-8")
     finally:
         dist.destroy_process_group()

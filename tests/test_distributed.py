@@ -154,6 +154,30 @@ def test_gradients_of_dtensor_stages_are_gathered_too(seen, rank):
     assert grads["down"][0][0] == pytest.approx(down.grad.mean().item(), abs=1e-6)
 
 
+def plain_param_grads(kind) -> dict[str, torch.Tensor]:
+    """The unsharded model's parameters' gradients of the same loss, by torch's autograd."""
+    model = runs.made(kind)
+    runs.LOSS(model(runs.inputs())).backward()
+    return {n: p.grad for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("kind", ["tp", "fsdp", "fsdp_kept"])
+@pytest.mark.parametrize("rank", range(RANKS))
+def test_sharded_parameters_gradients_are_the_whole_gradients(seen, rank, kind):
+    plain = plain_param_grads(runs.ResidualMLP if kind == "tp" else runs.TwoBlocks)
+    found = seen[rank][f"{kind}_param_grads"]
+    assert set(found) == set(plain)
+    for name, (mean, norm, shard) in found.items():
+        assert mean == pytest.approx(plain[name].mean().item(), abs=1e-6), name
+        assert norm == pytest.approx(plain[name].norm().item(), rel=1e-5), name
+        if kind != "tp":  # (FSDP2 shards every parameter on dim 0)
+            assert shard == "the whole tensor, gathered from 2 ranks (Shard(dim=0))", name
+    if kind == "fsdp":
+        assert seen[rank]["fsdp_grads_left"] == []  # (each .grad put back: None)
+    if kind == "fsdp_kept":  # (keep_grads: the backward pass's .grad kept, every one)
+        assert seen[rank]["fsdp_grads_kept"] == list(plain)
+
+
 @pytest.mark.parametrize("rank", range(RANKS))
 def test_the_sharded_model_is_left_as_it_was(seen, rank):
     assert seen[rank]["tp_unchanged"] is True  # its shards, and what it computes
@@ -181,6 +205,21 @@ def test_an_fsdp2_model_traces_as_the_plain_model(seen, rank):
     for stage, tensor in expected.items():
         assert_summarises(record["summaries"][stage][0], tensor)
         assert record["summaries"][stage][0]["shard"] is None  # (activations are plain)
+    outputs: dict[str, torch.Tensor] = {}
+
+    def keep(name: str):
+        def hook(_module, _inputs, out) -> None:
+            out.retain_grad()
+            outputs[name] = out
+
+        return hook
+
+    plain = runs.made(runs.TwoBlocks)
+    for name in ("a.up", "b.up", "head"):
+        plain.get_submodule(name).register_forward_hook(keep(name))
+    runs.LOSS(plain(x)).backward()
+    for name, out in outputs.items():  # each stage's gradient, the plain model's
+        assert seen[rank]["fsdp_grad"][name] == pytest.approx(out.grad.mean().item(), abs=1e-6)
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
