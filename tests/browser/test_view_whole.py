@@ -18,8 +18,11 @@ from neural_flow_widget import demos
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-#: the nodes out of the canvas or under what lies over it (the inspector, the minimap, the
-#: legend, while they are shown), and the least name of a stage on screen (px)
+#: what an action left on screen: the nodes (their cards, a fold's stacked ones too) out of
+#: the canvas (`out`), those inside it under what lies over it (the inspector, the minimap,
+#: the legend, while they are shown: `bad`), the least name of a stage on screen (px), the
+#: "N of M nodes out of view" note (its count, null while hidden) and whether the step of
+#: playback is inside the canvas
 COVERED = """() => {
   const shown = (el) => { if (!el || el.hidden || !el.offsetParent) return null;
     if (Number(getComputedStyle(el).opacity) < 0.05) return null;
@@ -28,20 +31,47 @@ COVERED = """() => {
   const over = { inspector: shown(document.querySelector(".nfw-inspector")),
     minimap: shown(document.querySelector(".nfw-minimap")),
     legend: shown(document.querySelector(".nfw-legend")) };
-  const bad = []; let px = Infinity; let n = 0;
+  const inside = (r) => r.left >= c.left - 0.5 && r.right <= c.right + 0.5
+    && r.top >= c.top - 0.5 && r.bottom <= c.bottom + 0.5;
+  const bad = []; const out = []; let px = Infinity; let n = 0;
   for (const g of document.querySelectorAll(".nfw-node")) {
-    const r = g.getBoundingClientRect(); const id = g.dataset.stageId || g.dataset.key; n++;
-    if (r.left < c.left - 0.5 || r.right > c.right + 0.5 || r.top < c.top - 0.5
-        || r.bottom > c.bottom + 0.5) bad.push(`${id} outside the canvas`);
-    for (const [name, o] of Object.entries(over))
+    const parts = [...g.querySelectorAll(":scope > .nfw-card, :scope > .nfw-stack")]
+      .map((e) => e.getBoundingClientRect());
+    const r = parts.length ? { left: Math.min(...parts.map((p) => p.left)),
+      right: Math.max(...parts.map((p) => p.right)), top: Math.min(...parts.map((p) => p.top)),
+      bottom: Math.max(...parts.map((p) => p.bottom)) } : g.getBoundingClientRect(); n++;
+    const id = g.dataset.stageId || g.dataset.key;
+    if (!inside(r)) out.push(id);
+    else for (const [name, o] of Object.entries(over))
       if (o && r.left < o.right && r.right > o.left && r.top < o.bottom && r.bottom > o.top)
         bad.push(`${id} under the ${name}`);
     const t = g.dataset.kind === "stage" || g.dataset.kind === "fold"
       ? g.querySelector(".nfw-t1") : null;
     if (t) px = Math.min(px, t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize));
   }
-  return { bad, px, n };
+  const note = shown(document.querySelector(".nfw-offview"));
+  const cur = document.querySelector(".nfw-node.nfw-current");
+  const count = note ? Number(document.querySelector(".nfw-offview").dataset.out) : null;
+  const current = cur ? inside(cur.getBoundingClientRect()) : null;
+  return { bad, out, px, n, note: count, current };
 }"""
+#: names on screen after any action (px; a rounding's worth under MIN_NAME_PX)
+LEGIBLE = 11.95
+
+
+def check_view(got: dict, step: str, *, whole: bool) -> None:
+    """An action's view: names legible, no node inside the canvas under an overlay, the step
+    of playback in view; the whole graph in view where `whole`, else the nodes out of view
+    counted by the note beside the minimap (the whole does not fit at the readable scale)."""
+    assert got["px"] >= LEGIBLE, f"after {step}: names {got['px']:.2f} px"
+    assert got["bad"] == [], f"after {step}: {got['bad']}"
+    assert got["current"] in (None, True), f"after {step}: the step of playback out of view"
+    if whole:
+        assert got["out"] == [], f"after {step}: {got['out']} out of view"
+    else:
+        assert got["note"] == (len(got["out"]) or None), (
+            f"after {step}: note {got['note']}, out {got['out']}"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +147,11 @@ def test_keys_work_as_soon_as_the_page_is_shown(browser, pages, model):
     assert errors == []
 
 
+#: the views that show the whole graph at the readable scale (the others show the part around
+#: what the action was about, and the note says how many nodes are out of view)
+WHOLE = {"unet": {"first"}, "gpt2": {"first"}}
+
+
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 @pytest.mark.parametrize("model", ["unet", "gpt2"])
 def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, width, height):
@@ -129,7 +164,8 @@ def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, w
         got = page.evaluate(COVERED)
         page.screenshot(path=str(ARTIFACTS / f"whole_{model}_{width}x{height}_{step}.png"))
         assert got["n"] >= 4, (step, got)
-        assert got["bad"] == [], f"after {step}: {got['bad']}"
+        print(step, "whole" if not got["out"] else f"{len(got['out'])} out", f"{got['px']:.2f} px")
+        check_view(got, step, whole=step in WHOLE[model])
         seen[step] = got
 
     check("first")

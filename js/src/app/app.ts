@@ -120,12 +120,10 @@ export class FlowApp implements ControlsHost {
       reveal: (call) => this.reveal(call),
       showStage: (id, shown) => this.controls.showStage(id, shown),
     });
-    this.minimap = new Minimap(
-      (x, y) => this.camera.centerOn(x, y, 0),
-      this.ui.legend,
-      () => this.camera.zoom.dims(),
-    );
-    this.ui.canvas.append(this.minimap.el);
+    const centre = (x: number, y: number) => this.camera.centerOn(x, y, 0);
+    const dims = () => this.camera.zoom.dims();
+    this.minimap = new Minimap(centre, this.ui.legend, dims, () => this.fit());
+    this.ui.canvas.append(this.minimap.el, this.minimap.note);
     this.inspector = new Inspector(opts.fetchStage, () => this.selection.inspectorClosed(), {
       available: opts.available,
     });

@@ -10,7 +10,8 @@
  */
 import type { LayoutClient } from "../layout/client";
 import { FIT_MARGIN as MARGIN } from "../layout/flow";
-import type { Direction, FitTarget, LayoutResult } from "../layout/layout";
+import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layout/layout";
+import { wrapToFit } from "../layout/wrapping";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
@@ -32,9 +33,11 @@ export class Framing {
   /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
   thumbs = false;
 
-  /** Lay out a state (`fresh`: for a first view, on the canvas as it is now, with names
-   * readable at scale `k`: READ_K, more in presentation mode; when nothing fits at a larger
-   * `k`, as at READ_K, and the camera shows it as large as the canvas allows). */
+  /** Lay out a state (`fresh`: for a first view, with names readable at scale `k`: READ_K,
+   * more in presentation mode; when nothing fits at a larger `k`, as at READ_K, and the
+   * camera shows it as large as the canvas allows). Each layout is for the canvas as it is
+   * now (the inspector beside it, the transport bar above); a state the user chose that does
+   * not fit it has its open groups wrapped as far as that helps (layout/wrapping.ts). */
   async lay(
     client: LayoutClient,
     state: ViewState,
@@ -44,22 +47,25 @@ export class Framing {
     fresh: boolean,
     k = READ_K,
   ): Promise<Framed> {
-    if (fresh || !this.target) {
-      this.target = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600, k, reserve: MINIMAP_STRIP };
-    }
+    const room = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600 };
+    if (fresh || !this.target) this.target = { ...room, k, reserve: MINIMAP_STRIP };
+    else this.target = { ...this.target, ...room };
     const fit = this.target;
     // larger names where the same view fits with them (wrapped for them), else as at READ_K
     const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
-    const first = async (v: ViewGraph): Promise<[LayoutResult, FitTarget, boolean]> => {
+    const layout = (req: LayoutRequest) => client.layout(req);
+    const first = async (v: ViewGraph, wrap: boolean): Promise<[LayoutResult, FitTarget, boolean]> => {
       let lay: LayoutResult | null = null;
       for (const f of tries) {
-        lay = await client.layout(layoutRequest(v, dir, f, this.thumbs));
+        const req = layoutRequest(v, dir, f, this.thumbs) as LayoutRequest & { fit: FitTarget };
+        lay = await client.layout(req);
+        if (!fitsAt(lay, f) && wrap) lay = await wrapToFit(req, lay, layout);
         if (fitsAt(lay, f)) return [lay, f, true];
       }
       return [lay!, tries[tries.length - 1]!, false]; // (tries has one at least, so lay is set)
     };
     if (!state.auto) {
-      const [lay, f] = await first(view);
+      const [lay, f] = await first(view, true);
       this.target = f;
       return { ...lay, state, view };
     }
@@ -68,7 +74,7 @@ export class Framing {
     for (let i = levels.length - 1; i >= 0; i--) {
       const level = at(levels, i);
       const v = buildView(view.tree, level);
-      const [lay, f, fits] = await first(v);
+      const [lay, f, fits] = await first(v, false);
       if (i === 0 || fits) {
         this.target = f;
         return { ...lay, state: { ...level, auto: true }, view: v };

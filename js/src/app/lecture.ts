@@ -6,7 +6,7 @@
 import type { Box } from "../layout/layout";
 import type { EndTarget } from "../model/ends";
 import type { ViewState } from "../model/view_model";
-import { LEAST_K, PICTURES_LEAST_K, type Camera } from "../view/camera";
+import type { Camera } from "../view/camera";
 import type { Chrome } from "../view/chrome";
 import type { GraphView } from "../view/graph_view";
 import type { Scene } from "../scene/types";
@@ -55,7 +55,6 @@ export class Lecture {
     });
     const relayout = () => {
       host.camera.needsFit = true; // every node changes size: framed again
-      host.camera.least = this.pictures.on ? PICTURES_LEAST_K : LEAST_K; // the pictures carry it
       void host.setState(host.state(), "pictures");
     };
     this.pictures = new Pictures(

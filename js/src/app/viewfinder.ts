@@ -2,7 +2,8 @@
  * Where the flow view looks as things change (the camera, view/camera.ts, makes the moves):
  * once a scene is drawn, a first view when one is owed, and after an action (open, fold, a
  * step of playback, Data, Present) the whole graph where it fits at the camera's least
- * scale; when the canvas or the legend changes size (the inspector, the transport bar, the
+ * scale (names 12 px high), else the part around the toggled group, the step or the
+ * selection at that scale; when the canvas or the legend changes size (the inspector, the transport bar, the
  * page), the whole graph again, or the selected node and its neighbours kept in view; and
  * how wide the inspector opens, so that a graph shown whole keeps its names readable.
  */
@@ -13,11 +14,13 @@ import type { Scene } from "../scene/types";
 import type { Camera } from "../view/camera";
 import type { Chrome } from "../view/chrome";
 import type { GraphView } from "../view/graph_view";
+import { MIN_K } from "../view/zoom";
 
 /** The reasons for a state that end with the whole graph in view where it fits at the
- * camera's least scale (a fresh first view, "graph" "reset", asks for READ_K; "present",
- * "pictures" and "direction" frame afresh too, at the least scale: a U-Net laid on its side
- * is wider than the canvas at READ_K, and a user who turned it wants to see it turned). */
+ * camera's least scale (a fresh first view, "graph" "reset", asks for READ_K; "present" and
+ * "pictures" frame afresh too), else with the part of it around what the action was about;
+ * "direction" shows the whole however small (as Fit): a U-Net laid on its side is wider than
+ * the canvas at READ_K, and a user who turned it wants to see it turned. */
 const ACTIONS = new Set(["expand", "collapse", "playback", "present", "pictures", "direction"]);
 const INSPECTOR_MIN = 360; // the inspector's least width in its CSS
 
@@ -49,17 +52,32 @@ export class Viewfinder {
 
   constructor(private readonly host: ViewfinderHost) {}
 
-  /** A scene was drawn for `reason`; `anchor`: the toggled thing, kept in place on the way. */
+  /** A scene was drawn for `reason`; `anchor`: the toggled thing, kept in place on the way.
+   * After an action: the whole graph where it fits with names MIN_NAME_PX high, else the
+   * part of it around the toggled thing, the step of playback or the selection at that scale. */
   drawn(scene: Scene, reason: string, anchor?: { key: string; box: Box }) {
     const { camera, graphView } = this.host;
     if (camera.needsFit) {
-      this.firstLeast = ACTIONS.has(reason) ? camera.least : READ_K;
-      return camera.firstView(scene, this.host.dir(), this.firstLeast);
+      this.firstLeast = reason === "direction" ? MIN_K : ACTIONS.has(reason) ? camera.least : READ_K;
+      camera.firstView(scene, this.host.dir(), this.firstLeast);
+      if (!ACTIONS.has(reason) || camera.framed) return;
+      const focus = this.focus();
+      if (focus) camera.showPart(scene, focus, this.host.dir(), 0);
+      return;
     }
     const after = anchor && (graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
     if (anchor && after) camera.keepAnchor(anchor.box, after, scene);
     if ((ACTIONS.has(reason) || camera.framed) && camera.showWhole(scene, camera.least, 260)) return;
-    if (!(anchor && after)) this.host.redraw();
+    if (ACTIONS.has(reason)) camera.showPart(scene, after ?? this.focus(), this.host.dir());
+    else if (!(anchor && after)) this.host.redraw();
+  }
+
+  /** What a part of the graph shown after an action centres on: the step of playback, else
+   * the selected node. */
+  private focus(): Box | null {
+    const { graphView } = this.host;
+    const key = graphView.currentKey ?? this.host.selectedKey();
+    return (key && graphView.node(key)?.box) || null;
   }
 
   /** The canvas or the legend changed size (read here, after the browser laid them out). */
@@ -89,15 +107,18 @@ export class Viewfinder {
         grew,
         camera.showsAll(scene, width - grew),
         this.keep(),
+        this.host.dir(),
         grew || camera.zoom.moving ? 200 : 0,
       );
-    } else this.host.redraw();
+    }
+    this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
   }
 
-  /** The selected node and its neighbours: kept in view when the canvas shrinks. */
+  /** The step of playback, else the selected node, and its neighbours: kept in view when the
+   * canvas shrinks. */
   private keep(): { box: Box; around: Box[] } | null {
     const { graphView } = this.host;
-    const key = this.host.selectedKey();
+    const key = graphView.currentKey ?? this.host.selectedKey();
     const n = key ? graphView.node(key) : undefined;
     if (!key || !n) return null;
     const around = graphView.edgesAt(key).map((e) => graphView.node(e.src === key ? e.dst : e.src)?.box);

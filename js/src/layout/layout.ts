@@ -13,7 +13,7 @@
  */
 import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
-import { wrapBands } from "./bands";
+import { wrapBands, wrapInto } from "./bands";
 import { arrangeColumns } from "./columns";
 import {
   FIT_MARGIN,
@@ -48,6 +48,7 @@ export interface LayoutGroup {
   exits?: number[]; // items that an edge to outside the group leaves
   columns?: number[]; // per item, its column (0, 1, ...): chains drawn side by side (columns.ts)
   mirror?: boolean; // branches to the left of the trunk (in a column right of another: facing it)
+  wrap?: number; // an open group's chain wrapped into this many bands (bands.ts wrapInto), for the fit of the whole
 }
 
 export interface LayoutEdge {
@@ -199,7 +200,8 @@ function placeGroup(
   }
   const arranged = arrange(flow);
   if (arranged) {
-    const bands = isRoot && fit ? wrapBands(arranged, fit, dir) : 1;
+    const bands =
+      isRoot && fit ? wrapBands(arranged, fit, dir) : !isRoot && group.wrap ? wrapInto(arranged, flow, group.wrap) : 1;
     return toGroup(routeArranged(arranged, flow), dir, pad, header, bands);
   }
   const real = drawn.map((i) => at(group.edges, i));
@@ -234,6 +236,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     parts.push(`in:${(group.entries ?? []).join(",")}`, `out:${(group.exits ?? []).join(",")}`);
     if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
     if (group.mirror) parts.push("mirror");
+    if (group.wrap && !isRoot) parts.push(`wrap:${group.wrap}`);
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {

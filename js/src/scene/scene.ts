@@ -268,6 +268,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
   const bus = drawBuses(trunk.buses, trunk.labels, view, boxOf, obstacles, dir);
   edges.push(...bus.taps);
   spreadPorts([...edges, ...stubs], lay.boxes, dir, new Set(drawing.byKey.keys()));
+  if (dir === "TB") arcsClearOfSides(nodes, edges);
   // Buses may run beside everything: the scene starts at 0, 0 again.
   let minX = 0,
     minY = 0,
@@ -313,6 +314,21 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     width: maxX - minX,
     height: maxY - minY,
   };
+}
+
+/** A residual mark's arc runs round the side of its card no edge comes in by (a bus' tap into
+ * BERT's attention from the left, the attention mask: the arc round the right side then), so
+ * that no line crosses it (TB; view/residual_mark.ts). */
+function arcsClearOfSides(nodes: SceneNode[], edges: readonly SceneEdge[]) {
+  const marked = new Map(nodes.filter((n) => n.residual).map((n) => [n.key, n]));
+  for (const e of edges) {
+    const n = marked.get(e.to);
+    const [x, y] = [e.points[e.points.length - 2]!, e.points[e.points.length - 1]!];
+    if (!n || y <= n.box[1] + 1 || y >= n.box[1] + n.box[3] - 1) continue; // in by the top or bottom
+    // in from the left: the arc round the right
+    if (x <= n.box[0] + 1) n.mirror = true;
+    else if (x >= n.box[0] + n.box[2] - 1) n.mirror = false;
+  }
 }
 
 /** An SVG path through the points: straight ends, a smooth B-spline in between. */

@@ -5,7 +5,7 @@
  */
 import { FIT_MARGIN } from "../layout/flow";
 import { GROUP_HEADER, type Box, type Direction } from "../layout/layout";
-import { MINIMAP_STRIP, NAME_PX, READ_K, THUMB_H } from "../scene/scene";
+import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
@@ -14,13 +14,10 @@ const MARGIN = 24;
 const CLEAR = 6;
 /** The largest scale a whole view uses (more when names must be larger: presentation mode). */
 const MAX_FIT_K = 1.2;
-/** The least scale at which an action (open, fold, Play, Data, Present, Esc, the inspector
- * closing) still shows the whole graph rather than a part of it at the readable scale:
- * names 6 px high (the demo U-Net with data on the graph, at 1280 × 720: 6.6 px). The
- * whole, its shape and its pictures, tells more than a corner of it in larger type. */
-export const LEAST_K = 6 / NAME_PX;
-/** The same with data on the graph, where the pictures carry it: pictures 18 px high. */
-export const PICTURES_LEAST_K = 18 / THUMB_H;
+/** The least scale of a whole view after an action (open, fold, Play, Data, Present, Esc, the
+ * inspector closing): names 12 px high. Where the whole, wrapped as far as it goes, does not
+ * fit, the camera shows part of it at that scale (showPart), the minimap's note the rest. */
+export const LEAST_K = READ_K;
 /** A whole view clear of the overlays is taken over a larger one that is not, down to this
  * fraction of its scale (below it the overlay gives way: the legend hides while it covers). */
 const CLEAR_WORTH = 0.92;
@@ -36,20 +33,16 @@ export interface Room {
 }
 
 type Side = "left" | "right" | "up" | "down";
+/** What a resize keeps in view: the selected node (or the step of playback) and its neighbours. */
+type Keep = { box: Box; around: Box[] };
 const SIDES: Side[] = ["right", "left", "up", "down"];
 
 function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[] {
-  const out: Box[] = [];
-  const x0 = ox - CLEAR,
-    y0 = oy - CLEAR,
-    x1 = ox + ow + CLEAR,
-    y1 = oy + oh + CLEAR;
-  for (const m of marks) {
-    const sx = t.x + m[0] * t.k,
-      sy = t.y + m[1] * t.k;
-    if (sx < x1 && sx + m[2] * t.k > x0 && sy < y1 && sy + m[3] * t.k > y0) out.push(m);
-  }
-  return out;
+  const [x0, y0, x1, y1] = [ox - CLEAR, oy - CLEAR, ox + ow + CLEAR, oy + oh + CLEAR];
+  return marks.filter((m) => {
+    const [sx, sy] = [t.x + m[0] * t.k, t.y + m[1] * t.k];
+    return sx < x1 && sx + m[2] * t.k > x0 && sy < y1 && sy + m[3] * t.k > y0;
+  });
 }
 
 /**
@@ -70,8 +63,7 @@ export function placeWhole(
   worth = CLEAR_WORTH,
 ): { t: Transform; clear: boolean } | null {
   const { w: W, h: H, overlays } = room;
-  const w = Math.max(sw, 1);
-  const h = Math.max(sh, 1);
+  const [w, h] = [Math.max(sw, 1), Math.max(sh, 1)];
   // where to fit: the canvas, or the part of it beside an overlay (no margin on that side:
   // the gap to the overlay is CLEAR); [x0, y0, x1, y1] inside the margins
   const M = FIT_MARGIN;
@@ -170,9 +162,8 @@ export class Camera {
    * moved it since: when the canvas changes size or an overlay grows, it is framed again.
    * Set it to have the next resize frame the whole graph (the inspector closing). */
   framed = false;
-  /** The least scale of a whole view after an action: LEAST_K, PICTURES_LEAST_K with data
-   * on the graph. */
-  least = LEAST_K;
+  /** The least scale of a whole view after an action. */
+  readonly least = LEAST_K;
   private overlays: Box[] = [];
 
   constructor(
@@ -257,6 +248,43 @@ export class Camera {
     this.zoom.set({ x, y, k });
   }
 
+  /** Part of the graph at the readable scale, after an action whose result does not fit
+   * whole at it (or at `k`): `focus` (the toggled group, the step of playback, the selection) where it is
+   * on screen, else moved the least that brings it in (its top left first), no more empty
+   * canvas beyond the graph's ends than that needs; without a focus, the network's start. */
+  showPart(scene: Scene, focus: Box | null, dir: Direction, ms = 260, k = this.readK) {
+    if (!this.attached) return;
+    const [W, H] = this.zoom.dims();
+    this.needsFit = false;
+    this.framed = false;
+    if (!focus) {
+      const tb = dir === "TB";
+      const x = tb ? Math.max(MARGIN, (W - scene.width * k) / 2) : MARGIN;
+      const y = tb ? MARGIN : Math.max(MARGIN, (H - scene.height * k) / 2);
+      this.zoom.animateTo({ x, y, k }, ms);
+      return;
+    }
+    const to = this.zoom.target;
+    const [fx, fy, fw, fh] = focus;
+    // the focus' centre where it is on screen, at the new scale
+    let x = to.x + (fx + fw / 2) * (to.k - k);
+    let y = to.y + (fy + fh / 2) * (to.k - k);
+    // the graph's ends no further in than the margin where it is larger than the canvas
+    const ends = (at: number, len: number, size: number) =>
+      len * k <= size - 2 * MARGIN ? (size - len * k) / 2 : Math.min(MARGIN, Math.max(size - MARGIN - len * k, at));
+    x = ends(x, scene.width, W);
+    y = ends(y, scene.height, H);
+    // the focus in: the least pan, its top left first where it is larger than the canvas
+    const into = (at: number, lo: number, len: number, size: number) => {
+      if (at + (lo + len) * k > size - MARGIN) at = size - MARGIN - (lo + len) * k;
+      if (at + lo * k < MARGIN) at = MARGIN - lo * k;
+      return at;
+    };
+    x = into(x, fx, fw, W);
+    y = into(y, fy, fh, H);
+    this.zoom.animateTo({ x, y, k }, ms);
+  }
+
   centerOn(x: number, y: number, ms = 250, k = this.zoom.target.k) {
     const [W, H] = this.zoom.dims();
     this.framed = false;
@@ -296,15 +324,16 @@ export class Camera {
     this.ensureVisible(fits ? all : box, minK, ms);
   }
 
-  /**
-   * After the canvas changed size (the inspector opened or closed, the transport bar, the
-   * page resized) or an overlay did: the whole graph again when the camera had framed it
-   * (or it was in view) and it still fits at `least`; else the centre kept, and `keep` (the
-   * selected node and its neighbours) in view.
-   */
-  resized(scene: Scene, grew: number, wasWhole: boolean, keep: { box: Box; around: Box[] } | null, ms = 200) {
-    if ((this.framed || wasWhole) && this.showWhole(scene, this.least, ms)) return;
+  /** After the canvas changed size (the inspector, the transport bar, the page) or an overlay
+   * did: the whole graph again when the camera had framed it (or it was in view) and it still
+   * fits at `least`, else the part around `keep` (the selection) at the readable scale; else
+   * the centre kept, and `keep` (the selected node and its neighbours) in view. */
+  resized(scene: Scene, grew: number, wasWhole: boolean, keep: Keep | null, dir: Direction, ms = 200) {
+    const whole = this.framed || wasWhole;
+    if (whole && this.showWhole(scene, this.least, ms)) return;
     this.framed = false;
+    // the whole no longer fits: as much of it as the readable scale shows, the selection in it
+    if (whole) return this.showPart(scene, keep?.box ?? null, dir, ms, Math.min(this.zoom.target.k, this.readK));
     if (grew) this.zoom.set({ ...this.zoom.target, x: this.zoom.target.x + grew / 2 });
     if (keep) this.keepInView(keep.box, keep.around, this.readK, ms);
   }

@@ -146,11 +146,15 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
   if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
   if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0, n.mirror === true));
-  if (n.expandable)
-    g.append(badge(cw - 1, 1, "+", n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand", n.key));
+  // the expand badge top right, top left where a residual arc runs round the right (mirrored)
+  const badgeLeft = n.residual !== undefined && n.mirror === true && look.dir === "TB";
+  if (n.expandable) {
+    const title = n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand";
+    g.append(badge(badgeLeft ? 1 : cw - 1, 1, "+", title, n.key));
+  }
   g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));
   // What went wrong here: pills across the top edge (over the focus ring), clear of the expand badge.
   const flags = flagsOf(n.mark);
-  if (flags.length) g.append(drawFlags(flags, -4, -FLAG_H / 2, font("flag")));
+  if (flags.length) g.append(drawFlags(flags, badgeLeft && n.expandable ? 12 : -4, -FLAG_H / 2, font("flag")));
   return g;
 }

@@ -88,11 +88,16 @@ export function busEl(b: SceneBus): SVGGElement {
   return g;
 }
 
-/** The buses (drawn under the edges) and the junctions with their stubs (over the groups). */
-export function figureLayers(scene: Scene, marker: string): { buses: SVGElement[]; joins: SVGElement[] } {
+/** The buses (drawn under the edges), the junctions' stubs (over the edges, under the groups:
+ * a stack's header band covers a stub as it does an edge) and the junctions (over the groups). */
+export function figureLayers(
+  scene: Scene,
+  marker: string,
+): { buses: SVGElement[]; stubs: SVGElement[]; joins: SVGElement[] } {
   return {
     buses: scene.buses.map(busEl),
-    joins: [...scene.stubs.map((e) => stubEl(e, marker)), ...scene.junctions.map(junctionEl)],
+    stubs: scene.stubs.map((e) => stubEl(e, marker)),
+    joins: scene.junctions.map(junctionEl),
   };
 }
 

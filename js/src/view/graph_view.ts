@@ -24,7 +24,8 @@ export class GraphView {
   private readonly edgeLayer: SVGGElement;
   private readonly nodeLayer: SVGGElement;
   private readonly busLayer = s("g", { class: "nfw-buses" }); // under the edges
-  private readonly joinLayer = s("g", { class: "nfw-joins" }); // junctions and their stubs, over the groups
+  private readonly stubLayer = s("g", { class: "nfw-stubs" }); // the junctions' stubs, under the groups
+  private readonly joinLayer = s("g", { class: "nfw-joins" }); // junctions, over the groups
   private readonly uid = `nfw${++instances}`;
   private readonly defs: SVGDefsElement;
   private scene: Scene | null = null;
@@ -90,7 +91,7 @@ export class GraphView {
     this.nodeLayer = s("g", { class: "nfw-nodes" });
     // Edges under the (nearly clear) group boxes: a route into a group passes under its
     // header, whose title has a halo and whose badge is opaque, instead of over them.
-    this.world.append(this.busLayer, this.edgeLayer, this.clusterLayer, this.joinLayer, this.nodeLayer);
+    this.world.append(this.busLayer, this.edgeLayer, this.stubLayer, this.clusterLayer, this.joinLayer, this.nodeLayer);
     this.svg.append(defs, this.world);
     const L = this.listeners;
     L.on(this.svg, "click", (e: MouseEvent) => this.click(e));
@@ -135,6 +136,7 @@ export class GraphView {
     this.clusterLayer.replaceChildren(...scene.clusters.map((c) => this.clusterEl(c)));
     const fig = figureLayers(scene, `url(#${this.uid}-arrow-flow)`);
     this.busLayer.replaceChildren(...fig.buses);
+    this.stubLayer.replaceChildren(...fig.stubs);
     this.joinLayer.replaceChildren(...fig.joins);
     this.edgeLayer.replaceChildren();
     this.nodeLayer.replaceChildren();
@@ -261,6 +263,7 @@ export class GraphView {
     const layers = [
       fig.buses,
       scene.edges.map((e) => this.edgeEl(e)),
+      fig.stubs,
       scene.clusters.map((c) => this.clusterEl(c)),
       fig.joins,
       scene.nodes.map((n) => this.nodeEl(n)),
@@ -340,7 +343,7 @@ export class GraphView {
     el?.classList.add("nfw-current");
     if (el) el.dataset.current = "";
     for (const e of this.scene?.edges ?? []) if (this.feeds(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
-    for (const stub of this.joinLayer.querySelectorAll<SVGElement>(".nfw-stub"))
+    for (const stub of this.stubLayer.querySelectorAll<SVGElement>(".nfw-stub"))
       if (stub.dataset.stub === key) stub.classList.add("nfw-live");
   }
 

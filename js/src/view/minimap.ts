@@ -54,6 +54,8 @@ export function pickCorner(nodes: Box[], width: number, height: number, current:
 
 export class Minimap {
   readonly el: HTMLElement;
+  /** "7 of 21 nodes out of view": beside the minimap while nodes are out of the canvas. */
+  readonly note: HTMLButtonElement;
   readonly canvas: HTMLCanvasElement;
   private readonly toggleBtn: HTMLButtonElement;
   private scene: Scene | null = null;
@@ -76,7 +78,15 @@ export class Minimap {
       this.el.parentElement?.clientWidth ?? 0,
       this.el.parentElement?.clientHeight ?? 0,
     ],
+    showAll: () => void = () => undefined,
   ) {
+    this.note = h("button", {
+      class: "nfw-offview",
+      type: "button",
+      hidden: true,
+      title: "Show the whole graph (F)",
+      "data-corner": this.corner,
+    });
     this.canvas = h("canvas", {
       class: "nfw-minimap-map",
       "aria-label": "minimap",
@@ -91,6 +101,10 @@ export class Minimap {
       this.centerOn((e.clientX - r.left - this.ox) / this.scale, (e.clientY - r.top - this.oy) / this.scale);
     };
     const L = this.listeners;
+    L.on(this.note, "click", (e: MouseEvent) => {
+      e.stopPropagation();
+      showAll();
+    });
     L.on(this.el, "pointerdown", (e: PointerEvent) => e.stopPropagation());
     L.on(this.el, "wheel", (e: WheelEvent) => e.stopPropagation());
     L.on(this.el, "click", (e: MouseEvent) => e.stopPropagation());
@@ -114,7 +128,7 @@ export class Minimap {
   /** Fold the overview down to its button, or open it again. */
   setCollapsed(collapsed: boolean) {
     this.collapsed = collapsed;
-    this.el.dataset.collapsed = String(collapsed);
+    this.el.dataset.collapsed = this.note.dataset.collapsed = String(collapsed);
     this.canvas.hidden = collapsed;
     this.toggleBtn.textContent = collapsed ? "▣" : "−";
     this.toggleBtn.title = collapsed ? "Show the overview" : "Hide the overview";
@@ -173,6 +187,12 @@ export class Minimap {
     const fits = vx <= 1 && vy <= 1 && vx + vw >= scene.width - 1 && vy + vh >= scene.height - 1;
     const wasHidden = this.el.hidden;
     this.el.hidden = fits;
+    const out = scene.nodes.filter(
+      ({ box: [x, y, w, hh] }) => x < vx - 0.5 || y < vy - 0.5 || x + w > vx + vw + 0.5 || y + hh > vy + vh + 0.5,
+    ).length;
+    this.note.hidden = out === 0;
+    this.note.dataset.out = String(out);
+    this.note.textContent = `${out} of ${scene.nodes.length} nodes out of view · F: all`;
     if (wasHidden && !fits) this.place();
     this.draw();
   }
@@ -191,7 +211,7 @@ export class Minimap {
     const corner = pickCorner(boxes, hw, hh, this.corner);
     if (corner !== this.corner) {
       this.corner = corner;
-      this.el.dataset.corner = corner;
+      this.el.dataset.corner = this.note.dataset.corner = corner;
     }
     const covers =
       covered(
@@ -252,5 +272,6 @@ export class Minimap {
     clearTimeout(this.settle);
     this.listeners.dispose();
     this.el.remove();
+    this.note.remove();
   }
 }

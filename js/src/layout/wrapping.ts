@@ -1,0 +1,77 @@
+/**
+ * The open groups wrapped for the whole: when a view does not fit its canvas at the scale its
+ * names read at, the chains inside its open groups (an opened ConvBlock's six layers, a
+ * stage's sublayers) are wrapped into bands (bands.ts wrapInto) as far as that shows the
+ * whole larger: greedily, each round the one group and band count that gains most, until the
+ * whole fits; where it does not, none is kept (the camera shows part of it, app/viewfinder.ts).
+ * The root wraps itself for the canvas (bands.ts wrapBands), so the model around an opened
+ * group rearranges with it. `lay` runs a request (the worker's
+ * client, or computeLayout); the request's groups carry the wraps chosen. Pure but for `lay`.
+ */
+import { FIT_MARGIN, type FitTarget } from "./flow";
+import type { LayoutGroup, LayoutRequest, LayoutResult } from "./layout";
+
+const MAX_GROUPS = 8; // the largest open groups are tried
+const MAX_WRAP = 4; // bands per group
+const MAX_TRIES = 48; // layouts per search
+const GAIN = 1.01; // a wrap is kept where it shows the whole at least 1 % larger
+
+/** The scale at which a layout shows whole on the fit's canvas. */
+export function scaleOn(lay: { width: number; height: number }, fit: FitTarget): number {
+  return Math.min(
+    (fit.w - 2 * FIT_MARGIN) / Math.max(lay.width, 1),
+    (fit.h - 2 * FIT_MARGIN) / Math.max(lay.height, 1),
+  );
+}
+
+/** The open groups of a request, the largest first. */
+function openGroups(root: LayoutGroup): LayoutGroup[] {
+  const out: LayoutGroup[] = [];
+  const walk = (g: LayoutGroup) => {
+    for (const it of g.items) {
+      if (!("items" in it)) continue;
+      if (it.items.length >= 2) out.push(it);
+      walk(it);
+    }
+  };
+  walk(root);
+  return out.sort((a, b) => b.items.length - a.items.length).slice(0, MAX_GROUPS);
+}
+
+/**
+ * `first`: the request laid out as it is. Returns the layout with the wraps that show the
+ * whole at the fit's scale (the request's groups keep them), `first` when none does.
+ */
+export async function wrapToFit(
+  req: LayoutRequest & { fit: FitTarget },
+  first: LayoutResult,
+  lay: (req: LayoutRequest) => Promise<LayoutResult>,
+): Promise<LayoutResult> {
+  const { fit } = req;
+  const groups = openGroups(req.root);
+  let best = first;
+  let bestScale = scaleOn(first, fit);
+  let tries = 0;
+  while (bestScale < fit.k - 1e-6 && tries < MAX_TRIES) {
+    let pick: { g: LayoutGroup; wrap: number; lay: LayoutResult; scale: number } | null = null;
+    for (const g of groups) {
+      const was = g.wrap;
+      for (let wrap = (was ?? 1) + 1; wrap <= MAX_WRAP && tries < MAX_TRIES; wrap++) {
+        g.wrap = wrap;
+        const got = await lay(req);
+        tries++;
+        const scale = scaleOn(got, fit);
+        if (scale > (pick?.scale ?? bestScale * GAIN)) pick = { g, wrap, lay: got, scale };
+      }
+      g.wrap = was;
+    }
+    if (!pick) break;
+    pick.g.wrap = pick.wrap;
+    best = pick.lay;
+    bestScale = pick.scale;
+  }
+  if (bestScale >= fit.k - 1e-6) return best;
+  // wraps that still leave part of the whole out of view only rearrange it: none kept
+  for (const g of groups) delete g.wrap;
+  return first;
+}

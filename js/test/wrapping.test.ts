@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { type Box, computeLayout, type LayoutGroup, type LayoutRequest } from "../src/layout/layout";
+import type { FitTarget } from "../src/layout/flow";
+import { scaleOn, wrapToFit } from "../src/layout/wrapping";
+import { must } from "./fixtures";
+
+/** input -> an open group of `n` stages in a chain (a ConvBlock opened) -> output; `skip`: an
+ * edge from the group's first stage to its last, across every row (a residual). */
+function request(n: number, skip = false): LayoutRequest {
+  const inner: LayoutGroup = {
+    key: "block",
+    items: Array.from({ length: n }, (_, i) => ({ key: `s${i}`, w: 180, h: 48 })),
+    edges: [
+      ...Array.from({ length: n - 1 }, (_, i) => ({ src: i, dst: i + 1, weight: 1 })),
+      ...(skip ? [{ src: 0, dst: n - 1, weight: 1 }] : []),
+    ],
+    entries: [0],
+    exits: [n - 1],
+  };
+  const root: LayoutGroup = {
+    key: "root",
+    items: [{ key: "in", w: 120, h: 36 }, inner, { key: "out", w: 120, h: 36 }],
+    edges: [
+      { src: 0, dst: 1, weight: 1 },
+      { src: 1, dst: 2, weight: 1 },
+    ],
+  };
+  return { dir: "TB", root };
+}
+
+const overlaps = (a: Box, b: Box) =>
+  a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+const inside = (a: Box, b: Box) =>
+  a[0] >= b[0] && a[1] >= b[1] && a[0] + a[2] <= b[0] + b[2] && a[1] + a[3] <= b[1] + b[3];
+const lay = async (r: LayoutRequest) => computeLayout(r);
+
+describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
+  it("wraps an opened chain into bands side by side where that makes the whole fit a wide, low canvas", async () => {
+    const req = request(8);
+    const first = computeLayout(req);
+    // a canvas as wide as three columns and about half the chain's height
+    const fit: FitTarget = { w: 900, h: Math.round(first.height * 0.55) + 48, k: 1, reserve: 0 };
+    expect(scaleOn(first, fit)).toBeLessThan(1); // as it is, it does not fit
+    const got = await wrapToFit({ ...req, fit }, first, lay);
+    expect(scaleOn(got, fit)).toBeGreaterThanOrEqual(1);
+    const block = req.root.items[1] as LayoutGroup;
+    expect(block.wrap).toBeGreaterThanOrEqual(2); // the request keeps the wrap chosen
+    const boxes = block.items.map((it) => must(got.boxes, it.key));
+    expect(new Set(boxes.map((b) => b[0])).size).toBe(block.wrap); // one column per band
+    for (const b of boxes) expect(inside(b, must(got.boxes, "block"))).toBe(true);
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) expect(overlaps(boxes[i]!, boxes[j]!)).toBe(false);
+    // the chain reads in order: down each band, then on at the top of the next
+    for (let i = 1; i < boxes.length; i++) {
+      const [a, b] = [boxes[i - 1]!, boxes[i]!];
+      expect(b[1] > a[1] || b[0] > a[0]).toBe(true);
+    }
+  });
+
+  it("keeps no wrap where even the wrapped whole does not fit (the camera shows part of it)", async () => {
+    const req = request(8);
+    const first = computeLayout(req);
+    const fit: FitTarget = { w: 300, h: 200, k: 1, reserve: 0 };
+    const got = await wrapToFit({ ...req, fit }, first, lay);
+    expect(got).toBe(first);
+    expect((req.root.items[1] as LayoutGroup).wrap).toBeUndefined();
+  });
+
+  it("never cuts a chain where a second line crosses (a residual's skip runs beside every row)", async () => {
+    const req = request(8, true);
+    const block = req.root.items[1] as LayoutGroup;
+    block.wrap = 3;
+    const got = computeLayout(req);
+    const xs = new Set(block.items.map((it) => must(got.boxes, it.key)[0]));
+    expect(xs.size).toBeLessThanOrEqual(2); // the skip's branch beside the chain, no bands
+    const ys = block.items.map((it) => must(got.boxes, it.key)[1]);
+    expect([...ys].sort((a, b) => a - b)).toEqual(ys.slice().sort((a, b) => a - b));
+    expect(Math.max(...ys)).toBeGreaterThan(48 * 6); // still one tall column
+  });
+});

@@ -1,0 +1,123 @@
+"""The models people bring (GPT-2, BERT with a mask, Whisper, diffusers' UNet2DConditionModel,
+a ResNet-50 written out as torchvision does, ViT; built from configs, random weights, no
+download) in Chromium at a lecture hall's sizes: at first open, after Play, with a block
+opened, with data on the graph and in Present. The first view shows every node inside the
+canvas; after each action no node inside the canvas is under an overlay, every name is at
+least 12 px high on screen (long columns wrap into bands rather than shrink: layout/bands.ts,
+layout/wrapping.ts), and where the whole does not fit at that scale, the note beside the
+minimap counts the nodes out of view. Screenshots in
+test-artifacts/zoo_<model>_<size>_<step>.png."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+from live import open_offline, settle
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import fixture_models
+import written_out
+from test_view_whole import COVERED, check_view
+
+import neural_flow_widget as nfw
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def _vit():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ViTConfig(
+        image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=4,
+        num_attention_heads=4, intermediate_size=128,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.ViTForImageClassification(config).eval(), torch.randn(1, 3, 32, 32)
+
+
+def _resnet50():
+    torch.manual_seed(0)
+    return written_out.resnet50(classes=10).eval(), torch.randn(1, 3, 64, 64)
+
+
+#: per model: its builder and the block a lecturer opens (a stage id's start; the first block
+#: that can open where none matches)
+MODELS = {
+    "gpt2": (fixture_models.gpt2, "transformer.h.0.attn"),
+    "bert": (fixture_models.bert, "encoder.layer.0.attention"),
+    "whisper": (fixture_models.whisper, "model.decoder.layers"),
+    "unet2d": (lambda: fixture_models.unet2d(levels=4, layers=2), "down_blocks.1"),
+    "resnet50": (_resnet50, "layer2"),
+    "vit": (_vit, "vit.encoder.layer.0.attention"),
+}
+
+#: the toggle of the block to open: the first whose stage id starts with the prefix, else the
+#: first toggle of a stage
+TOGGLE = """(prefix) => {
+  const toggles = [...document.querySelectorAll(
+    ".nfw-node[data-kind='stage'] [data-action], .nfw-node[data-kind='fold'] [data-action]")];
+  const t = toggles.find((t) => (t.closest(".nfw-node").dataset.stageId || "").startsWith(prefix))
+    ?? toggles[0];
+  if (!t) return null;
+  t.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  return t.closest(".nfw-node").dataset.stageId;
+}"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    pytest.importorskip("transformers")
+    pytest.importorskip("diffusers")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = tmp_path_factory.mktemp("zoo")
+    for name, (build, _) in MODELS.items():
+        model, x = build()
+        nfw.NeuralFlowWidget(model, x).to_html(out / f"{name}.html")
+    return out
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_every_node_in_view_and_legible_after_each_action(browser, pages, model, width, height):
+    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
+    ARTIFACTS.mkdir(exist_ok=True)
+    problems: list[str] = []
+
+    def check(step: str):
+        settle(page)
+        page.mouse.move(2, 2)
+        got = page.evaluate(COVERED)
+        page.screenshot(path=str(ARTIFACTS / f"zoo_{model}_{width}x{height}_{step}.png"))
+        print(model, width, step, len(got["out"]), "out", f"{got['px']:.2f} px")
+        try:
+            check_view(got, step, whole=step == "first")
+        except AssertionError as e:
+            problems.append(str(e))
+
+    check("first")
+    page.click(".nfw-play")
+    for _ in range(3):
+        at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+    check("play")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")  # the inspector playback opened
+    opened = page.evaluate(TOGGLE, MODELS[model][1])
+    assert opened, "no block to open"
+    check("open")
+    page.click("button[aria-label='Data on the graph']")
+    check("data")
+    page.click("button[aria-label='Data on the graph']")
+    page.click("button[aria-label='Present']")
+    check("present")
+    context.close()
+    assert errors == []
+    assert problems == [], problems
