@@ -1,9 +1,11 @@
 // view/camera.ts placeWhole: the whole graph on the canvas, as large as it can be, its nodes
+// (and view/part.ts partView: part of it around a focus, where the whole does not fit)
 // clear of the legend where that costs little.
 import { describe, expect, it } from "vitest";
 import { FIT_MARGIN } from "../src/layout/flow";
 import type { Box } from "../src/layout/layout";
 import { LEAST_K, placeWhole } from "../src/view/camera";
+import { partView } from "../src/view/part";
 
 const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [
   t.x + x * t.k,
@@ -69,5 +71,40 @@ describe("placeWhole", () => {
       (600 - 2 * FIT_MARGIN) / 3500,
       5,
     );
+  });
+});
+
+describe("partView (view/part.ts)", () => {
+  const scene = { width: 2000, height: 1500 };
+  const dims: [number, number] = [1000, 600];
+  const k = 12 / 14;
+  it("keeps a focus that is on screen where it is, at the readable scale", () => {
+    const from = { x: -400, y: -300, k: 1 };
+    const focus: Box = [900, 500, 200, 60]; // on screen at 500..700, 200..260
+    const t = partView(scene, focus, "TB", dims, from, k);
+    expect(t.k).toBe(k);
+    const [sx, sy, sw, sh] = onScreen(t, focus);
+    expect(sx + sw / 2).toBeCloseTo(600, 5); // its centre where it was
+    expect(sy + sh / 2).toBeCloseTo(230, 5);
+  });
+
+  it("brings a focus off screen in with the least pan, its top left first when it is larger", () => {
+    const from = { x: 0, y: 0, k: 1 };
+    const t = partView(scene, [1800, 1400, 150, 80], "TB", dims, from, k);
+    const [sx, sy, sw, sh] = onScreen(t, [1800, 1400, 150, 80]);
+    expect(inside([sx, sy, sw, sh], dims[0], dims[1])).toBe(true);
+    expect(sx + sw).toBeCloseTo(dims[0] - 24, 5); // just in, at the margin
+    const big: Box = [100, 100, 1400, 900];
+    const [bx, by] = onScreen(partView(scene, big, "TB", dims, from, k), big);
+    expect([bx, by]).toEqual([24, 24]);
+  });
+
+  it("leaves no more canvas beyond the graph's ends than the margin, and starts at the network's start without a focus", () => {
+    const t = partView(scene, [0, 0, 100, 40], "TB", dims, { x: 500, y: 400, k: 1 }, k);
+    expect(t.x).toBe(24);
+    expect(t.y).toBe(24);
+    const small = partView({ width: 300, height: 200 }, null, "TB", dims, { x: 0, y: 0, k: 1 }, k);
+    expect(small.x).toBeCloseTo((1000 - 300 * k) / 2, 5); // centred across
+    expect(small.y).toBe(24); // from the top
   });
 });

@@ -20,9 +20,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 #: what an action left on screen: the nodes (their cards, a fold's stacked ones too) out of
 #: the canvas (`out`), those inside it under what lies over it (the inspector, the minimap,
-#: the legend, while they are shown: `bad`), the least name of a stage on screen (px), the
-#: "N of M nodes out of view" note (its count, null while hidden) and whether the step of
-#: playback is inside the canvas
+#: the legend, the note, while they are shown: `bad`), the least name of a stage on screen
+#: (px), the "N of M out of view" note (its count, null while hidden) and whether the step
+#: of playback is inside the canvas
 COVERED = """() => {
   const shown = (el) => { if (!el || el.hidden || !el.offsetParent) return null;
     if (Number(getComputedStyle(el).opacity) < 0.05) return null;
@@ -30,7 +30,8 @@ COVERED = """() => {
   const c = document.querySelector(".nfw-canvas").getBoundingClientRect();
   const over = { inspector: shown(document.querySelector(".nfw-inspector")),
     minimap: shown(document.querySelector(".nfw-minimap")),
-    legend: shown(document.querySelector(".nfw-legend")) };
+    legend: shown(document.querySelector(".nfw-legend")),
+    note: shown(document.querySelector(".nfw-offview")) };
   const inside = (r) => r.left >= c.left - 0.5 && r.right <= c.right + 0.5
     && r.top >= c.top - 0.5 && r.bottom <= c.bottom + 0.5;
   const bad = []; const out = []; let px = Infinity; let n = 0;

@@ -49,6 +49,7 @@ export class Viewfinder {
   private firstLeast = READ_K; // the least scale of the first view the camera owes (needsFit)
   private width = 0;
   private height = 0;
+  private toggled: string | null = null; // the group or node opened or folded last
 
   constructor(private readonly host: ViewfinderHost) {}
 
@@ -57,6 +58,7 @@ export class Viewfinder {
    * part of it around the toggled thing, the step of playback or the selection at that scale. */
   drawn(scene: Scene, reason: string, anchor?: { key: string; box: Box }) {
     const { camera, graphView } = this.host;
+    if (anchor) this.toggled = anchor.key;
     if (camera.needsFit) {
       this.firstLeast = reason === "direction" ? MIN_K : ACTIONS.has(reason) ? camera.least : READ_K;
       camera.firstView(scene, this.host.dir(), this.firstLeast);
@@ -73,11 +75,12 @@ export class Viewfinder {
   }
 
   /** What a part of the graph shown after an action centres on: the step of playback, else
-   * the selected node. */
+   * the selected node, else the group or node toggled last (Present after opening a block). */
   private focus(): Box | null {
     const { graphView } = this.host;
-    const key = graphView.currentKey ?? this.host.selectedKey();
-    return (key && graphView.node(key)?.box) || null;
+    const key = graphView.currentKey ?? this.host.selectedKey() ?? this.toggled;
+    if (!key) return null;
+    return graphView.node(key)?.box ?? this.host.scene()?.clusters.find((c) => c.key === key)?.box ?? null;
   }
 
   /** The canvas or the legend changed size (read here, after the browser laid them out). */
@@ -127,8 +130,9 @@ export class Viewfinder {
 
   /**
    * Open the inspector (`open` does). When it opens over a graph shown whole at the readable
-   * scale, it takes no more width than leaves the graph so (down to its least, 360 px): the
-   * names stay MIN_NAME_PX high. A width the user dragged is kept.
+   * scale, or over the part of it an action showed, it takes no more width than leaves the
+   * whole graph in view at that scale where it can (down to its least, 360 px): the names
+   * stay MIN_NAME_PX high. A width the user dragged is kept.
    */
   openInspector(open: () => void) {
     const { inspector: el, ui, camera } = this.host;
@@ -137,7 +141,14 @@ export class Viewfinder {
     open();
     const scene = this.host.scene();
     const k = camera.readK;
-    if (!was || el.hidden || !scene || el.style.width || k > READ_K || !(camera.framed || camera.showsAll(scene)))
+    if (
+      !was ||
+      el.hidden ||
+      !scene ||
+      el.style.width ||
+      k > READ_K ||
+      !(camera.framed || camera.parted || camera.showsAll(scene))
+    )
       return;
     const need = Math.ceil(scene.width * k + 2 * FIT_MARGIN);
     const room = total - el.getBoundingClientRect().width;

@@ -7,6 +7,7 @@ import { FIT_MARGIN } from "../layout/flow";
 import { GROUP_HEADER, type Box, type Direction } from "../layout/layout";
 import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
+import { partView } from "./part";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
@@ -164,6 +165,7 @@ export class Camera {
   framed = false;
   /** The least scale of a whole view after an action. */
   readonly least = LEAST_K;
+  private part: Transform | null = null; // what showPart last showed
   private overlays: Box[] = [];
 
   constructor(
@@ -245,44 +247,25 @@ export class Camera {
     const tb = dir === "TB";
     const x = tb ? Math.max(MARGIN, (W - MINIMAP_STRIP - scene.width * k) / 2) : MARGIN;
     const y = tb ? MARGIN : Math.max(MARGIN, (H - MINIMAP_STRIP * 0.7 - scene.height * k) / 2);
-    this.zoom.set({ x, y, k });
+    this.part = { x, y, k };
+    this.zoom.set(this.part);
   }
 
-  /** Part of the graph at the readable scale, after an action whose result does not fit
-   * whole at it (or at `k`): `focus` (the toggled group, the step of playback, the selection) where it is
-   * on screen, else moved the least that brings it in (its top left first), no more empty
-   * canvas beyond the graph's ends than that needs; without a focus, the network's start. */
+  /** Part of the graph at the readable scale (or at `k`), after an action whose result does
+   * not fit whole at it, around `focus` (view/part.ts); the view is then `parted` until it
+   * moves otherwise. */
   showPart(scene: Scene, focus: Box | null, dir: Direction, ms = 260, k = this.readK) {
     if (!this.attached) return;
-    const [W, H] = this.zoom.dims();
     this.needsFit = false;
     this.framed = false;
-    if (!focus) {
-      const tb = dir === "TB";
-      const x = tb ? Math.max(MARGIN, (W - scene.width * k) / 2) : MARGIN;
-      const y = tb ? MARGIN : Math.max(MARGIN, (H - scene.height * k) / 2);
-      this.zoom.animateTo({ x, y, k }, ms);
-      return;
-    }
-    const to = this.zoom.target;
-    const [fx, fy, fw, fh] = focus;
-    // the focus' centre where it is on screen, at the new scale
-    let x = to.x + (fx + fw / 2) * (to.k - k);
-    let y = to.y + (fy + fh / 2) * (to.k - k);
-    // the graph's ends no further in than the margin where it is larger than the canvas
-    const ends = (at: number, len: number, size: number) =>
-      len * k <= size - 2 * MARGIN ? (size - len * k) / 2 : Math.min(MARGIN, Math.max(size - MARGIN - len * k, at));
-    x = ends(x, scene.width, W);
-    y = ends(y, scene.height, H);
-    // the focus in: the least pan, its top left first where it is larger than the canvas
-    const into = (at: number, lo: number, len: number, size: number) => {
-      if (at + (lo + len) * k > size - MARGIN) at = size - MARGIN - (lo + len) * k;
-      if (at + lo * k < MARGIN) at = MARGIN - lo * k;
-      return at;
-    };
-    x = into(x, fx, fw, W);
-    y = into(y, fy, fh, H);
-    this.zoom.animateTo({ x, y, k }, ms);
+    this.part = partView(scene, focus, dir, this.zoom.dims(), this.zoom.target, k);
+    this.zoom.animateTo(this.part, ms);
+  }
+
+  /** Whether the view is the part an action showed (the whole did not fit), not moved since. */
+  get parted(): boolean {
+    const [p, t] = [this.part, this.zoom.target];
+    return p !== null && Math.abs(p.x - t.x) < 0.5 && Math.abs(p.y - t.y) < 0.5 && Math.abs(p.k - t.k) < 1e-6;
   }
 
   centerOn(x: number, y: number, ms = 250, k = this.zoom.target.k) {
@@ -325,11 +308,12 @@ export class Camera {
   }
 
   /** After the canvas changed size (the inspector, the transport bar, the page) or an overlay
-   * did: the whole graph again when the camera had framed it (or it was in view) and it still
-   * fits at `least`, else the part around `keep` (the selection) at the readable scale; else
+   * did: the whole graph again when the camera had framed it (or it was in view, or the part
+   * an action showed) and it fits at `least`, else the part around `keep` (the selection) at
+   * the readable scale; else
    * the centre kept, and `keep` (the selected node and its neighbours) in view. */
   resized(scene: Scene, grew: number, wasWhole: boolean, keep: Keep | null, dir: Direction, ms = 200) {
-    const whole = this.framed || wasWhole;
+    const whole = this.framed || wasWhole || this.parted;
     if (whole && this.showWhole(scene, this.least, ms)) return;
     this.framed = false;
     // the whole no longer fits: as much of it as the readable scale shows, the selection in it

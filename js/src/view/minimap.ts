@@ -54,7 +54,7 @@ export function pickCorner(nodes: Box[], width: number, height: number, current:
 
 export class Minimap {
   readonly el: HTMLElement;
-  /** "7 of 21 nodes out of view": beside the minimap while nodes are out of the canvas. */
+  /** "7 of 21 out of view" (nodes): on the minimap while nodes are out of the canvas; a click fits the whole. */
   readonly note: HTMLButtonElement;
   readonly canvas: HTMLCanvasElement;
   private readonly toggleBtn: HTMLButtonElement;
@@ -84,7 +84,6 @@ export class Minimap {
       class: "nfw-offview",
       type: "button",
       hidden: true,
-      title: "Show the whole graph (F)",
       "data-corner": this.corner,
     });
     this.canvas = h("canvas", {
@@ -192,7 +191,8 @@ export class Minimap {
     ).length;
     this.note.hidden = out === 0;
     this.note.dataset.out = String(out);
-    this.note.textContent = `${out} of ${scene.nodes.length} nodes out of view · F: all`;
+    this.note.textContent = `${out} of ${scene.nodes.length} out of view`;
+    this.note.title = `${out} of ${scene.nodes.length} nodes are out of view: click (or press F) to see the whole graph`;
     if (wasHidden && !fits) this.place();
     this.draw();
   }

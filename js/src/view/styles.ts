@@ -378,10 +378,12 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
 .nfw-minimap[data-collapsed="true"] .nfw-minimap-toggle { top: 3px; left: 3px; right: auto; }
 .nfw-minimap[data-corner$="left"] .nfw-minimap-toggle { right: auto; left: 3px; }
 .nfw-minimap-toggle:hover { background: var(--nfw-bg3); color: var(--nfw-fg0); }
-.nfw-offview { position: absolute; z-index: 1; padding: 2px 8px; border: 1px solid var(--nfw-border2); border-radius: 10px; background: var(--nfw-bg1); color: var(--nfw-fg1); font-size: 11px; white-space: nowrap; cursor: pointer; box-shadow: 0 1px 4px rgba(0,0,0,.08); }
-.nfw-offview[data-corner$="right"] { right: 10px; } .nfw-offview[data-corner="top-left"] { left: 10px; }
-.nfw-offview[data-corner^="top"] { top: 114px; } .nfw-offview[data-corner^="bottom"] { bottom: 114px; }
-.nfw-offview[data-collapsed="true"][data-corner^="top"] { top: 40px; } .nfw-offview[data-collapsed="true"][data-corner^="bottom"] { bottom: 40px; }
+.nfw-offview { position: absolute; z-index: 2; padding: 1px 6px; border: 1px solid var(--nfw-border2); border-radius: 9px; background: var(--nfw-bg1); color: var(--nfw-fg1); font-size: 11px; white-space: nowrap; cursor: pointer; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+/* inside the minimap's box, along its bottom; beside its button while it is folded */
+.nfw-offview[data-corner$="right"] { right: 14px; } .nfw-offview[data-corner="top-left"] { left: 14px; }
+.nfw-offview[data-corner^="top"] { top: 88px; } .nfw-offview[data-corner^="bottom"] { bottom: 14px; }
+.nfw-offview[data-collapsed="true"][data-corner^="top"] { top: 12px; } .nfw-offview[data-collapsed="true"][data-corner^="bottom"] { bottom: 12px; }
+.nfw-offview[data-collapsed="true"][data-corner$="right"] { right: 42px; } .nfw-offview[data-collapsed="true"][data-corner="top-left"] { left: 42px; }
 
 .nfw-hint {
   position: absolute; left: 50%; top: 10px; transform: translateX(-50%); padding: 4px 10px; border-radius: 5px;
