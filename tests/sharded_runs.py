@@ -143,6 +143,8 @@ def rank_main(rank: int, ranks: int, out: str, store: str) -> None:
             s.id: [[g.mean, g.shard] for g in grads.grad(s.id)] for s in grads.stages
         }
         seen["tp_param_grads"] = _param_grads(grads)
+        replaced = nfw.trace(tp, x, replace={"up": "zero"})  # (on every rank, as the view says)
+        seen["tp_replaced"] = _record(replaced)["summaries"]
         with torch.no_grad():
             seen["tp_unchanged"] = _local_values(tp) == before and tp(x).tolist() == before_out
         seen["tp_grads_left"] = [n for n, p in tp.named_parameters() if p.grad is not None]
@@ -153,7 +155,12 @@ def rank_main(rank: int, ranks: int, out: str, store: str) -> None:
             reply, _ = stage_reply(flow, {"stage": "up"})
             seen["reply_up"] = reply["summaries"][0]["shard"]  # type: ignore[typeddict-item]
             seen["zoom"] = attention_window(tp, x, flow, "up", 0, (0, 1, 0, 1))
-            nfw.NeuralFlowWidget.from_flow(flow).to_html(pathlib.Path(out, "tp.html"))
+            widget = nfw.NeuralFlowWidget.from_flow(flow)
+            widget.to_html(pathlib.Path(out, "tp.html"))
+            sent: list = []  # (what the view's context menu would be answered)
+            widget.send = lambda message, buffers=None: sent.append(message)  # type: ignore[method-assign]
+            widget._on_message(widget, {"type": "intervene", "stage": "up", "spec": "zero"}, [])
+            seen["intervened"] = sent
 
         fsdp = made(TwoBlocks)
         for block in (fsdp.a, fsdp.b, fsdp):

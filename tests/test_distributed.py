@@ -179,6 +179,16 @@ def test_sharded_parameters_gradients_are_the_whole_gradients(seen, rank, kind):
 
 
 @pytest.mark.parametrize("rank", range(RANKS))
+def test_a_sharded_stage_replaced_on_every_rank(seen, rank):
+    model, x = runs.made(runs.ResidualMLP), runs.inputs()
+    with torch.no_grad():  # up's output zeroed: act(0) = 0, so down gives its bias alone
+        expected = x + model.down(torch.zeros(2, runs.HIDDEN))
+    summaries = seen[rank]["tp_replaced"]
+    assert_summarises(summaries["up"][0], torch.zeros(2, runs.HIDDEN))
+    assert_summarises(summaries["output:0"][0], expected)
+
+
+@pytest.mark.parametrize("rank", range(RANKS))
 def test_the_sharded_model_is_left_as_it_was(seen, rank):
     assert seen[rank]["tp_unchanged"] is True  # its shards, and what it computes
     assert seen[rank]["tp_grads_left"] == []  # (a backward pass without keep_grads)
@@ -187,6 +197,8 @@ def test_the_sharded_model_is_left_as_it_was(seen, rank):
 def test_the_widget_on_rank_0_says_what_it_shows_and_runs_nothing_alone(seen):
     assert seen[0]["reply_up"].startswith("the whole tensor, gathered from 2 ranks")
     assert "rank 0 of 2" in seen[0]["zoom"] and "every rank" in seen[0]["zoom"]
+    (answer,) = seen[0]["intervened"]  # (the context menu's intervention: refused, said why)
+    assert answer["ok"] is False and "rank 0 of 2" in answer["error"], answer
     for rank in range(RANKS):  # a NaN run: no second run looks for its origin on one rank
         nan = seen[rank]["nan"]
         assert nan["nonfinite"]
