@@ -101,14 +101,14 @@ def note(ranks: int, full: bool) -> str:
     its layers, shows this rank's own tensor either way)."""
     if full:
         return (
-            f"sharded tensors (DTensor over {ranks} ranks): a stage marked 'sharded' shows the "
-            f"whole tensor, gathered after the pass; the other stages, this rank's own tensors. "
-            f"trace(shards='local') reads each rank's own shard"
+            f"DTensors over {ranks} ranks: stages marked 'sharded' show the whole tensor, "
+            f"gathered after the pass; the others, this rank's own tensors "
+            f"(trace(shards='local'): each rank's shard)"
         )
     return (
-        f"sharded tensors (DTensor over {ranks} ranks): a stage marked 'sharded' shows this "
-        f"rank's own shard, and the other stages this rank's own tensors. "
-        f"trace(shards='full') gathers the whole tensors after the pass"
+        f"DTensors over {ranks} ranks: stages marked 'sharded' show this rank's own shard, the "
+        f"others this rank's own tensors (trace(shards='full'): the whole tensors, gathered "
+        f"after the pass)"
     )
 
 
