@@ -114,7 +114,10 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         error: c.error,
         mark: mark(n.key),
       };
-      const residual = residualOf(tree, [n.base ?? n.call]);
+      // a residual block, or a container of them only (ResNet's layer1: "residual in each block")
+      const kids = at(tree.children, n.base ?? n.call);
+      const residual =
+        residualOf(tree, [n.base ?? n.call]) ?? (kids.length >= 2 && residualOf(tree, kids) ? "mixed" : null);
       if (residual) node.residual = residual;
       if (columnOf(n.key) > 0) node.mirror = true;
       nodes.push(node);
