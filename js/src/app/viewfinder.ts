@@ -50,6 +50,7 @@ export class Viewfinder {
   private width = 0;
   private height = 0;
   private toggled: string | null = null; // the group or node opened or folded last
+  private partKey: string | null = null; // what the part shown after an action centres on
 
   constructor(private readonly host: ViewfinderHost) {}
 
@@ -67,6 +68,7 @@ export class Viewfinder {
       if (focus) camera.showPart(scene, focus, this.host.dir(), 0);
       return;
     }
+    this.partKey = anchor?.key ?? this.focusKey();
     const after = anchor && (graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
     if (anchor && after) camera.keepAnchor(anchor.box, after, scene);
     if ((ACTIONS.has(reason) || camera.framed) && camera.showWhole(scene, camera.least, 260)) return;
@@ -77,10 +79,18 @@ export class Viewfinder {
   /** What a part of the graph shown after an action centres on: the step of playback, else
    * the selected node, else the group or node toggled last (Present after opening a block). */
   private focus(): Box | null {
-    const { graphView } = this.host;
-    const key = graphView.currentKey ?? this.host.selectedKey() ?? this.toggled;
+    this.partKey = this.focusKey();
+    return this.boxOf(this.partKey);
+  }
+
+  private focusKey(): string | null {
+    return this.host.graphView.currentKey ?? this.host.selectedKey() ?? this.toggled;
+  }
+
+  /** A node's or a group's box in the scene drawn. */
+  private boxOf(key: string | null): Box | null {
     if (!key) return null;
-    return graphView.node(key)?.box ?? this.host.scene()?.clusters.find((c) => c.key === key)?.box ?? null;
+    return this.host.graphView.node(key)?.box ?? this.host.scene()?.clusters.find((c) => c.key === key)?.box ?? null;
   }
 
   /** The canvas or the legend changed size (read here, after the browser laid them out). */
@@ -117,10 +127,12 @@ export class Viewfinder {
     this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
   }
 
-  /** The step of playback, else the selected node, and its neighbours: kept in view when the
-   * canvas shrinks. */
+  /** The step of playback, else what the part an action showed centres on (while it is
+   * shown), else the selected node, and its neighbours: kept in view when the canvas shrinks. */
   private keep(): { box: Box; around: Box[] } | null {
-    const { graphView } = this.host;
+    const { graphView, camera } = this.host;
+    const part = !graphView.currentKey && camera.parted ? this.boxOf(this.partKey) : null;
+    if (part) return { box: part, around: [] };
     const key = graphView.currentKey ?? this.host.selectedKey();
     const n = key ? graphView.node(key) : undefined;
     if (!key || !n) return null;
