@@ -114,7 +114,7 @@ describe("the marks on the drawing", () => {
       expect(marked(t, initialState(t), dir)).toEqual(["layer1.0 projected", "layer1.1 identity"]);
   });
 
-  it("a collapsed container of residual blocks only (ResNet's layer1) says there is one in each block", () => {
+  it("a collapsed Sequential of residual blocks only (ResNet's layer1) says there is one in each block", () => {
     const t = tree("torchvision_resnet");
     const layer1 = t.byId.get("layer1")!;
     const state = { ...initialState(t), expanded: new Set([...initialState(t).expanded].filter((c) => c !== layer1)) };

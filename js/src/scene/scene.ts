@@ -114,10 +114,11 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         error: c.error,
         mark: mark(n.key),
       };
-      // a residual block, or a container of them only (ResNet's layer1: "residual in each block")
+      // a residual block, or a Sequential of them only (ResNet's layer1: "residual in each
+      // block"; not a U-Net's down block, whose forward does more than chain its children)
       const kids = at(tree.children, n.base ?? n.call);
-      const residual =
-        residualOf(tree, [n.base ?? n.call]) ?? (kids.length >= 2 && residualOf(tree, kids) ? "mixed" : null);
+      const chain = c.type === "Sequential" && kids.length >= 2 && residualOf(tree, kids) !== null;
+      const residual = residualOf(tree, [n.base ?? n.call]) ?? (chain ? "mixed" : null);
       if (residual) node.residual = residual;
       if (columnOf(n.key) > 0) node.mirror = true;
       nodes.push(node);
