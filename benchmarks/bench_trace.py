@@ -25,6 +25,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 import torch
 
@@ -94,10 +95,13 @@ def peers(model, x) -> dict:
         import torchlens
 
         def lens():
-            if hasattr(torchlens, "trace"):  # torchlens >= 2
-                torchlens.trace(model, x)
-            else:
-                torchlens.log_forward_pass(model, x, vis_opt="none")
+            # its warnings (on GPT-2: "re-ran the forward pass") would bury the table
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if hasattr(torchlens, "trace"):  # torchlens >= 2
+                    torchlens.trace(model, x)
+                else:
+                    torchlens.log_forward_pass(model, x, vis_opt="none")
 
         lens()
         found["torchlens"] = lens
