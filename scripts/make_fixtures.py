@@ -17,6 +17,11 @@
 - ``wire_unet.json``, ``wire_transformer12.json``: graph messages of real traces of the
   models in ``tests/fixture_models.py`` (a U-Net with a residual bottleneck, a 12-block
   TinyGPT), which the JS unit tests and the browser tests draw.
+- ``wire_experiments.json``: issue 22's traitlets on real runs of ``tests/grad_models.py``:
+  GPT-2 with a next-token loss (gradients, readouts named by ``grad_models.names``), its
+  blocks patched position by position against a corrupted input (the ``patching`` traitlet),
+  and run B with one block's attention zeroed (``intervention`` and ``comparison``); a deep
+  sigmoid MLP whose gradient vanishes, and a chain whose backward pass makes NaN.
 - ``stage_replies.json``: real ``_stage_data`` replies of ``notebook.replies.stage_reply``
   (buffers base64 here only because a JSON file cannot hold bytes; on the wire they are binary).
 - ``colors.json``: views rendered by Python, their uint8 codes and the RGB ``View.to_png()``
@@ -45,6 +50,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import fixture_models  # noqa: E402
+import grad_models  # noqa: E402
 import random_models  # noqa: E402
 import written_out  # noqa: E402
 import zoo  # noqa: E402
@@ -455,6 +461,38 @@ def wire_transformer12() -> dict:
     return wire.encode_graph(nfw.trace(model, inputs))  # a dict: model(input_ids=...)
 
 
+def wire_experiments() -> dict:
+    """The ``graph`` traitlet with ``loss=`` and readouts, and the ``patching``,
+    ``intervention`` and ``comparison`` traitlets of a GPT-2 (see the module docstring)."""
+    from neural_flow_widget.compare import compare
+
+    model, ids, loss = grad_models.gpt2()
+    flow = nfw.trace(model, ids, loss=loss)
+    corrupted = ids.clone()
+    corrupted[0, :3] = (ids[0, :3] + 11) % 64
+    top = int(model(ids).logits[0, -1].argmax())
+    found = nfw.patch(
+        model, ids, corrupted, [f"transformer.h.{i}" for i in range(4)],
+        lambda out: float(out.logits[0, -1, top]),
+    )  # fmt: skip
+    stage = "transformer.h.1.attn"
+    flow_b = nfw.trace(model, ids, loss=loss, replace={stage: "zero"})
+    gpt2 = {
+        "graph": wire.encode_graph(flow, grad_models.names),
+        "patching": wire.encode_patching(found, flow),
+        "intervention": {"stage": flow.stage(stage).index, "spec": "zero"},
+        "comparison": wire.encode_comparison(compare(flow, flow_b), flow, 1e-3),
+    }
+    graphs = {"schema": wire.SCHEMA, "gpt2": gpt2}
+    for name, make in (
+        ("sigmoid_mlp", grad_models.sigmoid_mlp),
+        ("nan_chain", grad_models.nan_chain),
+    ):
+        model, x, loss = make()
+        graphs[name] = {"graph": wire.encode_graph(nfw.trace(model, x, loss=loss))}
+    return graphs
+
+
 # ----------------------------------------------------------------------- stage replies
 
 
@@ -546,6 +584,7 @@ FILES: dict[str, tuple[Callable[[], dict], frozenset]] = {
     "edges_golden.json": (edges_golden, frozenset({"cases", "calls", "ops", "selections"})),
     "wire_unet.json": (wire_unet, GRAPH_LINES),
     "wire_transformer12.json": (wire_transformer12, GRAPH_LINES),
+    "wire_experiments.json": (wire_experiments, GRAPH_LINES),
     "stage_replies.json": (stage_replies, frozenset({"cases"})),
     "colors.json": (colors, frozenset({"views"})),
 }

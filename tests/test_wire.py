@@ -288,6 +288,38 @@ def test_stage_reply_carries_summary_view_and_binary_buffers(unet_flow):
     json.dumps(msg)  # plain JSON besides the buffers
 
 
+def test_the_graph_of_a_backward_pass_that_made_nan_is_still_json():
+    import grad_models
+
+    model, x, loss = grad_models.nan_chain()
+    graph = wire.encode_graph(nfw.trace(model, x, loss=loss))
+    json.dumps(graph, allow_nan=False)  # a NaN norm goes as null, never as NaN
+    index = {c["id"]: i for i, c in enumerate(graph["calls"])}
+    assert graph["nonfinite_grad"] == [index["b"], index["a"]]  # where it entered, first
+    assert graph["grad"][index["b"]] is None and graph["grad"][index["c"]] > 0
+    flow = graph["gradient_flow"]
+    assert flow is not None and None in flow["norms"]
+
+
+def test_a_gradient_reply_carries_each_leafs_exact_norm_and_an_output_reply_none():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 1))
+    x = torch.randn(4, 6)
+    flow = nfw.trace(model, x, loss=lambda out: out.pow(2).sum())
+    msg, _ = replies.stage_reply(flow, {"stage": "1", "of": "grad"})
+    assert msg["ok"] and msg["of"] == "grad"
+    (summary,) = msg["summaries"]
+    # the oracle: d loss / d tanh's output, by hand (loss = sum(out^2), out = h @ W2.T + b2)
+    with torch.no_grad():
+        out = model(x)
+        by_hand = (2 * out) @ model[2].weight  # (4, 5)
+    assert summary["norm"] == pytest.approx(float(by_hand.norm()), rel=1e-5)
+    assert summary["norm"] == pytest.approx(wire.encode_graph(flow)["grad"][1], rel=1e-12)
+    plain, _ = replies.stage_reply(flow, {"stage": "1"})
+    assert "of" not in plain and plain["summaries"][0]["norm"] is None
+    json.dumps(msg)
+
+
 @pytest.mark.parametrize(
     "request_, needle",
     [

@@ -10,15 +10,18 @@
  */
 import { checkFields, fail, isObj, WireError } from "./wire_check";
 import { decodeComparison, type WireComparison } from "./wire_compare";
+import { decodeIntervention, decodePatching, type WireIntervention, type WirePatching } from "./wire_experiments";
 import { ENUMS, FIELDS, type GraphMessage, SCHEMA, type WireCall, type WireOrigin } from "./wire_schema";
 
 export { WireError };
 export { decodeComparison, type RunFailure, type StageDiff, type WireComparison } from "./wire_compare";
-export type { WireCall, WireEnd, WireFailure, WireOrigin } from "./wire_schema";
+export type { WireIntervention, WirePatching } from "./wire_experiments";
+export type { WireCall, WireEnd, WireFailure, WireGradientFlow, WireOrigin } from "./wire_schema";
 export {
   decodeStageReply,
   type AttentionData,
   type Histogram,
+  type ReadoutData,
   type StageReply,
   type StageRequest,
   type Summary,
@@ -40,10 +43,19 @@ export type WireOp = GraphMessage["ops"][number];
 export type Join = GraphMessage["joins"][number];
 
 /** The `graph` traitlet, decoded: the message (wire_schema.ts), each call's stats either both
- * finite or null, and the `comparison` traitlet decoded against its calls. */
+ * finite or null, and the `comparison`, `intervention` and `patching` traitlets decoded
+ * against its calls. */
 export interface WireGraph extends Omit<GraphMessage, "stats"> {
   stats: ([number, number] | null)[]; // per call: [mean |x|, std] of its first output, or null
   comparison: WireComparison | null; // from the `comparison` traitlet (decodeGraph's second argument)
+  intervention: WireIntervention | null; // run B is this run with it (the `intervention` traitlet)
+  patching: WirePatching | null; // activation patching of this run (the `patching` traitlet)
+}
+
+/** The traitlets read beside `graph` and `comparison` (absent: none). */
+export interface Experiments {
+  intervention?: unknown;
+  patching?: unknown;
 }
 
 /** A stage edge as the topology walk produces it (node ids on both ends). */
@@ -56,10 +68,11 @@ export interface WireEdge {
 
 /**
  * Validate the graph traitlet (an object or its JSON text) and return it typed, with the
- * `comparison` traitlet (run A against run B; null: none) decoded against its calls. A field
- * missing or of the wrong kind is a WireError naming it: nothing is filled in.
+ * `comparison` traitlet (run A against run B; null: none) and the `intervention` and
+ * `patching` traitlets decoded against its calls. A field missing or of the wrong kind is a
+ * WireError naming it: nothing is filled in.
  */
-export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph {
+export function decodeGraph(raw: unknown, comparison: unknown = null, more: Experiments = {}): WireGraph {
   const g = typeof raw === "string" ? (JSON.parse(raw) as unknown) : raw;
   if (!isObj(g)) fail("graph", "expected an object");
   if (!("schema" in g)) fail("graph.schema", "missing");
@@ -136,6 +149,7 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
     callIndex(m.failure.stage, "graph.failure.stage");
     callIndex(m.failure.call, "graph.failure.call");
   }
+  checkGradients(m, callIndex);
   const nodes = [...m.inputs, ...m.outputs];
   for (const [node, e] of Object.entries(m.ends as Record<string, unknown>)) {
     const where = `graph.ends.${node}`;
@@ -150,5 +164,35 @@ export function decodeGraph(raw: unknown, comparison: unknown = null): WireGraph
       Array.isArray(s) && typeof s[0] === "number" && typeof s[1] === "number" ? [s[0], s[1]] : null,
     ),
     comparison: decodeComparison(comparison, nCalls),
+    intervention: decodeIntervention(more.intervention, nCalls),
+    patching: decodePatching(more.patching, nCalls),
   };
+}
+
+/** What the table cannot say of the gradients and the readouts: one norm per call, call
+ * indices in range, a gradient flow's norms one per call, readouts [call, token id, p]. */
+function checkGradients(m: GraphMessage, callIndex: (c: number | null, where: string) => void) {
+  const nCalls = m.calls.length;
+  if (m.grad !== null) {
+    if (m.grad.length !== nCalls) fail("graph.grad", `expected one entry per call (${nCalls}) or null`);
+    if (!m.grad.every((v) => v === null || typeof v === "number")) fail("graph.grad", "expected numbers or null");
+  }
+  for (const c of m.nonfinite_grad) callIndex(c, "graph.nonfinite_grad");
+  const flow = m.gradient_flow;
+  if (flow !== null) {
+    checkFields(flow as unknown as Record<string, unknown>, FIELDS.WireGradientFlow, "graph.gradient_flow", ENUMS);
+    callIndex(flow.at, "graph.gradient_flow.at");
+    for (const c of flow.calls) callIndex(c, "graph.gradient_flow.calls");
+    if (flow.norms.length !== flow.calls.length || !flow.norms.every((v) => v === null || typeof v === "number"))
+      fail("graph.gradient_flow.norms", "expected one norm (or null) per call of `calls`");
+  }
+  for (const [i, r] of (m.readouts as unknown[]).entries()) {
+    const where = `graph.readouts[${i}]`;
+    if (!Array.isArray(r) || r.length !== 3 || !Number.isInteger(r[0]) || !Number.isInteger(r[1]))
+      fail(where, "expected [call index, token id, probability]");
+    if (typeof r[2] !== "number") fail(where, "expected a probability");
+    callIndex(r[0], where);
+  }
+  for (const [id, name] of Object.entries(m.readout_names as Record<string, unknown>))
+    if (typeof name !== "string") fail(`graph.readout_names.${id}`, "expected the token's text");
 }

@@ -19,6 +19,9 @@ export interface StageRequest {
   channels?: number[] | null; // grid views: these channels instead of a page (B at A's tiles)
   window?: number[] | null; // attention: [q0, q1, k0, k1] positions to zoom into (null: all)
   run?: RunName | null; // null / absent: run A
+  of?: "grad" | null; // "grad": the gradient of the loss with respect to the stage's output (null / absent: the output)
+  readout?: number | null; // the logit lens: the top k tokens of the stage's residual stream (null / absent: none)
+  position?: number | null; // the position the readout reads (null: every position)
 }
 
 export interface SummaryStats {
@@ -49,6 +52,7 @@ export interface Summary {
   numel: number | null;
   stats: SummaryStats | null;
   sampled: number | null; // elements used when sampled, else null
+  norm: number | null; // the L2 norm over every element (exact): a gradient's; else null
   hist: Histogram | null;
   values: [number | boolean, number][] | null; // int / bool tensors: [value, count]
   error: string | null;
@@ -88,6 +92,15 @@ export interface AttentionData {
   gridShape: [number, number, number] | null;
 }
 
+/** The logit lens of a stage (a request's `readout`): per position read, the top k tokens. */
+export interface ReadoutData {
+  k: number;
+  position: number | null; // the one position read (null: every position, in order)
+  ids: number[][]; // per position, the k token ids, most likely first
+  probs: number[][]; // per position, their probabilities
+  names: string[][] | null; // per position, the tokens' text (with a tokenizer; text, never HTML)
+}
+
 export type StageReply =
   | {
       ok: true;
@@ -99,6 +112,8 @@ export type StageReply =
       tokens: string[] | null; // labels of the query / key positions
       error: string | null;
       run: RunName; // "diff": signed A − B, no summaries
+      of: "output" | "grad"; // what the summaries and views are of: the output, or its gradient
+      readout: ReadoutData | null; // the logit lens, when asked for
     }
   | { ok: false; stage: string; error: string; retry?: boolean }; // retry false: asking again cannot help
 
@@ -170,6 +185,7 @@ function decodeSummary(s: unknown, buffers: WireBuffer[], where: string): Summar
     numel: isInt(s.numel) ? s.numel : null,
     stats,
     sampled: isInt(s.sampled) ? s.sampled : null,
+    norm: typeof s.norm === "number" ? s.norm : null,
     hist,
     values: Array.isArray(s.values) ? (s.values as [number | boolean, number][]) : null,
     error: typeof s.error === "string" ? s.error : null,
@@ -291,6 +307,28 @@ function decodeAttention(a: unknown, buffers: WireBuffer[], where: string): Atte
   };
 }
 
+function rows<T>(x: unknown, where: string, item: (v: unknown) => v is T): T[][] {
+  if (!Array.isArray(x) || !x.every((r) => Array.isArray(r) && r.every(item)))
+    fail(where, "expected a list per position", "check wire/reply.py");
+  return x as T[][];
+}
+
+function decodeReadout(r: unknown): ReadoutData | null {
+  if (r === null || r === undefined) return null;
+  if (!isObj(r) || !isInt(r.k))
+    fail("reply.readout", "expected {k, position, ids, probs, names}", "check wire/reply.py");
+  const ids = rows(r.ids, "reply.readout.ids", isInt);
+  const probs = rows(r.probs, "reply.readout.probs", (v): v is number => typeof v === "number");
+  const names =
+    r.names === null || r.names === undefined
+      ? null
+      : rows(r.names, "reply.readout.names", (v): v is string => typeof v === "string");
+  const same = (a: unknown[][]) => a.length === ids.length && a.every((row, i) => row.length === ids[i]!.length);
+  if (!same(probs) || (names && !same(names)))
+    fail("reply.readout", "ids, probs and names must have the same shape", "check wire/reply.py");
+  return { k: r.k, position: isInt(r.position) ? r.position : null, ids, probs, names };
+}
+
 /** Decode a `_stage_data` reply message and its binary buffers. */
 export function decodeStageReply(msg: unknown, buffers: WireBuffer[] = []): StageReply {
   if (!isObj(msg)) fail("reply", "expected an object", "check wire/reply.py");
@@ -317,5 +355,7 @@ export function decodeStageReply(msg: unknown, buffers: WireBuffer[] = []): Stag
     tokens: Array.isArray(msg.tokens) ? msg.tokens.map((t) => String(t)) : null,
     error: typeof msg.error === "string" ? msg.error : null,
     run: msg.run === "diff" ? "diff" : msg.run === "b" ? "b" : "a",
+    of: msg.of === "grad" ? "grad" : "output",
+    readout: decodeReadout(msg.readout),
   };
 }

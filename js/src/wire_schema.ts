@@ -57,7 +57,7 @@ export interface WireGradientFlow {
   at: number | null; // call index of the stage nearest the loss where it crossed the threshold
   ratio: number | null; // the norm at the trunk's input end over its norm at the loss end
   calls: number[]; // the trunk's calls that a gradient reached, input side first
-  norms: number[]; // the gradient's L2 norm at each of them
+  norms: (number | null)[]; // the gradient's L2 norm at each of them (null: NaN or Inf)
   text: string; // the finding in words (text, never HTML)
 }
 

@@ -32,3 +32,11 @@ export function loadRaw(name: string): unknown {
 export function loadGraph(name: string): WireGraph {
   return decodeGraph(loadRaw(name));
 }
+
+/** A case of wire_experiments.json (issue 22's traitlets on real runs), the graph decoded with
+ * its comparison, intervention and patching; `edit` changes a copy of the raw case first. */
+export function experiment(name: "gpt2" | "sigmoid_mlp" | "nan_chain", edit?: (r: Raw) => void): WireGraph {
+  const c = structuredClone(must(loadRaw("wire_experiments.json") as Raw, name)) as Raw;
+  edit?.(c);
+  return decodeGraph(c.graph, c.comparison ?? null, { intervention: c.intervention, patching: c.patching });
+}

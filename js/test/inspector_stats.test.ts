@@ -13,6 +13,7 @@ function summary(stats: Partial<SummaryStats>, extra: Partial<Summary> = {}): Su
     kind: "float",
     numel: 256,
     sampled: null,
+    norm: null,
     hist: null,
     values: null,
     error: null,

@@ -51,6 +51,8 @@ Two messages exist.
                   "stats": {"min": .., "max": .., "mean": .., "std": .., "mean_abs": ..,
                             "zero_fraction": .., "nan": int, "posinf": int, "neginf": int},
                   "sampled": int | null,          # elements used when sampled, else null
+                  "norm": float | null,           # the L2 norm over every element (exact):
+                                                  #   gradients ("of": "grad"); else null
                   "hist": {"lo": .., "hi": .., "bins": 64, "buffer": 0},  # float64 counts
                   "values": [[value, count], ...] | null,   # int / bool tensors
                   "error": null,

@@ -102,7 +102,7 @@ def _backward(
             "at": index_of.get(found.at) if found.at is not None else None,
             "ratio": finite_or_none(found.ratio),
             "calls": [index_of[s] for s in found.stages],
-            "norms": [float(n) for n in found.norms],
+            "norms": [finite_or_none(n) for n in found.norms],  # (a NaN is no JSON)
             "text": found.describe(),
         }
     norms = [finite_or_none(grads.norm(c.index)) for c in flow.calls]

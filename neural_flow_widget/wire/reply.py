@@ -69,6 +69,7 @@ class SummaryMessage(TypedDict):
     numel: int
     stats: StatsMessage
     sampled: int | None
+    norm: float | None  # the L2 norm over every element (exact): set for gradients, else None
     hist: HistogramMessage | None
     values: list[list[int | bool]] | None
     error: str | None
@@ -272,6 +273,7 @@ def _summary(leaf: str, s: Summary, buffers: list[bytes]) -> SummaryMessage:
             "neginf": int(s.neginf),
         },
         "sampled": s.sampled,
+        "norm": finite_or_none(s.norm),
         "hist": hist,
         "values": [[_plain(v), int(n)] for v, n in s.values] if s.values else None,
         "error": s.error,

@@ -100,7 +100,7 @@ class WireGradientFlow(TypedDict):
     at: A[int | None, "call index of the stage nearest the loss where it crossed the threshold"]
     ratio: A[float | None, "the norm at the trunk's input end over its norm at the loss end"]
     calls: A[list[int], "the trunk's calls that a gradient reached, input side first"]
-    norms: A[list[float], "the gradient's L2 norm at each of them"]
+    norms: A[list[float | None], "the gradient's L2 norm at each of them (null: NaN or Inf)"]
     text: A[str, "the finding in words (text, never HTML)"]
 
 
