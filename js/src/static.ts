@@ -32,6 +32,8 @@ export type BakedByStage = Record<string, { msg: unknown; buffers: WireBuffer[] 
 /** What a page of a comparison carries beside run A's replies: the comparison traitlet, run B's replies and A − B (each by stage). */
 export interface BakedRuns {
   comparison: unknown;
+  intervention?: unknown; // run B is run A with it (the widget's traitlet)
+  patching?: unknown; // activation patching of run A (the widget's traitlet)
   runs?: { b?: BakedByStage; diff?: BakedByStage };
 }
 
@@ -53,16 +55,22 @@ function blobBytes(blob: Baked["blob"]): Uint8Array {
 }
 
 const keyOf = (r: Partial<StageRequest>) =>
-  `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}|${r.page ?? ""}`;
+  `${r.stage}|${r.view ?? ""}|${r.channel ?? ""}|${r.head ?? ""}|${r.sample ?? ""}|${r.page ?? ""}${more(r) ? `|${r.of ?? ""}|${r.readout ?? ""}|${r.position ?? ""}` : ""}`;
+/** Whether a request asks for more than a stage's output: its gradient, its readout (baked only as asked). */
+const more = (r: Partial<StageRequest>) => r.of === "grad" || !!r.readout;
 const RUNS: Record<RunName, string> = { a: "This stage's data", b: "Run B of this stage", diff: "A − B of this stage" };
 
 /** The answer for what the page does not carry: plainly why, and no Retry. */
 function notSaved(req: StageRequest): StageReply {
   const run = req.run ?? "a";
   const what =
-    req.view === null && req.head === null && !req.page
-      ? RUNS[run]
-      : `${run === "a" ? "The" : `${RUNS[run]}: the`} ${req.head !== null ? `map of head ${req.head}` : `${req.view ?? "default"} view${req.channel !== null ? ` of channel ${req.channel}` : ""}${req.page ? ` (page ${req.page + 1})` : ""}`}`;
+    req.of === "grad"
+      ? "This stage's gradient"
+      : req.readout
+        ? "This stage's readout (the logit lens) at every position"
+        : req.view === null && req.head === null && !req.page
+          ? RUNS[run]
+          : `${run === "a" ? "The" : `${RUNS[run]}: the`} ${req.head !== null ? `map of head ${req.head}` : `${req.view ?? "default"} view${req.channel !== null ? ` of channel ${req.channel}` : ""}${req.page ? ` (page ${req.page + 1})` : ""}`}`;
   return {
     ok: false,
     stage: req.stage,
@@ -81,9 +89,11 @@ function entriesSource(baked: Baked | null | undefined): Source {
     if ((e.request.view ?? null) === null && !byKey.has(stageDefault)) byKey.set(stageDefault, e);
   }
   const find = (req: StageRequest) =>
-    byKey.get(keyOf(req)) ??
-    byKey.get(keyOf({ stage: req.stage, view: req.view, sample: req.sample, page: req.page })) ??
-    (req.view === null ? byKey.get(`${req.stage}|default`) : undefined);
+    more(req)
+      ? byKey.get(keyOf(req))
+      : (byKey.get(keyOf(req)) ??
+        byKey.get(keyOf({ stage: req.stage, view: req.view, sample: req.sample, page: req.page })) ??
+        (req.view === null ? byKey.get(`${req.stage}|default`) : undefined));
   return {
     has: (req) => (req.run ?? "a") === "a" && find(req) !== undefined,
     async fetch(req) {
@@ -106,7 +116,7 @@ function sameList(a: unknown, b: readonly number[] | null | undefined): boolean 
 function byStageSource(replies: BakedByStage | undefined): Source {
   const find = (req: StageRequest) => {
     const r = replies && Object.hasOwn(replies, req.stage) ? replies[req.stage] : undefined;
-    if (!r || req.head !== null || req.page) return undefined;
+    if (!r || req.head !== null || req.page || more(req)) return undefined;
     const view = (r.msg as { view?: { kind?: string; channels?: number[] | null } | null }).view ?? null;
     if (req.view !== null && req.view !== view?.kind) return undefined;
     if (req.channel !== null && !(view?.kind === "channel" && view.channels?.[0] === req.channel)) return undefined;
@@ -231,7 +241,10 @@ export function renderStatic(
   const fill = el.clientHeight > 0; // measured before the view adds its own height
   const app = new FlowApp(el, { fetchStage: (req) => source.fetch(req), available: (req) => source.has(req) });
   if (fill) app.root.style.setProperty("--nfw-height", "100%");
-  app.setGraph(graph, compared?.comparison ?? null);
+  app.setGraph(graph, compared?.comparison ?? null, {
+    intervention: compared?.intervention,
+    patching: compared?.patching,
+  });
   return {
     dispose: () => app.dispose(),
     exportSvg: () => app.exportSvg(),

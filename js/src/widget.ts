@@ -1,11 +1,13 @@
 /**
  * anywidget entry: `export default { initialize, render }`. Glue only: traitlets in (`graph`,
- * `comparison`, `selected`, `direction`, `height`, `playback`, `presenting`), stage data over
- * the widget's custom messages (`StageChannel`; `run: "b"` / `"diff"` for the compared run and
- * A − B), `selected`, `direction`, `playback` and `presenting` out. Static pages use
- * `renderStatic`.
+ * `comparison`, `intervention`, `patching`, `selected`, `direction`, `height`, `playback`,
+ * `presenting`), stage data over the widget's custom messages (`StageChannel`; `run: "b"` /
+ * `"diff"` for the compared run and A − B), interventions asked for as custom messages too
+ * (`{type: "intervene"}`, answered `{type: "intervened"}`; `{type: "end_comparison"}`),
+ * `selected`, `direction`, `playback` and `presenting` out. Static pages use `renderStatic`.
  */
 import { FlowApp } from "./app/app";
+import type { Intervened, Spec } from "./app/intervene";
 import { decodeStageReply, type StageRequest, type WireBuffer } from "./wire";
 
 export { renderStatic, bakedSource, type Baked, type BakedByStage, type BakedEntry, type StaticHandle } from "./static";
@@ -15,6 +17,8 @@ export { SCHEMA } from "./wire";
  * attention map (a zoom, which the kernel may answer by running the model again), longer. */
 export const STAGE_TIMEOUT_MS = 10_000;
 export const ZOOM_TIMEOUT_MS = 120_000;
+/** How long the view waits for the kernel to run the model again with an intervention. */
+export const INTERVENE_TIMEOUT_MS = 600_000;
 
 type Callback = (...args: never[]) => void;
 
@@ -111,8 +115,52 @@ async function answerExport(app: FlowApp, model: AnyModel, msg: { request?: unkn
   }
 }
 
+/**
+ * An intervention asked of the kernel: `{type: "intervene", stage, spec}`, answered by
+ * `{type: "intervened", ok, error}` once run B is made (its comparison and intervention
+ * traitlets set before). One at a time.
+ */
+class InterveneChannel {
+  private pending: ((answer: Intervened) => void) | null = null;
+  constructor(private readonly model: AnyModel) {}
+
+  ask(stage: string, spec: Spec): Promise<Intervened> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(
+        () =>
+          this.answer({
+            ok: false,
+            error: "the kernel did not answer within 10 minutes (is it busy, or was it restarted?)",
+          }),
+        INTERVENE_TIMEOUT_MS,
+      );
+      this.pending = (a) => {
+        clearTimeout(timer);
+        resolve(a);
+      };
+      this.model.send({ type: "intervene", stage, spec });
+    });
+  }
+
+  /** A kernel message: true if it answered an intervention. */
+  receive(msg: { type?: unknown; ok?: unknown; error?: unknown } | null): boolean {
+    if (!msg || typeof msg !== "object" || msg.type !== "intervened") return false;
+    this.answer(
+      msg.ok === true ? { ok: true } : { ok: false, error: String(msg.error ?? "the kernel reported an error") },
+    );
+    return true;
+  }
+
+  private answer(a: Intervened) {
+    const resolve = this.pending;
+    this.pending = null;
+    resolve?.(a);
+  }
+}
+
 function render({ model, el }: RenderProps): () => void {
   const channel = new StageChannel(model);
+  const interventions = new InterveneChannel(model);
   const app = new FlowApp(el, {
     fetchStage: async (req: StageRequest, signal: AbortSignal) => {
       const timeout = req.window ? ZOOM_TIMEOUT_MS : STAGE_TIMEOUT_MS;
@@ -135,6 +183,8 @@ function render({ model, el }: RenderProps): () => void {
       model.set("presenting", on);
       model.save_changes();
     },
+    intervene: (stage, spec) => interventions.ask(stage, spec),
+    endComparison: () => model.send({ type: "end_comparison" }),
   });
   const onDirection = () => {
     const dir = model.get("direction");
@@ -145,7 +195,11 @@ function render({ model, el }: RenderProps): () => void {
     if (typeof px === "number" && px > 0) app.root.style.setProperty("--nfw-height", `${px}px`);
   };
   // A comparison made (or dropped) redraws the same graph: the view keeps its state.
-  const onGraph = () => app.setGraph(model.get("graph"), model.get("comparison") ?? null);
+  const onGraph = () =>
+    app.setGraph(model.get("graph"), model.get("comparison") ?? null, {
+      intervention: model.get("intervention"),
+      patching: model.get("patching"),
+    });
   const onComparison = onGraph;
   const onSelected = () => {
     const id = model.get("selected");
@@ -153,12 +207,13 @@ function render({ model, el }: RenderProps): () => void {
   };
   // widget.step() / play() / pause() / stop() in Python; applied once the graph is drawn
   const onPlayback = () => {
-    const p = model.get("playback") as { at?: unknown; playing?: unknown; speed?: unknown } | null;
+    const p = model.get("playback") as { at?: unknown; playing?: unknown; speed?: unknown; backward?: unknown } | null;
     if (p && typeof p === "object")
       app.lecture.player.apply({
         at: num(p.at),
         playing: typeof p.playing === "boolean" ? p.playing : undefined,
         speed: num(p.speed),
+        backward: typeof p.backward === "boolean" ? p.backward : undefined,
       });
   };
   const onPresenting = () => app.lecture.presenter.set(model.get("presenting") === true, false);
@@ -166,11 +221,13 @@ function render({ model, el }: RenderProps): () => void {
     msg: { type?: unknown; request?: unknown; reply?: unknown; format?: string } | null,
     buffers?: WireBuffer[],
   ) => {
-    if (channel.receive(msg, buffers)) return;
+    if (channel.receive(msg, buffers) || interventions.receive(msg as { type?: unknown })) return;
     if (msg && typeof msg === "object" && msg.type === "export") void answerExport(app, model, msg);
   };
   model.on("change:graph", onGraph);
   model.on("change:comparison", onComparison);
+  model.on("change:intervention", onComparison);
+  model.on("change:patching", onComparison);
   model.on("change:selected", onSelected);
   model.on("change:direction", onDirection);
   model.on("change:height", onHeight);
@@ -186,6 +243,8 @@ function render({ model, el }: RenderProps): () => void {
   return () => {
     model.off("change:graph", onGraph);
     model.off("change:comparison", onComparison);
+    model.off("change:intervention", onComparison);
+    model.off("change:patching", onComparison);
     model.off("change:selected", onSelected);
     model.off("change:direction", onDirection);
     model.off("change:height", onHeight);

@@ -229,6 +229,13 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
         self.comparison = dict(wire.encode_comparison(self.comparison_result, self.flow, rtol))
         return self.comparison_result
 
+    def end_comparison(self) -> None:
+        """Drop run B (a comparison, an intervention): the view shows this run alone again.
+        The view's "End comparison" button does the same."""
+        self.flow_b = self.comparison_result = self._compare_with = self._error_b = None
+        self.set_trait("intervention", None)
+        self.set_trait("comparison", None)
+
     def step(self, n: int = 1) -> None:
         """Playback, one step on (``n`` steps; negative: back), paused: the view walks the
         stages in execution order, opening the groups it passes through, and shows the
@@ -359,6 +366,9 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
                 self.send({"type": "intervened", "ok": True})
             except Exception as error:  # said in the view, never a kernel traceback
                 self.send({"type": "intervened", "ok": False, "error": f"{error}"})
+            return
+        if isinstance(content, dict) and content.get("type") == "end_comparison":
+            self.end_comparison()  # (the view's "End comparison" button)
             return
         if not isinstance(content, dict) or content.get("type") != "export":
             return

@@ -3,7 +3,10 @@ page.html with an anywidget-like model whose custom messages (the view's stage r
 real ``NeuralFlowWidget`` in this process (through Playwright's ``expose_function``; buffers
 travel as base64 across that bridge only, and arrive in the page as binary DataViews, as from a
 comm). Traitlets are pushed with :func:`push` (``widget.update`` then ``push(page, "graph",
-widget.graph)``), and what the view sets (``selected``) is read with :func:`state`.
+widget.graph)``), and what the view sets (``selected``) is read with :func:`state`. The view's
+other messages (``intervene``, ``end_comparison``) go to the widget's own handler, and what it
+then sets (``comparison``, ``intervention``, ...) and sends (``intervened``) comes back to the
+page in that order, as from a kernel.
 
 Exported pages open with :func:`open_offline`. Both return once the first frame is painted and
 the view has settled; after an action, :func:`settle` waits for the view to come to rest (no
@@ -89,7 +92,12 @@ _RENDER = """async ([state, height]) => {
     for (let i = 0; i < s.length; i++) u[i] = s.charCodeAt(i); return new DataView(u.buffer); };
   const log = [];
   const kernel = async (message) => {
-    if (message?.type !== "stage") return null;
+    if (message?.type !== "stage") {
+      const { changes, sent } = JSON.parse(await window.nfwKernel(JSON.stringify(message)));
+      for (const [name, value] of changes) model.set(name, value);
+      for (const content of sent) model.emit("msg:custom", content, []);
+      return null;
+    }
     log.push(message.body);
     const answer = JSON.parse(await window.nfwKernel(JSON.stringify(message)));
     return [answer.msg, answer.buffers.map(toView)];
@@ -124,6 +132,8 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
 
     def kernel(text: str) -> str:
         message = json.loads(text)
+        if message.get("type") != "stage":
+            return _other(widget, message)
         msg, buffers = widget._stage_message(message)  # the widget's own answer to the message
         if log is not None:
             log.append((message["body"], msg["reply"]))
@@ -135,6 +145,8 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
     state = {
         "graph": widget.graph,
         "comparison": widget.comparison,
+        "intervention": widget.intervention,
+        "patching": widget.patching,
         "selected": widget.selected,
         "direction": widget.direction,
         "height": widget.height,
@@ -142,6 +154,30 @@ def open_live(browser, widget, *, width=1280, height=720, widget_height=None, lo
     page.evaluate(_RENDER, [state, widget_height or height - 40])
     settle(page)
     return context, page, errors
+
+
+#: the traitlets a kernel message may change, which the page hears of
+SYNCED = ("graph", "comparison", "intervention", "patching", "selected", "playback")
+
+
+def _other(widget, message: dict) -> str:
+    """The widget's own handling of a view's message other than a stage request: the
+    traitlets it changed (in the order they changed) and the messages it sent."""
+    changes: list = []
+    sent: list = []
+
+    def heard(change):
+        changes.append([change["name"], change["new"]])
+
+    widget.observe(heard, names=list(SYNCED))
+    send = widget.send
+    widget.send = lambda content, buffers=None: sent.append(content)
+    try:
+        widget._on_message(widget, message, [])
+    finally:
+        widget.send = send
+        widget.unobserve(heard, names=list(SYNCED))
+    return json.dumps({"changes": changes, "sent": sent})
 
 
 def push(page, name: str, value) -> None:

@@ -7,8 +7,6 @@
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
 import { endKey, sameCalls, targetOf, type EndTarget } from "../model/ends";
-import { signsDrawn } from "../model/junctions";
-import { residualLegendWords } from "../view/residual_mark";
 import { problemsOf } from "../model/problems";
 import { buildTree, type CallTree } from "../model/tree";
 import { buildView, followStepper, type ViewGraph, type ViewState } from "../model/view_model";
@@ -17,25 +15,17 @@ import { buildScene } from "../scene/scene";
 import type { Scene, SceneNode } from "../scene/types";
 import { Camera } from "../view/camera";
 import { fillBanners } from "../view/banners";
-import {
-  buildChrome,
-  colorModeFor,
-  fillLegend,
-  flashHint,
-  showFatal,
-  type Chrome,
-  type ColorMode,
-} from "../view/chrome";
+import { buildChrome, flashHint, showFatal, type Chrome, type ColorMode } from "../view/chrome";
 import { exportSvg, svgToPng } from "../view/export";
-import type { NodeFill } from "../view/cards";
 import { GraphView } from "../view/graph_view";
 import { Inspector, type FetchStage } from "../view/inspector";
 import { Minimap } from "../view/minimap";
-import { statFills, statRange } from "../view/stat_colors";
 import { CSS } from "../view/styles";
 import type { Transform } from "../view/zoom";
-import { decodeGraph, type StageRequest, type WireCall, type WireGraph } from "../wire";
+import { decodeGraph, type Experiments, type StageRequest, type WireCall, type WireGraph } from "../wire";
 import { Controls, type ControlsHost } from "./controls";
+import type { Intervened, Spec } from "./intervene";
+import { Lab } from "./lab";
 import { Framing, type Framed } from "./framing";
 import { Lecture } from "./lecture";
 import { Selection } from "./selection";
@@ -51,6 +41,8 @@ export interface FlowOptions {
   available?: (req: StageRequest) => boolean; // what the stage data can answer (an offline page: what it baked)
   onPlayback?: (p: PlaybackState) => void; // playback moved, started, paused or stopped
   onPresent?: (on: boolean) => void; // the user started or ended presentation mode
+  intervene?: (stage: string, spec: Spec) => Promise<Intervened>; // run B = this run with it (a kernel)
+  endComparison?: () => void; // drop run B (a kernel)
 }
 
 export interface PaintInfo {
@@ -70,20 +62,20 @@ export class FlowApp implements ControlsHost {
   private inspector: Inspector;
   private controls: Controls;
   readonly lecture: Lecture; // playback, presentation, data on the graph
+  readonly lab: Lab; // the colouring and legend, the logit lens's chips, the context menu's interventions
   private layout: LayoutClient;
   private tree: CallTree | null = null;
   private state: ViewState = { expanded: new Set(), unfolded: new Set() };
   private view: ViewGraph | null = null;
   private scene: Scene | null = null;
   private dir: Direction = "TB";
-  private colorMode: ColorMode = "type";
   private selection: Selection; // the selected stage, the focused node, the matches
   private generation = 0;
   private finder: Viewfinder; // where the view looks as things change
   private keysTaken = false;
   private resize: ResizeObserver | null = null;
   private disposed = false;
-  private raw: { graph: unknown; comparison: unknown } = { graph: null, comparison: null };
+  private raw: { graph: unknown; comparison: unknown; more: Experiments } = { graph: null, comparison: null, more: {} };
   private framing = new Framing(); // the first view's depth, arrangement and zoom
 
   constructor(
@@ -152,6 +144,20 @@ export class FlowApp implements ControlsHost {
       state: () => this.state,
       setState,
       open,
+      onPlayback: (p) => {
+        opts.onPlayback?.(p);
+        this.lab.lens.draw();
+      },
+      onTurn: (backward) => this.inspector.setOf(backward ? "grad" : "output"),
+    });
+    this.lab = new Lab({
+      ...opts,
+      ui: this.ui,
+      graphView: this.graphView,
+      shown: () => this.shown(),
+      player: () => this.lecture.player,
+      selectStage: (id, fromUser) => this.selectStage(id, fromUser),
+      graph: () => this.tree?.graph ?? null,
     });
     this.controls = new Controls(this);
     el.append(this.root);
@@ -169,24 +175,29 @@ export class FlowApp implements ControlsHost {
    * comparison traitlet; null: none). A graph of the same model (a re-run, a comparison
    * made) keeps the view: its open groups, the selection, the zoom.
    */
-  setGraph(raw: unknown, comparison: unknown = this.raw.comparison) {
+  setGraph(raw: unknown, comparison: unknown = this.raw.comparison, more: Experiments = this.raw.more) {
     let graph: WireGraph;
     try {
-      graph = decodeGraph(raw, comparison);
+      graph = decodeGraph(raw, comparison, more);
     } catch (err) {
       showFatal(this.ui.canvas, err);
       return;
     }
-    this.raw = { graph: raw, comparison };
+    this.raw = { graph: raw, comparison, more };
     const before = this.tree?.graph;
     const tree = buildTree(graph);
     this.tree = tree;
     this.ui.title.textContent = graph.model;
     const problems = problemsOf(graph);
     this.inspector.setRun(graph, problems);
-    fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id));
-    this.colorMode = colorModeFor(this.ui.color, !!graph.comparison, !!before?.comparison, this.colorMode);
-    if (before && sameCalls(before, graph)) {
+    fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id), {
+      endComparison: this.opts.endComparison,
+      byGradient: () => this.setColorMode("grad"),
+    });
+    this.lab.colouring.run(graph);
+    const same = !!before && sameCalls(before, graph);
+    this.lab.lens.newRun(graph, tree, same);
+    if (same) {
       this.inspector.refresh(targetOf(graph, tree.byId, this.selection.id));
       void this.setState(this.state, "graph");
       this.lecture.newRun(true);
@@ -242,14 +253,16 @@ export class FlowApp implements ControlsHost {
     this.view = view;
     const scene = buildScene(tree, view, lay, this.dir);
     this.scene = scene;
-    this.graphView.setScene(scene, this.fills());
+    const { fills, strokes } = this.lab.colouring.paints(tree, view, scene);
+    this.graphView.setScene(scene, fills, strokes);
+    this.lab.lens.draw();
     this.lecture.painted(scene);
     this.minimap.setScene(scene);
     this.selection.sync();
     const stages = tree.graph.calls.length;
     const shown = scene.nodes.filter((n) => n.kind === "stage" || n.kind === "fold").length;
     this.ui.counts.textContent = `${stages} stage${stages === 1 ? "" : "s"} · ${shown} shown`;
-    this.legend();
+    this.lab.colouring.legend();
     this.finder.drawn(scene, reason, anchor);
     requestAnimationFrame(() =>
       requestAnimationFrame(() => {
@@ -312,28 +325,12 @@ export class FlowApp implements ControlsHost {
     void this.setState(this.state, "direction");
   }
 
+  /** Colour by a mode; by gradient norm, the inspector shows gradients too (and outputs again after). */
   setColorMode(mode: ColorMode) {
-    this.colorMode = mode;
-    this.ui.color.value = mode;
-    this.graphView.setFills(this.fills());
+    if (mode === "grad" || this.lab.colouring.mode === "grad")
+      this.inspector.setOf(mode === "grad" ? "grad" : "output");
+    this.lab.colouring.set(mode);
     this.selection.sync();
-    this.legend();
-  }
-
-  private legend() {
-    const scale =
-      this.tree && this.view && this.scene ? statRange(this.tree, this.view, this.scene, this.colorMode) : null;
-    fillLegend(
-      this.ui.legend,
-      scale,
-      new Set(this.scene?.edges.map((e) => e.kind)),
-      signsDrawn(this.scene?.junctions ?? []),
-      residualLegendWords(this.scene?.nodes ?? []),
-    );
-  }
-
-  private fills(): Map<string, NodeFill> | null {
-    return this.tree && this.view && this.scene ? statFills(this.tree, this.view, this.scene, this.colorMode) : null;
   }
 
   // -- expansion, selection, marks ------------------------------------------------------
@@ -387,6 +384,7 @@ export class FlowApp implements ControlsHost {
     flashHint(this.ui.hint, 0);
     this.resize?.disconnect();
     this.controls.dispose();
+    this.lab.dispose();
     this.lecture.dispose();
     this.camera.dispose();
     this.graphView.dispose();

@@ -44,6 +44,8 @@ export interface ControlsHost {
   /** Select a stage by id and open its inspector (fromUser: tell the kernel). */
   selectStage(id: string | null, fromUser: boolean): void;
   selected(): string | null;
+  /** The context menu of a drawn node or group (what if it were switched off). */
+  readonly lab: { interventions: { openFor(key: string | null): void } };
 }
 
 /** Where keys are typed: they are theirs. */
@@ -206,6 +208,10 @@ export class Controls {
       e.preventDefault();
       e.stopPropagation();
     };
+    if ((e.key === "ContextMenu" || (e.shiftKey && e.key === "F10")) && !typing(target)) {
+      host.lab.interventions.openFor(host.focused() ?? host.graphView.currentKey);
+      return taken();
+    }
     if (e.key === "Escape") {
       // the nearest thing first: the help, playback, the inspector, the presentation, the focus
       if (!host.ui.help.hidden) this.toggleHelp(false);

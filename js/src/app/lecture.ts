@@ -31,6 +31,7 @@ export interface LectureHost {
   available?: (req: StageRequest) => boolean;
   onPlayback?: (p: PlaybackState) => void;
   onPresent?: (on: boolean) => void;
+  onTurn?: (backward: boolean) => void; // playback turned to walk the backward pass, or back
 }
 
 export class Lecture {
@@ -48,6 +49,7 @@ export class Lecture {
       setState: (state, anchor) => host.setState(state, "playback", anchor),
       open: host.open,
       changed: host.onPlayback,
+      turned: host.onTurn,
     });
     this.presenter = new Presenter(ui.root, ui.present, host.camera, (on, fromUser) => {
       if (fromUser) host.onPresent?.(on);

@@ -4,7 +4,9 @@
  * forward, a scrub bar, where it is, the speed, stop). The host draws each step (its groups
  * opened, the current stage marked, its data in the inspector); the player keeps time. Its
  * state can also be set from outside (the widget's `playback` traitlet: `widget.step()`,
- * `widget.play()` in Python).
+ * `widget.play()` in Python). After a backward pass (a run with a loss) the transport offers
+ * the walk backwards too: from the outputs to the inputs, the edges out of each stage live
+ * (its gradient comes back along them) and the inspector on the gradient.
  */
 import type { Box } from "../layout/layout";
 import { endTarget, type EndTarget } from "../model/ends";
@@ -25,6 +27,7 @@ export interface PlaybackState {
   speed: number; // steps per second, relative: 1 is one step every STEP_MS
   stage: string | null; // the stage (or input / output) of step `at`
   steps: number; // how many steps the walk has
+  backward: boolean; // the walk goes backwards, from the outputs: the backward pass
 }
 
 export interface PlayerHost {
@@ -39,6 +42,8 @@ export interface PlayerHost {
   open(target: WireCall | EndTarget): void;
   /** Playback changed (not called for changes that came from outside). */
   changed?(p: PlaybackState): void;
+  /** The walk turned: the inspector shows the gradient (backward) or the output. */
+  turned?(backward: boolean): void;
 }
 
 export const STEP_MS = 1400;
@@ -50,6 +55,7 @@ export class Player {
   private readonly scrub: HTMLInputElement;
   private readonly where: HTMLElement;
   private readonly speedSelect: HTMLSelectElement;
+  private readonly turn: HTMLButtonElement; // forward / backward, after a backward pass
   private readonly listeners = new Listeners();
   private steps: Step[] = [];
   private start: ViewState | null = null;
@@ -58,6 +64,7 @@ export class Player {
   private speed = 1;
   private timer = 0;
   private seq = 0; // the step being drawn (a newer one drops an older one)
+  private backward = false;
 
   constructor(private readonly host: PlayerHost) {
     this.button = h(
@@ -101,6 +108,17 @@ export class Player {
       { class: "nfw-btn", type: "button", "aria-label": "Stop playback", title: "Stop playback (Esc)" },
       "✕",
     );
+    this.turn = h(
+      "button",
+      {
+        class: "nfw-btn nfw-turn",
+        type: "button",
+        "aria-pressed": "false",
+        title: "Walk the backward pass: from the loss back to the inputs, each stage's gradient (B)",
+        hidden: true,
+      },
+      "⟲ Backward pass",
+    );
     this.bar = h(
       "div",
       { class: "nfw-transport", role: "toolbar", "aria-label": "playback", hidden: true },
@@ -109,6 +127,7 @@ export class Player {
       this.scrub,
       this.where,
       this.speedSelect,
+      this.turn,
       stop,
     );
     const L = this.listeners;
@@ -118,6 +137,23 @@ export class Player {
     L.on(stop, "click", () => this.stop());
     L.on(this.scrub, "input", () => this.seek(Number(this.scrub.value)));
     L.on(this.speedSelect, "change", () => this.setSpeed(Number(this.speedSelect.value)));
+    L.on(this.turn, "click", () => this.setBackward(!this.backward));
+  }
+
+  /** The walk (its steps in its order), the step shown (null: playback is off), which way it goes. */
+  get current(): { steps: readonly Step[]; at: number; backward: boolean } | null {
+    return this.active ? { steps: this.steps, at: this.at, backward: this.backward } : null;
+  }
+
+  /** Walk the backward pass (from the outputs) or the forward one; the step shown stays. */
+  setBackward(on: boolean) {
+    const grads = this.host.shown()?.tree.graph.grad != null;
+    if (on === this.backward || (on && !grads)) return;
+    this.backward = on;
+    this.host.turned?.(on);
+    if (!this.active) return this.sync();
+    this.steps.reverse();
+    this.go(this.steps.length - 1 - this.at);
   }
 
   get active(): boolean {
@@ -131,6 +167,7 @@ export class Player {
       speed: this.speed,
       stage: this.steps[this.at]?.id ?? null,
       steps: this.steps.length,
+      backward: this.backward,
     };
   }
 
@@ -198,9 +235,10 @@ export class Player {
     this.sync();
   }
 
-  /** From outside (the traitlet): the step, playing or not, the speed; `at` -1 stops. */
-  apply(p: { at?: number; playing?: boolean; speed?: number }) {
+  /** From outside (the traitlet): the step, playing or not, the speed, the way; `at` -1 stops. */
+  apply(p: { at?: number; playing?: boolean; speed?: number; backward?: boolean }) {
     if (p.speed !== undefined && p.speed !== this.speed) this.setSpeed(p.speed);
+    if (p.backward !== undefined) this.setBackward(p.backward);
     if (p.at !== undefined && p.at < 0) return this.stop();
     if (p.at !== undefined && p.at !== this.at) this.seek(p.at);
     if (p.playing === true && !this.playing) this.play();
@@ -212,7 +250,7 @@ export class Player {
     if (!this.active) return;
     const tree = this.host.shown()?.tree;
     if (!tree || !this.start) return this.stop();
-    this.steps = playbackSteps(tree, this.start);
+    this.steps = this.walk(tree, this.start);
     if (!this.steps.length) return this.stop();
     this.go(Math.min(this.at, this.steps.length - 1));
   }
@@ -222,10 +260,17 @@ export class Player {
     const tree = this.host.shown()?.tree;
     if (!tree) return false;
     this.start = this.host.state();
-    this.steps = playbackSteps(tree, this.start);
+    this.steps = this.walk(tree, this.start);
     if (!this.steps.length) return false;
     this.scrub.max = String(this.steps.length - 1);
     return true;
+  }
+
+  /** The steps in the walk's order: the forward pass's, or reversed (the backward pass). */
+  private walk(tree: CallTree, start: ViewState): Step[] {
+    if (tree.graph.grad === null) this.backward = false;
+    const steps = playbackSteps(tree, start);
+    return this.backward ? steps.reverse() : steps;
   }
 
   private go(i: number) {
@@ -258,17 +303,18 @@ export class Player {
     const shown = host.shown();
     if (!shown) return;
     if (!sameState(step.state, host.state())) await host.setState(step.state, this.anchor());
-    host.graphView.setCurrent(step.key);
+    host.graphView.setCurrent(step.key, this.backward);
     const { graph } = shown.tree;
     const target =
       step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
     if (target) host.open(target);
-    // in view with the edges bringing its data (a no-op while the whole graph is)
+    // in view with the edges bringing its data, or backwards its gradient: the nodes they come
+    // from (a no-op while the whole graph is)
     const n = host.graphView.node(step.key);
     const around = host.graphView
       .edgesAt(step.key)
-      .filter((e) => e.dst === step.key)
-      .map((e) => host.graphView.node(e.src)?.box);
+      .filter((e) => (this.backward ? e.src : e.dst) === step.key)
+      .map((e) => host.graphView.node(this.backward ? e.dst : e.src)?.box);
     if (n)
       host.camera.keepInView(
         n.box,
@@ -296,7 +342,7 @@ export class Player {
   /** Back to the view playback began from, the whole graph in view where it fits. */
   private end(start: ViewState) {
     const { host } = this;
-    host.graphView.setCurrent(null);
+    host.graphView.setCurrent(null, false);
     if (!sameState(start, host.state())) return void host.setState(start);
     const scene = host.shown()?.scene;
     if (scene) host.camera.showWhole(scene);
@@ -309,6 +355,8 @@ export class Player {
     this.button.textContent = this.playing ? "❚❚ Pause" : "▶ Play";
     this.button.setAttribute("aria-label", this.playing ? "Pause" : "Play");
     this.button.setAttribute("aria-pressed", String(this.playing));
+    this.turn.hidden = this.host.shown()?.tree.graph.grad == null;
+    this.turn.setAttribute("aria-pressed", String(this.backward));
     if (on) {
       const step = this.steps[this.at];
       this.scrub.max = String(this.steps.length - 1);

@@ -31,3 +31,8 @@ export function formatNumber(x: number): string {
   if (a >= 1e5 || a < 1e-3) return x.toExponential(2);
   return Number(x.toPrecision(4)).toString();
 }
+
+/** A token's text with its spaces made visible (a leading space matters) and newlines shown. */
+export function visible(token: string): string {
+  return token.replace(/^ +| +$/g, (m) => "␣".repeat(m.length)).replace(/\n/g, "↵");
+}

@@ -20,6 +20,8 @@ export interface Problems {
   notes: string[];
   diverges: number | null; // compared with run B: the first stage whose output differs (graph.comparison)
   failedB?: number | null; // compared with run B: the stage (in run A's graph) where run B's forward raised
+  nonfiniteGrad?: number[]; // a backward pass: call indices whose gradient held NaN / Inf (the first: where it entered)
+  gradient?: { at: number; kind: "vanishing" | "exploding" } | null; // where the gradient vanished or exploded
 }
 
 export function problemsOf(graph: WireGraph): Problems {
@@ -35,6 +37,11 @@ export function problemsOf(graph: WireGraph): Problems {
     notes: graph.notes,
     diverges: graph.comparison?.first ?? null,
     failedB: graph.comparison?.failed.find((f) => f.run === "b")?.call ?? null,
+    nonfiniteGrad: graph.nonfinite_grad,
+    gradient:
+      graph.gradient_flow && graph.gradient_flow.kind !== "healthy" && graph.gradient_flow.at !== null
+        ? { at: graph.gradient_flow.at, kind: graph.gradient_flow.kind }
+        : null,
   };
 }
 
@@ -46,6 +53,9 @@ export interface Mark {
   failed: boolean; // it shows the call that raised
   diverges?: boolean; // it shows the first stage where runs A and B part (a comparison)
   failedB?: boolean; // it shows the stage where a compared run B raised
+  nonfiniteGrad?: number; // how many of the calls it shows had NaN / Inf in their gradient
+  firstGrad?: boolean; // ... among them the one where it entered the backward pass
+  gradient?: "vanishing" | "exploding"; // it shows the stage where the gradient vanished or exploded
 }
 
 /**
@@ -101,6 +111,17 @@ export function viewMarks(tree: CallTree, view: ViewGraph, p: Problems): Map<str
   if (p.failedB !== null && p.failedB !== undefined) {
     const key = keyOf(p.failedB);
     if (key) markOf(key).failedB = true;
+  }
+  for (const [i, c] of (p.nonfiniteGrad ?? []).entries()) {
+    const key = keyOf(c);
+    if (!key) continue;
+    const m = markOf(key);
+    m.nonfiniteGrad = (m.nonfiniteGrad ?? 0) + 1;
+    if (i === 0) m.firstGrad = true;
+  }
+  if (p.gradient) {
+    const key = keyOf(p.gradient.at);
+    if (key) markOf(key).gradient = p.gradient.kind;
   }
   return marks;
 }

@@ -4,8 +4,11 @@
  * the first NaN / Inf (or, when that stage received it, where it was made: the forward, the
  * line of code; the banner is a button that goes to that stage), and the run's notes
  * (e.g. the meta device: no data); comparing two runs, where they part (a button that goes
- * there), or that run B raised (where, what; never "A = B" then). Names and messages come
- * from the user's model: text only.
+ * there), or that run B raised (where, what; never "A = B" then), run B named when it is
+ * this run with an intervention ("Run B: h.1.attn switched off (zero)"), with a way back (end
+ * the comparison, live); after a backward pass, where NaN / Inf entered it and where the
+ * gradient vanishes or explodes (a button that goes there, coloured by gradient norm). Names
+ * and messages come from the user's model: text only.
  */
 import {
   divergesHeadline,
@@ -15,17 +18,31 @@ import {
   type Problems,
 } from "../model/problems";
 import type { Phrase } from "../model/problems";
+import { interventionLabel } from "../model/experiments";
+import { gradientHeadlines } from "../model/gradients";
 import type { WireGraph } from "../wire";
 import { h } from "./dom";
 import { at } from "../wire_check";
 
 /** The pill a marked node carries, also the banners' lead: "NaN/Inf" or "raised". */
-export function pill(text: string, kind: "nonfinite" | "failed" | "diverges"): HTMLElement {
+export function pill(text: string, kind: "nonfinite" | "failed" | "diverges" | "gradient"): HTMLElement {
   return h("span", { class: `nfw-pill nfw-pill-${kind}`, "aria-hidden": "true" }, text);
 }
 
+/** What the banners' buttons do beyond showing a stage. */
+export interface BannerActions {
+  endComparison?: () => void; // drop run B (a live widget); absent: no such button
+  byGradient?: () => void; // colour the graph by gradient norm
+}
+
 /** Fill the banners for a graph; `show` selects, reveals and inspects a stage by id. */
-export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show: (id: string) => void) {
+export function fillBanners(
+  el: HTMLElement,
+  graph: WireGraph,
+  p: Problems,
+  show: (id: string) => void,
+  actions: BannerActions = {},
+) {
   const banners: HTMLElement[] = [];
   const failure = failureHeadline(graph, p);
   if (failure && p.failure) {
@@ -125,19 +142,21 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
     banners.push(banner);
   }
   const parting = divergesHeadline(graph);
+  const runB = interventionLabel(graph);
   if (parting?.stage) {
     const stage = parting.stage;
+    const lead = runB ? ["Run B: ", h("b", {}, runB.stage), runB.text.slice(runB.stage.length), " · "] : [];
     const banner = h(
       "button",
       {
         class: "nfw-banner nfw-banner-diverges",
         type: "button",
         "data-banner": "diverges",
-        "aria-label": `${parting.text} ${stage} (${parting.detail}): show it`,
+        "aria-label": `${runB ? `Run B: ${runB.text}. ` : ""}${parting.text} ${stage} (${parting.detail}): show it`,
         title: `Select ${stage}, the first stage whose output differs between runs A and B`,
       },
-      pill("runs part", "diverges"),
-      h("span", { class: "nfw-banner-text" }, `${parting.text} `, h("b", {}, stage), ` · ${parting.detail}`),
+      pill(runB ? "what if" : "runs part", "diverges"),
+      h("span", { class: "nfw-banner-text" }, ...lead, `${parting.text} `, h("b", {}, stage), ` · ${parting.detail}`),
       h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"),
     );
     banner.addEventListener("click", () => show(stage));
@@ -151,6 +170,31 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
         h("span", { class: "nfw-banner-text" }, `${parting.text} · ${parting.detail}`),
       ),
     );
+  }
+  for (const g of gradientHeadlines(graph)) {
+    const banner = h(
+      "button",
+      {
+        class: `nfw-banner nfw-banner-gradient nfw-banner-gradient-${g.kind}`,
+        type: "button",
+        "data-banner": `gradient-${g.kind}`,
+        "aria-label": `${g.text} (${g.detail}): show ${g.stage}, coloured by gradient norm`,
+        title: `Select ${g.stage} and colour the graph by the gradient's norm`,
+      },
+      pill(g.lead, g.kind === "nonfinite" ? "nonfinite" : "gradient"),
+      h(
+        "span",
+        { class: "nfw-banner-text" },
+        ...(g.kind === "nonfinite" ? [`${g.text} `, h("b", {}, g.stage)] : [g.text]),
+        ` · ${g.detail}`,
+      ),
+      h("span", { class: "nfw-banner-go", "aria-hidden": "true" }, "Show ›"),
+    );
+    banner.addEventListener("click", () => {
+      actions.byGradient?.();
+      show(g.stage);
+    });
+    banners.push(banner);
   }
   if (p.notes.length) {
     banners.push(
@@ -166,6 +210,36 @@ export function fillBanners(el: HTMLElement, graph: WireGraph, p: Problems, show
       ),
     );
   }
-  el.replaceChildren(...banners);
+  el.replaceChildren(
+    ...(graph.comparison && actions.endComparison ? withEnd(banners, actions.endComparison) : banners),
+  );
   el.hidden = banners.length === 0;
+}
+
+/** The way back from a comparison: an "End comparison" button beside the banner that says
+ * where the runs part (or that run B raised, or that they agree), in the same row. */
+function withEnd(banners: HTMLElement[], end: () => void): HTMLElement[] {
+  const button = h(
+    "button",
+    {
+      class: "nfw-btn nfw-banner-end",
+      type: "button",
+      "data-end-comparison": "",
+      title: "Drop run B: back to this run alone",
+    },
+    "End comparison",
+  );
+  button.addEventListener("click", end);
+  const i = banners.findIndex((b) => ["diverges", "failure-b"].includes(b.dataset.banner ?? ""));
+  if (i < 0)
+    return [
+      ...banners,
+      h(
+        "div",
+        { class: "nfw-banner-row" },
+        h("div", { class: "nfw-banner nfw-banner-diverges" }, "Comparing with run B"),
+        button,
+      ),
+    ];
+  return banners.map((b, j) => (j === i ? h("div", { class: "nfw-banner-row" }, b, button) : b));
 }

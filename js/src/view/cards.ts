@@ -21,8 +21,8 @@ export interface NodeFill {
 }
 
 /** The text kinds whose canvas fonts measure labels: a card's two lines and its numbers, a
- * group's header, a port, a flag, a stack's header and its stepper. */
-export type FontKind = "t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa";
+ * group's header, a port, a flag, a stack's header and its stepper, a logit-lens chip. */
+export type FontKind = "t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa" | "chip";
 
 /** How a node is drawn now: its state in the view, its colour, data on the graph. */
 export interface CardLook {
@@ -62,6 +62,17 @@ export function clusterCard(c: SceneCluster, font: (kind: FontKind) => string): 
   title.textContent = `${c.id} (${c.type})`;
   g.append(title);
   return g;
+}
+
+/** An open block's box in a colouring's colour (by gradient norm, by patching): tinted, its
+ * border in the colour. */
+export function tintGroup(g: SVGGElement, fill: NodeFill | undefined) {
+  const box = g.querySelector<SVGRectElement>("rect.nfw-box");
+  if (!box || !fill) return;
+  box.style.fill = fill.fill;
+  box.style.fillOpacity = "0.14";
+  box.style.stroke = fill.fill;
+  box.style.strokeWidth = "3";
 }
 
 /** A node's card: a stage (name, parameters, type, shape), a fold (the type × n, its range), or

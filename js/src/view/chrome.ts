@@ -4,7 +4,7 @@ import { cssColor, gradientStops, NAN_MARK, nonfiniteColor, viridis } from "./co
 import { h, s } from "./dom";
 import { buildHelp } from "./help";
 import { residualSwatch } from "./residual_mark";
-import { ONLY_A_FILL, RAISED_FILL, SAME_FILL, type ColorMode, type StatScale } from "./stat_colors";
+import { NO_GRAD_FILL, ONLY_A_FILL, RAISED_FILL, SAME_FILL, type ColorMode, type StatScale } from "./stat_colors";
 
 export type { ColorMode };
 
@@ -59,6 +59,8 @@ export function buildChrome(css: string): Chrome {
     h("option", { value: "mean_abs" }, "mean |x|"),
     h("option", { value: "std" }, "std"),
     h("option", { value: "divergence", hidden: true, disabled: true }, "A vs B"),
+    h("option", { value: "grad", hidden: true, disabled: true }, "gradient norm"),
+    h("option", { value: "patching", hidden: true, disabled: true }, "patching"),
   );
   const fit = button("Fit", "Fit the graph to the view (F)");
   const reset = button("Reset", "Back to the starting expansion");
@@ -236,9 +238,7 @@ export function fillLegend(
     items.push(h("span", { "data-legend": "residual" }, swatch, residual));
   }
   if (scale) {
-    const parts: (HTMLElement | string)[] = [
-      h("span", {}, scale.mode === "std" ? "std" : scale.mode === "divergence" ? "A vs B:" : "mean |x|"),
-    ];
+    const parts: (HTMLElement | string)[] = [h("span", {}, MODE_WORDS[scale.mode])];
     const chip = (fill: string, words: string, key: string) => {
       const box = h("i", { class: "nfw-chip" });
       box.style.background = fill;
@@ -248,6 +248,8 @@ export function fillLegend(
     if (scale.mode === "divergence" && scale.same)
       chip(SAME_FILL.fill, `same (≤ ${label(scale.rtol ?? 1e-3)})`, "same");
     if (scale.mode === "divergence" && !scale.unramped) parts.push(h("span", {}, "rel. L2"));
+    if (scale.mode === "grad") parts.push(h("span", {}, "‖∂loss/∂output‖"));
+    if (scale.mode === "patching") parts.push(h("span", {}, "share of the gap restored"));
     if (scale.mode === "divergence" && scale.unramped) {
       // no drawn stage differs: no ramp
     } else if (scale.hi > scale.lo) {
@@ -271,16 +273,40 @@ export function fillLegend(
     if (scale.nonfinite) chip(cssColor(nonfiniteColor(NAN_MARK)), "NaN/Inf", "nonfinite");
     if (scale.raised) chip(RAISED_FILL.fill, "raised", "raised");
     if (scale.onlyA) chip(ONLY_A_FILL.fill, "run A only", "onlyA");
+    if (scale.none) chip(NO_GRAD_FILL.fill, "no gradient", "nograd");
     items.push(h("span", { class: "nfw-legend-stat", "data-legend": "stat" }, ...parts));
   }
   legend.replaceChildren(...items);
 }
 
-/** The colour mode once a comparison comes or goes ("A vs B" offered only with one; chosen when it comes). */
-export function colorModeFor(select: HTMLSelectElement, has: boolean, had: boolean, mode: ColorMode): ColorMode {
-  const option = select.querySelector<HTMLOptionElement>('option[value="divergence"]');
-  if (option) option.hidden = option.disabled = !has;
-  const next = has === had ? mode : has ? "divergence" : mode === "divergence" ? "type" : mode;
+/** The legend's words for what the nodes are coloured by. */
+const MODE_WORDS: Record<StatScale["mode"], string> = {
+  mean_abs: "mean |x|",
+  std: "std",
+  divergence: "A vs B:",
+  grad: "gradient norm",
+  patching: "patching:",
+};
+
+/** The colourings a run offers beyond type and the statistics: "A vs B" with a comparison,
+ * "gradient norm" after a backward pass, "patching" with activation patching. */
+export type Offered = Record<"divergence" | "grad" | "patching", boolean>;
+
+/**
+ * The colour mode once a run comes (`before`: what the last one offered; null: none): each
+ * colouring is offered only where the run has it; a comparison or patching that comes is
+ * chosen (the user asked for it just now); a mode no longer offered falls back to type.
+ */
+export function colorModeFor(select: HTMLSelectElement, offered: Offered, before: Offered | null, mode: ColorMode) {
+  for (const key of ["divergence", "grad", "patching"] as const) {
+    const option = select.querySelector<HTMLOptionElement>(`option[value="${key}"]`);
+    if (option) option.hidden = option.disabled = !offered[key];
+  }
+  const came = (key: keyof Offered) => offered[key] && !before?.[key];
+  let next: ColorMode = mode;
+  if (came("patching")) next = "patching";
+  else if (came("divergence")) next = "divergence";
+  else if (mode !== "type" && mode in offered && !offered[mode as keyof Offered]) next = "type";
   select.value = next;
   return next;
 }

@@ -3,7 +3,9 @@
  * in what it shows) and "NaN/Inf" ("1st NaN/Inf" where it appeared, "received NaN/Inf" where
  * the first stage holding it only received it); and, comparing two
  * runs, "runs part" on the first stage where they differ, "B raised" where run B's forward
- * raised (it says more than "runs part" there). SVG, text as text.
+ * raised (it says more than "runs part" there); after a backward pass, "grad vanishes" / "grad
+ * explodes" where the gradient did so on the trunk and "NaN/Inf grad" where NaN / Inf entered
+ * the backward pass ("1st"). SVG, text as text.
  * They straddle the top edge from its left corner, clear of the edges entering its middle.
  */
 import type { Mark } from "../model/problems";
@@ -11,7 +13,7 @@ import { s, svgText, textWidth } from "./dom";
 
 export interface Flag {
   text: string;
-  cls: "nfw-flag-failed" | "nfw-flag-nonfinite" | "nfw-flag-diverges";
+  cls: "nfw-flag-failed" | "nfw-flag-nonfinite" | "nfw-flag-diverges" | "nfw-flag-gradient";
   title: string;
 }
 
@@ -52,6 +54,24 @@ export function flagsOf(mark: Mark | null): Flag[] {
       text: "runs part",
       cls: "nfw-flag-diverges",
       title: "Runs A and B part here: the first stage whose output differs",
+    });
+  if (mark.nonfiniteGrad) {
+    flags.push({
+      text: mark.firstGrad ? "1st NaN/Inf grad" : "NaN/Inf grad",
+      cls: "nfw-flag-nonfinite",
+      title: mark.firstGrad
+        ? "NaN or ±Inf entered the backward pass here: the gradient of its output holds it, the ones after it do not"
+        : "The gradient of its output holds NaN or ±Inf (it came back from a stage after it)",
+    });
+  }
+  if (mark.gradient)
+    flags.push({
+      text: mark.gradient === "vanishing" ? "grad vanishes" : "grad explodes",
+      cls: "nfw-flag-gradient",
+      title:
+        mark.gradient === "vanishing"
+          ? "Going back from the loss, the gradient's norm here has fallen below 1/1000 of its size at the loss"
+          : "Going back from the loss, the gradient's norm here has grown beyond 1000 times its size at the loss",
     });
   return flags;
 }

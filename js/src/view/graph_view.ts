@@ -1,7 +1,9 @@
-/** Draws a scene as SVG: nodes (cards.ts), cluster boxes, edges; hover, selection, culling, level of detail. */
+/** Draws a scene as SVG: nodes (cards.ts), cluster boxes, edges (in their source's colour by
+ * gradient norm), the logit lens's chips (chips.ts); hover, selection, culling, level of detail. */
 import { edgePath } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
-import { type CardLook, clusterCard, type FontKind, type NodeFill, nodeCard } from "./cards";
+import { type CardLook, clusterCard, type FontKind, type NodeFill, nodeCard, tintGroup } from "./cards";
+import { type Chip, drawChips } from "./chips";
 import { Listeners, s, syncChildren } from "./dom";
 import { figureLayers, type Thumb } from "./figure";
 import type { Transform } from "./zoom";
@@ -26,6 +28,7 @@ export class GraphView {
   private readonly busLayer = s("g", { class: "nfw-buses" }); // under the edges
   private readonly stubLayer = s("g", { class: "nfw-stubs" }); // the junctions' stubs, under the groups
   private readonly joinLayer = s("g", { class: "nfw-joins" }); // junctions, over the groups
+  private readonly chipLayer = s("g", { class: "nfw-chips" }); // the logit lens, over the nodes
   private readonly uid = `nfw${++instances}`;
   private readonly defs: SVGDefsElement;
   private scene: Scene | null = null;
@@ -34,9 +37,12 @@ export class GraphView {
   private edgesOf = new Map<string, SceneEdge[]>();
   private nodeByKey = new Map<string, SceneNode>();
   private fills: Map<string, NodeFill> | null = null;
+  private strokes: Map<string, string> | null = null; // edge key -> colour (by gradient norm)
+  private chips: ReadonlyMap<string, Chip> | null = null;
   private selected: string | null = null;
   private focused: string | null = null;
   private current: string | null = null; // the stage playback shows (data-current)
+  private backward = false; // playback walks the backward pass: the edges out of the current node carry its gradient
   private thumbOf: ((id: string) => Thumb | null | undefined) | null = null; // data on the graph
   private matches = new Set<string>();
   private viewport: [number, number, number, number] = [0, 0, 1e9, 1e9];
@@ -59,7 +65,8 @@ export class GraphView {
         flag: `700 11px ${fam}`,
         st: `600 14px ${fam}`,
         sa: `13px ${fam}`,
-      }; // a stack's header, its stepper
+        chip: `600 12.5px ${fam}`,
+      }; // a stack's header, its stepper, a chip
     }
     return this.fonts[kind];
   }
@@ -71,7 +78,7 @@ export class GraphView {
     this.svg = s("svg", { class: "nfw-svg nfw-graph", role: "img", "aria-label": "network flow graph" });
     const defs = s("defs");
     this.defs = defs;
-    for (const kind of ["flow", "skip", "merge", "order"]) {
+    for (const kind of ["flow", "skip", "merge", "order", "stroke"]) {
       const m = s("marker", {
         id: `${this.uid}-arrow-${kind}`,
         viewBox: "0 0 10 10",
@@ -82,7 +89,9 @@ export class GraphView {
         orient: "auto-start-reverse",
         markerUnits: "userSpaceOnUse",
       });
-      m.append(s("path", { d: "M0,1 L10,5 L0,9 z", class: `nfw-arrow-${kind}` }));
+      // "stroke": an edge coloured by its own stroke (context-stroke: the gradient's colour)
+      const fill = kind === "stroke" ? { fill: "context-stroke" } : { class: `nfw-arrow-${kind}` };
+      m.append(s("path", { d: "M0,1 L10,5 L0,9 z", ...fill }));
       defs.append(m);
     }
     this.world = s("g", { class: "nfw-world" });
@@ -92,6 +101,7 @@ export class GraphView {
     // Edges under the (nearly clear) group boxes: a route into a group passes under its
     // header, whose title has a halo and whose badge is opaque, instead of over them.
     this.world.append(this.busLayer, this.edgeLayer, this.stubLayer, this.clusterLayer, this.joinLayer, this.nodeLayer);
+    this.world.append(this.chipLayer); // the logit lens's chips, over everything
     this.svg.append(defs, this.world);
     const L = this.listeners;
     L.on(this.svg, "click", (e: MouseEvent) => this.click(e));
@@ -124,9 +134,10 @@ export class GraphView {
     else this.events.background();
   }
 
-  setScene(scene: Scene, fills: Map<string, NodeFill> | null) {
+  setScene(scene: Scene, fills: Map<string, NodeFill> | null, strokes: Map<string, string> | null = null) {
     this.scene = scene;
     this.fills = fills;
+    this.strokes = strokes;
     this.nodeByKey = new Map(scene.nodes.map((n) => [n.key, n]));
     this.edgesOf = new Map();
     for (const e of scene.edges)
@@ -140,17 +151,30 @@ export class GraphView {
     this.joinLayer.replaceChildren(...fig.joins);
     this.edgeLayer.replaceChildren();
     this.nodeLayer.replaceChildren();
+    this.chipLayer.replaceChildren();
     this.hover(null);
     this.cull();
     if (this.current !== null) this.setCurrent(this.current);
   }
 
-  setFills(fills: Map<string, NodeFill> | null) {
+  setFills(fills: Map<string, NodeFill> | null, strokes: Map<string, string> | null = this.strokes) {
     if (!this.scene) return;
     this.fills = fills;
     this.nodeEls.clear();
     this.nodeLayer.replaceChildren();
+    this.clusterLayer.replaceChildren(...this.scene.clusters.map((c) => this.clusterEl(c)));
+    if (strokes !== this.strokes) {
+      this.strokes = strokes;
+      this.edgeEls.clear();
+      this.edgeLayer.replaceChildren();
+    }
     this.cull();
+  }
+
+  /** The logit lens's chips by node or group key (null: none). */
+  setChips(chips: ReadonlyMap<string, Chip> | null) {
+    this.chips = chips;
+    this.chipLayer.replaceChildren(...(this.scene && chips ? drawChips(this.scene, chips, this.font("chip")) : []));
   }
 
   get nodes(): readonly SceneNode[] {
@@ -227,19 +251,24 @@ export class GraphView {
   }
 
   private edgeEl(e: SceneEdge): SVGPathElement {
-    return s("path", {
-      class: this.current !== null && this.feeds(e, this.current) ? "nfw-edge nfw-live" : "nfw-edge",
+    const stroke = this.strokes?.get(e.key);
+    const el = s("path", {
+      class: `nfw-edge${stroke ? " nfw-edge-stroked" : ""}${this.current !== null && this.live(e, this.current) ? " nfw-live" : ""}`,
       d: edgePath(e.points),
       "data-edge-kind": e.kind,
       "data-src": e.srcId,
       "data-dst": e.dstId,
       "data-key": e.key,
-      "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${e.kind})` : null,
+      "marker-end": e.to === e.dst ? `url(#${this.uid}-arrow-${stroke ? "stroke" : e.kind})` : null,
     });
+    if (stroke) el.style.stroke = stroke;
+    return el;
   }
 
   private clusterEl(c: SceneCluster): SVGGElement {
-    return clusterCard(c, (k) => this.font(k));
+    const g = clusterCard(c, (k) => this.font(k));
+    tintGroup(g, this.fills?.get(c.key));
+    return g;
   }
 
   private nodeEl(n: SceneNode): SVGGElement {
@@ -267,6 +296,7 @@ export class GraphView {
       scene.clusters.map((c) => this.clusterEl(c)),
       fig.joins,
       scene.nodes.map((n) => this.nodeEl(n)),
+      this.chips ? drawChips(scene, this.chips, this.font("chip")) : [],
     ];
     const drawing = s("g", { class: "nfw-world" }, ...layers.map((els) => s("g", {}, ...els)));
     return figure(scene, drawing, this.defs.cloneNode(true) as SVGDefsElement, this.uid);
@@ -324,11 +354,20 @@ export class GraphView {
     return this.current;
   }
 
+  /** Whether an edge is live while playback is at a node: it brings the node its data, or
+   * (backward) the gradient comes back to the node along it: an edge out of it. */
+  private live(e: SceneEdge, key: string): boolean {
+    return this.backward ? e.src === key : this.feeds(e, key);
+  }
+
   /**
-   * The node playback is at (null: none): it carries data-current, the edges bringing it
-   * data flow (nfw-live: into it, or into the junction whose stub feeds it), the rest dims.
+   * The node playback is at (null: none): it carries data-current, the live edges flow
+   * (nfw-live: into it, or into the junction whose stub feeds it; walking backwards, out of
+   * it), the rest dims.
    */
-  setCurrent(key: string | null) {
+  setCurrent(key: string | null, backward = this.backward) {
+    this.backward = backward;
+    this.svg.classList.toggle("nfw-backward", backward && key !== null);
     const old = this.current;
     if (old) {
       const el = this.nodeEls.get(old);
@@ -342,9 +381,9 @@ export class GraphView {
     const el = this.nodeEls.get(key);
     el?.classList.add("nfw-current");
     if (el) el.dataset.current = "";
-    for (const e of this.scene?.edges ?? []) if (this.feeds(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
+    for (const e of this.scene?.edges ?? []) if (this.live(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
     for (const stub of this.stubLayer.querySelectorAll<SVGElement>(".nfw-stub"))
-      if (stub.dataset.stub === key) stub.classList.add("nfw-live");
+      if (stub.dataset.stub === key && !backward) stub.classList.add("nfw-live");
   }
 
   setMatches(keys: Iterable<string>) {

@@ -7,6 +7,7 @@ const KEYS: [string, string][] = [
   ["↑ ↓", "move along the edges"],
   ["Enter", "open the focused stage in the inspector"],
   ["+  −", "expand the focused block, collapse the one around it"],
+  ["Shift + F10", "what if: switch the focused stage off, or some of its heads (also a right click)"],
   ["F", "fit the whole graph in view"],
   ["Ctrl + scroll", "zoom (or click the graph first)"],
   ["Esc", "close this help, stop playback, close the inspector, end the presentation"],

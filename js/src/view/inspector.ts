@@ -1,19 +1,25 @@
 /**
  * The side panel for one stage, or for a model input or output: what went wrong there (the
  * failure's message, NaN / Inf), its facts, how it differs in run B (inspector_facts.ts), its
- * views and attention (inspector_output.ts), statistics (inspector_summary.ts). This module
- * fetches (through a cache) and keeps the panel's state; its left edge drags to resize it.
+ * views and attention (inspector_output.ts), statistics (inspector_summary.ts); after a
+ * backward pass, the same of its gradient (inspector_modes.ts), with activation patching the
+ * heat map of a patched stage (patching_section.ts). This module fetches (through a cache)
+ * and keeps the panel's state; its left edge drags to resize it.
  */
 import { diffOf, onlyInA } from "../model/ends";
+import { runBCaption } from "../model/experiments";
 import { patchGrid } from "../model/patches";
 import { runFailureHeadline, type Problems } from "../model/problems";
 import type { AttentionData, RunName, StageReply, StageRequest, ViewData, WireCall, WireGraph } from "../wire";
 import { h, Listeners } from "./dom";
 import type { AttentionChoice } from "./attention_section";
 import { leadSections, NO_MARKS, type RunMarks, runMarks, type Target } from "./inspector_facts";
-import { ATTENTION, OutputSection } from "./inspector_output";
+import { ATTENTION, OutputSection, READOUT } from "./inspector_output";
+import { type Of, ofSwitch } from "./inspector_modes";
+import { patchingSection } from "./patching_section";
 import type { OkReply, PanelState } from "./panels";
 import { summarySection } from "./inspector_summary";
+import { describeError, hasGrad, patchedRow, plain, reads } from "./inspector_requests";
 import { Resizer } from "./resize";
 import { at } from "../wire_check";
 
@@ -35,7 +41,8 @@ export class Inspector {
   private request: StageRequest | null = null;
   private reply: StageReply | null = null;
   private others: { b: PanelState | null; diff: PanelState | null } = { b: null, diff: null };
-  private tab: string | null = null; // a view kind or "attention"
+  private tab: string | null = null; // a view kind, "attention" or "readout"
+  private of: Of = "output"; // the output, or (after a backward pass) its gradient
   private perTile = false;
   private attention: AttentionChoice = { mode: "map", scale: "auto" };
   private controller: AbortController | null = null;
@@ -79,9 +86,27 @@ export class Inspector {
     if (!this.el.hidden && this.target?.id === t.id) return;
     this.target = t;
     this.el.hidden = false;
-    this.tab = this.tab === ATTENTION ? ATTENTION : null; // going through the layers: their attention
+    this.tab = this.tab === ATTENTION || this.tab === READOUT ? this.tab : null; // going through the layers: theirs
     this.renderHead();
-    void this.load({ stage: t.id, view: null, channel: null, head: null, sample: null });
+    void this.load({ stage: t.id, view: null, channel: null, head: null, sample: null, ...this.asked(t.id) });
+  }
+
+  /** Show the output or, after a backward pass, its gradient (the switch; playback backwards). */
+  setOf(of: Of) {
+    if (of === this.of) return;
+    this.of = of;
+    if (!this.el.hidden && this.target && this.request)
+      void this.load({ ...this.request, ...this.asked(this.target.id) });
+  }
+
+  /** What a request asks of a stage besides its view: its gradient, its readout (that tab). */
+  private asked(stage: string): Pick<StageRequest, "of" | "readout" | "position"> {
+    const grad = this.of === "grad" && this.offersGrad(stage);
+    return {
+      of: grad ? "grad" : null,
+      readout: !grad && this.tab === READOUT && reads(this.graph, stage) ? 5 : null,
+      position: null,
+    };
   }
 
   /** The same stage, its data asked for again (a new run of the same model). */
@@ -109,6 +134,12 @@ export class Inspector {
         ? [t.call.module + (t.call.call > 0 ? ` #${t.call.call}` : ""), t.call.type]
         : [t.id, `model ${t.kind}${t.end.reading ? ` · read as ${t.end.reading}` : ""}`];
     this.head.replaceChildren(h("div", { class: "nfw-ins-title" }, h("b", {}, name), h("span", {}, what)), close);
+  }
+
+  /** Whether the stage's gradient can be shown: it has one, and it can be asked for (an offline page: baked). */
+  private offersGrad(stage: string): boolean {
+    const req: StageRequest = { stage, view: null, channel: null, head: null, sample: null, of: "grad" };
+    return hasGrad(this.graph, stage) && this.available(req);
   }
 
   private available(req: StageRequest): boolean {
@@ -151,7 +182,7 @@ export class Inspector {
   /** Whether this target is compared with run B (a comparison, and it ran in both). */
   private compared(): boolean {
     const g = this.graph;
-    return !!g?.comparison && !!this.target && !onlyInA(g, this.target.id);
+    return !!g?.comparison && !!this.target && !onlyInA(g, this.target.id) && this.request?.of !== "grad";
   }
 
   /** Run B's reply and A − B, at run A's view, channels and page. */
@@ -239,8 +270,14 @@ export class Inspector {
       (t) => t === reply.view?.kind || this.available(plain({ ...here, view: t, channel: null, page: null })),
     );
     if (reply.attention.length) tabs.push(ATTENTION);
+    const lens = { ...plain(here), view: null, readout: 5, position: null };
+    if (reply.of === "output" && reads(this.graph, reply.stage) && this.available(lens)) tabs.push(READOUT);
     if (!this.tab || !tabs.includes(this.tab)) this.tab = reply.view?.kind ?? tabs[0] ?? null;
     const parts: HTMLElement[] = this.leadSections();
+    const patched = patchedRow(this.graph, reply.stage);
+    const patchDraws: (() => void)[] = [];
+    if (patched) parts.push(patchingSection(patched.map, patched.row, reply.tokens, this.width(), patchDraws));
+    if (this.offersGrad(reply.stage)) parts.push(ofSwitch(reply.of, (of) => this.setOf(of)));
     // The stage that raised has its message above already; the reply's error repeats it.
     const raised = this.run.failure !== null && this.run.failed.has(reply.stage);
     if (reply.error && !(raised && this.run.failure!.includes(reply.error)))
@@ -276,6 +313,7 @@ export class Inspector {
         attentionRows: () => this.attentionRows(),
         openAttention: (stage, head) => this.openAttention(stage, head),
         patches: (keys) => (this.graph ? patchGrid(this.graph, keys) : null),
+        runB: runBCaption(this.graph),
         inputImage: (input) => this.inputImage(input),
       });
       parts.push(output.el);
@@ -283,10 +321,11 @@ export class Inspector {
     const hists: (() => void)[] = [];
     for (const [i, s] of reply.summaries.entries()) {
       const index = reply.summaries.length > 1 ? i : -1;
-      parts.push(summarySection(s, index, this.others.b !== null, () => this.width(), hists));
+      parts.push(summarySection(s, index, this.others.b !== null, () => this.width(), hists, reply.of));
     }
     this.body.replaceChildren(...parts);
     output?.draw();
+    for (const f of patchDraws) f();
     for (const f of hists) f();
     this.body.scrollTop = scroll;
   }
@@ -336,8 +375,10 @@ export class Inspector {
     if (tab === this.tab) return;
     this.tab = tab;
     const reply = this.reply;
+    if (tab === READOUT)
+      return reply?.ok && reply.readout ? this.show(reply) : this.reload({ readout: 5, position: null });
     if (tab === ATTENTION || (reply?.ok && reply.view?.kind === tab)) return reply && this.show(reply);
-    this.reload({ view: tab, channel: null, page: null });
+    this.reload({ view: tab, channel: null, page: null, readout: null });
   }
 
   private reload(change: Partial<StageRequest>) {
@@ -356,24 +397,4 @@ export class Inspector {
     this.resizer.dispose();
     this.listeners.dispose();
   }
-}
-
-/** A request without the optional fields it leaves at their defaults (page, channels, run A). */
-function plain(req: StageRequest): StageRequest {
-  const { page, channels, run, window, ...rest } = req;
-  return {
-    ...rest,
-    ...(page ? { page } : {}),
-    ...(channels ? { channels } : {}),
-    ...(window ? { window } : {}),
-    ...(run && run !== "a" ? { run } : {}),
-  };
-}
-
-function describeError(err: unknown): string {
-  const e = err as { name?: string; message?: string } | null;
-  if (e?.name === "TimeoutError")
-    return "The kernel did not answer within 10 s. Is it busy, or was it restarted? Re-run the cell that shows the widget, then retry.";
-  if (e?.name === "AbortError") return "The request was cancelled.";
-  return `Could not load this stage: ${e?.message ?? String(err)}`;
 }

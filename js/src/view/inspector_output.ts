@@ -3,7 +3,8 @@
  * channel grid, the colour scale), and the view drawn in its form (a channel grid, a token
  * map with its rows labelled, a strip, an image, a class map with its legend, bars of class
  * probabilities, token chips), once for this run, or, comparing two runs, as A | B | A − B
- * (A and B on one colour range, A − B on a diverging one). The inspector (inspector.ts)
+ * (A and B on one colour range, A − B on a diverging one); of the gradient after a backward
+ * pass; the readout tab (the logit lens, readout_section.ts). The inspector (inspector.ts)
  * fetches; this module only builds and draws.
  */
 import type { StageRequest, Summary, ViewData } from "../wire";
@@ -14,8 +15,11 @@ import { note, panel, stateInto } from "./panels";
 import { colorBar, drawView, tileAt, type TileGeometry } from "./plots";
 import { barChart, classLegend, idChips } from "./plots_ends";
 import { drawStrip, drawTokenMap } from "./plots_tokens";
+import { readoutTable } from "./readout_section";
 
 export const ATTENTION = "attention";
+/** The logit lens's tab (a stage with a readout). */
+export const READOUT = "readout";
 
 export interface OutputContext extends AttentionContext {
   tab: string | null;
@@ -24,6 +28,7 @@ export interface OutputContext extends AttentionContext {
   perTile: boolean;
   pickTab: (tab: string) => void;
   setPerTile: (on: boolean) => void;
+  runB?: string; // run B's panels' caption ("B · h.1 switched off (zero)"; model/experiments.ts)
 }
 
 /** How a view is drawn. */
@@ -88,9 +93,25 @@ export class OutputSection {
       bar.append(b);
     }
     const controls = h("div", { class: "nfw-controls" });
-    this.el = h("section", { class: "nfw-section" }, heading("Output"), bar, controls);
+    const grad = ctx.reply.of === "grad";
+    this.el = h(
+      "section",
+      { class: "nfw-section", "data-of": ctx.reply.of },
+      heading(grad ? "Gradient of the loss with respect to the output" : "Output"),
+      bar,
+      controls,
+    );
     if (ctx.tab === ATTENTION) {
       attentionOutput(this.el, controls, ctx, this.draws);
+      return;
+    }
+    if (ctx.tab === READOUT) {
+      const r = ctx.reply.readout;
+      this.el.append(
+        r
+          ? readoutTable(r, ctx.reply.tokens, ctx.reply.stage)
+          : h("div", { class: "nfw-note" }, "Loading the readout …"),
+      );
       return;
     }
     const view = ctx.reply.view;
@@ -104,6 +125,8 @@ export class OutputSection {
 
   /** Draw the canvases (once the section is in the page: fonts and colours come from its CSS). */
   draw() {
+    for (const cap of this.el.querySelectorAll('.nfw-panel[data-run="b"] > .nfw-panel-cap'))
+      cap.textContent = this.ctx.runB ?? cap.textContent;
     for (const f of this.draws.splice(0)) f();
   }
 

@@ -1,6 +1,7 @@
-/** The inspector's Statistics section of one output: its shape, statistics in words
- * (inspector_stats.ts), a note on NaN / Inf, its error, its histogram. */
-import { formatShape } from "../model/format";
+/** The inspector's Statistics section of one output (or of its gradient: with its exact L2
+ * norm): its shape, statistics in words (inspector_stats.ts), a note on NaN / Inf, its error,
+ * its histogram. */
+import { formatNumber, formatShape } from "../model/format";
 import type { Summary } from "../wire";
 import { h, heading } from "./dom";
 import { emptyNote, nonfiniteNote, statRows } from "./inspector_stats";
@@ -13,14 +14,17 @@ export function summarySection(
   compared: boolean,
   width: () => number,
   draws: (() => void)[],
+  of: "output" | "grad" = "output",
 ): HTMLElement {
-  const title = `Statistics${compared ? " · run A" : ""}${index >= 0 ? ` · output ${s.leaf ?? index}` : ""}`;
+  const what = of === "grad" ? "Gradient statistics" : "Statistics";
+  const title = `${what}${compared ? " · run A" : ""}${index >= 0 ? ` · ${of === "grad" ? "of output" : "output"} ${s.leaf ?? index}` : ""}`;
   const sec = h("section", { class: "nfw-section" }, heading(title));
   const table = h("div", { class: "nfw-stats", role: "list", "aria-label": "statistics" });
   const row = (k: string, v: string) =>
     table.append(h("div", { class: "nfw-stat-k", role: "listitem" }, k), h("div", { class: "nfw-stat-v" }, v));
   row("shape", `${formatShape(s.shape)}  ${s.dtype}${s.device ? ` · ${s.device}` : ""}`);
   if (s.shard) row("sharded", s.shard); // a DTensor: the whole tensor, or this rank's shard
+  if (s.norm !== null) row("L2 norm", formatNumber(s.norm));
   for (const [k, v] of statRows(s)) row(k, v);
   if (s.numel !== null) row("elements", s.numel.toLocaleString("en-US"));
   if (s.sampled !== null) row("sampled", `${s.sampled.toLocaleString("en-US")} elements`);

@@ -4,6 +4,7 @@
  * chart, largest first (A − B: signed bars about a centre line); token ids as a row of
  * token chips; the legend of a segmentation's classes.
  */
+import { visible } from "../model/format";
 import type { ViewData } from "../wire";
 import { categoricalColor, cssColor } from "./colormap";
 import { h } from "./dom";
@@ -15,10 +16,7 @@ export function splitLabel(label: string): [string, string] {
   return at < 0 ? [label, ""] : [label.slice(0, at), label.slice(at + 2)];
 }
 
-/** Spaces made visible (a token's leading space matters). */
-export function visible(token: string): string {
-  return token.replace(/^ +| +$/g, (m) => "␣".repeat(m.length)).replace(/\n/g, "↵");
-}
+export { visible }; // (model/format.ts: the one rule, which the logit lens shares)
 
 const value = (v: ViewData, i: number) => v.vmin + ((v.vmax - v.vmin) * at(v.pixels, i)) / 255;
 

@@ -10,8 +10,15 @@
  * the comparison's tolerance; a fold shows its largest); a stage equal within the tolerance
  * is "same", pale and off the ramp (an identical stage and one at 0.086 never share a
  * colour), a stage where a run raised has the raised colour, stages of one run only a grey
- * of their own. DOM-free.
+ * of their own. After a backward pass, "grad" colours each stage by the norm of the
+ * gradient of the loss with respect to its output (the same robust log scale; a fold: the
+ * geometric mean of its members'; NaN/Inf in the NaN colour; a stage no gradient reached in a
+ * grey of its own), and each edge by its source's: the gradient flowing back along it. With
+ * activation patching, "patching" colours each patched stage by the share of the gap between
+ * the corrupted and the clean run that restoring it closes, on a fixed linear scale 0 to 1.
+ * DOM-free.
  */
+import { gradientNonfinite, gradientOf } from "../model/gradients";
 import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
 import type { Scene, SceneNode } from "../scene/types";
@@ -20,7 +27,7 @@ import type { NodeFill } from "./cards";
 import { at } from "../wire_check";
 
 /** What the nodes are coloured by: their module type, a statistic of their output, or how it differs in run B. */
-export type ColorMode = "type" | "mean_abs" | "std" | "divergence";
+export type ColorMode = "type" | "mean_abs" | "std" | "divergence" | "grad" | "patching";
 
 /** The scale of a colouring: ramp ends (values), whether values fell outside them, NaN/Inf seen. */
 export interface StatScale {
@@ -36,6 +43,7 @@ export interface StatScale {
   same?: boolean; // divergence: some drawn stages are equal within rtol (SAME_FILL)
   raised?: boolean; // divergence: in some drawn stages a run raised (RAISED_FILL)
   unramped?: boolean; // divergence: no drawn stage differs: the ramp is not shown
+  none?: boolean; // grad: some drawn stages got no gradient (NO_GRAD_FILL)
 }
 
 /** How a node compares between runs A and B, for its fill. */
@@ -47,7 +55,7 @@ export type Divergence =
   | { kind: "same" }; // every call it shows with data is equal within the tolerance
 
 /** A node's calls: a fold's members, else the node's own call. */
-function callsOf(view: ViewGraph, n: SceneNode): number[] {
+export function callsOf(view: ViewGraph, n: SceneNode): number[] {
   return n.kind === "fold" ? (view.byKey.get(n.key)?.run?.members ?? [n.call]) : [n.call];
 }
 
@@ -72,6 +80,8 @@ export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: Colo
     const d = divergenceOf(tree, view, n);
     return d?.kind === "differs" ? d.relL2 : null;
   }
+  if (mode === "grad") return gradientOf(tree.graph, callsOf(view, n));
+  if (mode === "patching") return patchedShare(tree, view, n);
   const col = mode === "std" ? 1 : 0;
   const vals = callsOf(view, n)
     .map((m) => tree.graph.stats[m]?.[col])
@@ -79,9 +89,23 @@ export function statOf(tree: CallTree, view: ViewGraph, n: SceneNode, mode: Colo
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : null;
 }
 
-/** Whether a node shows a call whose output held NaN / Inf (its statistic is of the finite rest). */
-function isNonfinite(view: ViewGraph, n: SceneNode, nonfinite: ReadonlySet<number>): boolean {
-  return n.call >= 0 && callsOf(view, n).some((c) => nonfinite.has(c));
+/** A patched node's share of the gap restored (a fold: the mean of its patched members'). */
+function patchedShare(tree: CallTree, view: ViewGraph, n: SceneNode): number | null {
+  const p = tree.graph.patching;
+  if (!p) return null;
+  const shares = callsOf(view, n)
+    .map((c) => p.whole[p.stages.indexOf(c)])
+    .filter((v): v is number => typeof v === "number");
+  return shares.length ? shares.reduce((a, b) => a + b, 0) / shares.length : null;
+}
+
+/** Whether a node shows a call whose output (by "grad": whose gradient) held NaN / Inf (its
+ * statistic is of the finite rest). */
+function isNonfinite(tree: CallTree, view: ViewGraph, n: SceneNode, mode: ColorMode): boolean {
+  if (n.call < 0) return false;
+  if (mode === "grad") return gradientNonfinite(tree.graph, callsOf(view, n));
+  if (mode === "patching") return false;
+  return callsOf(view, n).some((c) => tree.graph.nonfinite.includes(c));
 }
 
 /** The q-quantile (0..1) of sorted values, linear between neighbours. */
@@ -153,6 +177,8 @@ export const ONLY_A_FILL: NodeFill = { fill: "rgb(209, 213, 219)", ink: "#111827
 export const SAME_FILL: NodeFill = { fill: "rgb(226, 238, 232)", ink: "#374151" };
 /** The fill of a stage where a run's forward raised (coloured by divergence): the raised colour (--nfw-raised). */
 export const RAISED_FILL: NodeFill = { fill: "rgb(127, 29, 29)", ink: "#f9fafb" };
+/** The fill of a stage no gradient reached (coloured by gradient norm): off the ramp. */
+export const NO_GRAD_FILL: NodeFill = { fill: "rgb(229, 231, 235)", ink: "#4b5563" };
 
 const OFF_RAMP: Record<Exclude<Divergence["kind"], "differs">, NodeFill> = {
   raised: RAISED_FILL,
@@ -165,18 +191,46 @@ const OFF_RAMP: Record<Exclude<Divergence["kind"], "differs">, NodeFill> = {
 export function statRange(tree: CallTree, view: ViewGraph, scene: Scene, mode: ColorMode): StatScale | null {
   if (mode === "type") return null;
   if (mode === "divergence") return divergenceRange(tree, view, scene);
-  const nonfinite = new Set(tree.graph.nonfinite);
   const values: number[] = [];
   let bad = false;
-  for (const n of scene.nodes) {
-    if (isNonfinite(view, n, nonfinite)) {
+  let none = false;
+  for (const n of drawn(scene, mode)) {
+    if (isNonfinite(tree, view, n, mode)) {
       bad = true;
       continue;
     }
     const v = statOf(tree, view, n, mode);
     if (v !== null) values.push(v);
+    else if (mode === "grad" && n.call >= 0) none = true;
   }
-  return statScale(mode, values, bad);
+  if (mode === "patching") return patchingScale(values);
+  const scale = statScale(mode, values, bad);
+  return scale && none ? { ...scale, none } : scale;
+}
+
+/** What a mode colours: the nodes; by gradient norm and by patching also the open blocks
+ * (a stack: the member it shows), which those colourings are often about (a transformer's
+ * blocks). */
+function drawn(scene: Scene, mode: ColorMode): SceneNode[] {
+  if (mode !== "grad" && mode !== "patching") return scene.nodes;
+  const groups = scene.clusters.filter((c) => c.kind !== "run" && c.call >= 0);
+  return [...scene.nodes, ...groups.map((c) => ({ key: c.key, call: c.call, kind: "stage" }) as SceneNode)];
+}
+
+/** Patching's scale: 0 (restoring the stage restores nothing) to 1 (all of the gap), linear,
+ * the same for every view so that colours compare; values beyond it clipped. */
+function patchingScale(values: number[]): StatScale | null {
+  if (!values.length) return null;
+  const eps = 1e-9;
+  return {
+    mode: "patching",
+    lo: 0,
+    hi: 1,
+    log: false,
+    clippedLo: values.some((v) => v < -eps),
+    clippedHi: values.some((v) => v > 1 + eps),
+    nonfinite: false,
+  };
 }
 
 /** By divergence: the ramp over the stages that differ (all above rtol), and which off-ramp fills are drawn. */
@@ -222,20 +276,43 @@ export function statFills(
 ): Map<string, NodeFill> | null {
   const scale = statRange(tree, view, scene, mode);
   if (!scale) return null;
-  const nonfinite = new Set(tree.graph.nonfinite);
   const out = new Map<string, NodeFill>();
-  for (const n of scene.nodes) {
+  for (const n of drawn(scene, mode)) {
     if (mode === "divergence") {
       const d = divergenceOf(tree, view, n);
       if (d) out.set(n.key, d.kind === "differs" ? fillOf(viridis(rampPosition(scale, d.relL2))) : OFF_RAMP[d.kind]);
       continue;
     }
-    if (isNonfinite(view, n, nonfinite)) {
+    if (isNonfinite(tree, view, n, mode)) {
       out.set(n.key, NONFINITE_FILL);
       continue;
     }
     const v = statOf(tree, view, n, mode);
     if (v !== null) out.set(n.key, fillOf(viridis(rampPosition(scale, v))));
+    else if (mode === "grad" && n.call >= 0) out.set(n.key, NO_GRAD_FILL);
+  }
+  return out;
+}
+
+/** A fill as a line's colour: a light one (viridis' top end) darkened to read on a light page. */
+function lineInk(f: NodeFill): string {
+  const [r = 0, g = 0, b = 0] = (f.fill.match(/\d+/g) ?? []).map(Number);
+  const k = 0.299 * r + 0.587 * g + 0.114 * b > 150 ? 0.72 : 1;
+  return `rgb(${Math.round(r * k)}, ${Math.round(g * k)}, ${Math.round(b * k)})`;
+}
+
+/** By gradient norm: each edge in its source's colour (the gradient flowing back along it);
+ * edges from a node with no fill of the ramp (a model input) keep theirs. Null in other modes. */
+export function edgeStrokes(
+  scene: Scene,
+  fills: ReadonlyMap<string, NodeFill> | null,
+  mode: ColorMode,
+): Map<string, string> | null {
+  if (mode !== "grad" || !fills) return null;
+  const out = new Map<string, string>();
+  for (const e of scene.edges) {
+    const f = fills.get(e.src);
+    if (f && f !== NO_GRAD_FILL) out.set(e.key, lineInk(f));
   }
   return out;
 }

@@ -10,6 +10,7 @@
  * elements that hosts style heavily (no dl, table or h1..h6: plain divs with grid rules).
  */
 
+import { EXPERIMENT_CSS, EXPERIMENT_GRAPH_CSS } from "./styles_experiments";
 import { INSPECTOR_CSS } from "./styles_inspector";
 
 /** Names of the theme variables; the SVG export resolves them to colours. */
@@ -110,8 +111,7 @@ export const GRAPH_CSS = `
 .nfw-lod-mid .nfw-t2, .nfw-lod-mid .nfw-num, .nfw-lod-mid .nfw-ct2 { display: none; }
 .nfw-lod-low text, .nfw-lod-low [data-action] { display: none; }
 .nfw-lod-low .nfw-node .nfw-card { fill: var(--nfw-type, var(--nfw-bg2)); }
-
-`;
+${EXPERIMENT_GRAPH_CSS}`;
 
 /** Prefix each selector of plain CSS rules with a scope; @-blocks (keyframes) stay as they are. */
 export function scopeCss(css: string, scope: string): string {
@@ -394,4 +394,5 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
 
 `;
 
-export const CSS = ROOT_CSS + RESET_CSS + scopeCss(GRAPH_CSS + WIDGET_CSS + INSPECTOR_CSS, ".nfw-root");
+export const CSS =
+  ROOT_CSS + RESET_CSS + scopeCss(GRAPH_CSS + WIDGET_CSS + INSPECTOR_CSS + EXPERIMENT_CSS, ".nfw-root");
