@@ -312,13 +312,17 @@ def write_html(
     title: str | None = None,
     flow_b: Any = None,
     comparison: dict[str, Any] | None = None,
+    intervention: dict[str, Any] | None = None,
+    patching: dict[str, Any] | None = None,
 ) -> pathlib.Path:
     """Write the page, at most ``budget_bytes`` of it where the graph and the front end
     leave room for stage data (in :func:`page_order`; a stage beyond it carries a reply that
     says so and the budget that would keep it, and the graph's notes count them); returns
     its path. With ``comparison`` (:func:`wire.encode_comparison`) and run B's ``flow_b``,
     half of that room goes to run A's replies and half to run B's and A - B
-    (:func:`bake_comparison`)."""
+    (:func:`bake_comparison`); ``intervention`` names run B (the widget's traitlet), and
+    ``patching`` (:func:`wire.encode_patching`) colours the patched stages and gives their
+    heat map, as in the widget."""
     path = pathlib.Path(path)
     title = title or f"{flow.model} — neural_flow_widget"
     graph = wire.encode_graph(flow)
@@ -327,6 +331,7 @@ def write_html(
     fixed += len(bundle.encode("utf-8"))
     compared = comparison is not None and flow_b is not None
     fixed += len(_script_json(comparison)) if compared else 0
+    fixed += len(_script_json([intervention, patching]))
     room = max(0, budget_bytes - fixed)
     blob = Blob()
     words = _left_out_words(budget_bytes, _LONGEST)
@@ -352,6 +357,9 @@ def write_html(
         extra = bake_comparison(
             flow, flow_b, comparison or {}, replies, blob, room - spent, tokens, vocab
         )
+    if patching is not None or (compared and intervention is not None):
+        extra = {**(extra or {"comparison": None}), "patching": patching}
+        extra["intervention"] = intervention if compared else None
     page = _PAGE.format(
         title=html.escape(title),
         graph=_script_json(graph),
@@ -396,8 +404,9 @@ _PAGE = """<!doctype html>
     {{ msg: r.msg, buffers: r.buffers.map(([at, n]) => new DataView(bytes.buffer, at, n)) }}]));
   const replies = slices(JSON.parse(text("nfw-replies")));
   const compare = JSON.parse(text("nfw-compare"));
-  const runs = compare && {{ comparison: compare.comparison,
-    runs: {{ b: slices(compare.b), diff: slices(compare.diff) }} }};
+  const runs = compare && {{ comparison: compare.comparison, intervention: compare.intervention,
+    patching: compare.patching,
+    runs: compare.b && {{ b: slices(compare.b), diff: slices(compare.diff) }} }};
   const source = text("nfw-bundle");
   const url = URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }}));
   const mod = await import(url);

@@ -322,7 +322,9 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
         """Write a self-contained, offline HTML page of this graph, with each stage's default
         view baked in (within ``budget_bytes`` in all). With a comparison (:meth:`compare`)
         the page carries it too: the divergence colouring, and run B's view and A - B of as
-        many stages as the budget allows (half of it goes to run A)."""
+        many stages as the budget allows (half of it goes to run A), run B named when it is
+        an intervention (:meth:`intervene`); with activation patching (:meth:`patch`) the
+        patched stages' colours and heat map."""
         return _export.write_html(
             self.flow,
             path,
@@ -333,6 +335,8 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
             title=title,
             flow_b=self.flow_b if self.comparison is not None else None,
             comparison=self.comparison,
+            intervention=self.intervention,
+            patching=self.patching,
         )
 
     def save_svg(self, path: str | pathlib.Path) -> None:

@@ -139,3 +139,14 @@ def test_an_offline_page_says_why_it_has_no_interventions(browser, tmp_path):
     shoot(page, "intervene_offline_1280x720")
     context.close()
     assert errors == []
+
+
+def test_an_exported_intervention_names_run_b(browser, tmp_path):
+    widget = _widget()
+    widget.intervene("transformer.h.0.attn", "zero")
+    context, page, errors = open_offline(browser, widget.to_html(tmp_path / "b.html"), 1280, 720)
+    text = page.locator('[data-banner="diverges"]').text_content()
+    assert "Run B: transformer.h.0.attn switched off (zero)" in text, text
+    assert page.locator("[data-end-comparison]").count() == 0  # no kernel to drop run B
+    context.close()
+    assert errors == []

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import grad_models
-from live import open_live, push, settle, shoot, state
+from live import open_live, open_offline, push, settle, shoot, state
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VIRIDIS = json.loads((ROOT / "neural_flow_widget/capture/colormaps.json").read_text())["viridis"]
@@ -161,7 +161,9 @@ def test_playback_forms_the_prediction_block_by_block_and_the_readout_tab(browse
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
-def test_patching_colours_the_graph_and_its_heat_map_by_pythons_shares(browser, width, height):
+def test_patching_colours_the_graph_and_its_heat_map_by_pythons_shares(
+    browser, width, height, tmp_path
+):
     import torch
 
     widget, model, inputs, _ = _widget()
@@ -204,5 +206,18 @@ def test_patching_colours_the_graph_and_its_heat_map_by_pythons_shares(browser, 
             got = page.evaluate(CELL, [r, c, TOKENS])
             assert _near(got, float(restored[r, c])), (stages[r], c, got, float(restored[r, c]))
     shoot(page, f"patching_{width}x{height}", pointer_away=True)
+    context.close()
+    assert errors == []
+    if width != 1280:
+        return
+    # an exported page carries the patching: the same colours, the same heat map, offline
+    context, page, errors = open_offline(browser, widget.to_html(tmp_path / "p.html"), 1280, 720)
+    assert page.locator(".nfw-toolbar select").input_value() == "patching"
+    assert page.evaluate(FILLS) == fills
+    page.locator(".nfw-node[data-stage-id='transformer.h.0.attn']").click()
+    page.wait_for_selector('canvas[data-view-kind="patching"]')
+    settle(page)
+    for r, c in ((0, 3), (len(stages) - 1, TOKENS - 1)):
+        assert _near(page.evaluate(CELL, [r, c, TOKENS]), float(restored[r, c]))
     context.close()
     assert errors == []
