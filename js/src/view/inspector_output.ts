@@ -125,8 +125,8 @@ export class OutputSection {
 
   /** Draw the canvases (once the section is in the page: fonts and colours come from its CSS). */
   draw() {
-    for (const cap of this.el.querySelectorAll('.nfw-panel[data-run="b"] > .nfw-panel-cap'))
-      cap.textContent = this.ctx.runB ?? cap.textContent;
+    for (const cap of this.el.querySelectorAll<HTMLElement>('.nfw-panel[data-run="b"] > .nfw-panel-cap'))
+      cap.textContent = cap.title = this.ctx.runB ?? cap.textContent ?? "";
     for (const f of this.draws.splice(0)) f();
   }
 
@@ -202,8 +202,10 @@ export class OutputSection {
         ? unionRange(rangeOf(view), rangeOf(bView!))
         : undefined;
     const side = compared && form === "map" && (ctx.width - 16) / 3 >= 150;
+    // bars (the next token, class probabilities): A | B side by side where both fit, A − B under
+    const pair = compared && form === "bars" && (ctx.width - 8) / 2 >= 170;
     const width = side ? Math.floor((ctx.width - 16) / 3) : ctx.width;
-    const panels = h("div", { class: `nfw-panels${side ? " nfw-panels-row" : ""}` });
+    const panels = h("div", { class: `nfw-panels${side ? " nfw-panels-row" : pair ? " nfw-panels-pair" : ""}` });
     this.el.append(panels);
     const a = this.viewInto(view, width, shared, false, ctx.reply.tokens);
     panels.append(compared ? panel("a", a) : a);

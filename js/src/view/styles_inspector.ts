@@ -37,6 +37,10 @@ export const INSPECTOR_CSS = `
 .nfw-panels { display: flex; flex-direction: column; gap: 8px; margin: 4px 0 0; }
 .nfw-panels-row { flex-direction: row; gap: 8px; }
 .nfw-panels-row > .nfw-panel { flex: 1 1 0; min-width: 0; }
+.nfw-panels-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 8px 18px; }
+.nfw-panels-pair > .nfw-panel { min-width: 0; }
+.nfw-panels-pair > .nfw-panel > .nfw-panel-cap { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-panels-pair > .nfw-panel[data-run="diff"] { grid-column: 1 / -1; }
 .nfw-panel { display: block; }
 .nfw-panel-cap { display: block; margin: 2px 0 0; font-size: 11px; font-weight: 600; color: var(--nfw-fg1); }
 .nfw-panel[data-run="diff"] .nfw-panel-cap { color: var(--nfw-diverges); }
