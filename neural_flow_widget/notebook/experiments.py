@@ -16,6 +16,7 @@ from .. import wire
 from ..compare import Comparison
 from ..patching import Patching, patch
 from ..tracing.interventions import Heads, heads
+from ..tracing.ranks import alone
 
 if TYPE_CHECKING:
     from ..graph import Flow
@@ -36,6 +37,26 @@ class Experiments:
         def _compare(
             self, run_b: Any, model: Any, rtol: float, *, stacklevel: int, replace: Any = None
         ) -> Comparison: ...
+        def send(self, content: dict[str, Any], buffers: Any = None) -> None: ...
+        def end_comparison(self) -> None: ...
+
+    def _experiment_message(self, content: dict[str, Any]) -> bool:
+        """The view's own asks: ``intervene`` (its context menu on a node; answered
+        ``intervened``, never on one rank of several) and ``end_comparison`` (its button);
+        False for any other message."""
+        if content.get("type") == "end_comparison":
+            self.end_comparison()
+            return True
+        if content.get("type") != "intervene":
+            return False
+        try:
+            if (why := alone()) is not None:
+                raise RuntimeError(why)
+            self.intervene(str(content.get("stage")), spec_of_message(content.get("spec")))
+            self.send({"type": "intervened", "ok": True})
+        except Exception as error:  # said in the view, never a kernel traceback
+            self.send({"type": "intervened", "ok": False, "error": f"{error}"})
+        return True
 
     def intervene(self, stage_id: str, spec: Any = "zero", *, rtol: float = 1e-3) -> Comparison:
         """Run the model again on the same inputs with ``stage_id``'s output replaced

@@ -26,10 +26,9 @@ from ..compare import Comparison
 from ..compare import compare as compare_runs
 from ..graph import Flow, TraceError
 from ..run import attention_window, trace
-from ..tracing.ranks import alone
 from . import export as _export
 from . import replies
-from .experiments import Experiments, spec_of_message
+from .experiments import Experiments
 
 #: the front end, bundled into the package (``js/`` -> ``static/widget.js``)
 BUNDLE = pathlib.Path(__file__).parent.parent / "static" / "widget.js"
@@ -322,9 +321,8 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
         """Write a self-contained, offline HTML page of this graph, with each stage's default
         view baked in (within ``budget_bytes`` in all). With a comparison (:meth:`compare`)
         the page carries it too: the divergence colouring, and run B's view and A - B of as
-        many stages as the budget allows (half of it goes to run A), run B named when it is
-        an intervention (:meth:`intervene`); with activation patching (:meth:`patch`) the
-        patched stages' colours and heat map."""
+        many stages as the budget allows (half of it goes to run A), named by its intervention;
+        with activation patching (:meth:`patch`), the patched stages' colours and heat map."""
         return _export.write_html(
             self.flow,
             path,
@@ -362,17 +360,7 @@ class NeuralFlowWidget(Experiments, anywidget.AnyWidget):
         if isinstance(content, dict) and content.get("type") == "stage":
             self.send(*self._stage_message(content))
             return
-        if isinstance(content, dict) and content.get("type") == "intervene":
-            try:  # (the view's context menu on a node; never on one rank of several)
-                if (why := alone()) is not None:
-                    raise RuntimeError(why)
-                self.intervene(str(content.get("stage")), spec_of_message(content.get("spec")))
-                self.send({"type": "intervened", "ok": True})
-            except Exception as error:  # said in the view, never a kernel traceback
-                self.send({"type": "intervened", "ok": False, "error": f"{error}"})
-            return
-        if isinstance(content, dict) and content.get("type") == "end_comparison":
-            self.end_comparison()  # (the view's "End comparison" button)
+        if isinstance(content, dict) and self._experiment_message(content):
             return
         if not isinstance(content, dict) or content.get("type") != "export":
             return
