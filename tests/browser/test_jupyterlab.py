@@ -216,6 +216,7 @@ def test_a_lecture_slider_retraces_and_the_vit_attention_shows_on_the_image_in_j
         first = page.locator(".nfw-attention-image").inner_text()
         # as a lecturer shows it: the file browser closed, the view scrolled to the images
         page.locator(".jp-SideBar .lm-TabBar-tab.lm-mod-current").first.click()
+        settle(page)  # (the wider canvas redraws the inspector: its views are new elements)
         page.locator(".nfw-attention-image").scroll_into_view_if_needed()
         page.mouse.move(5, 5)
         settle(page)
