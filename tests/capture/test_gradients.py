@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import zoo
+from grad_models import NanChain
 from torch import nn
 
 import neural_flow_widget as nfw
@@ -133,35 +134,8 @@ def test_gradient_norms_of_gpt2_and_bert_from_configs_equal_torch_autograd():
     assert_norms_match(flow, retained_norms(bert, (), loss, kwargs=inputs), rtol=1e-4)
 
 
-class _NanBackward(torch.autograd.Function):
-    """The identity, whose backward makes NaN."""
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * float("nan")
-
-
-class Poisoned(nn.Module):
-    def forward(self, x):
-        return _NanBackward.apply(x)
-
-
-class Chain(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a, self.b, self.c = nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 2)
-        self.poison = Poisoned()
-
-    def forward(self, x):
-        return self.c(self.poison(self.b(self.a(x))))
-
-
 def test_a_nan_made_in_one_stage_backward_is_found_where_it_entered():
-    flow = nfw.trace(zoo.seeded(Chain), torch.randn(3, 4), loss=lambda out: out.sum())
+    flow = nfw.trace(zoo.seeded(NanChain), torch.randn(3, 4), loss=lambda out: out.sum())
     # d loss / d (poison's output) is finite; its backward makes NaN, so the first stage
     # whose gradient holds NaN is the one feeding it, and the ones before follow
     assert flow.nonfinite_grad[:3] == ("b", "a", "input:0")
