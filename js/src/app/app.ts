@@ -188,6 +188,7 @@ export class FlowApp implements ControlsHost {
     const tree = buildTree(graph);
     this.tree = tree;
     this.ui.title.textContent = graph.model;
+    this.ui.title.title = graph.model; // the whole name where the toolbar cuts it
     const problems = problemsOf(graph);
     this.inspector.setRun(graph, problems);
     fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id), {

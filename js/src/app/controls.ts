@@ -248,6 +248,8 @@ export class Controls {
       if (parent) host.toggle(parent);
     } else if (e.key === "f" || e.key === "F") {
       host.fit();
+    } else if (e.key === "/") {
+      host.ui.search.focus();
     } else if (e.key.startsWith("Arrow")) {
       const next = moveFocus(host.graphView, shown.scene, focus, e.key, shown.dir);
       if (next) host.setFocus(next);

@@ -81,12 +81,24 @@ export function stageWidth(c: WireCall): number {
   return Math.round(Math.min(320, Math.max(NODE_W, first, second)));
 }
 
-/** A group's header label: the module's name below the group around it ("attention" inside
- * "encoder.layer.0"; the whole name in the header's tip), or its whole name at the top. */
-export function clusterLabel(calls: readonly WireCall[], call: number): string {
-  const c = calls[call]!;
-  const outer = c.parent >= 0 ? calls[c.parent]!.module : "";
-  return outer && c.module.startsWith(`${outer}.`) ? c.module.slice(outer.length + 1) : c.module;
+/** A group's header label: the module's name below the drawn group around it (`outer`:
+ * "attention" inside "encoder.layer.0"; the whole name in the header's tip), or its whole
+ * name where no group around it names a module it is inside. */
+export function clusterLabel(calls: readonly WireCall[], call: number, outer: string): string {
+  const { module } = calls[call]!;
+  return outer && module.startsWith(`${outer}.`) ? module.slice(outer.length + 1) : module;
+}
+
+/** The module a group's items are named within: a cluster's own, the member a stack draws
+ * (`shown`), a run's members' parent's; "" for a stage. */
+export function groupModule(calls: readonly WireCall[], it: Item, shown = 0): string {
+  if (it.kind === "cluster") return calls[it.call]!.module;
+  if (it.kind === "stack") return calls[it.run.members[shown]!]!.module;
+  if (it.kind === "run") {
+    const parent = calls[it.run.members[0]!]!.parent;
+    return parent >= 0 ? calls[parent]!.module : "";
+  }
+  return "";
 }
 
 /** What a group's header needs: its label (12 px bold), type (11 px) and collapse badge. */
@@ -160,6 +172,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     ports: LayoutLeaf[] = [],
     tail: LayoutLeaf[] = [],
     minW = 0,
+    outer = "",
   ): LayoutGroup => {
     const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [] };
     groups.set(key, g);
@@ -174,9 +187,9 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
           it.kind === "stack"
             ? stackHeaderWidth(it.run)
             : it.kind === "cluster"
-              ? clusterHeaderWidth(clusterLabel(calls, it.call), calls[it.call]!.type)
+              ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type)
               : 0;
-        g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0));
+        g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0, groupModule(calls, it)));
       }
     }
     g.items.push(...tail);

@@ -13,7 +13,7 @@ import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
-import { clusterLabel, drawnOf, itemPath, projectEdge, stageTitle } from "./request";
+import { clusterLabel, drawnOf, groupModule, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
@@ -132,7 +132,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     return box;
   };
   // `map`: in a stack showing member k, member 0's calls -> member k's (the labels are k's)
-  const walk = (items: Item[], map: Map<number, number> | null = null) => {
+  const walk = (items: Item[], map: Map<number, number> | null = null, outer = "") => {
     for (const it of items) {
       if (it.kind === "cluster") {
         const call = map?.get(it.call) ?? it.call;
@@ -143,12 +143,12 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
           kind: "cluster",
           call,
           box: groupBox(it.key),
-          label: clusterLabel(calls, call),
+          label: clusterLabel(calls, call, outer),
           type: c.type,
           depth: c.depth,
           mark: mark(it.key),
         });
-        walk(it.items, map);
+        walk(it.items, map, c.module);
       } else if (it.kind === "run") {
         const c = at(calls, at(it.run.members, 0));
         clusters.push({
@@ -165,7 +165,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
           depth: c.depth,
           mark: null,
         });
-        walk(it.items, map);
+        walk(it.items, map, groupModule(calls, it));
       } else if (it.kind === "stack") {
         const st = view.stacks.find((x) => x.key === it.key);
         const shown = st?.shown ?? 0;
@@ -190,7 +190,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
             fold: it.key,
           },
         });
-        walk(it.items, shown > 0 ? counterpart(tree, it.run, shown) : null);
+        walk(it.items, shown > 0 ? counterpart(tree, it.run, shown) : null, groupModule(calls, it, shown));
       }
     }
   };

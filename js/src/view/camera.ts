@@ -329,10 +329,15 @@ export class Camera {
     return x >= -1 && y >= -1 && x + scene.width * k <= width + 1 && y + scene.height * k <= H + 1;
   }
 
-  /** Several boxes in view at once, no larger than 1:1 (search matches). */
+  /** Several boxes in view at once, no larger than 1:1 (search matches); the view stays as it
+   * is where they are all in it already at a readable scale (a graph shown whole stays whole). */
   showBoxes(boxes: Box[]) {
     if (!boxes.length) return;
     const [x, y, w, h] = union(boxes);
+    const t = this.zoom.target;
+    const [W, H] = this.zoom.dims();
+    const inView = t.x + x * t.k >= 0 && t.y + y * t.k >= 0 && t.x + (x + w) * t.k <= W && t.y + (y + h) * t.k <= H;
+    if (inView && t.k >= READ_K - 1e-6) return;
     this.framed = false;
     this.zoom.animateTo(this.zoom.fitBox(x, y, w, h, 1));
   }

@@ -45,7 +45,8 @@ export function buildChrome(css: string): Chrome {
   const search = h("input", {
     class: "nfw-search",
     type: "search",
-    placeholder: "Search name or type",
+    placeholder: "Find a stage",
+    title: "Find stages by name or type (/)",
     "aria-label": "search stages",
     spellcheck: "false",
   });

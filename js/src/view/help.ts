@@ -9,6 +9,7 @@ const KEYS: [string, string][] = [
   ["+  −", "expand the focused block, collapse the one around it"],
   ["Shift + F10", "what if: switch the focused stage off, or some of its heads (also a right click)"],
   ["F", "fit the whole graph in view"],
+  ["/", "find a stage by name or type"],
   ["Ctrl + scroll", "zoom (or click the graph first)"],
   ["Esc", "close this help, stop playback, close the inspector, end the presentation"],
   ["?", "show or hide this help"],

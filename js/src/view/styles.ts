@@ -262,9 +262,11 @@ const WIDGET_CSS = `
 .nfw-btn-group .nfw-btn { border-radius: 0; margin-left: -1px; }
 .nfw-btn-group .nfw-btn:first-child { border-radius: 5px 0 0 5px; margin-left: 0; }
 .nfw-btn-group .nfw-btn:last-child { border-radius: 0 5px 5px 0; }
-.nfw-select { width: auto; padding: 0 4px; }
+.nfw-select { width: auto; padding: 0 4px; field-sizing: content; }
 .nfw-toolbar > .nfw-search { flex: 0 1 150px; width: 150px; min-width: 90px; }
 .nfw-color { display: inline-flex; align-items: center; gap: 5px; font-size: 12px; color: var(--nfw-fg2); }
+@container nfw (max-width: 1180px) { .nfw-title { flex-direction: column; align-items: flex-start; gap: 0; line-height: 1.2; }
+  .nfw-title :is(b, span) { max-width: 100%; } .nfw-title span { font-size: 11px; } .nfw-toolbar > .nfw-search { flex-basis: 120px; width: 120px; } }
 @container nfw (max-width: 860px) {
   .nfw-toolbar { gap: 4px; padding: 6px; }
   .nfw-title span, .nfw-wide { display: none; }

@@ -1,0 +1,91 @@
+"""The toolbar and the search at a lecture hall's sizes, on models people bring (a ResNet-50
+written out as torchvision has it, Whisper built from its config; offline pages in Chromium):
+the model's name and its counts are whole in the toolbar at 1024x768 (a long class name at
+1280x720 and 1024x768 too), "/" takes the keys to the search box, a search whose matches are
+on screen leaves a whole view whole, and a block opened where its parent is not drawn as a group
+is headed by its whole name ("layer2.0", not "0"). Screenshots in
+test-artifacts/toolbar_*.png."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+
+import pytest
+import torch
+from live import open_offline, settle, shoot
+from test_view_whole import COVERED
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import fixture_models
+import written_out
+
+import neural_flow_widget as nfw
+
+#: whether each part of the toolbar's title is whole (its text not cut by an ellipsis)
+TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map(
+  (e) => [e.textContent, e.scrollWidth <= e.clientWidth + 0.5 && e.getBoundingClientRect().width > 0])"""
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("toolbar")
+    torch.manual_seed(0)
+    resnet = written_out.resnet50(classes=10).eval()
+    nfw.NeuralFlowWidget(resnet, torch.randn(1, 3, 64, 64)).to_html(out / "resnet50.html")
+    pytest.importorskip("transformers")
+    model, x = fixture_models.whisper()
+    nfw.NeuralFlowWidget(model, x).to_html(out / "whisper.html")
+    return out
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("model", ["resnet50", "whisper"])
+def test_the_model_s_name_and_counts_are_whole_in_the_toolbar(browser, pages, model, width, height):
+    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
+    title = page.evaluate(TITLE_WHOLE)
+    shoot(page, f"toolbar_{model}_{width}x{height}")
+    assert [t for t, _ in title][0] == (
+        "ResNet" if model == "resnet50" else "WhisperForConditionalGeneration"
+    )
+    assert all(whole for _, whole in title), title
+    assert page.get_attribute(".nfw-title b", "title") == title[0][0]
+    context.close()
+    assert errors == []
+
+
+def test_slash_finds_and_a_search_on_screen_keeps_the_whole_view(browser, pages):
+    context, page, errors = open_offline(browser, pages / "resnet50.html", 1024, 768)
+    assert page.evaluate(COVERED)["out"] == []
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.classList.contains('nfw-search')")
+    page.keyboard.type("relu")
+    page.wait_for_function(
+        "document.querySelector('.nfw-search-count').textContent.includes('match')"
+    )
+    settle(page)
+    got = page.evaluate(COVERED)
+    shoot(page, "toolbar_search_resnet50_1024x768")
+    assert got["out"] == [], f"a search moved {got['out']} out of view"
+    context.close()
+    assert errors == []
+
+
+def test_a_block_opened_alone_is_headed_by_its_whole_name(browser, pages):
+    context, page, errors = open_offline(browser, pages / "resnet50.html", 1024, 768)
+    opened = page.evaluate("""() => {
+      const t = [...document.querySelectorAll(".nfw-node[data-kind='stage'] [data-action]")]
+        .find((t) => t.closest(".nfw-node").dataset.stageId === "layer2.0");
+      if (!t) return false;
+      t.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      return true;
+    }""")
+    assert opened, "layer2.0 is not drawn as a stage that opens"
+    settle(page)
+    headers = page.evaluate(
+        "() => [...document.querySelectorAll('.nfw-cluster .nfw-ct')].map((e) => e.textContent)"
+    )
+    shoot(page, "toolbar_resnet50_layer2.0_open")
+    assert "layer2.0" in headers, headers
+    context.close()
+    assert errors == []
