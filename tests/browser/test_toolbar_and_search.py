@@ -23,8 +23,8 @@ import written_out
 import neural_flow_widget as nfw
 
 #: whether each part of the toolbar's title is whole (its text not cut by an ellipsis)
-TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map(
-  (e) => [e.textContent, e.scrollWidth <= e.clientWidth + 0.5 && e.getBoundingClientRect().width > 0])"""
+TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map((e) =>
+  [e.textContent, e.scrollWidth <= e.clientWidth + 0.5 && e.getBoundingClientRect().width > 0])"""
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,7 @@ def test_the_model_s_name_and_counts_are_whole_in_the_toolbar(browser, pages, mo
     context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
     title = page.evaluate(TITLE_WHOLE)
     shoot(page, f"toolbar_{model}_{width}x{height}")
-    assert [t for t, _ in title][0] == (
-        "ResNet" if model == "resnet50" else "WhisperForConditionalGeneration"
-    )
+    assert title[0][0] == ("ResNet" if model == "resnet50" else "WhisperForConditionalGeneration")
     assert all(whole for _, whole in title), title
     assert page.get_attribute(".nfw-title b", "title") == title[0][0]
     context.close()
