@@ -3,7 +3,8 @@ written out as torchvision has it, Whisper built from its config; offline pages 
 the model's name and its counts are whole in the toolbar at 1024x768 (a long class name at
 1280x720 and 1024x768 too), "/" takes the keys to the search box, a search whose matches are
 on screen leaves a whole view whole, and a block opened where its parent is not drawn as a group
-is headed by its whole name ("layer2.0", not "0"). Screenshots in
+is headed by its whole name ("layer2.0", not "0"); BERT's mask line, data on the graph,
+passes behind no node. Screenshots in
 test-artifacts/toolbar_*.png."""
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import sys
 import pytest
 import torch
 from live import open_offline, settle, shoot
+from test_unet_u import SEEN, assert_buses_pass_behind_no_node
 from test_view_whole import COVERED
+from test_zoo_in_view import TOGGLE
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import fixture_models
@@ -85,5 +88,26 @@ def test_a_block_opened_alone_is_headed_by_its_whole_name(browser, pages):
     )
     shoot(page, "toolbar_resnet50_layer2.0_open")
     assert "layer2.0" in headers, headers
+    context.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_bert_s_mask_line_passes_behind_no_node_with_data_on(browser, tmp_path, width, height):
+    """The mask reaches the attention of a layer earlier in the flow than its own bottom (with
+    data on the graph its port is level with the embeddings): its line leaves from below
+    rather than across the embeddings."""
+    pytest.importorskip("transformers")
+    model, x = fixture_models.bert()
+    path = nfw.NeuralFlowWidget(model, x).to_html(tmp_path / "bert.html")
+    context, page, errors = open_offline(browser, path, width, height)
+    page.evaluate(TOGGLE, "encoder.layer.0.attention")
+    settle(page)
+    page.click("button[aria-label='Data on the graph']")
+    settle(page)
+    got = page.evaluate(SEEN)
+    shoot(page, f"toolbar_bert_mask_data_{width}x{height}")
+    assert any(kind == "bus" for kind, *_ in got["lines"]), "no mask line drawn"
+    assert_buses_pass_behind_no_node(got)
     context.close()
     assert errors == []

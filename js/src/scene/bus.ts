@@ -152,7 +152,8 @@ export function drawBuses(
             at >= reach + GAP_CLEAR / 2 &&
             at <= c0 - GAP_CLEAR / 2 &&
             (right || left || column) &&
-            !obstacles.some((b) => b !== sb && !inside(sb, b) && segmentHitsBox(...across, b, 2));
+            (!obstacles.some((b) => b !== sb && !inside(sb, b) && segmentHitsBox(...across, b, 2)) ||
+              exit(at).hits === 0); // (or under what is beside the source)
           if (source && clear) found.push(at);
         }
         reach = Math.max(reach, c1);
@@ -183,7 +184,38 @@ export function drawBuses(
       ends.filter(({ box }, i) =>
         blocked(tapAt[i]!, isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
       ).length;
+    // A line that leaves its source from the side (a reader earlier in the flow) and would
+    // cross a node on its way to the lane leaves from below instead, under what is beside the
+    // source (BERT's mask, level with the embeddings when data is on the graph): where it
+    // then turns onto the lane, and what the way still crosses.
+    const around = (b: Box) => b === sb || inside(sb, b) || ends.some(({ box }) => inside(box, b));
+    const hitsOn = (pts: number[]) =>
+      obstacles.filter(
+        (b) => !around(b) && b !== sb && segmentHitsBox(...(xy(pts) as [number, number, number, number]), b, 2),
+      ).length;
+    const exit = (at: number): { under: number | null; hits: number } => {
+      if (down) return { under: null, hits: 0 };
+      const side = hitsOn([a1, leave(at), a1, at]);
+      if (side === 0) return { under: null, hits: 0 };
+      let under = out[0] + 12;
+      for (let moved = true, n = 0; moved && n < 20; n++) {
+        moved = false;
+        for (const b of obstacles) {
+          const [ba, bl] = al(b);
+          const [bc, bw] = ac(b);
+          if (around(b) || bc > Math.max(out[1], at) || bc + bw < Math.min(out[1], at)) continue;
+          if (ba <= under + GAP_CLEAR && ba + bl + OFF > under) {
+            under = ba + bl + OFF;
+            moved = true;
+          }
+        }
+      }
+      const hits =
+        hitsOn([out[0], out[1], under, out[1]]) + hitsOn([under, out[1], under, at]) + hitsOn([under, at, aMin, at]);
+      return hits < side ? { under, hits } : { under: null, hits: side };
+    };
     const plan = (sgn: number, straight: boolean, at = lane(sgn)) => {
+      const { under, hits } = exit(at);
       const isFar = ends.map(({ box }, i) => !straight && down && blocked(tapAt[i]!, at, box, near(box, at), sb));
       // (the way from the source to its lane counts double: it crosses what is beside it)
       if (!isFar.some(Boolean)) {
@@ -198,7 +230,8 @@ export function drawBuses(
           bottom: 0,
           far: 0,
           cost,
-          hard: behind(at, 0, isFar, 0),
+          under,
+          hard: behind(at, 0, isFar, 0) + hits,
           soft: behind(at, 0, isFar, TAP_CLEAR),
         };
       }
@@ -221,6 +254,7 @@ export function drawBuses(
         bottom,
         far,
         cost,
+        under: null,
         hard: behind(at, far, isFar, 0),
         soft: behind(at, far, isFar, TAP_CLEAR),
       };
@@ -259,9 +293,13 @@ export function drawBuses(
       if (a > aMin + 0.5 && a < aMax - 0.5) dots.push(...xy([a, at]));
       taps.push(tapOf(e, src, xy([a, at, a, near(box, at)])));
     });
-    const line = down ? [out[0], out[1], a0, out[1], a0, at] : [a1, leave(at), a1, at];
-    if (aMin < a1) line.push(aMin, at);
-    if (aMax > a1) line.push(aMax, at);
+    const turn = best.under ?? a1; // where the line turns onto its lane
+    const line =
+      down || best.under !== null
+        ? [out[0], out[1], best.under ?? a0, out[1], best.under ?? a0, at]
+        : [a1, leave(at), a1, at];
+    if (aMin < turn) line.push(aMin, at);
+    if (aMax > turn) line.push(aMax, at);
     const text = labels.get(src);
     result.push({
       key: `b:${src}`,
