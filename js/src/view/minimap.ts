@@ -16,6 +16,8 @@ const CORNERS: Corner[] = ["top-right", "bottom-right", "top-left"];
 const W = 148;
 const H = 98;
 const MARGIN = 10;
+const FOLDED_W = 200; // the folded minimap's button and the note beside it
+const FOLDED_H = 28;
 
 /** Overlap area of screen boxes with a rectangle. */
 function covered(boxes: Box[], x: number, y: number, w: number, hh: number): number {
@@ -32,12 +34,12 @@ function covered(boxes: Box[], x: number, y: number, w: number, hh: number): num
  * The corner for the minimap: the one its rectangle covers the least node area in, keeping
  * the current corner unless another is clearly better (so it does not hop while panning).
  */
-export function pickCorner(nodes: Box[], width: number, height: number, current: Corner): Corner {
+export function pickCorner(nodes: Box[], width: number, height: number, current: Corner, w = W, h = H): Corner {
   const rect = (c: Corner): [number, number] => [
-    c.endsWith("right") ? width - MARGIN - W : MARGIN,
-    c.startsWith("top") ? MARGIN : height - MARGIN - H,
+    c.endsWith("right") ? width - MARGIN - w : MARGIN,
+    c.startsWith("top") ? MARGIN : height - MARGIN - h,
   ];
-  const cost = (c: Corner) => covered(nodes, ...rect(c), W, H);
+  const cost = (c: Corner) => covered(nodes, ...rect(c), w, h);
   const now = cost(current);
   if (now === 0) return current;
   let best = current;
@@ -197,15 +199,16 @@ export class Minimap {
     this.draw();
   }
 
-  /** Park in the corner that hides the fewest nodes and group headers. */
+  /** Park in the corner that hides the fewest nodes, junctions and group headers. */
   private place() {
     const scene = this.scene;
     const host = this.el.parentElement;
     if (!scene || !host || this.el.hidden) return;
     const { x, y, k } = this.transform;
     const screen = (b: Box): Box => [x + b[0] * k, y + b[1] * k, b[2] * k, b[3] * k];
-    // Nodes, and the header strips of groups (their names and collapse buttons).
-    const boxes = scene.nodes.map((n) => screen(n.box));
+    // Nodes, junctions (a residual's ⊕), and the header strips of groups (their names and
+    // collapse buttons).
+    const boxes = [...scene.nodes, ...scene.junctions].map((n) => screen(n.box));
     for (const c of scene.clusters) boxes.push(screen([c.box[0], c.box[1], c.box[2], GROUP_HEADER]));
     const [hw, hh] = this.hostSize();
     const corner = pickCorner(boxes, hw, hh, this.corner);
@@ -222,6 +225,14 @@ export class Minimap {
         H,
       ) > 0;
     if ((this.chosen ?? covers) !== this.collapsed) this.setCollapsed(this.chosen ?? covers);
+    if (this.collapsed && !this.note.hidden) {
+      // folded to its button, with the note beside it: the corner where they cover least
+      const folded = pickCorner(boxes, hw, hh, this.corner, FOLDED_W, FOLDED_H);
+      if (folded !== this.corner) {
+        this.corner = folded;
+        this.el.dataset.corner = this.note.dataset.corner = folded;
+      }
+    }
   }
 
   private draw() {
