@@ -1,5 +1,5 @@
 """The models people bring (GPT-2, BERT with a mask, Whisper, diffusers' UNet2DConditionModel,
-a ResNet-50 written out as torchvision does, ViT; built from configs, random weights, no
+a ResNet-50 written out as torchvision does, ViT, LLaMA, T5; built from configs, random weights, no
 download) in Chromium at a lecture hall's sizes: at first open, after Play, with a block
 opened, with data on the graph and in Present. The first view shows every node inside the
 canvas; after each action no node inside the canvas is under an overlay, every name is at
@@ -39,6 +39,16 @@ def _vit():
     return transformers.ViTForImageClassification(config).eval(), torch.randn(1, 3, 32, 32)
 
 
+def _llama():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=100, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+        num_key_value_heads=4, intermediate_size=128,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).eval(), torch.randint(0, 100, (1, 8))
+
+
 def _resnet50():
     torch.manual_seed(0)
     return written_out.resnet50(classes=10).eval(), torch.randn(1, 3, 64, 64)
@@ -53,6 +63,8 @@ MODELS = {
     "unet2d": (lambda: fixture_models.unet2d(levels=4, layers=2), "down_blocks.1"),
     "resnet50": (_resnet50, "layer2"),
     "vit": (_vit, "vit.encoder.layer.0.attention"),
+    "llama": (_llama, "model.layers.0.self_attn"),
+    "t5": (lambda: fixture_models.t5(layers=4), "decoder.block"),
 }
 
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
