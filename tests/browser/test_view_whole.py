@@ -20,8 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 #: what an action left on screen: the nodes (their cards, a fold's stacked ones too) out of
 #: the canvas (`out`), those inside it under what lies over it (the inspector, the minimap,
-#: the legend, the note, while they are shown: `bad`; a junction, a residual's ⊕, under any
-#: but the note), the least name of a stage on screen
+#: the legend, the note, while they are shown: `bad`; a junction, a residual's ⊕, or a logit
+#: lens chip under any but the note), the least name of a stage on screen
 #: (px), the "N of M out of view" note (its count, null while hidden) and whether the step
 #: of playback is inside the canvas
 COVERED = """() => {
@@ -51,13 +51,14 @@ COVERED = """() => {
       ? g.querySelector(".nfw-t1") : null;
     if (t) px = Math.min(px, t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize));
   }
-  for (const j of document.querySelectorAll(".nfw-junction")) {
+  for (const j of document.querySelectorAll(".nfw-junction, [data-chip]")) {
     const r = j.getBoundingClientRect();
     if (!r.width || !inside(r)) continue;
     for (const [name, o] of Object.entries(over))  // (a part view fills the canvas: the note
       if (o && name !== "note" && r.left < o.right && r.right > o.left  // may lie on its edge)
         && r.top < o.bottom && r.bottom > o.top)
-        bad.push(`a junction (${j.dataset.key}) under the ${name}`);
+        bad.push(`${j.dataset.chip ? "a chip" : "a junction"} (${j.dataset.key ?? j.dataset.chip})`
+          + ` under the ${name}`);
   }
   const note = shown(document.querySelector(".nfw-offview"));
   const cur = document.querySelector(".nfw-node.nfw-current");

@@ -4,9 +4,10 @@
  * toggled group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
 import { FIT_MARGIN } from "../layout/flow";
-import { GROUP_HEADER, type Box, type Direction } from "../layout/layout";
+import type { Box, Direction } from "../layout/layout";
 import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
+import { marksOf } from "./marks";
 import { partView } from "./part";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
@@ -138,13 +139,6 @@ export function placeWhole(
 }
 
 /** What must stay visible of a scene: its nodes, junctions and group headers. */
-function marksOf(scene: Scene): Box[] {
-  const marks = scene.nodes.map((n) => n.box);
-  for (const j of scene.junctions) marks.push(j.box);
-  for (const c of scene.clusters) marks.push([c.box[0], c.box[1], c.box[2], GROUP_HEADER]);
-  return marks;
-}
-
 function union(boxes: readonly Box[]): Box {
   const x0 = Math.min(...boxes.map((b) => b[0]));
   const y0 = Math.min(...boxes.map((b) => b[1]));

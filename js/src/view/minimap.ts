@@ -5,9 +5,10 @@
  * while every corner would cover one (unless the user opened it). The legend, which keeps its
  * corner (the camera places whole views clear of it), hides while it covers a node.
  */
-import { GROUP_HEADER, type Box } from "../layout/layout";
+import type { Box } from "../layout/layout";
 import type { Scene } from "../scene/types";
 import { h, Listeners } from "./dom";
+import { marksOn } from "./marks";
 import { typeColor } from "./palette";
 
 export type Corner = "top-right" | "bottom-right" | "top-left";
@@ -166,17 +167,15 @@ export class Minimap {
     }, 250);
   }
 
-  /** Fade the legend while a node lies under it (a label it would hide). */
+  /** Fade the legend while a mark lies under it (a label, a ⊕, a chip it would hide). */
   private fadeLegend() {
     const scene = this.scene;
     const host = this.el.parentElement;
     const legend = this.legend;
     if (!scene || !host || !legend) return;
-    const { x, y, k } = this.transform;
     const h0 = host.getBoundingClientRect();
     const r = legend.getBoundingClientRect();
-    const boxes = scene.nodes.map((n): Box => [x + n.box[0] * k, y + n.box[1] * k, n.box[2] * k, n.box[3] * k]);
-    for (const j of scene.junctions) boxes.push([x + j.box[0] * k, y + j.box[1] * k, j.box[2] * k, j.box[3] * k]);
+    const boxes = marksOn(scene, this.transform);
     legend.style.opacity = covered(boxes, r.left - h0.left, r.top - h0.top, r.width, r.height) > 0 ? "0" : "";
   }
 
@@ -199,17 +198,13 @@ export class Minimap {
     this.draw();
   }
 
-  /** Park in the corner that hides the fewest nodes, junctions and group headers. */
+  /** Park in the corner that hides the fewest marks (view/marks.ts: nodes, junctions, the
+   * headers and bottom edges of groups). */
   private place() {
     const scene = this.scene;
     const host = this.el.parentElement;
     if (!scene || !host || this.el.hidden) return;
-    const { x, y, k } = this.transform;
-    const screen = (b: Box): Box => [x + b[0] * k, y + b[1] * k, b[2] * k, b[3] * k];
-    // Nodes, junctions (a residual's ⊕), and the header strips of groups (their names and
-    // collapse buttons).
-    const boxes = [...scene.nodes, ...scene.junctions].map((n) => screen(n.box));
-    for (const c of scene.clusters) boxes.push(screen([c.box[0], c.box[1], c.box[2], GROUP_HEADER]));
+    const boxes = marksOn(scene, this.transform);
     const [hw, hh] = this.hostSize();
     const corner = pickCorner(boxes, hw, hh, this.corner);
     if (corner !== this.corner) {

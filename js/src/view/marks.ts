@@ -1,0 +1,27 @@
+/**
+ * What an overlay on the canvas (the legend, the minimap) must not cover, in graph
+ * coordinates: every node with the chip that may hang from its bottom edge (the logit lens's
+ * next token, view/chips.ts), every junction (a residual's ⊕), and each group's header strip
+ * (its name, stepper and collapse button) and bottom edge (a stack's chip, the stream's way
+ * out). The camera places whole views clear of them; the minimap parks and the legend fades
+ * by them. Pure.
+ */
+import { GROUP_HEADER, type Box } from "../layout/layout";
+import type { Scene } from "../scene/types";
+import { CHIP_H } from "./chips";
+
+export function marksOf(scene: Scene): Box[] {
+  const hang = CHIP_H / 2;
+  const marks: Box[] = scene.nodes.map((n) => [n.box[0], n.box[1], n.box[2], n.box[3] + hang]);
+  for (const j of scene.junctions) marks.push(j.box);
+  for (const c of scene.clusters) {
+    const [x, y, w, h] = c.box;
+    marks.push([x, y, w, GROUP_HEADER], [x, y + h - hang, w, 2 * hang]);
+  }
+  return marks;
+}
+
+/** The marks on screen, under the transform `t` (canvas px). */
+export function marksOn(scene: Scene, t: { x: number; y: number; k: number }): Box[] {
+  return marksOf(scene).map((b): Box => [t.x + b[0] * t.k, t.y + b[1] * t.k, b[2] * t.k, b[3] * t.k]);
+}
