@@ -57,13 +57,27 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
     }
   });
 
-  it("keeps no wrap where even the wrapped whole does not fit (the camera shows part of it)", async () => {
+  it("keeps no wrap that reaches under the minimap's strip while the whole does not fit (the camera shows part of it)", async () => {
     const req = request(8);
     const first = computeLayout(req);
     const fit: FitTarget = { w: 300, h: 200, k: 1, reserve: 0 };
     const got = await wrapToFit({ ...req, fit }, first, lay);
     expect(got).toBe(first);
     expect((req.root.items[1] as LayoutGroup).wrap).toBeUndefined();
+  });
+
+  it("keeps the wrap that shows most of a whole that fits in no arrangement, clear of the strip", async () => {
+    const req = request(16);
+    const first = computeLayout(req);
+    // wide but low: sixteen stages fit in no number of bands at scale 1, and four bands leave
+    // the minimap's strip free
+    const fit: FitTarget = { w: 1400, h: 300, k: 1, reserve: 172 };
+    const got = await wrapToFit({ ...req, fit }, first, lay);
+    const block = req.root.items[1] as LayoutGroup;
+    expect(scaleOn(got, fit)).toBeLessThan(1);
+    expect(block.wrap).toBeGreaterThanOrEqual(2);
+    expect(got.height).toBeLessThan(first.height / 2); // shows more than twice as much of it
+    expect(got.width).toBeLessThanOrEqual(fit.w - 2 * 24 - fit.reserve);
   });
 
   it("never cuts a chain where a second line crosses (a residual's skip runs beside every row)", async () => {

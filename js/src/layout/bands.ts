@@ -2,14 +2,17 @@
  * Wrapping a long arrangement into bands (columns side by side in TB, rows one under the
  * other in LR) so that the whole model fits the canvas at a scale its names read at, instead
  * of a thin column in a wide empty canvas: the root, for the canvas (wrapBands), and an open
- * group, into as many bands as the fit of the whole asks of it (wrapInto; app/framing.ts
- * chooses the count). A band ends only between rows that one edge crosses (the trunk, drawn
- * on from the bottom of one band over the top of the gap into the next; a group's entries
- * and exits count as edges from above its first row and below its last). The number of
- * bands of the root: the one that shows the model largest (up to a point past which larger
- * does not help), fewer on a tie; when no number fits, the most bands whose width leaves the
- * reserved strip free (the first view then shows the start of every band at the readable
- * scale, the minimap the rest). Flow coordinates; pure, no DOM.
+ * group, into as many bands as the fit of the whole asks of it (wrapInto; layout/wrapping.ts
+ * chooses the count). A band ends only below a row that one edge crosses, or where every
+ * edge that crosses leaves one junction (right after a residual stream's (+): the stream is
+ * one value there; not after a U-Net's conv_in, whose long skip would cross the gap), and no
+ * edge crosses two cuts; each is drawn on from the bottom of one
+ * band over the top of the gap into the next, where it parts (routes.ts). A group's entries
+ * and exits count as edges from above its first row and below its last. The cuts into a
+ * number of bands make the longest band shortest (a tall item keeps a band of its own). The
+ * number of bands of the root: the fewest that fit; when none does, the one that shows most
+ * of the model at the readable scale with the reserved strip free (the first view then shows
+ * the start of every band at that scale, the minimap the rest). Flow coordinates; pure, no DOM.
  */
 import { at } from "../wire_check";
 import { type Arranged, type Direction, FIT_MARGIN as MARGIN, type FitTarget, type FlowGroup } from "./flow";
@@ -18,16 +21,21 @@ export const BAND_GAP = 64;
 const GROUP_BAND_GAP = 44; // inside a group: room for the connector up the gap
 const TOP_MARGIN = 28; // room above the bands for the connectors
 const MAX_BANDS = 8;
+const GAIN = 1.01; // more bands where they show at least 1 % more
 
 interface Rows {
   lo: Float64Array; // per row: its across extent ...
   hi: Float64Array;
   a0: Float64Array; // ... and its along extent
   a1: Float64Array;
-  cutOk: (r: number) => boolean; // whether a band may end after row r
+  cutOk: Uint8Array; // per row: whether a band may end after it
+  from: Int32Array; // per row: the first row that an edge crossing below it leaves (-1: the group's entry)
 }
 
-/** The extents of each row and where a band may end. */
+const MIXED = -2; // the edges crossing below a row leave more than one junction (or another item, or come from outside)
+
+/** The extents of each row and where a band may end: below a row that one edge crosses, or
+ * where every edge that crosses leaves one junction (the stream after a (+): one value). */
 function rowsOf(arr: Arranged, g: FlowGroup | null): Rows {
   const { rows, items, a, c } = arr;
   const lo = new Float64Array(rows).fill(Infinity);
@@ -41,47 +49,79 @@ function rowsOf(arr: Arranged, g: FlowGroup | null): Rows {
     a0[r] = Math.min(a0[r]!, a[v]!);
     a1[r] = Math.max(a1[r]!, a[v]! + at(items, v).al);
   }
-  // how many edges cross below each row (a bus' tap needs no connector)
-  const crossing = new Int32Array(rows + 1);
-  const span = (r0: number, r1: number) => {
-    if (r1 <= r0) return;
-    crossing[Math.max(r0, 0)]!++;
-    crossing[r1]!--;
+  // per row: how many edges cross below it (a bus' tap needs no connector), the one item they
+  // all leave (-1: none yet; MIXED), and the first row they leave
+  const count = new Int32Array(rows);
+  const source = new Int32Array(rows).fill(-1);
+  const from = new Int32Array(rows).fill(rows);
+  const span = (r0: number, r1: number, src: number, srcRow: number) => {
+    for (let r = Math.max(r0, 0); r < r1; r++) {
+      count[r]!++;
+      source[r] = source[r] === -1 || source[r] === src ? src : MIXED;
+      from[r] = Math.min(from[r]!, srcRow);
+    }
   };
   for (const e of arr.edges) {
     if (e.src < 0 || e.dst < 0 || e.hidden) continue;
-    span(Math.min(arr.row[e.src]!, arr.row[e.dst]!), Math.max(arr.row[e.src]!, arr.row[e.dst]!));
+    const [rs, rd] = [arr.row[e.src]!, arr.row[e.dst]!];
+    const one = rd >= rs && at(items, e.src).junction; // a junction's edges carry one value
+    span(Math.min(rs, rd), Math.max(rs, rd), one ? e.src : MIXED, Math.min(rs, rd));
   }
-  for (const v of g?.entries ?? []) span(0, arr.row[v]!);
-  for (const v of g?.exits ?? []) span(arr.row[v]!, rows - 1);
-  for (let r = 1; r < rows; r++) crossing[r]! += crossing[r - 1]!;
-  return { lo, hi, a0, a1, cutOk: (r) => crossing[r] === 1 };
+  // a group's entries and exits count as edges from above its first row and below its last
+  for (const v of g?.entries ?? []) span(0, arr.row[v]!, MIXED, -1);
+  for (const v of g?.exits ?? []) span(arr.row[v]!, rows - 1, MIXED, arr.row[v]!);
+  const cutOk = new Uint8Array(rows);
+  for (let r = 0; r < rows - 1; r++) cutOk[r] = count[r] === 1 || (count[r]! > 1 && source[r]! >= 0) ? 1 : 0;
+  return { lo, hi, a0, a1, cutOk, from };
 }
 
-/** The cuts that split the rows into `bands` of about equal length; null when there are too few. */
-function evenCuts(rows: Rows, count: number, bands: number): number[] | null {
-  const { a0, a1, cutOk } = rows;
-  const total = a1[count - 1]! - a0[0]!;
+/** Whether a band may end after row `r` where the one before ended after `prev`: no edge
+ * crosses two cuts (each connector runs from one band into the next). */
+const mayCut = (rows: Rows, r: number, prev: number) => rows.cutOk[r] === 1 && rows.from[r]! > prev;
+
+/** The cuts that fill each band as far as `cap` (along, the room above a later band counted)
+ * allows: at the last row within it after which the band may end, past it where none may. */
+function greedyCuts(rows: Rows, count: number, cap: number): number[] {
+  const { a0, a1 } = rows;
   const cuts: number[] = [];
-  const target = total / bands;
-  for (let r = 0; r < count - 1 && cuts.length < bands - 1; r++) {
-    if (!cutOk(r)) continue;
-    const reach = a1[r]! - a0[0]!;
-    if (reach >= target * (cuts.length + 1) - 1) {
-      // this cut or the previous allowed one, whichever ends nearer the target
-      let prev = -1;
-      for (let q = r - 1; q > (cuts[cuts.length - 1] ?? -1); q--) {
-        if (cutOk(q)) {
-          prev = q;
-          break;
-        }
+  let start = 0;
+  let best = -1;
+  for (let r = 0; r < count; r++) {
+    const over = a1[r]! - a0[start]! + (start > 0 ? TOP_MARGIN : 0) > cap + 1e-6;
+    if (over && best >= 0) {
+      cuts.push(best);
+      start = best + 1;
+      best = -1;
+      r = start - 1;
+      continue;
+    }
+    if (r < count - 1 && mayCut(rows, r, cuts[cuts.length - 1] ?? -1)) {
+      if (!over) best = r;
+      else {
+        cuts.push(r); // no cut within the cap: the first after it
+        start = r + 1;
       }
-      const here = Math.abs(reach - target * (cuts.length + 1));
-      const there = prev >= 0 ? Math.abs(a1[prev]! - a0[0]! - target * (cuts.length + 1)) : Infinity;
-      cuts.push(there < here ? prev : r);
     }
   }
-  return cuts.length === bands - 1 ? cuts : null;
+  return cuts;
+}
+
+/** The cuts into at most `bands` whose longest band is shortest (the cap searched for); a tall
+ * item keeps a band of its own rather than splitting the rest evenly. */
+function cutsInto(rows: Rows, count: number, bands: number): number[] {
+  const { a0, a1 } = rows;
+  let hi = a1[count - 1]! - a0[0]!;
+  let lo = hi / bands;
+  let best: number[] = [];
+  while (hi - lo > 0.5) {
+    const cap = (lo + hi) / 2;
+    const cuts = greedyCuts(rows, count, cap);
+    if (cuts.length < bands) {
+      hi = cap;
+      best = cuts;
+    } else lo = cap;
+  }
+  return best;
 }
 
 /** Each band's across and along extent with `cuts`, the gaps between them counted. */
@@ -140,38 +180,68 @@ function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): numb
   return cuts.length + 1;
 }
 
+/** How a layout shows on the canvas of a fit at the fit's scale (shownAt). */
+export interface Shown {
+  fits: boolean; // whole
+  scale: number; // the largest scale it shows whole at, over the fit's
+  part: number; // else the part of it shown beside the reserved strip (width part x height part)
+  clear: boolean; // it leaves the strip (the minimap, its note) free
+}
+
+/** How a layout `w` × `h` (x / y, at scale 1) shows on the canvas of `fit` at the fit's scale. */
+export function shownAt(w: number, h: number, fit: FitTarget): Shown {
+  const roomW = (fit.w - 2 * MARGIN) / fit.k;
+  const roomH = (fit.h - 2 * MARGIN) / fit.k;
+  const beside = roomW - fit.reserve / fit.k;
+  const scale = Math.min(roomW / Math.max(w, 1), roomH / Math.max(h, 1));
+  return {
+    fits: scale >= 1 - 1e-6,
+    scale,
+    part: Math.min(1, Math.max(0, beside) / Math.max(w, 1)) * Math.min(1, roomH / Math.max(h, 1)),
+    clear: w <= beside + 1e-6,
+  };
+}
+
+/** Whether `a` shows a model better than `b`: whole where `b` is not; else clear of the
+ * strip where `b` is not (the camera's part view would put nodes under the minimap's note);
+ * else more of it, by `gain` at least. */
+export function better(a: Shown, b: Shown, gain: number): boolean {
+  if (a.fits !== b.fits) return a.fits;
+  if (a.fits) return a.scale > b.scale * gain;
+  if (a.clear !== b.clear) return a.clear;
+  return a.part > b.part * gain;
+}
+
 /** Wrap the root for the canvas `fit`; how many bands it took. */
 export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number {
   const { rows: count } = arr;
   if (count < 4) return 1;
   const rows = rowsOf(arr, null);
-  const alongCap = ((dir === "TB" ? fit.h : fit.w) - 2 * MARGIN) / fit.k;
-  const acrossCap = ((dir === "TB" ? fit.w : fit.h) - 2 * MARGIN) / fit.k;
-  const plan = (cuts: number[]) => {
-    const { across, along } = extent(rows, count, cuts, BAND_GAP);
-    return { cuts, across, scale: Math.min(acrossCap / across, alongCap / along) };
-  };
-  const whole = plan([]);
-  const plans = [whole];
+  const tb = dir === "TB";
+  const plans: number[][] = [[]];
   for (let bands = 2; bands <= MAX_BANDS; bands++) {
-    const cuts = evenCuts(rows, count, bands);
-    if (cuts) plans.push(plan(cuts));
+    const cuts = cutsInto(rows, count, bands);
+    if (cuts.length === bands - 1) plans.push(cuts);
   }
-  let best = plans.find((p) => p.scale >= 1) ?? whole;
-  if (best.scale < 1) {
-    const room = acrossCap - fit.reserve / fit.k;
-    for (const p of plans) if (p.across <= room && p.scale > best.scale) best = p;
+  // the fewest bands that fit; where none does, the one that shows most of the model at the
+  // readable scale (the camera shows that part, the minimap the rest), fewer on a tie
+  let best: number[] = [];
+  let bestShown: Shown | null = null;
+  for (const cuts of plans) {
+    const { across, along } = extent(rows, count, cuts, BAND_GAP);
+    const shown = tb ? shownAt(across, along, fit) : shownAt(along, across, fit);
+    if (!bestShown || shown.fits || better(shown, bestShown, GAIN)) {
+      best = cuts;
+      bestShown = shown;
+    }
+    if (shown.fits) break;
   }
-  return applyCuts(arr, rows, best.cuts, BAND_GAP);
+  return applyCuts(arr, rows, best, BAND_GAP);
 }
 
 /** Wrap an open group's arrangement into `bands` (fewer where its rows allow no more cuts). */
 export function wrapInto(arr: Arranged, g: FlowGroup, bands: number): number {
   if (bands < 2 || arr.rows < 2) return 1;
   const rows = rowsOf(arr, g);
-  for (let b = Math.min(bands, arr.rows); b >= 2; b--) {
-    const cuts = evenCuts(rows, arr.rows, b);
-    if (cuts) return applyCuts(arr, rows, cuts, GROUP_BAND_GAP);
-  }
-  return 1;
+  return applyCuts(arr, rows, cutsInto(rows, arr.rows, bands), GROUP_BAND_GAP);
 }

@@ -3,7 +3,8 @@
  * where nothing is in the way (the trunk, a strand); into a junction from the side it comes
  * from, out of one towards where it goes; an S between neighbouring rows; else down a lane
  * beside everything in the rows it passes (the cheaper side, lanes kept apart); from one band
- * of a wrapped root to the next over the top of the gap between them. Then the group's
+ * of a wrapped group to the next over the top of the gap between them (the edges of one cut,
+ * all from one item, share that connector and part above the next band). Then the group's
  * extent, and the routes from its entry and to its exit. Pure, no DOM.
  */
 import { at } from "../wire_check";
@@ -20,8 +21,10 @@ interface End {
   junction: boolean;
   cin: number; // across where edges enter / leave
   cout: number;
-  index: number; // item index; -1 entry, -2 exit
+  index: number; // item index; -1 entry, -2 exit, BAND_ENTRY: where a connector comes into a band
 }
+
+const BAND_ENTRY = -3;
 
 export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   const { items, a, c } = arr;
@@ -51,6 +54,8 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     b[2] = Math.max(b[2], a[v]! + at(items, v).al);
     b[3] = Math.max(b[3], c[v]! + at(items, v).ac);
   }
+  const firstRow = new Int32Array(bands).fill(arr.rows); // per band: its first row
+  for (let v = 0; v < n; v++) firstRow[arr.band[v]!] = Math.min(at(firstRow, arr.band[v]!), arr.row[v]!);
   const lanes: { side: number; at: number; a0: number; a1: number }[] = [];
 
   const blocked = (pts: number[], u: End, v: End): boolean => {
@@ -77,13 +82,29 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const out: [number, number] = [u.box[0] + u.box[2], u.cout];
     const inn: [number, number] = [v.box[0], v.cin];
     if (u.index >= 0 && v.index >= 0 && u.band !== v.band) {
-      // the next band: down, over the top of the gap, into its first row
+      // the next band: down, over the top of the gap, along above the band and down into the
+      // target; the edges of one cut (all from one item) share this connector up to where
+      // each turns down, and one that something in the band would hide goes round it from
+      // the band's top (into a junction from the side, as the stream's arcs do)
       const from = at(bandBox, u.band);
       const to = at(bandBox, v.band);
       const below = from[2] + 14;
       const gap = (from[3] + to[1]) / 2;
       const above = to[0] - 14;
-      return rounded([...out, below, out[1], below, gap, above, gap, above, inn[1], ...inn], 14);
+      const bridge = [...out, below, out[1], below, gap, above, gap];
+      const entry: End = {
+        box: [above, gap, 0, 0],
+        row: at(firstRow, v.band) - 1,
+        band: v.band,
+        junction: false,
+        cin: gap,
+        cout: gap,
+        index: BAND_ENTRY,
+      };
+      const drop = [above, inn[1], ...inn];
+      if (!blocked(drop, entry, v)) return rounded([...bridge, ...drop], 14);
+      const rest = route(entry, v);
+      return [...rounded([...bridge, rest[2]!, rest[3]!], 14).slice(0, -2), ...rest.slice(2)];
     }
     if (Math.abs(out[1] - inn[1]) < 0.5) {
       const straight = [...out, ...inn];

@@ -1,20 +1,23 @@
 /**
  * The open groups wrapped for the whole: when a view does not fit its canvas at the scale its
  * names read at, the chains inside its open groups (an opened ConvBlock's six layers, a
- * stage's sublayers) are wrapped into bands (bands.ts wrapInto) as far as that shows the
- * whole larger: greedily, each round the one group and band count that gains most, until the
- * whole fits; where it does not, none is kept (the camera shows part of it, app/viewfinder.ts).
- * The root wraps itself for the canvas (bands.ts wrapBands), so the model around an opened
- * group rearranges with it. `lay` runs a request (the worker's
- * client, or computeLayout); the request's groups carry the wraps chosen. Pure but for `lay`.
+ * transformer block's sub-layers, cut after its junctions) are wrapped into bands (bands.ts
+ * wrapInto) as far as that shows the whole, or more of it (bands.ts shownAt, better):
+ * greedily, each round the one group and band count that gains most, until the whole fits or
+ * nothing gains; a wrap that reaches under the minimap's strip while the whole still does not
+ * fit is not kept (the camera shows a part of it, app/viewfinder.ts). The root wraps itself
+ * for the canvas (bands.ts wrapBands), so the model around an opened group rearranges with
+ * it. `lay` runs a request (the worker's client, or computeLayout); the request's groups
+ * carry the wraps chosen. Pure but for `lay`.
  */
 import { FIT_MARGIN, type FitTarget } from "./flow";
+import { better, type Shown, shownAt } from "./bands";
 import type { LayoutGroup, LayoutRequest, LayoutResult } from "./layout";
 
 const MAX_GROUPS = 8; // the largest open groups are tried
 const MAX_WRAP = 4; // bands per group
 const MAX_TRIES = 48; // layouts per search
-const GAIN = 1.01; // a wrap is kept where it shows the whole at least 1 % larger
+const GAIN = 1.05; // a wrap is kept where it shows the whole, or 5 % more of it
 
 /** The scale at which a layout shows whole on the fit's canvas. */
 export function scaleOn(lay: { width: number; height: number }, fit: FitTarget): number {
@@ -40,7 +43,8 @@ function openGroups(root: LayoutGroup): LayoutGroup[] {
 
 /**
  * `first`: the request laid out as it is. Returns the layout with the wraps that show the
- * whole at the fit's scale (the request's groups keep them), `first` when none does.
+ * whole at the fit's scale, else the most of it there (the request's groups keep them);
+ * `first` when none shows more.
  */
 export async function wrapToFit(
   req: LayoutRequest & { fit: FitTarget },
@@ -50,28 +54,25 @@ export async function wrapToFit(
   const { fit } = req;
   const groups = openGroups(req.root);
   let best = first;
-  let bestScale = scaleOn(first, fit);
+  let bestShown = shownAt(first.width, first.height, fit);
   let tries = 0;
-  while (bestScale < fit.k - 1e-6 && tries < MAX_TRIES) {
-    let pick: { g: LayoutGroup; wrap: number; lay: LayoutResult; scale: number } | null = null;
+  while (!bestShown.fits && tries < MAX_TRIES) {
+    let pick: { g: LayoutGroup; wrap: number; lay: LayoutResult; shown: Shown } | null = null;
     for (const g of groups) {
       const was = g.wrap;
       for (let wrap = (was ?? 1) + 1; wrap <= MAX_WRAP && tries < MAX_TRIES; wrap++) {
         g.wrap = wrap;
         const got = await lay(req);
         tries++;
-        const scale = scaleOn(got, fit);
-        if (scale > (pick?.scale ?? bestScale * GAIN)) pick = { g, wrap, lay: got, scale };
+        const shown = shownAt(got.width, got.height, fit);
+        if (pick ? better(shown, pick.shown, 1) : better(shown, bestShown, GAIN)) pick = { g, wrap, lay: got, shown };
       }
       g.wrap = was;
     }
     if (!pick) break;
     pick.g.wrap = pick.wrap;
     best = pick.lay;
-    bestScale = pick.scale;
+    bestShown = pick.shown;
   }
-  if (bestScale >= fit.k - 1e-6) return best;
-  // wraps that still leave part of the whole out of view only rearrange it: none kept
-  for (const g of groups) delete g.wrap;
-  return first;
+  return best;
 }
