@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type Box, computeLayout, type LayoutGroup, type LayoutRequest } from "../src/layout/layout";
 import type { FitTarget } from "../src/layout/flow";
+import { better, shownAt } from "../src/layout/bands";
 import { scaleOn, wrapToFit } from "../src/layout/wrapping";
 import { must } from "./fixtures";
 
@@ -57,7 +58,7 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
     }
   });
 
-  it("keeps no wrap that reaches under the minimap's strip while the whole does not fit (the camera shows part of it)", async () => {
+  it("keeps no wrap that shows little more of a whole that does not fit (the camera shows part of it)", async () => {
     const req = request(8);
     const first = computeLayout(req);
     const fit: FitTarget = { w: 300, h: 200, k: 1, reserve: 0 };
@@ -90,5 +91,19 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
     const ys = block.items.map((it) => must(got.boxes, it.key)[1]);
     expect([...ys].sort((a, b) => a - b)).toEqual(ys.slice().sort((a, b) => a - b));
     expect(Math.max(...ys)).toBeGreaterThan(48 * 6); // still one tall column
+  });
+
+  it("ranks layouts: whole first, then clear of the minimap's strip unless the other shows enough more", () => {
+    const fit: FitTarget = { w: 1048, h: 548, k: 1, reserve: 200 }; // room 1000 x 500, 800 beside the strip
+    const whole = shownAt(900, 400, fit);
+    const tall = shownAt(700, 1000, fit); // clear, half of it shown
+    const wide = shownAt(1000, 600, fit); // under the strip: 0.8 x 0.83 of it shown
+    expect(whole.fits && !tall.fits && tall.clear && !wide.clear).toBe(true);
+    expect(tall.part).toBeCloseTo(0.5);
+    expect(wide.part).toBeCloseTo(0.8 * (500 / 600));
+    expect(better(whole, wide, 1)).toBe(true);
+    expect(better(tall, wide, 1)).toBe(true); // the strip kept free comes first ...
+    expect(better(wide, tall, 1, 1.2)).toBe(true); // ... unless a fifth more shows beside it
+    expect(better(shownAt(1000, 900, fit), tall, 1, 1.2)).toBe(false); // 0.44: less
   });
 });

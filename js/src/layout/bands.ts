@@ -202,14 +202,15 @@ export function shownAt(w: number, h: number, fit: FitTarget): Shown {
   };
 }
 
-/** Whether `a` shows a model better than `b`: whole where `b` is not; else clear of the
- * strip where `b` is not (the camera's part view would put nodes under the minimap's note);
- * else more of it, by `gain` at least. */
-export function better(a: Shown, b: Shown, gain: number): boolean {
+/** Whether `a` shows a model better than `b`: whole where `b` is not; else more of it, by
+ * `gain` at least, where both leave the reserved strip free or neither does; else clear of
+ * the strip unless the other shows `beside` times as much (the camera's part view can put
+ * nodes under the minimap's note: the root's bands keep the strip free, beside = Infinity). */
+export function better(a: Shown, b: Shown, gain: number, beside = Infinity): boolean {
   if (a.fits !== b.fits) return a.fits;
   if (a.fits) return a.scale > b.scale * gain;
-  if (a.clear !== b.clear) return a.clear;
-  return a.part > b.part * gain;
+  const need = a.clear === b.clear ? gain : a.clear ? 1 / beside : beside;
+  return a.part > b.part * need;
 }
 
 /** Wrap the root for the canvas `fit`; how many bands it took. */

@@ -4,8 +4,9 @@
  * transformer block's sub-layers, cut after its junctions) are wrapped into bands (bands.ts
  * wrapInto) as far as that shows the whole, or more of it (bands.ts shownAt, better):
  * greedily, each round the one group and band count that gains most, until the whole fits or
- * nothing gains; a wrap that reaches under the minimap's strip while the whole still does not
- * fit is not kept (the camera shows a part of it, app/viewfinder.ts). The root wraps itself
+ * nothing gains (the camera then shows a part of it, app/viewfinder.ts); a wrap that reaches
+ * under the minimap's strip is kept over one that leaves it free only where it shows a fifth
+ * more of the model (the minimap parks in a free corner). The root wraps itself
  * for the canvas (bands.ts wrapBands), so the model around an opened group rearranges with
  * it. `lay` runs a request (the worker's client, or computeLayout); the request's groups
  * carry the wraps chosen. Pure but for `lay`.
@@ -18,6 +19,7 @@ const MAX_GROUPS = 8; // the largest open groups are tried
 const MAX_WRAP = 4; // bands per group
 const MAX_TRIES = 48; // layouts per search
 const GAIN = 1.05; // a wrap is kept where it shows the whole, or 5 % more of it
+const BESIDE_WORTH = 1.2; // ... and 20 % more where it reaches under the minimap's strip
 
 /** The scale at which a layout shows whole on the fit's canvas. */
 export function scaleOn(lay: { width: number; height: number }, fit: FitTarget): number {
@@ -65,7 +67,8 @@ export async function wrapToFit(
         const got = await lay(req);
         tries++;
         const shown = shownAt(got.width, got.height, fit);
-        if (pick ? better(shown, pick.shown, 1) : better(shown, bestShown, GAIN)) pick = { g, wrap, lay: got, shown };
+        if (pick ? better(shown, pick.shown, 1, BESIDE_WORTH) : better(shown, bestShown, GAIN, BESIDE_WORTH))
+          pick = { g, wrap, lay: got, shown };
       }
       g.wrap = was;
     }
