@@ -106,4 +106,21 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
     expect(better(wide, tall, 1, 1.2)).toBe(true); // ... unless a fifth more shows beside it
     expect(better(shownAt(1000, 900, fit), tall, 1, 1.2)).toBe(false); // 0.44: less
   });
+
+  it("wraps a group that a bus taps into two bands at most (its readers entered from the side)", async () => {
+    // a low canvas that asks the chain for four bands; with a bus into the block (a hidden
+    // edge, as the cross-attention into a decoder block), two
+    const wrapsFor = async (tapped: boolean) => {
+      const req = request(12);
+      if (tapped) {
+        req.root.items.push({ key: "bus", w: 120, h: 36 });
+        req.root.edges.push({ src: 3, dst: 1, weight: 1, kind: "merge", hidden: true });
+      }
+      const fit: FitTarget = { w: 1600, h: 420, k: 1, reserve: 0 };
+      await wrapToFit({ ...req, fit }, computeLayout(req), lay);
+      return (req.root.items[1] as LayoutGroup).wrap ?? 1;
+    };
+    expect(await wrapsFor(false)).toBeGreaterThan(2);
+    expect(await wrapsFor(true)).toBe(2);
+  });
 });

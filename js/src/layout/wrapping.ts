@@ -6,7 +6,8 @@
  * greedily, each round the one group and band count that gains most, until the whole fits or
  * nothing gains (the camera then shows a part of it, app/viewfinder.ts); a wrap that reaches
  * under the minimap's strip is kept over one that leaves it free only where it shows a fifth
- * more of the model (the minimap parks in a free corner). The root wraps itself
+ * more of the model (the minimap parks in a free corner); a group a bus taps takes two bands
+ * at most. The root wraps itself
  * for the canvas (bands.ts wrapBands), so the model around an opened group rearranges with
  * it. `lay` runs a request (the worker's client, or computeLayout); the request's groups
  * carry the wraps chosen. Pure but for `lay`.
@@ -29,18 +30,22 @@ export function scaleOn(lay: { width: number; height: number }, fit: FitTarget):
   );
 }
 
-/** The open groups of a request, the largest first. */
-function openGroups(root: LayoutGroup): LayoutGroup[] {
-  const out: LayoutGroup[] = [];
+/** The open groups of a request, the largest first, each with the most bands it may take: two
+ * where a bus taps it (its readers are entered from the side the bus comes from, and a band
+ * beyond the second would put a reader behind the bands before it; a transformer block's
+ * cross-attention is read in its first half). */
+function openGroups(root: LayoutGroup): { g: LayoutGroup; most: number }[] {
+  const out: { g: LayoutGroup; most: number }[] = [];
   const walk = (g: LayoutGroup) => {
-    for (const it of g.items) {
+    for (const [i, it] of g.items.entries()) {
       if (!("items" in it)) continue;
-      if (it.items.length >= 2) out.push(it);
+      const tapped = g.edges.some((e) => e.hidden && e.dst === i);
+      if (it.items.length >= 2) out.push({ g: it, most: tapped ? 2 : MAX_WRAP });
       walk(it);
     }
   };
   walk(root);
-  return out.sort((a, b) => b.items.length - a.items.length).slice(0, MAX_GROUPS);
+  return out.sort((a, b) => b.g.items.length - a.g.items.length).slice(0, MAX_GROUPS);
 }
 
 /**
@@ -60,9 +65,9 @@ export async function wrapToFit(
   let tries = 0;
   while (!bestShown.fits && tries < MAX_TRIES) {
     let pick: { g: LayoutGroup; wrap: number; lay: LayoutResult; shown: Shown } | null = null;
-    for (const g of groups) {
+    for (const { g, most } of groups) {
       const was = g.wrap;
-      for (let wrap = (was ?? 1) + 1; wrap <= MAX_WRAP && tries < MAX_TRIES; wrap++) {
+      for (let wrap = (was ?? 1) + 1; wrap <= most && tries < MAX_TRIES; wrap++) {
         g.wrap = wrap;
         const got = await lay(req);
         tries++;
