@@ -22,7 +22,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 #: the canvas (`out`), those inside it under what lies over it (the inspector, the minimap,
 #: the legend, the note, while they are shown: `bad`; a junction, a residual's ⊕, or a logit
 #: lens chip under any but the note), the least name of a stage on screen
-#: (px), the "N of M out of view" note (its count, null while hidden) and whether the step
+#: (px), the "N out of view" note (its count, null while hidden) and whether the step
 #: of playback is inside the canvas
 COVERED = """() => {
   const shown = (el) => { if (!el || el.hidden || !el.offsetParent) return null;

@@ -114,7 +114,7 @@ export class FlowApp implements ControlsHost {
     });
     const centre = (x: number, y: number) => this.camera.centerOn(x, y, 0);
     const dims = () => this.camera.zoom.dims();
-    this.minimap = new Minimap(centre, this.ui.legend, dims, () => this.fit());
+    this.minimap = new Minimap(centre, this.ui.legend, dims, () => this.fit(), this.ui.title.parentElement);
     this.ui.canvas.append(this.minimap.el, this.minimap.note);
     this.inspector = new Inspector(opts.fetchStage, () => this.selection.inspectorClosed(), {
       available: opts.available,

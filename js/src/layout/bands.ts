@@ -180,6 +180,9 @@ function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): numb
   return cuts.length + 1;
 }
 
+/** A layout that reaches under the minimap's strip is taken where it shows this much more. */
+export const BESIDE_WORTH = 1.2;
+
 /** How a layout shows on the canvas of a fit at the fit's scale (shownAt). */
 export interface Shown {
   fits: boolean; // whole
@@ -231,7 +234,7 @@ export function wrapBands(arr: Arranged, fit: FitTarget, dir: Direction): number
   for (const cuts of plans) {
     const { across, along } = extent(rows, count, cuts, BAND_GAP);
     const shown = tb ? shownAt(across, along, fit) : shownAt(along, across, fit);
-    if (!bestShown || shown.fits || better(shown, bestShown, GAIN)) {
+    if (!bestShown || shown.fits || better(shown, bestShown, GAIN, BESIDE_WORTH)) {
       best = cuts;
       bestShown = shown;
     }

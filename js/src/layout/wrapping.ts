@@ -13,14 +13,13 @@
  * carry the wraps chosen. Pure but for `lay`.
  */
 import { FIT_MARGIN, type FitTarget } from "./flow";
-import { better, type Shown, shownAt } from "./bands";
+import { BESIDE_WORTH, better, type Shown, shownAt } from "./bands";
 import type { LayoutGroup, LayoutRequest, LayoutResult } from "./layout";
 
 const MAX_GROUPS = 8; // the largest open groups are tried
 const MAX_WRAP = 4; // bands per group
 const MAX_TRIES = 48; // layouts per search
 const GAIN = 1.05; // a wrap is kept where it shows the whole, or 5 % more of it
-const BESIDE_WORTH = 1.2; // ... and 20 % more where it reaches under the minimap's strip
 
 /** The scale at which a layout shows whole on the fit's canvas. */
 export function scaleOn(lay: { width: number; height: number }, fit: FitTarget): number {

@@ -57,7 +57,7 @@ export function pickCorner(nodes: Box[], width: number, height: number, current:
 
 export class Minimap {
   readonly el: HTMLElement;
-  /** "7 of 21 out of view" (nodes): on the minimap while nodes are out of the canvas; a click fits the whole. */
+  /** "7 out of view" (nodes): on the minimap while nodes are out of the canvas, in the toolbar while the minimap is folded; a click fits the whole. */
   readonly note: HTMLButtonElement;
   readonly canvas: HTMLCanvasElement;
   private readonly toggleBtn: HTMLButtonElement;
@@ -82,6 +82,7 @@ export class Minimap {
       this.el.parentElement?.clientHeight ?? 0,
     ],
     showAll: () => void = () => undefined,
+    private readonly foldedHome: HTMLElement | null = null, // where the note goes while folded
   ) {
     this.note = h("button", {
       class: "nfw-offview",
@@ -131,6 +132,10 @@ export class Minimap {
   setCollapsed(collapsed: boolean) {
     this.collapsed = collapsed;
     this.el.dataset.collapsed = this.note.dataset.collapsed = String(collapsed);
+    // folded, the note leaves the canvas (in the toolbar it covers nothing); open, it lies
+    // along the overview's bottom
+    const home = collapsed ? this.foldedHome : this.el.parentElement;
+    if (home && this.note.parentElement !== home) home.append(this.note);
     this.canvas.hidden = collapsed;
     this.toggleBtn.textContent = collapsed ? "▣" : "−";
     this.toggleBtn.title = collapsed ? "Show the overview" : "Hide the overview";
@@ -192,7 +197,7 @@ export class Minimap {
     ).length;
     this.note.hidden = out === 0;
     this.note.dataset.out = String(out);
-    this.note.textContent = `${out} of ${scene.nodes.length} out of view`;
+    this.note.textContent = `${out} out of view`;
     this.note.title = `${out} of ${scene.nodes.length} nodes are out of view: click (or press F) to see the whole graph`;
     if (wasHidden && !fits) this.place();
     this.draw();
@@ -220,9 +225,12 @@ export class Minimap {
         H,
       ) > 0;
     if ((this.chosen ?? covers) !== this.collapsed) this.setCollapsed(this.chosen ?? covers);
-    if (this.collapsed && !this.note.hidden) {
-      // folded to its button, with the note beside it: the corner where they cover least
-      const folded = pickCorner(boxes, hw, hh, this.corner, FOLDED_W, FOLDED_H);
+    if (this.collapsed) {
+      // folded to its button (with the note beside it, where it has no home outside the
+      // canvas): the corner where they cover least
+      const folded = this.foldedHome
+        ? pickCorner(boxes, hw, hh, this.corner, FOLDED_H, FOLDED_H)
+        : pickCorner(boxes, hw, hh, this.corner, FOLDED_W, FOLDED_H);
       if (folded !== this.corner) {
         this.corner = folded;
         this.el.dataset.corner = this.note.dataset.corner = folded;

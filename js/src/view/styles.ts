@@ -245,9 +245,9 @@ const WIDGET_CSS = `
   padding: 6px 8px; border-bottom: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
 .nfw-toolbar > * { flex: none; }
-.nfw-title { display: flex; flex: 0 1 auto; align-items: baseline; gap: 8px; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
-.nfw-title b { display: inline; flex: 0 1 auto; min-width: 3em; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.nfw-title span { flex: 0 1 auto; min-width: 0; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-title { display: grid; grid-template-columns: auto auto; grid-template-rows: 16px 16px; justify-content: start; align-items: baseline; column-gap: 6px; line-height: 1.2; flex: 0 1 auto; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
+.nfw-title b { grid-column: 1 / -1; max-width: 100%; min-width: 3em; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.nfw-title span { max-width: 100%; min-width: 0; font-size: 11px; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-btn, .nfw-select, .nfw-search {
   height: 26px; margin: 0; font: inherit; font-size: 12px; line-height: 24px; color: var(--nfw-fg1); background: var(--nfw-bg);
   border: 1px solid var(--nfw-border); border-radius: 5px; padding: 0 8px; min-width: 0; box-shadow: none;
@@ -265,8 +265,8 @@ const WIDGET_CSS = `
 .nfw-select { width: auto; padding: 0 4px; field-sizing: content; }
 .nfw-toolbar > .nfw-search { flex: 0 1 150px; width: 150px; min-width: 90px; }
 .nfw-color { display: inline-flex; align-items: center; gap: 5px; font-size: 12px; color: var(--nfw-fg2); }
-@container nfw (max-width: 1180px) { .nfw-title { flex-direction: column; align-items: flex-start; gap: 0; line-height: 1.2; }
-  .nfw-title :is(b, span) { max-width: 100%; } .nfw-title span { font-size: 11px; } .nfw-toolbar > .nfw-search { flex-basis: 120px; width: 120px; } }
+.nfw-title .nfw-offview { position: static; align-self: center; justify-self: start; margin: 0; padding: 0 5px; line-height: 13px; box-shadow: none; }
+@container nfw (max-width: 1180px) { .nfw-toolbar > .nfw-search { flex-basis: 120px; width: 120px; } }
 @container nfw (max-width: 860px) {
   .nfw-toolbar { gap: 4px; padding: 6px; }
   .nfw-title span, .nfw-wide { display: none; }
