@@ -60,14 +60,27 @@ COVERED = """() => {
         bad.push(`${j.dataset.chip ? "a chip" : "a junction"} (${j.dataset.key ?? j.dataset.chip})`
           + ` under the ${name}`);
   }
+  // the least secondary text (a stage's type and shape, a group's type, a junction's name)
+  // and group label on screen, of what lies inside the canvas
+  let small = Infinity; let group = Infinity;
+  for (const t of document.querySelectorAll(
+      ".nfw-node .nfw-t2, .nfw-node .nfw-num, .nfw-ct, .nfw-ct2, .nfw-junction-name")) {
+    const r = t.getBoundingClientRect();
+    if (!r.width || !inside(r) || !t.textContent.trim()) continue;
+    const size = t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize);
+    if (t.classList.contains("nfw-ct")) group = Math.min(group, size);
+    else small = Math.min(small, size);
+  }
   const note = shown(document.querySelector(".nfw-offview"));
   const cur = document.querySelector(".nfw-node.nfw-current");
   const count = note ? Number(document.querySelector(".nfw-offview").dataset.out) : null;
   const current = cur ? inside(cur.getBoundingClientRect()) : null;
-  return { bad, out, px, n, note: count, current };
+  return { bad, out, px, small, group, n, note: count, current };
 }"""
-#: names on screen after any action (px; a rounding's worth under MIN_NAME_PX)
+#: names and group labels on screen after any action (px; a rounding's worth under
+#: MIN_NAME_PX), and secondary text (a stage's type and shape, a junction's name)
 LEGIBLE = 11.95
+SECONDARY = 10.95
 
 
 def check_view(got: dict, step: str, *, whole: bool) -> None:
@@ -75,6 +88,8 @@ def check_view(got: dict, step: str, *, whole: bool) -> None:
     of playback in view; the whole graph in view where `whole`, else the nodes out of view
     counted by the note beside the minimap (the whole does not fit at the readable scale)."""
     assert got["px"] >= LEGIBLE, f"after {step}: names {got['px']:.2f} px"
+    assert got["group"] >= LEGIBLE, f"after {step}: group labels {got['group']:.2f} px"
+    assert got["small"] >= SECONDARY, f"after {step}: type and shape {got['small']:.2f} px"
     assert got["bad"] == [], f"after {step}: {got['bad']}"
     assert got["current"] in (None, True), f"after {step}: the step of playback out of view"
     if whole:

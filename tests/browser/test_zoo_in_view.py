@@ -104,7 +104,8 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         page.mouse.move(2, 2)
         got = page.evaluate(COVERED)
         page.screenshot(path=str(ARTIFACTS / f"zoo_{model}_{width}x{height}_{step}.png"))
-        print(model, width, step, len(got["out"]), "out", f"{got['px']:.2f} px")
+        sizes = f"names {got['px']:.2f}, type {got['small']:.2f}, groups {got['group']:.2f} px"
+        print(model, width, step, len(got["out"]), "out,", sizes)
         try:
             check_view(got, step, whole=step == "first")
         except AssertionError as e:

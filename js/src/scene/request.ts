@@ -71,13 +71,13 @@ export function stageTitle(c: WireCall): string {
   return lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : "");
 }
 
-/** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 11 px
- * mono), the type and output shape (11 px, 11 px mono), so that both are whole on the node;
+/** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
+ * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
  * within reason (a longer one is cut, whole in its tip). */
 export function stageWidth(c: WireCall): number {
   const params = formatParams(c.params);
-  const first = 40 + 8.6 * stageTitle(c).length + (params ? 7 * params.length + 10 : 0);
-  const second = 40 + 6.4 * c.type.length + 7 * formatShape(c.shapes[0]).length + 8;
+  const first = 40 + 8.6 * stageTitle(c).length + (params ? 8 * params.length + 10 : 0);
+  const second = 40 + 7.4 * c.type.length + 8 * formatShape(c.shapes[0]).length + 8;
   return Math.round(Math.min(320, Math.max(NODE_W, first, second)));
 }
 
@@ -101,9 +101,9 @@ export function groupModule(calls: readonly WireCall[], it: Item, shown = 0): st
   return "";
 }
 
-/** What a group's header needs: its label (12 px bold), type (11 px) and collapse badge. */
+/** What a group's header needs: its label (14 px bold), type (13 px) and collapse badge. */
 export function clusterHeaderWidth(label: string, type: string): number {
-  return Math.round(Math.min(440, 12 + 8 * label.length + 8 + 6.6 * type.length + 44));
+  return Math.round(Math.min(440, 12 + 9 * label.length + 8 + 7.4 * type.length + 44));
 }
 
 /** A fold is as wide as its title needs ("(Linear → ReLU)  × 200" in 14 px bold), within reason. */
@@ -126,7 +126,7 @@ export function portWidth(id: string, thumbs = false): number {
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
 export function junctionSize(j: Junction): [number, number] {
-  return j.glyph.length <= 1 ? [JUNCTION_D, JUNCTION_D] : [Math.round(12 + 6.6 * j.glyph.length), 20];
+  return j.glyph.length <= 1 ? [JUNCTION_D, JUNCTION_D] : [Math.round(12 + 7.6 * j.glyph.length), 20];
 }
 
 /** The items (container keys, then the key) that hold a drawn key, the root first. */

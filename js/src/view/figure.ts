@@ -48,7 +48,7 @@ export function junctionEl(j: SceneJunction): SVGGElement {
   } else {
     g.append(
       s("rect", { class: "nfw-junction-disc", x: -w / 2, y: -h / 2, width: w, height: h, rx: h / 2 }),
-      svgText(j.glyph, { class: "nfw-junction-name", x: 0, y: 3.5, "text-anchor": "middle" }),
+      svgText(j.glyph, { class: "nfw-junction-name", x: 0, y: 4.5, "text-anchor": "middle" }),
     );
   }
   return g;

@@ -58,14 +58,14 @@ export class GraphView {
       const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
       this.fonts = {
         t1: `600 14px ${fam}`,
-        t2: `11px ${fam}`,
-        num: `11px ${mono}`,
-        ct: `600 12px ${fam}`,
+        t2: `13px ${fam}`,
+        num: `13px ${mono}`,
+        ct: `600 14px ${fam}`,
         port: `500 13px ${fam}`,
         flag: `700 11px ${fam}`,
         st: `600 14px ${fam}`,
         sa: `13px ${fam}`,
-        chip: `600 12.5px ${fam}`,
+        chip: `600 13px ${fam}`,
       }; // a stack's header, its stepper, a chip
     }
     return this.fonts[kind];

@@ -1,18 +1,22 @@
 /**
  * What an overlay on the canvas (the legend, the minimap) must not cover, in graph
- * coordinates: every node with the chip that may hang from its bottom edge (the logit lens's
- * next token, view/chips.ts), every junction (a residual's ⊕), and each group's header strip
- * (its name, stepper and collapse button) and bottom edge (a stack's chip, the stream's way
- * out). The camera places whole views clear of them; the minimap parks and the legend fades
- * by them. Pure.
+ * coordinates: every node with its expand badge and residual arc and the chip that may hang
+ * from its bottom edge (the logit lens's next token, view/chips.ts), every junction (a
+ * residual's ⊕), and each group's header strip (its name, stepper and collapse button) and
+ * bottom edge (a stack's chip, the stream's way out). The camera places whole views clear of
+ * them; the minimap parks and the legend fades by them. Pure.
  */
 import { GROUP_HEADER, type Box } from "../layout/layout";
 import type { Scene } from "../scene/types";
 import { CHIP_H } from "./chips";
 
+/** How far a node's expand badge and residual arc stand out of its box, each side and above. */
+const OVERHANG = 8;
+
 export function marksOf(scene: Scene): Box[] {
   const hang = CHIP_H / 2;
-  const marks: Box[] = scene.nodes.map((n) => [n.box[0], n.box[1], n.box[2], n.box[3] + hang]);
+  const o = OVERHANG;
+  const marks: Box[] = scene.nodes.map((n) => [n.box[0] - o, n.box[1] - o, n.box[2] + 2 * o, n.box[3] + o + hang]);
   for (const j of scene.junctions) marks.push(j.box);
   for (const c of scene.clusters) {
     const [x, y, w, h] = c.box;

@@ -45,8 +45,8 @@ export const GRAPH_CSS = `
 .nfw-node .nfw-stack { fill: var(--nfw-bg2); stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-node:hover .nfw-card { stroke: var(--nfw-fg2); }
 .nfw-node .nfw-t1 { font-size: 14px; font-weight: 600; fill: var(--nfw-fg0); }
-.nfw-node .nfw-t2 { font-size: 11px; fill: var(--nfw-fg2); }
-.nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 11px; fill: var(--nfw-fg2); }
+.nfw-node .nfw-t2 { font-size: 13px; fill: var(--nfw-fg2); }
+.nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 13px; fill: var(--nfw-fg2); }
 .nfw-node.nfw-stat-fill .nfw-t1, .nfw-node.nfw-stat-fill .nfw-t2, .nfw-node.nfw-stat-fill .nfw-num { fill: var(--nfw-ink, inherit); }
 .nfw-node.nfw-port .nfw-card { fill: var(--nfw-bg2); }
 .nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 13px; fill: var(--nfw-fg1); }
@@ -62,8 +62,8 @@ export const GRAPH_CSS = `
 
 .nfw-cluster rect.nfw-box { fill: var(--nfw-fg0); fill-opacity: 0.025; stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-cluster.nfw-run rect.nfw-box { stroke-dasharray: 5 4; }
-.nfw-cluster .nfw-ct { font-size: 12px; font-weight: 600; fill: var(--nfw-fg1); }
-.nfw-cluster .nfw-ct2 { font-size: 11px; fill: var(--nfw-fg2); }
+.nfw-cluster .nfw-ct { font-size: 14px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-cluster .nfw-ct2 { font-size: 13px; fill: var(--nfw-fg2); }
 .nfw-cluster .nfw-ct, .nfw-cluster .nfw-ct2 { paint-order: stroke; stroke: var(--nfw-bg); stroke-width: 4px; stroke-linejoin: round; }
 .nfw-cluster [data-action] { cursor: pointer; }
 .nfw-cluster[data-failed] rect.nfw-box { stroke: var(--nfw-error); stroke-width: 2; }
@@ -80,14 +80,14 @@ export const GRAPH_CSS = `
 .nfw-stub { stroke: var(--nfw-flow); }
 .nfw-junction-disc { fill: var(--nfw-bg); stroke: var(--nfw-fg1); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 .nfw-junction-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 2; stroke-linecap: round; }
-.nfw-junction-name { font-size: 11px; font-weight: 600; fill: var(--nfw-fg1); }
+.nfw-junction-name { font-size: 13px; font-weight: 600; fill: var(--nfw-fg1); }
 .nfw-residual-arc { fill: none; stroke: var(--nfw-skip); stroke-width: 1.6; stroke-linecap: round; vector-effect: non-scaling-stroke; }
 .nfw-residual-disc { fill: var(--nfw-bg); stroke: var(--nfw-skip); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
 .nfw-residual-glyph { fill: none; stroke: var(--nfw-fg0); stroke-width: 1.8; stroke-linecap: round; }
 .nfw-bus-line { fill: none; stroke: var(--nfw-merge); stroke-width: 1.6; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-line { stroke: var(--nfw-skip); stroke-dasharray: 6 4; stroke-width: 1.5; }
 .nfw-bus-dot { fill: var(--nfw-merge); }
-.nfw-bus-label { fill: var(--nfw-merge); font-size: 12px; font-weight: 600; }
+.nfw-bus-label { fill: var(--nfw-merge); font-size: 14px; font-weight: 600; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-dot { fill: var(--nfw-skip); }
 .nfw-hovering .nfw-bus, .nfw-hovering .nfw-stub { opacity: 0.18; }
 .nfw-hovering .nfw-edge { opacity: 0.18; }
