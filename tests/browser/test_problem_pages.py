@@ -52,6 +52,14 @@ def _clear_of_banners(page):
     assert all(t >= bottom - 12 for t in nodes), (bottom, nodes)  # (a badge may straddle)
 
 
+def _within(box: dict, area: dict) -> bool:
+    """Whether a box lies inside an area (a pixel's slack)."""
+    return all(
+        area[p] - 1 <= box[p] and box[p] + box[s] <= area[p] + area[s] + 1
+        for p, s in (("x", "width"), ("y", "height"))
+    )
+
+
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_nan_page_badges_the_stage_and_its_banner_goes_there(tmp_path, browser, width, height):
     from neural_flow_widget.capture.image import NONFINITE
@@ -85,11 +93,14 @@ def test_nan_page_badges_the_stage_and_its_banner_goes_there(tmp_path, browser, 
     assert summary.nan > 0 and summary.posinf == summary.neginf == 0
     note = page.locator("[data-nonfinite-note]").text_content()
     assert f"{summary.nan:,} NaN of {summary.numel:,} values" in note, note
-    settle(page)  # the view moves to the stage
-    node = page.locator('[data-stage-id="block.log"]').bounding_box()
+    settle(page)  # the view moves to the stage: centred, or the whole graph (it too) in view
     area = page.locator(".nfw-canvas").bounding_box()
-    assert abs(node["x"] + node["width"] / 2 - area["x"] - area["width"] / 2) < 40
-    assert abs(node["y"] + node["height"] / 2 - area["y"] - area["height"] / 2) < 40
+    boxes = [n.bounding_box() for n in page.locator(".nfw-node").all()]
+    node = page.locator('[data-stage-id="block.log"]').bounding_box()
+    assert _within(node, area)
+    axes = (("x", "width"), ("y", "height"))
+    off = [abs(node[p] + node[s] / 2 - area[p] - area[s] / 2) for p, s in axes]
+    assert max(off) < 40 or all(_within(b, area) for b in boxes), (off, node, area)
     shoot(page, f"nonfinite_{width}x{height}", pointer_away=True)
     context.close()
     assert errors == []

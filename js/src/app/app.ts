@@ -76,7 +76,7 @@ export class FlowApp implements ControlsHost {
   private resize: ResizeObserver | null = null;
   private disposed = false;
   private raw: { graph: unknown; comparison: unknown; more: Experiments } = { graph: null, comparison: null, more: {} };
-  private framing = new Framing(); // the first view's depth, arrangement and zoom
+  private framing: Framing; // the first view's depth, arrangement and zoom
 
   constructor(
     private readonly el: HTMLElement,
@@ -85,6 +85,7 @@ export class FlowApp implements ControlsHost {
     this.ui = buildChrome(CSS);
     this.root = this.ui.root;
     this.layout = new LayoutClient(opts.useWorker ?? true);
+    this.framing = new Framing(this.layout, this.ui.canvas);
     this.graphView = new GraphView(
       {
         activate: (n) => this.activate(n),
@@ -130,6 +131,7 @@ export class FlowApp implements ControlsHost {
       dir: () => this.dir,
       selectedKey: () => this.selection.key(),
       redraw: () => this.onTransform(this.camera.t),
+      relay: (a) => void (this.framing.outgrown() && this.setState(this.state, "canvas", a)),
     });
     const open = (target: WireCall | EndTarget) => this.selection.openInspector(target);
     const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) =>
@@ -200,7 +202,13 @@ export class FlowApp implements ControlsHost {
     this.lab.lens.newRun(graph, tree, same);
     if (same) {
       this.inspector.refresh(targetOf(graph, tree.byId, this.selection.id));
-      void this.setState(this.state, "graph");
+      // a stage intervened on stays drawn (chosen, so no later level folds it away)
+      const iv = graph.intervention?.stage ?? -1;
+      const shown = iv < 0 || isShown(tree, this.state, iv);
+      void this.setState(
+        { ...(shown ? this.state : revealCall(tree, this.state, iv)), auto: this.state.auto && iv < 0 },
+        "graph",
+      );
       this.lecture.newRun(true);
       return this.controls.refresh();
     }
@@ -230,15 +238,7 @@ export class FlowApp implements ControlsHost {
     const tl = performance.now();
     this.finder.laying = true;
     try {
-      lay = await this.framing.lay(
-        this.layout,
-        state,
-        view,
-        this.dir,
-        this.ui.canvas,
-        this.camera.needsFit,
-        this.camera.readK,
-      );
+      lay = await this.framing.lay(state, view, this.dir, this.camera.needsFit, this.camera.readK, reason === "canvas");
     } catch (err) {
       clearTimeout(busy);
       if (gen === this.generation) this.finder.laying = false;
@@ -384,6 +384,7 @@ export class FlowApp implements ControlsHost {
     this.generation++;
     flashHint(this.ui.hint, 0);
     this.resize?.disconnect();
+    this.finder.dispose();
     this.controls.dispose();
     this.lab.dispose();
     this.lecture.dispose();

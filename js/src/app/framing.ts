@@ -27,59 +27,84 @@ export function fitsAt(lay: { width: number; height: number }, fit: FitTarget): 
   );
 }
 
+/** How far the canvas may change size before a view laid out for it is laid out again (the
+ * inspector opening, the page resized): the camera alone handles less. */
+export const RELAY_PX = 48;
+
 export class Framing {
   private target: FitTarget | null = null;
+
+  constructor(
+    private readonly client: LayoutClient,
+    private readonly canvas: HTMLElement,
+  ) {}
 
   /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
   thumbs = false;
 
+  /** Whether the canvas has changed size by RELAY_PX or more since the view was laid out: its
+   * wrapping (or its level) was chosen for another canvas. */
+  outgrown(): boolean {
+    const { target: t, canvas } = this;
+    if (!t || !canvas.clientWidth || !canvas.clientHeight) return false;
+    return Math.abs(canvas.clientWidth - t.w) >= RELAY_PX || Math.abs(canvas.clientHeight - t.h) >= RELAY_PX;
+  }
+
   /** Lay out a state (`fresh`: for a first view, with names readable at scale `k`: READ_K,
-   * more in presentation mode; when nothing fits at a larger `k`, as at READ_K, and the
-   * camera shows it as large as the canvas allows). Each layout is for the canvas as it is
-   * now (the inspector beside it, the transport bar above); a state the user chose that does
-   * not fit it has its open groups wrapped as far as that helps (layout/wrapping.ts). */
+   * more in presentation mode). Each layout is for the canvas as it is now (the inspector
+   * beside it, the transport bar above). A state the user chose has its open groups wrapped
+   * as far as that helps (layout/wrapping.ts), at `k` where it then fits, else at READ_K;
+   * one that fits at neither while presenting gives way to the starting levels (Present shows
+   * the whole model; lecture.ts gives the user's state back at its end). A starting level is
+   * the deepest that fits at `k`, else the deepest at READ_K (Present prefers the larger type
+   * to a deeper level), else the shallowest at READ_K (the camera shows its start, the
+   * minimap the rest). `relaid`: the same view for a canvas that changed size (the inspector
+   * opened): a starting level is kept, wrapped as a chosen state is, where it then fits. */
   async lay(
-    client: LayoutClient,
     state: ViewState,
     view: ViewGraph,
     dir: Direction,
-    canvas: HTMLElement,
     fresh: boolean,
     k = READ_K,
+    relaid = false,
   ): Promise<Framed> {
+    const { client, canvas } = this;
     const room = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600 };
     if (fresh || !this.target) this.target = { ...room, k, reserve: MINIMAP_STRIP };
     else this.target = { ...this.target, ...room };
     const fit = this.target;
-    // larger names where the same view fits with them (wrapped for them), else as at READ_K
     const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
     const layout = (req: LayoutRequest) => client.layout(req);
-    const first = async (v: ViewGraph, wrap: boolean): Promise<[LayoutResult, FitTarget, boolean]> => {
-      let lay: LayoutResult | null = null;
-      for (const f of tries) {
-        const req = layoutRequest(v, dir, f, this.thumbs) as LayoutRequest & { fit: FitTarget };
-        lay = await client.layout(req);
-        if (!fitsAt(lay, f) && wrap) lay = await wrapToFit(req, lay, layout);
-        if (fitsAt(lay, f)) return [lay, f, true];
-      }
-      return [lay!, tries[tries.length - 1]!, false]; // (tries has one at least, so lay is set)
+    const trial = async (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> => {
+      const req = layoutRequest(v, dir, f, this.thumbs) as LayoutRequest & { fit: FitTarget };
+      const lay = await client.layout(req);
+      return !fitsAt(lay, f) && wrap ? wrapToFit(req, lay, layout) : lay;
     };
-    if (!state.auto) {
-      const [lay, f] = await first(view, true);
+    const done = (lay: LayoutResult, f: FitTarget, s: ViewState, v: ViewGraph): Framed => {
       this.target = f;
-      return { ...lay, state, view };
+      return { ...lay, state: s, view: v };
+    };
+    if (!state.auto || relaid) {
+      let last: LayoutResult | null = null;
+      for (const f of tries) {
+        last = await trial(view, f, true);
+        if (fitsAt(last, f)) return done(last, f, state, view);
+      }
+      if (tries.length === 1 && !state.auto) return done(last!, fit, state, view); // (tries has one at least)
     }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
-    for (let i = levels.length - 1; i >= 0; i--) {
-      const level = at(levels, i);
-      const v = buildView(view.tree, level);
-      const [lay, f, fits] = await first(v, false);
-      if (i === 0 || fits) {
-        this.target = f;
-        return { ...lay, state: { ...level, auto: true }, view: v };
+    for (const f of tries) {
+      for (let i = levels.length - 1; i >= 0; i--) {
+        const level = { ...at(levels, i), auto: true };
+        const v = buildView(view.tree, level);
+        const lay = await trial(v, f, false);
+        if (fitsAt(lay, f)) return done(lay, f, level, v);
       }
     }
-    throw new Error("unreachable");
+    const root = { ...at(levels, 0), auto: true };
+    const v = buildView(view.tree, root);
+    const f = at(tries, tries.length - 1);
+    return done(await trial(v, f, false), f, root, v);
   }
 }

@@ -51,9 +51,15 @@ export class Lecture {
       changed: host.onPlayback,
       turned: host.onTurn,
     });
+    // the state Present began on: a user's open blocks that Present had to fold to show the
+    // whole model at its larger type come back when it ends
+    let before: ViewState | null = null;
     this.presenter = new Presenter(ui.root, ui.present, host.camera, (on, fromUser) => {
       if (fromUser) host.onPresent?.(on);
-      void host.setState(host.state(), "present"); // framed again for the type's new size
+      const now = host.state();
+      const back = !on && before && !before.auto && now.auto ? before : now;
+      before = on ? now : null;
+      void host.setState(back, "present"); // framed again for the type's new size
     });
     const relayout = () => {
       host.camera.needsFit = true; // every node changes size: framed again

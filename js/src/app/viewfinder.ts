@@ -35,7 +35,13 @@ export interface ViewfinderHost {
   selectedKey(): string | null;
   /** Draw the graph at the camera's transform as it is. */
   redraw(): void;
+  /** Lay the view out again if the canvas outgrew its layout (app/framing.ts outgrown), the
+   * step, the selection or the toggled thing kept where it is on the canvas (`anchor`). */
+  relay(anchor?: { key: string; box: Box }): void;
 }
+
+/** How long the canvas's size must hold still before the view is laid out for it again. */
+const RELAY_MS = 150;
 
 export class Viewfinder {
   /** A layout is in flight: the scene it brings is framed for the canvas as it is then. The
@@ -51,6 +57,7 @@ export class Viewfinder {
   private height = 0;
   private toggled: string | null = null; // the group or node opened or folded last
   private partKey: string | null = null; // what the part shown after an action centres on
+  private relayTimer = 0;
 
   constructor(private readonly host: ViewfinderHost) {}
 
@@ -59,7 +66,7 @@ export class Viewfinder {
    * part of it around the toggled thing, the step of playback or the selection at that scale. */
   drawn(scene: Scene, reason: string, anchor?: { key: string; box: Box }) {
     const { camera, graphView } = this.host;
-    if (anchor) this.toggled = anchor.key;
+    if (anchor && reason !== "canvas") this.toggled = anchor.key;
     if (camera.needsFit) {
       this.firstLeast = reason === "direction" ? MIN_K : ACTIONS.has(reason) ? camera.least : READ_K;
       camera.firstView(scene, this.host.dir(), this.firstLeast);
@@ -71,7 +78,10 @@ export class Viewfinder {
     this.partKey = anchor?.key ?? this.focusKey();
     const after = anchor && (graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
     if (anchor && after) camera.keepAnchor(anchor.box, after, scene);
-    if ((ACTIONS.has(reason) || camera.framed) && camera.showWhole(scene, camera.least, 260)) return;
+    // (laid out again for a canvas that changed size: the whole where it now fits, else the
+    // part kept where it was)
+    const whole = ACTIONS.has(reason) || reason === "canvas" || camera.framed;
+    if (whole && camera.showWhole(scene, camera.least, 260)) return;
     if (ACTIONS.has(reason)) camera.showPart(scene, after ?? this.focus(), this.host.dir());
     else if (!(anchor && after)) this.host.redraw();
   }
@@ -125,6 +135,27 @@ export class Viewfinder {
       );
     }
     this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
+    // a canvas much wider or narrower (the inspector opened or closed, the page resized) wants
+    // the view wrapped (or its level chosen) for it again, once its size has settled
+    // (the busy mark carries data-settling until then: tests wait for it)
+    window.clearTimeout(this.relayTimer);
+    this.host.ui.busy.setAttribute("data-settling", "");
+    this.relayTimer = window.setTimeout(() => this.relay(), RELAY_MS);
+  }
+
+  private relay() {
+    if (this.laying || this.host.camera.zoom.moving) {
+      this.relayTimer = window.setTimeout(() => this.relay(), RELAY_MS);
+      return;
+    }
+    this.host.ui.busy.removeAttribute("data-settling");
+    const key = this.focusKey();
+    const box = this.boxOf(key);
+    this.host.relay(key && box ? { key, box } : undefined);
+  }
+
+  dispose() {
+    window.clearTimeout(this.relayTimer);
   }
 
   /** The step of playback, else what the part an action showed centres on (while it is

@@ -1,0 +1,75 @@
+// Framing a view (app/framing.ts): Present prefers a shallower level whose names are large to
+// a deeper one at the readable size; a state the user opened that fits nowhere while
+// presenting gives way to a starting level (kept otherwise); and a canvas that changed size
+// by RELAY_PX or more asks for the view to be laid out again.
+import { describe, expect, it } from "vitest";
+import { Framing, fitsAt, RELAY_PX } from "../src/app/framing";
+import { PRESENT_K } from "../src/app/presenter";
+import { LayoutClient } from "../src/layout/client";
+import { buildTree } from "../src/model/tree";
+import { buildView, type ViewState } from "../src/model/view_model";
+import { initialState, toggleExpanded } from "../src/model/view_state";
+import { READ_K } from "../src/scene/scene";
+import { loadGraph } from "./fixtures";
+
+const gpt = buildTree(loadGraph("wire_transformer12.json"));
+const unet = buildTree(loadGraph("wire_unet.json"));
+const client = new LayoutClient(false);
+const canvas = (w: number, h: number) => ({ clientWidth: w, clientHeight: h }) as HTMLElement;
+const framing = (c: HTMLElement) => new Framing(client, c);
+
+describe("Framing.lay", () => {
+  it("presents the level that fits at the larger type rather than a deeper one at the readable size", async () => {
+    const c = canvas(1000, 600);
+    const start = initialState(gpt);
+    const read = await framing(c).lay(start, buildView(gpt, start), "TB", true, READ_K);
+    const present = await framing(c).lay(start, buildView(gpt, start), "TB", true, PRESENT_K);
+    // the readable first view is deeper than the presented one; the presented one fits at 1.5x
+    expect(read.view.nodes.length).toBeGreaterThan(present.view.nodes.length);
+    expect(fitsAt(present, { w: 1000, h: 600, k: PRESENT_K, reserve: 0 })).toBe(true);
+    expect(fitsAt(read, { w: 1000, h: 600, k: PRESENT_K, reserve: 0 })).toBe(false);
+    expect(present.state.auto).toBe(true);
+  });
+
+  it("keeps a state the user opened, but gives way to a starting level when presenting it cannot fit", async () => {
+    let opened: ViewState = initialState(unet);
+    for (const id of ["enc1", "enc2", "bottleneck", "dec1", "dec2"])
+      if (unet.byId.has(id)) opened = toggleExpanded(unet, opened, unet.byId.get(id)!);
+    opened = { ...opened, auto: false };
+    const c = canvas(600, 400);
+    const kept = await framing(c).lay(opened, buildView(unet, opened), "TB", false, READ_K);
+    expect(kept.state).toBe(opened);
+    const presented = await framing(c).lay(opened, buildView(unet, opened), "TB", true, PRESENT_K);
+    expect(presented.state.auto).toBe(true);
+    expect(presented.view.nodes.length).toBeLessThan(kept.view.nodes.length);
+  });
+});
+
+describe("Framing.outgrown", () => {
+  it("asks for a new layout once the canvas has changed by RELAY_PX or more", async () => {
+    const c = { clientWidth: 1000, clientHeight: 600 };
+    const f = framing(c as HTMLElement);
+    const start = initialState(gpt);
+    expect(f.outgrown()).toBe(false); // nothing laid out yet
+    await f.lay(start, buildView(gpt, start), "TB", true);
+    const at = (w: number, h: number) => {
+      Object.assign(c, { clientWidth: w, clientHeight: h });
+      return f.outgrown();
+    };
+    expect(at(1000 + RELAY_PX - 1, 600)).toBe(false);
+    expect(at(1000, 600 - RELAY_PX + 1)).toBe(false);
+    expect(at(1000 - RELAY_PX, 600)).toBe(true);
+    expect(at(1000, 600 + RELAY_PX)).toBe(true);
+  });
+
+  it("keeps a starting level laid out again for a narrower canvas where it fits wrapped", async () => {
+    const c = { clientWidth: 1280, clientHeight: 660 };
+    const f = framing(c as HTMLElement);
+    const start = initialState(gpt);
+    const wide = await f.lay(start, buildView(gpt, start), "TB", true);
+    Object.assign(c, { clientWidth: 900 }); // the inspector opened beside it
+    const again = await f.lay(wide.state, wide.view, "TB", false, READ_K, true);
+    expect(again.state).toBe(wide.state);
+    expect(fitsAt(again, { w: 900, h: 660, k: READ_K, reserve: 0 })).toBe(true);
+  });
+});
