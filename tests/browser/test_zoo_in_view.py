@@ -67,6 +67,11 @@ MODELS = {
     "t5": (lambda: fixture_models.t5(layers=4), "decoder.block"),
 }
 
+#: the steps after which the whole model must be in view besides the first (Present fits it at
+#: its larger type or, where nothing fits so, at the readable one); diffusers' U is still too
+#: tall for Present at 1280x720 (its compact form is open in issue 20)
+WHOLE_AFTER = {"present": set(MODELS) - {"unet2d"}}
+
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage
 TOGGLE = """(prefix) => {
@@ -107,7 +112,7 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         sizes = f"names {got['px']:.2f}, type {got['small']:.2f}, groups {got['group']:.2f} px"
         print(model, width, step, len(got["out"]), "out,", sizes)
         try:
-            check_view(got, step, whole=step == "first")
+            check_view(got, step, whole=step == "first" or model in WHOLE_AFTER.get(step, ()))
         except AssertionError as e:
             problems.append(str(e))
 
