@@ -42,6 +42,12 @@ describe("Framing.lay", () => {
     const presented = await framing(c).lay(opened, buildView(unet, opened), "TB", true, PRESENT_K);
     expect(presented.state.auto).toBe(true);
     expect(presented.view.nodes.length).toBeLessThan(kept.view.nodes.length);
+    // ... and with data on the graph (nodes with pictures), framed afresh
+    const f = framing(c);
+    f.thumbs = true;
+    const pictured = await f.lay(opened, buildView(unet, opened), "TB", true, READ_K);
+    expect(pictured.state.auto).toBe(true);
+    expect(pictured.view.nodes.length).toBeLessThan(kept.view.nodes.length);
   });
 });
 

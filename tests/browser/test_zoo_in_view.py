@@ -67,10 +67,10 @@ MODELS = {
     "t5": (lambda: fixture_models.t5(layers=4), "decoder.block"),
 }
 
-#: the steps after which the whole model must be in view besides the first (Present fits it at
-#: its larger type or, where nothing fits so, at the readable one); diffusers' U is still too
-#: tall for Present at 1280x720 (its compact form is open in issue 20)
-WHOLE_AFTER = {"present": set(MODELS) - {"unet2d"}}
+#: the steps after which the whole model must be in view besides the first (Data and Present
+#: fit it with pictures or at their larger type, folding what the user opened where needed);
+#: diffusers' U is still too tall for them (its compact form is open in issue 20)
+WHOLE_AFTER = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS) - {"unet2d"}}
 
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage

@@ -54,8 +54,9 @@ export class Framing {
    * more in presentation mode). Each layout is for the canvas as it is now (the inspector
    * beside it, the transport bar above). A state the user chose has its open groups wrapped
    * as far as that helps (layout/wrapping.ts), at `k` where it then fits, else at READ_K;
-   * one that fits at neither while presenting gives way to the starting levels (Present shows
-   * the whole model; lecture.ts gives the user's state back at its end). A starting level is
+   * one that fits at neither while presenting or with data on the graph gives way to the
+   * starting levels (Present and Data show the whole model; lecture.ts gives the user's state
+   * back at their end). A starting level is
    * the deepest that fits at `k`, else the deepest at READ_K (Present prefers the larger type
    * to a deeper level), else the shallowest at READ_K (the camera shows its start, the
    * minimap the rest). `relaid`: the same view for a canvas that changed size (the inspector
@@ -90,7 +91,8 @@ export class Framing {
         last = await trial(view, f, true);
         if (fitsAt(last, f)) return done(last, f, state, view);
       }
-      if (tries.length === 1 && !state.auto) return done(last!, fit, state, view); // (tries has one at least)
+      // a chosen state gives way to a starting level only for an overview (Present, Data)
+      if (!state.auto && !(fresh && (fit.k > READ_K || this.thumbs))) return done(last!, fit, state, view);
     }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);

@@ -51,19 +51,22 @@ export class Lecture {
       changed: host.onPlayback,
       turned: host.onTurn,
     });
-    // the state Present began on: a user's open blocks that Present had to fold to show the
-    // whole model at its larger type come back when it ends
-    let before: ViewState | null = null;
+    // the state Present or Data on the graph began on: a user's open blocks that it had to fold
+    // to show the whole model at its larger type or with its pictures come back when it ends
+    const before = new Map<string, ViewState | null>();
+    const framed = (reason: "present" | "pictures", on: boolean) => {
+      const now = host.state();
+      const was = before.get(reason);
+      before.set(reason, on ? now : null);
+      void host.setState(!on && was && !was.auto && now.auto ? was : now, reason);
+    };
     this.presenter = new Presenter(ui.root, ui.present, host.camera, (on, fromUser) => {
       if (fromUser) host.onPresent?.(on);
-      const now = host.state();
-      const back = !on && before && !before.auto && now.auto ? before : now;
-      before = on ? now : null;
-      void host.setState(back, "present"); // framed again for the type's new size
+      framed("present", on); // framed again for the type's new size
     });
     const relayout = () => {
       host.camera.needsFit = true; // every node changes size: framed again
-      void host.setState(host.state(), "pictures");
+      framed("pictures", this.pictures.on);
     };
     this.pictures = new Pictures(
       ui.data,
