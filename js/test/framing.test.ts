@@ -74,8 +74,36 @@ describe("Framing.outgrown", () => {
     const start = initialState(gpt);
     const wide = await f.lay(start, buildView(gpt, start), "TB", true);
     Object.assign(c, { clientWidth: 900 }); // the inspector opened beside it
-    const again = await f.lay(wide.state, wide.view, "TB", false, READ_K, true);
+    const again = await f.lay(wide.state, wide.view, "TB", false, READ_K, "canvas");
     expect(again.state).toBe(wide.state);
     expect(fitsAt(again, { w: 900, h: 660, k: READ_K, reserve: 0 })).toBe(true);
+  });
+});
+
+describe("Framing.lay after opening a block", () => {
+  it("folds the other open blocks, farthest first, while the view does not fit (an accordion)", async () => {
+    const c = canvas(1280, 660);
+    const fit = { w: 1280, h: 660, k: READ_K, reserve: 0 };
+    const f = framing(c);
+    let framed = await f.lay({ ...initialState(unet), auto: false }, buildView(unet, initialState(unet)), "TB", true);
+    const open = async (id: string) => {
+      const state = toggleExpanded(unet, framed.state, unet.byId.get(id)!);
+      framed = await f.lay(state, buildView(unet, state), "TB", false, READ_K, "expand");
+      return state;
+    };
+    const names = () => [...framed.state.expanded].map((x) => unet.graph.calls[x]!.id).sort();
+    await open("enc1");
+    await open("enc2");
+    expect(names()).toEqual(["enc1", "enc2"]); // both fit: nothing folds
+    const asked = await open("bottleneck");
+    // all three do not fit, wrapped or not ...
+    const plain = await framing(c).lay(asked, buildView(unet, asked), "TB", false, READ_K);
+    expect(fitsAt(plain, fit)).toBe(false);
+    // ... so the encoder's blocks fold, the farthest first, until the bottleneck fits open
+    expect(names()).toEqual(["bottleneck"]);
+    expect(fitsAt(framed, fit)).toBe(true);
+    // not after another action: a state the user set up stays as it is
+    const other = await framing(c).lay(asked, buildView(unet, asked), "TB", false, READ_K, "reveal");
+    expect(other.state).toBe(asked);
   });
 });

@@ -238,7 +238,7 @@ export class FlowApp implements ControlsHost {
     const tl = performance.now();
     this.finder.laying = true;
     try {
-      lay = await this.framing.lay(state, view, this.dir, this.camera.needsFit, this.camera.readK, reason === "canvas");
+      lay = await this.framing.lay(state, view, this.dir, this.camera.needsFit, this.camera.readK, reason);
     } catch (err) {
       clearTimeout(busy);
       if (gen === this.generation) this.finder.laying = false;

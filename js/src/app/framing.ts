@@ -30,6 +30,8 @@ export function fitsAt(lay: { width: number; height: number }, fit: FitTarget): 
 /** How far the canvas may change size before a view laid out for it is laid out again (the
  * inspector opening, the page resized): the camera alone handles less. */
 export const RELAY_PX = 48;
+/** How many open groups a block that does not fit may fold (Framing.accordion). */
+const MAX_FOLDS = 6;
 
 export class Framing {
   private target: FitTarget | null = null;
@@ -38,6 +40,8 @@ export class Framing {
     private readonly client: LayoutClient,
     private readonly canvas: HTMLElement,
   ) {}
+
+  private shown: ViewState | null = null; // the state laid out last
 
   /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
   thumbs = false;
@@ -59,16 +63,18 @@ export class Framing {
    * back at their end). A starting level is
    * the deepest that fits at `k`, else the deepest at READ_K (Present prefers the larger type
    * to a deeper level), else the shallowest at READ_K (the camera shows its start, the
-   * minimap the rest). `relaid`: the same view for a canvas that changed size (the inspector
-   * opened): a starting level is kept, wrapped as a chosen state is, where it then fits. */
+   * minimap the rest). `reason` "canvas": the same view for a canvas that changed size (the
+   * inspector opened): a starting level is kept, wrapped as a chosen state is, not chosen
+   * afresh (the node clicked, the step of playback are not folded away under the user); "expand": a block the user opened that does not fit folds others (accordion). */
   async lay(
     state: ViewState,
     view: ViewGraph,
     dir: Direction,
     fresh: boolean,
     k = READ_K,
-    relaid = false,
+    reason = "",
   ): Promise<Framed> {
+    const relaid = reason === "canvas";
     const { client, canvas } = this;
     const room = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600 };
     if (fresh || !this.target) this.target = { ...room, k, reserve: MINIMAP_STRIP };
@@ -83,6 +89,7 @@ export class Framing {
     };
     const done = (lay: LayoutResult, f: FitTarget, s: ViewState, v: ViewGraph): Framed => {
       this.target = f;
+      this.shown = s;
       return { ...lay, state: s, view: v };
     };
     if (!state.auto || relaid) {
@@ -91,8 +98,13 @@ export class Framing {
         last = await trial(view, f, true);
         if (fitsAt(last, f)) return done(last, f, state, view);
       }
-      // a chosen state gives way to a starting level only for an overview (Present, Data)
-      if (!state.auto && !(fresh && (fit.k > READ_K || this.thumbs))) return done(last!, fit, state, view);
+      // a block opened that does not fit: the others open fold while that makes it fit
+      const folded =
+        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, true)) : null;
+      if (folded) return done(folded.lay, fit, folded.state, folded.view);
+      // a chosen state (or a level laid out again) gives way to a starting level only for an
+      // overview (Present, Data)
+      if (!(fresh && (fit.k > READ_K || this.thumbs))) return done(last!, fit, state, view);
     }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
@@ -108,5 +120,39 @@ export class Framing {
     const v = buildView(view.tree, root);
     const f = at(tries, tries.length - 1);
     return done(await trial(v, f, false), f, root, v);
+  }
+  /**
+   * An accordion: a state that opened blocks the last one laid out did not, and that does not
+   * fit the canvas, has the other open groups folded one by one, the farthest from what was
+   * opened (in call order) first, never one around it, until it fits (at most MAX_FOLDS
+   * tries); null when none makes it fit.
+   */
+  private async accordion(
+    state: ViewState,
+    view: ViewGraph,
+    fits: (v: ViewGraph) => Promise<LayoutResult>,
+  ): Promise<{ lay: LayoutResult; state: ViewState; view: ViewGraph } | null> {
+    const before = this.shown;
+    const opened = before ? [...state.expanded].filter((c) => !before.expanded.has(c)) : [];
+    if (opened.length === 0) return null;
+    const { tree } = view;
+    const up = (c: number) => at(tree.graph.calls, c).parent;
+    const around = new Set<number>();
+    for (const o of opened) for (let c = o; c >= 0; c = up(c)) around.add(c);
+    const far = (c: number) => Math.min(...opened.map((o) => Math.abs(o - c)));
+    const others = [...state.expanded].filter((c) => !around.has(c)).sort((a, b) => far(b) - far(a));
+    let s = state;
+    let tries = 0;
+    for (const c of others) {
+      let hidden = false; // inside a group folded already
+      for (let p = up(c); p >= 0 && !hidden; p = up(p)) hidden = !s.expanded.has(p) && state.expanded.has(p);
+      if (hidden) continue;
+      if (++tries > MAX_FOLDS) break;
+      s = { ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) };
+      const v = buildView(tree, s);
+      const lay = await fits(v);
+      if (fitsAt(lay, this.target!)) return { lay, state: s, view: v };
+    }
+    return null;
   }
 }
