@@ -71,11 +71,14 @@ COVERED = """() => {
     if (t.classList.contains("nfw-ct")) group = Math.min(group, size);
     else small = Math.min(small, size);
   }
+  // the texts on nodes cut short ("…" at their end; a fold's range has one in its middle)
+  const cut = [...document.querySelectorAll(".nfw-node .nfw-t1, .nfw-node .nfw-t2")]
+    .map((t) => t.textContent).filter((t) => t.endsWith("…"));
   const note = shown(document.querySelector(".nfw-offview"));
   const cur = document.querySelector(".nfw-node.nfw-current");
   const count = note ? Number(document.querySelector(".nfw-offview").dataset.out) : null;
   const current = cur ? inside(cur.getBoundingClientRect()) : null;
-  return { bad, out, px, small, group, n, note: count, current };
+  return { bad, out, px, small, group, n, note: count, current, cut };
 }"""
 #: names and group labels on screen after any action (px; a rounding's worth under
 #: MIN_NAME_PX), and secondary text (a stage's type and shape, a junction's name)
@@ -91,6 +94,7 @@ def check_view(got: dict, step: str, *, whole: bool) -> None:
     assert got["group"] >= LEGIBLE, f"after {step}: group labels {got['group']:.2f} px"
     assert got["small"] >= SECONDARY, f"after {step}: type and shape {got['small']:.2f} px"
     assert got["bad"] == [], f"after {step}: {got['bad']}"
+    assert got["cut"] == [], f"after {step}: text cut on a node that could grow: {got['cut']}"
     assert got["current"] in (None, True), f"after {step}: the step of playback out of view"
     if whole:
         assert got["out"] == [], f"after {step}: {got['out']} out of view"

@@ -110,7 +110,7 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         got = page.evaluate(COVERED)
         page.screenshot(path=str(ARTIFACTS / f"zoo_{model}_{width}x{height}_{step}.png"))
         sizes = f"names {got['px']:.2f}, type {got['small']:.2f}, groups {got['group']:.2f} px"
-        print(model, width, step, len(got["out"]), "out,", sizes)
+        print(model, width, step, len(got["out"]), "out,", sizes, "cut:", got["cut"])
         try:
             check_view(got, step, whole=step == "first" or model in WHOLE_AFTER.get(step, ()))
         except AssertionError as e:

@@ -106,10 +106,23 @@ export function clusterHeaderWidth(label: string, type: string): number {
   return Math.round(Math.min(440, 12 + 9 * label.length + 8 + 7.4 * type.length + 44));
 }
 
-/** A fold is as wide as its title needs ("(Linear → ReLU)  × 200" in 14 px bold), within reason. */
-export function foldWidth(run: Run): number {
+/** A fold's second line: the range it folds ("model.encoder.layers.0 … 2") and, right, the
+ * parameters of all its members. */
+export function foldLine(calls: readonly WireCall[], run: Run): { path: string; params: string } {
+  const first = calls[run.members[0]!]!.module;
+  const last = calls[run.members[run.members.length - 1]!]!.module;
+  const params = run.members.reduce((s, m) => s + calls[m]!.params, 0);
+  return { path: `${first} … ${last.slice(last.lastIndexOf(".") + 1)}`, params: formatParams(params) };
+}
+
+/** A fold is as wide as its two lines need: its title ("(Linear → ReLU)  × 200" in 14 px
+ * bold) and its range and parameters (13 px, 13 px mono), so that both are whole, within
+ * reason (a longer one is cut, whole in its tip). */
+export function foldWidth(run: Run, calls: readonly WireCall[]): number {
   const title = run.period > 1 ? run.type.length + 2 : run.type.length;
-  return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length))));
+  const { path, params } = foldLine(calls, run);
+  const second = 40 + 7.4 * path.length + (params ? 8 * params.length + 10 : 0);
+  return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length), second)));
 }
 
 /** What a stack's header needs: "GPT2Block × 12" in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
@@ -180,7 +193,8 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     for (const it of items) {
       if (it.kind === "stage")
         g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!)), NODE_H + extra));
-      else if (it.kind === "fold") g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run)), NODE_H + 6));
+      else if (it.kind === "fold")
+        g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;
         const header =

@@ -13,7 +13,7 @@ import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
-import { clusterLabel, drawnOf, groupModule, itemPath, projectEdge, stageTitle } from "./request";
+import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
@@ -75,7 +75,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     if (n.run) {
       const members = n.run.members;
       const last = at(calls, at(members, members.length - 1));
-      const params = members.reduce((s, m) => s + at(calls, m).params, 0);
+      const { path, params } = foldLine(calls, n.run);
       const err = members.map((m) => at(calls, m).error).find((e) => e !== null) ?? null;
       const node: SceneNode = {
         key: n.key,
@@ -84,10 +84,10 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         call: n.call,
         box,
         title: `${runType(n.run)} × ${n.run.count}`,
-        path: `${c.module} … ${last.module.slice(last.module.lastIndexOf(".") + 1)}`,
+        path,
         type: runType(n.run),
         shape: formatShape(last.shapes[0]),
-        params: formatParams(params),
+        params,
         expandable: true,
         foldCount: n.run.count,
         error: err,
