@@ -72,6 +72,9 @@ MODELS = {
 #: diffusers' U is still too tall for them (its compact form is open in issue 20)
 WHOLE_AFTER = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS) - {"unet2d"}}
 
+#: the stacks of layers a transformer's first view draws (one "N x" block each)
+STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
+
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage
 TOGGLE = """(prefix) => {
@@ -117,6 +120,10 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
             problems.append(str(e))
 
     check("first")
+    # a transformer's first view draws its blocks as the paper's "N x" figure: one stack (or
+    # fold) per stack of layers, an encoder-decoder's two side by side
+    stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
+    assert stacks >= STACKS.get(model, 0), f"{stacks} stacks on first paint"
     page.click(".nfw-play")
     for _ in range(3):
         at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]

@@ -106,13 +106,16 @@ export function clusterHeaderWidth(label: string, type: string): number {
   return Math.round(Math.min(440, 12 + 9 * label.length + 8 + 7.4 * type.length + 44));
 }
 
-/** A fold's second line: the range it folds ("model.encoder.layers.0 … 2") and, right, the
- * parameters of all its members. */
-export function foldLine(calls: readonly WireCall[], run: Run): { path: string; params: string } {
+/** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
+ * (the last two names of its first member: "layers.0 … 2"), and, right of it, the parameters
+ * of all its members. */
+export function foldLine(calls: readonly WireCall[], run: Run): { path: string; range: string; params: string } {
   const first = calls[run.members[0]!]!.module;
   const last = calls[run.members[run.members.length - 1]!]!.module;
+  const end = last.slice(last.lastIndexOf(".") + 1);
   const params = run.members.reduce((s, m) => s + calls[m]!.params, 0);
-  return { path: `${first} … ${last.slice(last.lastIndexOf(".") + 1)}`, params: formatParams(params) };
+  const short = first.split(".").slice(-2).join(".");
+  return { path: `${first} … ${end}`, range: `${short} … ${end}`, params: formatParams(params) };
 }
 
 /** A fold is as wide as its two lines need: its title ("(Linear → ReLU)  × 200" in 14 px
@@ -120,8 +123,8 @@ export function foldLine(calls: readonly WireCall[], run: Run): { path: string; 
  * reason (a longer one is cut, whole in its tip). */
 export function foldWidth(run: Run, calls: readonly WireCall[]): number {
   const title = run.period > 1 ? run.type.length + 2 : run.type.length;
-  const { path, params } = foldLine(calls, run);
-  const second = 40 + 7.4 * path.length + (params ? 8 * params.length + 10 : 0);
+  const { range, params } = foldLine(calls, run);
+  const second = 40 + 7.4 * range.length + (params ? 8 * params.length + 10 : 0);
   return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length), second)));
 }
 

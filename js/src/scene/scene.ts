@@ -75,7 +75,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     if (n.run) {
       const members = n.run.members;
       const last = at(calls, at(members, members.length - 1));
-      const { path, params } = foldLine(calls, n.run);
+      const { path, range, params } = foldLine(calls, n.run);
       const err = members.map((m) => at(calls, m).error).find((e) => e !== null) ?? null;
       const node: SceneNode = {
         key: n.key,
@@ -85,6 +85,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         box,
         title: `${runType(n.run)} × ${n.run.count}`,
         path,
+        range,
         type: runType(n.run),
         shape: formatShape(last.shapes[0]),
         params,

@@ -16,6 +16,7 @@ export interface SceneNode {
   box: Box;
   title: string; // last part of the module name, or "Type × n" for a fold
   path: string; // the full module name (or range for a fold)
+  range?: string; // a fold's range as drawn, its last two names ("layers.0 … 2"; path in the tip)
   type: string;
   shape: string;
   params: string;

@@ -143,7 +143,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const fold = n.kind === "fold";
   const left1 = fold ? n.type : n.title;
   const right1 = fold ? `× ${n.foldCount}` : n.params;
-  const left2 = fold ? n.path : n.type;
+  const left2 = fold ? (n.range ?? n.path) : n.type;
   const right2 = fold ? n.params : n.shape;
   const avail = cw - 18 - 10;
   const y1 = Math.round(ch / 2 - 3);
