@@ -170,6 +170,7 @@ def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(
         page.locator(".jp-Cell").nth(3).click()
         page.keyboard.press("Shift+Enter")  # w.stop(): back to the view it started from
         page.wait_for_function("() => !document.querySelector('[data-current]')", timeout=30_000)
+        settle(page)  # the mark goes at once; the view it started from is laid out after
         assert page.locator('[data-cluster-id="enc1"]').count() == 0
         page.close()
     assert not [e for e in errors if "neural" in e.lower() or "widget" in e.lower()], errors
