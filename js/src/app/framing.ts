@@ -60,12 +60,12 @@ export class Framing {
    * as far as that helps (layout/wrapping.ts), at `k` where it then fits, else at READ_K;
    * one that fits at neither while presenting or with data on the graph gives way to the
    * starting levels (Present and Data show the whole model; lecture.ts gives the user's state
-   * back at their end). A starting level is
-   * the deepest that fits at `k`, else the deepest at READ_K (Present prefers the larger type
-   * to a deeper level), else the shallowest at READ_K (the camera shows its start, the
-   * minimap the rest). `reason` "canvas": the same view for a canvas that changed size (the
-   * inspector opened): a starting level is kept, wrapped as a chosen state is, not chosen
-   * afresh (the node clicked, the step of playback are not folded away under the user); "expand": a block the user opened that does not fit folds others (accordion). */
+   * back at their end). A starting level is the deepest that fits at `k`, else the deepest at
+   * READ_K (Present prefers the larger type to a deeper level), else the shallowest at READ_K
+   * (the camera shows its start, the minimap the rest). `reason` "canvas": the same view for a
+   * canvas that changed size (the inspector opened): a starting level is kept, wrapped as a
+   * chosen state is, not chosen afresh (the node clicked, the step of playback are not folded
+   * away under the user); "expand": a block opened that does not fit folds others (accordion). */
   async lay(
     state: ViewState,
     view: ViewGraph,
@@ -100,7 +100,7 @@ export class Framing {
       }
       // a block opened that does not fit: the others open fold while that makes it fit
       const folded =
-        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, true)) : null;
+        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, false)) : null;
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -121,16 +121,18 @@ export class Framing {
     const f = at(tries, tries.length - 1);
     return done(await trial(v, f, false), f, root, v);
   }
+
   /**
    * An accordion: a state that opened blocks the last one laid out did not, and that does not
    * fit the canvas, has the other open groups folded one by one, the farthest from what was
-   * opened (in call order) first, never one around it, until it fits (at most MAX_FOLDS
-   * tries); null when none makes it fit.
+   * opened (in call order) first, never one around it, until it fits unwrapped (at most
+   * MAX_FOLDS tries, and none where even all of them folded would not fit); null when none
+   * makes it fit.
    */
   private async accordion(
     state: ViewState,
     view: ViewGraph,
-    fits: (v: ViewGraph) => Promise<LayoutResult>,
+    layOut: (v: ViewGraph) => Promise<LayoutResult>,
   ): Promise<{ lay: LayoutResult; state: ViewState; view: ViewGraph } | null> {
     const before = this.shown;
     const opened = before ? [...state.expanded].filter((c) => !before.expanded.has(c)) : [];
@@ -141,6 +143,9 @@ export class Framing {
     for (const o of opened) for (let c = o; c >= 0; c = up(c)) around.add(c);
     const far = (c: number) => Math.min(...opened.map((o) => Math.abs(o - c)));
     const others = [...state.expanded].filter((c) => !around.has(c)).sort((a, b) => far(b) - far(a));
+    // nothing to fold, or not even everything folded fits: no accordion (one layout)
+    const least = { ...state, expanded: new Set([...state.expanded].filter((c) => around.has(c))) };
+    if (others.length === 0 || !fitsAt(await layOut(buildView(tree, least)), this.target!)) return null;
     let s = state;
     let tries = 0;
     for (const c of others) {
@@ -150,7 +155,7 @@ export class Framing {
       if (++tries > MAX_FOLDS) break;
       s = { ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) };
       const v = buildView(tree, s);
-      const lay = await fits(v);
+      const lay = await layOut(v);
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v };
     }
     return null;
