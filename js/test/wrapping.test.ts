@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type Box, computeLayout, type LayoutGroup, type LayoutRequest } from "../src/layout/layout";
-import type { FitTarget } from "../src/layout/flow";
+import { FIT_MARGIN, type FitTarget } from "../src/layout/flow";
 import { better, shownAt } from "../src/layout/bands";
 import { scaleOn, wrapToFit } from "../src/layout/wrapping";
 import { must } from "./fixtures";
@@ -94,7 +94,8 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
   });
 
   it("ranks layouts: whole first, then clear of the minimap's strip unless the other shows enough more", () => {
-    const fit: FitTarget = { w: 1048, h: 548, k: 1, reserve: 200 }; // room 1000 x 500, 800 beside the strip
+    // room 1000 x 500 inside the margins, 800 beside the strip
+    const fit: FitTarget = { w: 1000 + 2 * FIT_MARGIN, h: 500 + 2 * FIT_MARGIN, k: 1, reserve: 200 };
     const whole = shownAt(900, 400, fit);
     const tall = shownAt(700, 1000, fit); // clear, half of it shown
     const wide = shownAt(1000, 600, fit); // under the strip: 0.8 x 0.83 of it shown

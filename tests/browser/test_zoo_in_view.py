@@ -69,8 +69,8 @@ MODELS = {
 
 #: the steps after which the whole model must be in view besides the first (Data and Present
 #: fit it with pictures or at their larger type, folding what the user opened where needed);
-#: diffusers' U is still too tall for them (its compact form is open in issue 20)
-WHOLE_AFTER = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS) - {"unet2d"}}
+#: diffusers' U is still too tall for Data (its compact form is open in issue 20)
+WHOLE_AFTER = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS)}
 
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}

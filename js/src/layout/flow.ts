@@ -62,7 +62,7 @@ export interface FitTarget {
 export const RANKSEP = 34;
 /** The margin a whole view keeps on each side of the canvas (px): the fit of a first view
  * (app/framing.ts), the bands it wraps into (bands.ts), the camera's whole views. */
-export const FIT_MARGIN = 24;
+export const FIT_MARGIN = 16;
 
 /** Points along a polyline with each inner corner rounded (the B-spline of edgePath follows
  * the extra points closely): a corner C between A and B gets points r before and after it. */
