@@ -4,7 +4,8 @@
 import { describe, expect, it } from "vitest";
 import { FIT_MARGIN } from "../src/layout/flow";
 import type { Box } from "../src/layout/layout";
-import { LEAST_K, placeWhole } from "../src/view/camera";
+import { LEAST_K } from "../src/view/camera";
+import { placeWhole } from "../src/view/whole";
 import { partView } from "../src/view/part";
 
 const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [
@@ -66,11 +67,44 @@ describe("placeWhole", () => {
   });
 
   it("gives up below the least scale", () => {
-    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)).toBeNull();
-    expect(placeWhole(marks, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo(
+    const big = marks.map(([x, y, w, h]): Box => [x * 10, y * 10, w * 10, h * 10]);
+    expect(placeWhole(big, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, LEAST_K)).toBeNull();
+    expect(placeWhole(big, 5000, 3500, { w: 1000, h: 600, overlays: [] }, 3, 0.02)!.t.k).toBeCloseTo(
       (600 - 2 * FIT_MARGIN) / 3500,
       5,
     );
+  });
+
+  it("keeps the nodes in the margins and lets a line beyond them (a bus' lane) run into them", () => {
+    // the marks are the U above, shifted 8 right and 8 down; the scene is 8 larger all
+    // round (a bus round the outside): scaled to the marks, on the canvas whole
+    const moved = marks.map(([x, y, w, h]): Box => [x + 8, y + 8, w, h]);
+    const room = { w: 1000, h: 600, overlays: [] };
+    const p = placeWhole(moved, sw + 16, sh + 16, room, 3, LEAST_K)!;
+    expect(p.t.k).toBeCloseTo((600 - 2 * FIT_MARGIN) / 350, 5);
+    for (const m of moved) {
+      const [x, y, w, h] = onScreen(p.t, m);
+      expect(x >= FIT_MARGIN - 0.5 && y >= FIT_MARGIN - 0.5 && x + w <= 1000 - FIT_MARGIN + 0.5).toBe(true);
+      expect(y + h).toBeLessThanOrEqual(600 - FIT_MARGIN + 0.5);
+    }
+    expect(inside(onScreen(p.t, [0, 0, sw + 16, sh + 16]), 1000, 600)).toBe(true);
+    // the layout's extent (scene.core) keeps the margin, as the framing fitted it: a badge
+    // standing out of a node at the edge may run into the margin
+    const badged = [...moved, [250, 350, 16, 16] as Box]; // 8 below the core
+    const c = placeWhole(badged, sw + 16, sh + 16, room, 3, LEAST_K, undefined, [8, 8, sw, sh])!;
+    expect(c.t.k).toBeCloseTo((600 - 2 * FIT_MARGIN) / 350, 5);
+    expect(placeWhole(badged, sw + 16, sh + 16, room, 3, LEAST_K)!.t.k).toBeLessThan(c.t.k);
+    // a lane farther out than the margin holds: the lines stay on the canvas, the scale gives
+    const q = placeWhole(
+      moved.map(([x, y, w, h]): Box => [x + 92, y + 92, w, h]),
+      sw + 200,
+      sh + 200,
+      room,
+      3,
+      0.1,
+    )!;
+    expect(inside(onScreen(q.t, [0, 0, sw + 200, sh + 200]), 1000, 600)).toBe(true);
+    expect(q.t.k).toBeCloseTo(600 / (sh + 200), 5);
   });
 });
 

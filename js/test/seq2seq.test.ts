@@ -10,7 +10,8 @@ import { counterpart, stackable, wrappers } from "../src/model/stack";
 import { buildTree, type CallTree, holds } from "../src/model/tree";
 import { buildView, stackedRuns, type ViewGraph, type ViewState } from "../src/model/view_model";
 import { initialState } from "../src/model/view_state";
-import { buildScene, drawnOf, layoutRequest } from "../src/scene/scene";
+import { fitsAt } from "../src/app/framing";
+import { buildScene, drawnOf, layoutRequest, MINIMAP_STRIP, READ_K } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadRaw, must } from "./fixtures";
 import { at } from "../src/wire_check";
@@ -183,6 +184,37 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
         .map((e) => e.dstId)
         .sort(),
     ).toEqual(["decoder.block.0.layer.1", "encoder.block.0.layer.0"]);
+  });
+
+  it("T5 at a lecture hall's 1280 x 674: both stacks open one level, the columns wrapped into bands to fit", () => {
+    // open, the decoder's column (input, embed_tokens, dropout, T5Block x 3 of three
+    // sublayers, final_layer_norm, dropout, lm_head, output) is taller than the canvas at
+    // names 12 px high: it wraps into bands (layout/bands.ts wrapColumns), the encoder's
+    // band(s) left of the decoder's, each column from the top
+    const t5 = goldenTree("t5_3");
+    const fit = { w: 1280, h: 674, k: READ_K, reserve: MINIMAP_STRIP };
+    const view = buildView(t5, wrapped(t5, true));
+    const req = layoutRequest(view, "TB", fit);
+    const lay = computeLayout(req);
+    expect(fitsAt(lay, fit)).toBe(true);
+    const scene = buildScene(t5, view, lay, "TB");
+    const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;
+    const of = (prefix: string) => scene.nodes.filter((n) => n.id.startsWith(prefix)).map((n) => n.box);
+    const encoderRight = Math.max(...of("encoder.").map((b) => b[0] + b[2]));
+    const decoderLeft = Math.min(...of("decoder.").map((b) => b[0]));
+    expect(decoderLeft).toBeGreaterThan(encoderRight);
+    expect(box("input:input_ids")[1]).toBe(box("input:decoder_input_ids")[1]);
+    // the decoder's column in two bands: its head beside its blocks, from the top
+    const block = scene.clusters.find((c) => c.label === "T5Block × 3" && c.key.includes("decoder"))!.box;
+    expect(box("lm_head")[0]).toBeGreaterThan(block[0] + block[2]);
+    expect(box("lm_head")[1]).toBeLessThan(block[1] + block[3]);
+    // the cross-attention still passes behind no node
+    const bus = scene.buses.find((b) => b.label?.text === "cross-attention")!;
+    const boxes = scene.nodes.map((n): [string, Box] => [n.key, n.box]);
+    const tap = scene.edges.find((e) => e.from === bus.key)!;
+    const ends = [box("encoder.dropout#1"), box("decoder.block.0.layer.1")];
+    expect(behind(bus.points, boxes, ends)).toEqual([]);
+    expect(behind(tap.points, boxes, ends)).toEqual([]);
   });
 
   it("one column where the chains meet, or where one model output is all (GPT-2, a U-Net)", () => {

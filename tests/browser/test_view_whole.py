@@ -240,3 +240,37 @@ def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, w
     )
     context.close()
     assert errors == []
+
+
+def test_playback_controls_sit_on_the_inspector_so_the_graph_keeps_its_height(browser, pages):
+    """While the inspector is open, the transport is its top row (the step's data right under
+    it) and the canvas keeps the height it had before playback; with the inspector closed, the
+    transport is back above the canvas. GPT-2 at 1280 x 720: the whole model stays in view
+    while playing (3 nodes were below the canvas with the transport above it)."""
+    context, page, errors = open_offline(browser, pages / "gpt2.html", 1280, 720)
+    settle(page)
+    height = page.evaluate("() => document.querySelector('.nfw-canvas').clientHeight")
+    page.click(".nfw-play")
+    page.wait_for_selector(".nfw-inspector:not([hidden]) > .nfw-transport")
+    page.keyboard.press("ArrowRight")
+    settle(page)
+    bar = page.locator(".nfw-transport").bounding_box()
+    inspector = page.locator(".nfw-inspector").bounding_box()
+    canvas = page.locator(".nfw-canvas").bounding_box()
+    assert bar and inspector and canvas
+    assert bar["x"] >= inspector["x"] - 1 and bar["y"] <= inspector["y"] + 1, (bar, inspector)
+    assert canvas["height"] == pytest.approx(height, abs=1), (canvas, height)
+    got = page.evaluate(COVERED)
+    page.screenshot(path=str(ARTIFACTS / "whole_gpt2_1280x720_play_docked.png"))
+    check_view(got, "play", whole=True)
+    page.click(".nfw-inspector .nfw-close")  # the inspector closed, playback on
+    page.wait_for_selector(".nfw-inspector[hidden]", state="attached")
+    assert page.locator(".nfw-transport").is_visible()
+    assert page.evaluate(
+        "() => document.querySelector('.nfw-transport').nextElementSibling"
+        ".classList.contains('nfw-main')"
+    ), "the transport is not above the canvas"
+    page.keyboard.press("Escape")
+    assert page.locator(".nfw-transport").is_hidden()
+    context.close()
+    assert errors == []

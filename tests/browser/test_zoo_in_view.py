@@ -74,6 +74,10 @@ WHOLE_AFTER = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS)}
 
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
+#: ... of which open one level (the paper's figure: its sublayers and the residual stream's
+#: (+) drawn): an encoder-decoder's columns wrap into bands for it (layout/bands.ts
+#: wrapColumns); Whisper's open decoder layer (eleven rows) does not fit at 12 px
+OPEN_STACKS = {"gpt2": 1, "bert": 1, "vit": 1, "llama": 1, "t5": 2}
 
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage
@@ -124,6 +128,11 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     # fold) per stack of layers, an encoder-decoder's two side by side
     stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
     assert stacks >= STACKS.get(model, 0), f"{stacks} stacks on first paint"
+    open_stacks = page.locator(".nfw-stacked").count()
+    assert open_stacks >= OPEN_STACKS.get(model, 0), f"{open_stacks} stacks open on first paint"
+    if open_stacks:
+        plus = page.locator(".nfw-junction, .nfw-residual").count()
+        assert plus > 0, "no (+) of the residual stream (a junction, a residual block's mark)"
     page.click(".nfw-play")
     for _ in range(3):
         at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]

@@ -131,6 +131,7 @@ export class FlowApp implements ControlsHost {
       dir: () => this.dir,
       selectedKey: () => this.selection.key(),
       redraw: () => this.onTransform(this.camera.t),
+      dock: () => this.lecture.dock(),
       relay: (a) => void (this.framing.outgrown() && this.setState(this.state, "canvas", a)),
     });
     const open = (target: WireCall | EndTarget) => this.selection.openInspector(target);
@@ -139,6 +140,7 @@ export class FlowApp implements ControlsHost {
     this.lecture = new Lecture({
       ...opts,
       ui: this.ui,
+      inspector: this.inspector.el,
       graphView: this.graphView,
       camera: this.camera,
       framing: this.framing,

@@ -19,6 +19,7 @@ import { Presenter } from "./presenter";
 
 export interface LectureHost {
   readonly ui: Chrome;
+  readonly inspector: HTMLElement; // the transport docks on its top while it is open
   readonly graphView: GraphView;
   readonly camera: Camera;
   readonly framing: Framing;
@@ -48,7 +49,10 @@ export class Lecture {
       state: host.state,
       setState: (state, anchor) => host.setState(state, "playback", anchor),
       open: host.open,
-      changed: host.onPlayback,
+      changed: (p) => {
+        this.dock();
+        host.onPlayback?.(p);
+      },
       turned: host.onTurn,
     });
     // the state Present or Data on the graph began on: a user's open blocks that it had to fold
@@ -78,7 +82,18 @@ export class Lecture {
     );
     ui.dirTB.parentElement!.before(this.player.button);
     ui.banners.after(this.player.bar);
+    this.dock = () => {
+      // on top of the inspector while both show (the step's data under its controls: the
+      // canvas keeps its height), else above the canvas
+      const { bar } = this.player;
+      const on = !bar.hidden && !host.inspector.hidden;
+      if (on && bar.parentElement !== host.inspector) host.inspector.prepend(bar);
+      if (!on && bar.previousElementSibling !== ui.banners) ui.banners.after(bar);
+    };
   }
+
+  /** Put the transport where it belongs now: on top of the inspector while it is open. */
+  readonly dock: () => void;
 
   /** A scene was drawn. */
   painted(scene: Scene) {

@@ -35,6 +35,9 @@ export interface ViewfinderHost {
   selectedKey(): string | null;
   /** Draw the graph at the camera's transform as it is. */
   redraw(): void;
+  /** Put the transport of playback where it belongs now (app/lecture.ts dock): on top of the
+   * inspector while it is open, else above the canvas. */
+  dock(): void;
   /** Lay the view out again if the canvas outgrew its layout (app/framing.ts outgrown), the
    * step, the selection or the toggled thing kept where it is on the canvas (`anchor`). */
   relay(anchor?: { key: string; box: Box }): void;
@@ -182,6 +185,7 @@ export class Viewfinder {
     const was = el.hidden;
     const total = ui.canvas.clientWidth;
     open();
+    this.host.dock();
     const scene = this.host.scene();
     const k = camera.readK;
     if (
@@ -203,6 +207,7 @@ export class Viewfinder {
   /** The inspector closed: its next opening is fitted afresh; the whole graph in view again
    * once the canvas grows back. */
   inspectorClosed() {
+    this.host.dock();
     const el = this.host.inspector;
     if (el.dataset.fitted && el.style.width === el.dataset.fitted) el.style.width = "";
     delete el.dataset.fitted;

@@ -15,6 +15,7 @@
  * the start of every band at that scale, the minimap the rest). Flow coordinates; pure, no DOM.
  */
 import { at } from "../wire_check";
+import { COLUMN_GAP } from "./columns";
 import { type Arranged, type Direction, FIT_MARGIN as MARGIN, type FitTarget, type FlowGroup } from "./flow";
 
 export const BAND_GAP = 64;
@@ -22,6 +23,8 @@ const GROUP_BAND_GAP = 44; // inside a group: room for the connector up the gap
 const TOP_MARGIN = 28; // room above the bands for the connectors
 const MAX_BANDS = 8;
 const GAIN = 1.01; // more bands where they show at least 1 % more
+const COLUMN_BANDS = 3; // bands per column of the root (layout/columns.ts)
+const NONE: ReadonlySet<number> = new Set();
 
 interface Rows {
   lo: Float64Array; // per row: its across extent ...
@@ -79,15 +82,16 @@ function rowsOf(arr: Arranged, g: FlowGroup | null): Rows {
  * crosses two cuts (each connector runs from one band into the next). */
 const mayCut = (rows: Rows, r: number, prev: number) => rows.cutOk[r] === 1 && rows.from[r]! > prev;
 
-/** The cuts that fill each band as far as `cap` (along, the room above a later band counted)
- * allows: at the last row within it after which the band may end, past it where none may. */
-function greedyCuts(rows: Rows, count: number, cap: number): number[] {
+/** The cuts that fill each band of rows `first`..`count - 1` as far as `cap` (along, the
+ * room above a later band counted) allows: at the last row within it after which the band may
+ * end, past it where none may. */
+function greedyCuts(rows: Rows, count: number, cap: number, first = 0): number[] {
   const { a0, a1 } = rows;
   const cuts: number[] = [];
-  let start = 0;
+  let start = first;
   let best = -1;
-  for (let r = 0; r < count; r++) {
-    const over = a1[r]! - a0[start]! + (start > 0 ? TOP_MARGIN : 0) > cap + 1e-6;
+  for (let r = first; r < count; r++) {
+    const over = a1[r]! - a0[start]! + (start > first ? TOP_MARGIN : 0) > cap + 1e-6;
     if (over && best >= 0) {
       cuts.push(best);
       start = best + 1;
@@ -95,7 +99,7 @@ function greedyCuts(rows: Rows, count: number, cap: number): number[] {
       r = start - 1;
       continue;
     }
-    if (r < count - 1 && mayCut(rows, r, cuts[cuts.length - 1] ?? -1)) {
+    if (r < count - 1 && mayCut(rows, r, cuts[cuts.length - 1] ?? first - 1)) {
       if (!over) best = r;
       else {
         cuts.push(r); // no cut within the cap: the first after it
@@ -106,16 +110,17 @@ function greedyCuts(rows: Rows, count: number, cap: number): number[] {
   return cuts;
 }
 
-/** The cuts into at most `bands` whose longest band is shortest (the cap searched for); a tall
- * item keeps a band of its own rather than splitting the rest evenly. */
-function cutsInto(rows: Rows, count: number, bands: number): number[] {
+/** The cuts of rows `first`..`count - 1` into at most `bands` whose longest band is shortest
+ * (the cap searched for); a tall item keeps a band of its own rather than splitting the rest
+ * evenly. */
+function cutsInto(rows: Rows, count: number, bands: number, first = 0): number[] {
   const { a0, a1 } = rows;
-  let hi = a1[count - 1]! - a0[0]!;
+  let hi = a1[count - 1]! - a0[first]!;
   let lo = hi / bands;
   let best: number[] = [];
   while (hi - lo > 0.5) {
     const cap = (lo + hi) / 2;
-    const cuts = greedyCuts(rows, count, cap);
+    const cuts = greedyCuts(rows, count, cap, first);
     if (cuts.length < bands) {
       hi = cap;
       best = cuts;
@@ -124,11 +129,19 @@ function cutsInto(rows: Rows, count: number, bands: number): number[] {
   return best;
 }
 
-/** Each band's across and along extent with `cuts`, the gaps between them counted. */
-function extent(rows: Rows, count: number, cuts: number[], gap: number): { across: number; along: number } {
+/** Each band's across and along extent with `cuts`, the gaps between them counted; a cut in
+ * `apart` ends a column (layout/columns.ts): nothing crosses it, the next starts at the top. */
+function extent(
+  rows: Rows,
+  count: number,
+  cuts: number[],
+  gap: number,
+  apart: ReadonlySet<number> = NONE,
+): { across: number; along: number } {
   let across = 0;
   let along = 0;
   let first = 0;
+  let connectors = false;
   for (const last of [...cuts, count - 1]) {
     let lo = Infinity;
     let hi = -Infinity;
@@ -137,16 +150,19 @@ function extent(rows: Rows, count: number, cuts: number[], gap: number): { acros
       hi = Math.max(hi, rows.hi[r]!);
     }
     across += hi - lo;
-    along = Math.max(along, rows.a1[last]! - rows.a0[first]! + (first > 0 ? TOP_MARGIN : 0));
+    const led = first > 0 && !apart.has(first - 1); // a connector comes in from above
+    along = Math.max(along, rows.a1[last]! - rows.a0[first]! + (led ? TOP_MARGIN : 0));
+    connectors ||= led;
     first = last + 1;
   }
-  across += cuts.length * gap;
-  if (cuts.length) along += 20; // the connector under a band
+  for (const r of cuts) across += apart.has(r) ? COLUMN_GAP : gap;
+  if (connectors) along += 20; // the connector under a band
   return { across, along };
 }
 
-/** Move each band beside the one before; how many bands there are. */
-function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): number {
+/** Move each band beside the one before; how many bands there are. A cut in `apart` ends a
+ * column: the next band starts at the top, a column's gap from it. */
+function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number, apart: ReadonlySet<number> = NONE): number {
   if (cuts.length === 0) return 1;
   const bandOf = new Int32Array(arr.rows);
   let b = 0;
@@ -154,6 +170,8 @@ function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): numb
     bandOf[r] = b;
     if (cuts.includes(r)) b++;
   }
+  // the line out leaves the last band of the first column (where the model's output is)
+  const out = apart.size ? bandOf[Math.min(...apart)]! : cuts.length;
   let cursor = 0;
   let first = 0;
   for (let k = 0; k <= cuts.length; k++) {
@@ -164,7 +182,8 @@ function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): numb
       lo = Math.min(lo, rows.lo[r]!);
       hi = Math.max(hi, rows.hi[r]!);
     }
-    const shiftA = (k > 0 ? TOP_MARGIN : 0) - rows.a0[first]!; // the connector comes in from above
+    const led = k > 0 && !apart.has(first - 1); // a connector comes in from above
+    const shiftA = (led ? TOP_MARGIN : 0) - rows.a0[first]!;
     const shiftC = cursor - lo;
     for (let v = 0; v < arr.items.length; v++) {
       if (bandOf[arr.row[v]!] !== k) continue;
@@ -173,8 +192,8 @@ function applyCuts(arr: Arranged, rows: Rows, cuts: number[], gap: number): numb
       arr.band[v] = k;
     }
     if (k === 0) arr.lineIn += shiftC;
-    if (k === cuts.length) arr.lineOut += shiftC;
-    cursor += hi - lo + gap;
+    if (k === out) arr.lineOut += shiftC;
+    cursor += hi - lo + (apart.has(last) ? COLUMN_GAP : gap);
     first = last + 1;
   }
   return cuts.length + 1;
@@ -248,4 +267,54 @@ export function wrapInto(arr: Arranged, g: FlowGroup, bands: number): number {
   if (bands < 2 || arr.rows < 2) return 1;
   const rows = rowsOf(arr, g);
   return applyCuts(arr, rows, cutsInto(rows, arr.rows, bands), GROUP_BAND_GAP);
+}
+
+/**
+ * Wrap the root's columns (layout/columns.ts: an encoder's and a decoder's, each a band of
+ * its own) for the canvas `fit`: each column into as many as COLUMN_BANDS bands, the column
+ * that is longest first, until the whole fits; where it does not, the wrap that shows most of
+ * the model at the readable scale. The columns keep their order and each its bands in order
+ * (the encoder's left of the decoder's); each starts at the top. How many bands it took.
+ */
+export function wrapColumns(arr: Arranged, fit: FitTarget, dir: Direction): number {
+  const rows = rowsOf(arr, null);
+  const count = Math.max(...arr.band) + 1;
+  const span = Array.from({ length: count }, () => [arr.rows, -1] as [number, number]);
+  for (let v = 0; v < arr.items.length; v++) {
+    const s = at(span, arr.band[v]!);
+    s[0] = Math.min(s[0], arr.row[v]!);
+    s[1] = Math.max(s[1], arr.row[v]!);
+  }
+  const apart = new Set(span.slice(0, -1).map(([, last]) => last));
+  // per column, its cuts into 1 .. COLUMN_BANDS bands (fewer where it cannot be cut)
+  const options = span.map(([first, last]) => {
+    const plans: number[][] = [[]];
+    for (let bands = 2; bands <= COLUMN_BANDS; bands++) {
+      const cuts = cutsInto(rows, last + 1, bands, first);
+      if (cuts.length === bands - 1) plans.push(cuts);
+    }
+    return plans;
+  });
+  const tb = dir === "TB";
+  const shown = (pick: number[]) => {
+    const cuts = [...pick.flatMap((p, k) => at(at(options, k), p)), ...apart].sort((a, b) => a - b);
+    const { across, along } = extent(rows, arr.rows, cuts, BAND_GAP, apart);
+    return { cuts, shown: tb ? shownAt(across, along, fit) : shownAt(along, across, fit) };
+  };
+  // one band more at a time, to the column whose wrap shows most, until the whole fits
+  let pick = options.map(() => 0);
+  let best = shown(pick);
+  while (!best.shown.fits) {
+    let next: { pick: number[]; got: ReturnType<typeof shown> } | null = null;
+    for (let k = 0; k < count; k++) {
+      if (at(pick, k) + 1 >= at(options, k).length) continue;
+      const p = pick.map((x, i) => (i === k ? x + 1 : x));
+      const got = shown(p);
+      if (!next || better(got.shown, next.got.shown, 1, BESIDE_WORTH)) next = { pick: p, got };
+    }
+    if (!next || !better(next.got.shown, best.shown, GAIN, BESIDE_WORTH)) break;
+    pick = next.pick;
+    best = next.got;
+  }
+  return applyCuts(arr, rows, best.cuts, BAND_GAP, apart);
 }

@@ -13,7 +13,7 @@
  */
 import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
-import { wrapBands, wrapInto } from "./bands";
+import { wrapBands, wrapColumns, wrapInto } from "./bands";
 import { arrangeColumns } from "./columns";
 import {
   FIT_MARGIN,
@@ -187,7 +187,10 @@ function placeGroup(
     return { ...p, routes };
   };
   const columns = group.columns && Math.max(...group.columns) > 0 ? arrangeColumns(flow, group.columns) : null;
-  if (columns) return toGroup(routeArranged(columns, flow), dir, pad, header, 1);
+  if (columns) {
+    const bands = isRoot && fit ? wrapColumns(columns, fit, dir) : 1;
+    return toGroup(routeArranged(columns, flow), dir, pad, header, bands);
+  }
   const uFlow = { ...flow, edges: drawn.map((i) => at(flow.edges, i)) };
   const u = placeU(uFlow);
   if (u) {

@@ -318,6 +318,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     buses: bus.buses,
     width: maxX - minX,
     height: maxY - minY,
+    core: [-minX, -minY, lay.width, lay.height],
   };
 }
 

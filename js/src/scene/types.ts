@@ -100,4 +100,7 @@ export interface Scene {
   buses: SceneBus[];
   width: number;
   height: number;
+  /** The layout's extent in the scene (what app/framing.ts fitted to the canvas); beyond it
+   * run only lines (a bus' lane round the outside) and the marks' overhang (view/marks.ts). */
+  core?: Box;
 }

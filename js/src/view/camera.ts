@@ -3,149 +3,28 @@
  * changes it (clear of the overlays on the canvas: the legend), centring on a node, keeping a
  * toggled group in place. Pan and zoom themselves are PanZoom's; this decides the transforms.
  */
-import { FIT_MARGIN } from "../layout/flow";
 import type { Box, Direction } from "../layout/layout";
 import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import { marksOf } from "./marks";
 import { partView } from "./part";
+import { CLEAR_WORTH, placeWhole, union } from "./whole";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
-/** The gap kept between a node and an overlay. */
-const CLEAR = 6;
 /** The largest scale a whole view uses (more when names must be larger: presentation mode). */
 const MAX_FIT_K = 1.2;
 /** The least scale of a whole view after an action (open, fold, Play, Data, Present, Esc, the
  * inspector closing): names 12 px high. Where the whole, wrapped as far as it goes, does not
  * fit, the camera shows part of it at that scale (showPart), the minimap's note the rest. */
 export const LEAST_K = READ_K;
-/** A whole view clear of the overlays is taken over a larger one that is not, down to this
- * fraction of its scale (below it the overlay gives way: the legend hides while it covers). */
-const CLEAR_WORTH = 0.92;
-/** ... and in a presentation, where the type's size comes first. */
+/** A whole view clear of the overlays is taken over a larger one that is not, down to
+ * CLEAR_WORTH of its scale (view/whole.ts); in a presentation, where the type's size comes
+ * first, down to this. */
 const PRESENT_CLEAR_WORTH = 0.99;
 
-/** The canvas a whole view is placed on: its size (px) and the overlays over it (the
- * legend), boxes in canvas px. */
-export interface Room {
-  w: number;
-  h: number;
-  overlays: readonly Box[];
-}
-
-type Side = "left" | "right" | "up" | "down";
 /** What a resize keeps in view: the selected node (or the step of playback) and its neighbours. */
 type Keep = { box: Box; around: Box[] };
-const SIDES: Side[] = ["right", "left", "up", "down"];
-
-function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[] {
-  const [x0, y0, x1, y1] = [ox - CLEAR, oy - CLEAR, ox + ow + CLEAR, oy + oh + CLEAR];
-  return marks.filter((m) => {
-    const [sx, sy] = [t.x + m[0] * t.k, t.y + m[1] * t.k];
-    return sx < x1 && sx + m[2] * t.k > x0 && sy < y1 && sy + m[3] * t.k > y0;
-  });
-}
-
-/**
- * The transform that shows all of a sw × sh graph on the room's canvas as large as it can,
- * up to maxK and no smaller than `least`, with none of `marks` (its nodes, junctions and
- * group headers, graph coordinates) under an overlay where that costs little (a scale of
- * `worth` times the largest, or more): the graph slid aside within the canvas, else fitted
- * beside the overlay. `clear` says whether it managed;
- * null when even the whole at `least` does not fit. Pure.
- */
-export function placeWhole(
-  marks: readonly Box[],
-  sw: number,
-  sh: number,
-  room: Room,
-  maxK: number,
-  least: number,
-  worth = CLEAR_WORTH,
-): { t: Transform; clear: boolean } | null {
-  const { w: W, h: H, overlays } = room;
-  const [w, h] = [Math.max(sw, 1), Math.max(sh, 1)];
-  // where to fit: the canvas, or the part of it beside an overlay (no margin on that side:
-  // the gap to the overlay is CLEAR); [x0, y0, x1, y1] inside the margins
-  const M = FIT_MARGIN;
-  const areas: [number, number, number, number][] = [[M, M, W - M, H - M]];
-  for (const [ox, oy, ow, oh] of overlays) {
-    areas.push(
-      [M, M, W - M, oy - CLEAR],
-      [M, oy + oh + CLEAR, W - M, H - M],
-      [M, M, ox - CLEAR, H - M],
-      [ox + ow + CLEAR, M, W - M, H - M],
-    );
-  }
-  const covered = (t: Transform) => overlays.some((o) => hits(marks, t, o).length > 0);
-  let best: Transform | null = null;
-  let bestClear: Transform | null = null;
-  let centre: [number, number] = [0, 0]; // the whole canvas' centred position at a scale
-  const off = (t: Transform) => Math.abs(t.x - centre[0]) + Math.abs(t.y - centre[1]);
-  const better = (t: Transform, than: Transform | null) =>
-    !than || t.k > than.k + 1e-6 || (t.k > than.k - 1e-6 && off(t) < off(than) - 0.5);
-  const consider = (t: Transform) => {
-    centre = [(W - w * t.k) / 2, (H - h * t.k) / 2];
-    if (better(t, best)) best = t;
-    if (better(t, bestClear) && !covered(t)) bestClear = t;
-  };
-  // Slide a placement within the canvas until no mark lies under overlay `o`, moving one way.
-  const slide = (t: Transform, o: Box, side: Side): Transform | null => {
-    const along = side === "left" || side === "right" ? "x" : "y";
-    const lo = FIT_MARGIN;
-    const hi = (along === "x" ? W - w * t.k : H - h * t.k) - FIT_MARGIN;
-    let at = { ...t };
-    for (let i = 0; i < 6; i++) {
-      const under = hits(marks, at, o);
-      if (!under.length) return at;
-      let need = 0;
-      for (const m of under) {
-        const s0 = along === "x" ? at.x + m[0] * at.k : at.y + m[1] * at.k;
-        const s1 = s0 + (along === "x" ? m[2] : m[3]) * at.k;
-        const d =
-          side === "right"
-            ? o[0] + o[2] + CLEAR - s0
-            : side === "down"
-              ? o[1] + o[3] + CLEAR - s0
-              : side === "left"
-                ? o[0] - CLEAR - s1
-                : o[1] - CLEAR - s1;
-        need = side === "right" || side === "down" ? Math.max(need, d) : Math.min(need, d);
-      }
-      const next = at[along] + need + Math.sign(need) * 0.5;
-      if (next < lo - 0.5 || next > hi + 0.5) return null;
-      at = { ...at, [along]: next };
-    }
-    return null;
-  };
-  for (const [x0, y0, x1, y1] of areas) {
-    if (x1 - x0 < 1 || y1 - y0 < 1) continue;
-    const k = Math.min(maxK, (x1 - x0) / w, (y1 - y0) / h);
-    if (!(k >= least - 1e-6)) continue;
-    const t = { x: (x0 + x1 - w * k) / 2, y: (y0 + y1 - h * k) / 2, k };
-    consider(t);
-    if (!covered(t)) continue;
-    for (const o of overlays)
-      for (const side of SIDES) {
-        const s = slide(t, o, side);
-        if (s) consider(s);
-      }
-  }
-  if (!best) return null;
-  const b = best as Transform;
-  const c = bestClear as Transform | null;
-  return c && c.k >= b.k * worth ? { t: c, clear: true } : { t: b, clear: !covered(b) };
-}
-
-/** What must stay visible of a scene: its nodes, junctions and group headers. */
-function union(boxes: readonly Box[]): Box {
-  const x0 = Math.min(...boxes.map((b) => b[0]));
-  const y0 = Math.min(...boxes.map((b) => b[1]));
-  const x1 = Math.max(...boxes.map((b) => b[0] + b[2]));
-  const y1 = Math.max(...boxes.map((b) => b[1] + b[3]));
-  return [x0, y0, x1 - x0, y1 - y0];
-}
 
 export class Camera {
   readonly zoom: PanZoom;
@@ -203,8 +82,16 @@ export class Camera {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
     return (
-      placeWhole(marksOf(scene), scene.width, scene.height, { w, h, overlays: this.overlays }, this.maxK, least, worth)
-        ?.t ?? null
+      placeWhole(
+        marksOf(scene),
+        scene.width,
+        scene.height,
+        { w, h, overlays: this.overlays },
+        this.maxK,
+        least,
+        worth,
+        scene.core,
+      )?.t ?? null
     );
   }
 
