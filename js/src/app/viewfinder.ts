@@ -85,6 +85,9 @@ export class Viewfinder {
     // part kept where it was)
     const whole = ACTIONS.has(reason) || reason === "canvas" || camera.framed;
     if (whole && camera.showWhole(scene, camera.least, 260)) return;
+    // laid out for the canvas beside the inspector and still too wide: the inspector gives
+    // way where that shows it whole (its canvas then grows, and the view is framed for it)
+    if (whole && this.narrowInspector(scene)) return;
     if (ACTIONS.has(reason)) camera.showPart(scene, after ?? this.focus(), this.host.dir());
     else if (!(anchor && after)) this.host.redraw();
   }
@@ -197,11 +200,24 @@ export class Viewfinder {
       !(camera.framed || camera.parted || camera.showsAll(scene))
     )
       return;
+    this.narrowInspector(scene, total);
+  }
+
+  /** Narrow the open inspector (not below its least, 360 px) so that the whole graph shows
+   * beside it at the readable scale, where that does; `total`: the canvas and the inspector
+   * together. A width the user dragged is kept. Whether it narrowed. */
+  private narrowInspector(scene: Scene, total?: number): boolean {
+    const { inspector: el, ui, camera } = this.host;
+    if (el.hidden || (el.style.width && el.style.width !== el.dataset.fitted) || camera.readK > READ_K) return false;
+    const width = el.getBoundingClientRect().width;
+    const all = total ?? ui.canvas.clientWidth + width;
+    const k = camera.readK;
     const need = Math.ceil(scene.width * k + 2 * FIT_MARGIN);
-    const room = total - el.getBoundingClientRect().width;
-    if (need <= room || total - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight)
-      return;
-    el.style.width = el.dataset.fitted = `${Math.floor(total - need)}px`;
+    const room = all - width;
+    if (need <= room || all - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight)
+      return false;
+    el.style.width = el.dataset.fitted = `${Math.floor(all - need)}px`;
+    return true;
   }
 
   /** The inspector closed: its next opening is fitted afresh; the whole graph in view again
