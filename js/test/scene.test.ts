@@ -7,6 +7,7 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/junctions";
 import { segmentHitsBox } from "../src/layout/flow";
+import { portWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph } from "./fixtures";
@@ -180,5 +181,14 @@ describe("the legend's junction signs", () => {
     const signs = (name: string) => signsDrawn(cases.find(([n]) => n === name)![1].junctions).map(([sign]) => sign);
     expect(signs("U-Net TB")).toEqual(["⧺"]);
     expect(signs("transformer, block 3 open TB")).toContain("+");
+  });
+});
+
+describe("a port's width", () => {
+  it("holds the whole name of a nested output (CLIP's), cut only past some 65 characters", () => {
+    const font = 7.6; // scene/request.ts: the width per character of a port's name at 13 px
+    for (const id of ["input:input_ids", "output:vision_model_output.last_hidden_state"])
+      expect(portWidth(id)).toBeGreaterThanOrEqual(Math.round(28 + font * id.length));
+    expect(portWidth("output:".padEnd(120, "x"))).toBeLessThanOrEqual(520);
   });
 });

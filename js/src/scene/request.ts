@@ -134,10 +134,14 @@ export function stackHeaderWidth(run: Run): number {
   return Math.round(Math.min(340, 130 + 8.8 * label.length + 14 * String(run.count).length));
 }
 
+/** The widest a port grows: a name of some 65 characters (CLIP's
+ * "output:vision_model_output.last_hidden_state" whole); a longer one is cut, whole in its tip. */
+const PORT_MAX = 520;
+
 /** A port (a model input or output) is as wide as its name needs ("input:input_ids" in 13 px),
- * within reason; with a picture on it, at least as wide as a stage. */
+ * up to PORT_MAX; with a picture on it, at least as wide as a stage. */
 export function portWidth(id: string, thumbs = false): number {
-  return Math.round(Math.min(300, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
+  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
