@@ -7,7 +7,7 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/junctions";
 import { segmentHitsBox } from "../src/layout/flow";
-import { portWidth } from "../src/scene/request";
+import { PORT_H, portHeight, portLines, portWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph } from "./fixtures";
@@ -185,10 +185,14 @@ describe("the legend's junction signs", () => {
 });
 
 describe("a port's width", () => {
-  it("holds the whole name of a nested output (CLIP's), cut only past some 65 characters", () => {
+  it("holds the whole name of a nested output (CLIP's) on two lines, cut only past some 65 characters", () => {
     const font = 7.6; // scene/request.ts: the width per character of a port's name at 13 px
-    for (const id of ["input:input_ids", "output:vision_model_output.last_hidden_state"])
-      expect(portWidth(id)).toBeGreaterThanOrEqual(Math.round(28 + font * id.length));
+    expect(portLines("input:input_ids")).toEqual(["input:input_ids"]);
+    expect(portHeight("input:input_ids")).toBe(PORT_H);
+    const id = "output:vision_model_output.last_hidden_state";
+    expect(portLines(id)).toEqual(["output:vision_model_output", ".last_hidden_state"]);
+    expect(portHeight(id)).toBeGreaterThan(PORT_H);
+    for (const line of portLines(id)) expect(portWidth(id)).toBeGreaterThanOrEqual(Math.round(28 + font * line.length));
     expect(portWidth("output:".padEnd(120, "x"))).toBeLessThanOrEqual(520);
   });
 });

@@ -14,7 +14,8 @@
  *     sublayers branch off); else to the flow successor with the longest way still to go.
  *     Another input whose way so found ends in a model output without meeting the trunk (a
  *     decoder, which reads its encoder only through a bus) has a trunk of its own, its
- *     column's (scene/request.ts).
+ *     column's (scene/request.ts); not one that the drawn edges, buses aside, hold to the
+ *     first (CLIP's towers meet in the similarity: the other tower stands beside the trunk).
  *   - Buses: a source that feeds three or more nodes by skip or merge edges (an attention mask
  *     read by every layer, a timestep embedding, an encoder's output) is drawn as one line
  *     with a tap into each; those edges stay out of the layout. An edge into a fold or into a
@@ -154,9 +155,20 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   const spine = new Set(spineOrder);
   // another input's own trunk, where it runs to an output apart from the first (a decoder
   // beside its encoder, which it reads only through the cross-attention bus): its column's
+  // (not one the edges drawn, buses aside, hold to the first: CLIP's two towers meet in the
+  // similarity (x): one trunk, the other tower beside it)
   const outputs = new Set(view.nodes.filter((n) => n.kind === "output").map((n) => n.key));
+  const part = new Map<string, string>();
+  const find = (k: string): string => {
+    let r = k;
+    while (part.has(r) && part.get(r) !== r) r = part.get(r)!;
+    part.set(k, r);
+    return r;
+  };
+  for (const e of edges) if (e.kind !== "order") part.set(find(e.src), find(e.dst));
+  const first = spineOrder[0];
   for (const input of inputs.slice(1)) {
-    if (spine.has(input)) continue;
+    if (spine.has(input) || (first !== undefined && find(input) === find(first))) continue;
     const path = walk(input);
     if (outputs.has(path[path.length - 1]!) && !path.some((k) => spine.has(k)))
       for (const k of path) {

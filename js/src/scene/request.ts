@@ -134,14 +134,29 @@ export function stackHeaderWidth(run: Run): number {
   return Math.round(Math.min(340, 130 + 8.8 * label.length + 14 * String(run.count).length));
 }
 
-/** The widest a port grows: a name of some 65 characters (CLIP's
- * "output:vision_model_output.last_hidden_state" whole); a longer one is cut, whole in its tip. */
+/** The widest a port grows: a name of some 65 characters; a longer one is cut, whole in its tip. */
 const PORT_MAX = 520;
+/** A port's name longer than this many characters that names a field of an output
+ * ("output:vision_model_output.last_hidden_state", CLIP's) is drawn on two lines, split
+ * before its last field, and the port is as tall as they need. */
+const PORT_ONE_LINE = 34;
+const PORT_LINE = 16; // the second line's height
 
-/** A port (a model input or output) is as wide as its name needs ("input:input_ids" in 13 px),
- * up to PORT_MAX; with a picture on it, at least as wide as a stage. */
+/** The lines of a port's name: one, or two where it is long and has a field to split at. */
+export function portLines(id: string): string[] {
+  const dot = id.lastIndexOf(".");
+  if (id.length <= PORT_ONE_LINE || dot <= id.indexOf(":") + 1 || dot === id.length - 1) return [id];
+  return [id.slice(0, dot), id.slice(dot)];
+}
+
+/** A port's height: one line of name, or two. */
+export function portHeight(id: string): number {
+  return PORT_H + (portLines(id).length - 1) * PORT_LINE;
+}
+
 export function portWidth(id: string, thumbs = false): number {
-  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * id.length)));
+  const chars = Math.max(...portLines(id).map((line) => line.length));
+  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * chars)));
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
@@ -219,7 +234,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
     return g;
   };
-  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs), PORT_H + extra);
+  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs), portHeight(n.id) + extra);
   const ins = view.nodes.filter((n) => n.kind === "input").map(port);
   const outs = view.nodes.filter((n) => n.kind === "output").map(port);
   const root = build(ROOT, view.items, ins, outs);

@@ -32,6 +32,8 @@ export {
   NODE_W,
   PORT_H,
   PORT_W,
+  portHeight,
+  portLines,
   projectEdge,
   READ_K,
   ROOT,

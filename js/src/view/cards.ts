@@ -5,7 +5,7 @@
  * text, never HTML.
  */
 import type { Direction } from "../layout/layout";
-import { NODE_H, PORT_H, THUMB_H } from "../scene/scene";
+import { NODE_H, portHeight, portLines, THUMB_H } from "../scene/scene";
 import type { SceneCluster, SceneNode } from "../scene/types";
 import { fitText, s, svgText, textWidth } from "./dom";
 import { badge, markData, type Thumb, thumbEl } from "./figure";
@@ -113,19 +113,31 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const thumb = look.thumb;
   const pic = thumb !== null && n.kind !== "fold";
   const picture = () =>
-    pic ? [thumbEl(10, (port ? PORT_H : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : [];
+    pic ? [thumbEl(10, (port ? portHeight(n.id) : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : [];
   if (port) {
-    const band = pic ? PORT_H : h;
-    g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : h / 2 }), ...picture());
+    const band = pic ? portHeight(n.id) : h;
+    g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : Math.min(h / 2, 20) }), ...picture());
+    // its name, on two lines where it is long (an output's field on the second: scene/request.ts)
+    const lines = portLines(n.title);
+    for (const [i, line] of lines.entries())
+      g.append(
+        svgText(fitText(line, w - 20, font("port")), {
+          class: "nfw-t1",
+          x: w / 2,
+          y: band / 2 + 4 + (i - (lines.length - 1) / 2) * 16,
+          "text-anchor": "middle",
+        }),
+      );
     g.append(
-      svgText(fitText(n.title, w - 20, font("port")), {
-        class: "nfw-t1",
-        x: w / 2,
-        y: band / 2 + 4,
-        "text-anchor": "middle",
+      s("rect", {
+        class: "nfw-ring",
+        x: -4,
+        y: -4,
+        width: w + 8,
+        height: h + 8,
+        rx: pic ? 14 : Math.min(h / 2, 20) + 4,
       }),
     );
-    g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: pic ? 14 : h / 2 + 4 }));
     return g;
   }
   const cw = n.kind === "fold" ? w - 6 : w;
