@@ -7,7 +7,7 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/junctions";
 import { segmentHitsBox } from "../src/layout/flow";
-import { PORT_H, portHeight, portLines, portWidth } from "../src/scene/request";
+import { PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph } from "./fixtures";
@@ -194,5 +194,17 @@ describe("a port's width", () => {
     expect(portHeight(id)).toBeGreaterThan(PORT_H);
     for (const line of portLines(id)) expect(portWidth(id)).toBeGreaterThanOrEqual(Math.round(28 + font * line.length));
     expect(portWidth("output:".padEnd(120, "x"))).toBeLessThanOrEqual(520);
+  });
+});
+
+describe("a stage's width", () => {
+  it("holds a long type beside its shape (Segformer's patch embeddings), cut only past some 40 characters", () => {
+    const call = (type: string) =>
+      ({ module: "segformer.encoder.patch_embeddings.0", call: 0, params: 2400, type, shapes: [[1, 64, 16]] }) as never;
+    const type = "SegformerOverlapPatchEmbeddings";
+    expect(stageWidth(call(type))).toBeGreaterThanOrEqual(
+      Math.round(40 + 7.4 * type.length + 8 * "1×64×16".length + 8),
+    );
+    expect(stageWidth(call("X".repeat(80)))).toBeLessThanOrEqual(380);
   });
 });

@@ -26,6 +26,9 @@ import type { EdgeKind, WireCall } from "../wire";
 export const ROOT = "root";
 export const NODE_W = 196;
 export const NODE_H = 50;
+/** The widest a stage grows: a type of some 40 characters beside its shape
+ * ("SegformerOverlapPatchEmbeddings  1×64×16" whole). */
+const STAGE_MAX = 380;
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
@@ -73,12 +76,12 @@ export function stageTitle(c: WireCall): string {
 
 /** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
  * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
- * within reason (a longer one is cut, whole in its tip). */
+ * up to STAGE_MAX (a longer one is cut, whole in its tip). */
 export function stageWidth(c: WireCall): number {
   const params = formatParams(c.params);
   const first = 40 + 8.6 * stageTitle(c).length + (params ? 8 * params.length + 10 : 0);
   const second = 40 + 7.4 * c.type.length + 8 * formatShape(c.shapes[0]).length + 8;
-  return Math.round(Math.min(320, Math.max(NODE_W, first, second)));
+  return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
 }
 
 /** A group's header label: the module's name below the drawn group around it (`outer`:
