@@ -143,7 +143,7 @@ const PORT_MAX = 520;
  * ("output:vision_model_output.last_hidden_state", CLIP's) is drawn on two lines, split
  * before its last field, and the port is as tall as they need. */
 const PORT_ONE_LINE = 34;
-const PORT_LINE = 16; // the second line's height
+export const PORT_LINE = 16; // the second line's height (view/cards.ts draws it so)
 
 /** The lines of a port's name: one, or two where it is long and has a field to split at. */
 export function portLines(id: string): string[] {
@@ -157,6 +157,8 @@ export function portHeight(id: string): number {
   return PORT_H + (portLines(id).length - 1) * PORT_LINE;
 }
 
+/** A port (a model input or output) is as wide as its name's longer line needs
+ * ("input:input_ids" in 13 px), up to PORT_MAX; with a picture on it, at least as wide as a stage. */
 export function portWidth(id: string, thumbs = false): number {
   const chars = Math.max(...portLines(id).map((line) => line.length));
   return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * chars)));

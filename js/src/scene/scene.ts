@@ -31,6 +31,7 @@ export {
   NODE_H,
   NODE_W,
   PORT_H,
+  PORT_LINE,
   PORT_W,
   portHeight,
   portLines,

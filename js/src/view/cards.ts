@@ -5,7 +5,7 @@
  * text, never HTML.
  */
 import type { Direction } from "../layout/layout";
-import { NODE_H, portHeight, portLines, THUMB_H } from "../scene/scene";
+import { NODE_H, PORT_LINE, portHeight, portLines, THUMB_H } from "../scene/scene";
 import type { SceneCluster, SceneNode } from "../scene/types";
 import { fitText, s, svgText, textWidth } from "./dom";
 import { badge, markData, type Thumb, thumbEl } from "./figure";
@@ -124,7 +124,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
         svgText(fitText(line, w - 20, font("port")), {
           class: "nfw-t1",
           x: w / 2,
-          y: band / 2 + 4 + (i - (lines.length - 1) / 2) * 16,
+          y: band / 2 + 4 + (i - (lines.length - 1) / 2) * PORT_LINE,
           "text-anchor": "middle",
         }),
       );
