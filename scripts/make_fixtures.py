@@ -189,6 +189,8 @@ def flows():
     # encoder-decoders with runs of blocks (T5's first block holds more than the others)
     yield "t5_3", _trace(*fixture_models.t5(layers=3))
     yield "whisper", _trace(*fixture_models.whisper())
+    # a post-norm encoder-decoder (its sublayers' norms after their adds)
+    yield "bart", _trace(*fixture_models.bart())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

@@ -225,6 +225,23 @@ def whisper():
     return model, inputs
 
 
+def bart(layers: int = 2):
+    """transformers' BART, post-norm (`LayerNorm(x + f(x))`): 2 + 2 layers of width 32, 7
+    source tokens and 5 target tokens."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    config = BartConfig(vocab_size=64, d_model=32, encoder_layers=layers, decoder_layers=layers,
+                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_position_embeddings=32)  # fmt: skip
+    torch.manual_seed(0)
+    model = BartForConditionalGeneration(config).eval()
+    inputs = {
+        "input_ids": torch.tensor([[0, 5, 6, 7, 8, 9, 2]]),
+        "decoder_input_ids": torch.tensor([[2, 0, 5, 6, 7]]),
+    }
+    return model, inputs
+
+
 def unet2d(levels: int = 2, layers: int = 1):
     """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
     cross-attention on 5 tokens of width 32, a 16 x 16 latent; or more levels (up to four)

@@ -121,3 +121,60 @@ def test_opened_each_stack_is_the_n_times_block_and_the_bus_enters_the_cross_att
     _check(seen, source, f"{run}.{cross}")
     context.close()
     assert errors == []
+
+
+#: Whisper's sublayers, each one node on first paint (by the stage of its output)
+SUBLAYERS = [
+    "model.encoder.layers.0.self_attn",
+    "model.encoder.layers.0.fc2",
+    "model.decoder.layers.0.self_attn",
+    "model.decoder.layers.0.encoder_attn",
+    "model.decoder.layers.0.fc2",
+]
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_whisper_first_paints_both_stacks_open_each_sublayer_one_node(
+    browser, pages, width, height
+):
+    """Whisper's layers hold their norms and their MLP (fc1, activation_fn, fc2) as children of
+    the layer itself: opened one level, a decoder layer is eleven rows, too tall for the canvas
+    at 12 px (the stacks stayed folded). The first view draws each sublayer (the children before
+    a residual add) as one node beside the stream's (+): self-attention, cross-attention, MLP,
+    as the paper's figure; a click on one inspects its output's stage (the attention's maps), its
+    (+) draws its members."""
+    context, page, errors = open_offline(browser, pages / "whisper.html", width, height)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    settle(page)
+    assert page.locator(".nfw-stacked").count() == 2
+    seen = page.evaluate(SEEN)
+    nodes = {n[0]: n for n in seen["nodes"] if n[0]}
+    shoot(page, f"encdec_whisper_sublayers_{width}x{height}", pointer_away=True)
+    for sid in SUBLAYERS:
+        assert sid in nodes, sorted(nodes)
+    assert "model.decoder.layers.0.fc1" not in nodes
+    words = page.text_content('[data-stage-id="model.decoder.layers.0.fc2"]')
+    assert "fc1 → activation_fn → fc2" in words and "Linear → GELUActivation → Linear" in words
+    # the residual stream's (+): two a layer in the encoder, three in the decoder, and the
+    # embeddings' sums
+    assert page.locator(".nfw-junction").count() >= 2 + 3 + 2
+    for sid, kind, *_, px, inside in seen["nodes"]:
+        assert inside, sid
+        assert px >= (12 if kind in ("stage", "fold") else 11), (sid, px)
+    # a click: the attention's own data (its maps), the sublayer still one node
+    attention = "model.decoder.layers.0.encoder_attn"
+    tap(page, f'.nfw-node[data-stage-id="{attention}"]')
+    page.wait_for_function(
+        f"() => document.querySelector('.nfw-ins-title b')?.textContent === {attention!r}"
+    )
+    page.click('.nfw-tab[data-view="attention"]')
+    page.wait_for_selector('canvas[data-view-kind="attention"]', timeout=15_000)
+    assert page.locator(f'.nfw-node[data-kind="fold"][data-stage-id="{attention}"]').count() == 1
+    # its (+): the norm before it drawn, the attention a stage of its own
+    tap(page, f'[data-action][data-key="f:{attention}"]')
+    page.wait_for_selector(
+        '.nfw-node[data-stage-id="model.decoder.layers.0.encoder_attn_layer_norm"]', timeout=10_000
+    )
+    assert page.locator(f'.nfw-node[data-kind="stage"][data-stage-id="{attention}"]').count() == 1
+    context.close()
+    assert errors == []

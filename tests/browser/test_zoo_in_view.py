@@ -81,8 +81,9 @@ WHOLE_AFTER["play"] = {"resnet50", "llama", ("gpt2", 1280), ("unet2d", 1280), ("
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
 #: ... of which open one level (the paper's figure: its sublayers and the residual stream's
 #: (+) drawn): an encoder-decoder's columns wrap into bands for it (layout/bands.ts
-#: wrapColumns); Whisper's open decoder layer (eleven rows) does not fit at 12 px
-OPEN_STACKS = {"gpt2": 1, "bert": 1, "vit": 1, "llama": 1, "t5": 2}
+#: wrapColumns); Whisper's decoder layer (eleven rows open) with each sublayer one node
+#: (model/parts.ts)
+OPEN_STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
 
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage

@@ -340,8 +340,8 @@ export class FlowApp implements ControlsHost {
 
   activate(n: SceneNode) {
     this.setFocus(n.key, false);
-    if (n.kind === "fold") return this.toggle(n.key);
-    if (n.kind === "stage" || (this.tree && endKey(this.tree.graph, n.id))) this.selectStage(n.id, true);
+    if (n.kind === "fold" && !n.part) return this.toggle(n.key); // a sublayer shows its last stage's data
+    if (n.kind === "stage" || n.part || (this.tree && endKey(this.tree.graph, n.id))) this.selectStage(n.id, true);
   }
 
   /** Expand / collapse / unfold / refold by node or cluster key, the toggled thing kept in place. */

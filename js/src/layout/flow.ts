@@ -33,6 +33,9 @@ export interface FlowGroup {
   entries: number[]; // items that an edge from outside enters
   exits: number[]; // items that an edge to outside leaves
   mirror?: boolean; // branches of the trunk to its left, sources to its right (a decoder's column)
+  /** Sources on the side of the branches (the first of two columns: an encoder's positional
+   * embedding in the rows beside its blocks' sublayers, not widening the column). */
+  sourcesBeside?: boolean;
   lead: number; // along distance from the group's in side to its content (header, padding)
   trail: number; // ... from the content to its out side
 }

@@ -4,7 +4,8 @@
  * (chains of flow edges) in columns beside it. Rows come from the longest path (a source that
  * nothing in the group feeds sits just above its first reader); each strand keeps one column
  * for its rows, the branches of the trunk to the right first, sources (and what only they feed:
- * a second tower's outputs) to the left; a strand's
+ * a second tower's outputs) to the left (to the right in the first of two columns: beside its
+ * blocks' branches); a strand's
  * column clears what is beside it in its rows only, so a sublayer sits next to the residual
  * stream, not beyond the widest node. Too many columns (a tangle): null, and the layered
  * solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
@@ -111,11 +112,12 @@ export function arrange(g: FlowGroup): Arranged | null {
     // a branch of something (right), or a source (left), or what only strands on the left
     // feed (CLIP's image tower's outputs, beside it)
     const m = g.mirror ? -1 : 1;
+    const sources = g.sourcesBeside ? m : -m;
     const feeds = at(ins, v);
     const fed = entered[v] || feeds.length > 0;
-    const left = feeds.length > 0 && feeds.every((u) => !spine[u] && at(strands, strandOf[u]!).side === -m);
+    const beside = feeds.length > 0 && feeds.every((u) => !spine[u] && at(strands, strandOf[u]!).side === sources);
     strandOf[v] = strands.length;
-    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: (fed && !left ? 1 : -1) * m });
+    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed && !beside ? m : sources });
   }
   const col = new Int32Array(n);
   const taken = new Map<number, [number, number][]>();

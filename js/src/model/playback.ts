@@ -15,7 +15,7 @@ import { at } from "../wire_check";
 
 export interface Step {
   key: string; // the node the step shows, in the view of `state`
-  id: string; // its stage id (a fold: its run's key), or the input / output name
+  id: string; // its stage id (a fold: its run's key; a sublayer: its last stage's), or the input / output name
   call: number; // its call index; -1 for an input or output, a fold's first member
   state: ViewState; // the expansion state that draws it
   depth: number; // 0: drawn in the starting view; 1: inside a group the walk opened
@@ -27,6 +27,7 @@ function withExpanded(state: ViewState, call: number): ViewState {
     unfolded: state.unfolded,
     stacked: state.stacked,
     inlined: state.inlined,
+    parts: state.parts,
   };
 }
 
@@ -36,6 +37,7 @@ function withUnfolded(state: ViewState, run: string): ViewState {
     unfolded: new Set([...state.unfolded, run]),
     stacked: state.stacked,
     inlined: state.inlined,
+    parts: state.parts,
   };
 }
 
@@ -48,6 +50,7 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
     unfolded: start.unfolded,
     stacked: start.stacked,
     inlined: start.inlined,
+    parts: start.parts,
   };
   // the items of the container `key` (an expanded call's cluster, an unfolded run) in a state
   const containerItems = (inState: ViewState, key: string): Item[] => {
@@ -75,9 +78,14 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
           if (!part) break; // a member whose tree differs: only those before it are shown
           walk(it.items, { ...inState, ...showMember(inState, it.run.key, k) }, false, k > 0 ? part : null);
         }
-      } else if (it.kind === "fold" && open) {
+      } else if (it.kind === "fold" && open && !it.run.part) {
         const inner = withUnfolded(inState, it.run.key);
         walk(containerItems(inner, runKey(it.run.key)), inner, false);
+      } else if (it.kind === "fold" && it.run.part) {
+        // a folded sublayer: its last stage's data (the attention, fc2), of the member shown
+        const last = at(it.run.members, it.run.members.length - 1);
+        const call = map?.get(last) ?? last;
+        steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth });
       } else if (it.kind === "fold") {
         steps.push({ key: it.key, id: it.run.key, call: at(it.run.members, 0), state: inState, depth });
       } else if (open && at(tree.children, it.call).length > 0) {
@@ -102,6 +110,7 @@ export function sameState(a: ViewState, b: ViewState): boolean {
     same(a.expanded, b.expanded) &&
     same(a.unfolded, b.unfolded) &&
     same(stacks(a), stacks(b)) &&
-    same(a.inlined ?? new Set(), b.inlined ?? new Set())
+    same(a.inlined ?? new Set(), b.inlined ?? new Set()) &&
+    same(a.parts ?? new Set(), b.parts ?? new Set())
   );
 }

@@ -43,10 +43,13 @@ const MAX_WALK = 4096;
 /** Most single-input steps from an output back to its residual add (`relu(out)`, a dropout). */
 const MAX_AFTER = 6;
 
-const cache = new WeakMap<CallTree, Map<number, Residual>>();
+interface Found {
+  blocks: Map<number, Residual>;
+  adds: Map<number, Map<number, Shortcut>>; // call -> its residual add ops (a child's doing its add too)
+}
+const cache = new WeakMap<CallTree, Found>();
 
-/** The residual blocks of a graph by call index (computed once per tree). */
-export function residualBlocks(tree: CallTree): Map<number, Residual> {
+function residuals(tree: CallTree): Found {
   let out = cache.get(tree);
   if (!out) {
     out = findResidualBlocks(tree);
@@ -55,11 +58,23 @@ export function residualBlocks(tree: CallTree): Map<number, Residual> {
   return out;
 }
 
-function findResidualBlocks(tree: CallTree): Map<number, Residual> {
+/** The residual blocks of a graph by call index (computed once per tree). */
+export function residualBlocks(tree: CallTree): Map<number, Residual> {
+  return residuals(tree).blocks;
+}
+
+/** The residual adds of a call's forward, in op order (empty: none; a post-norm child's add
+ * it does for the call counts as the call's). */
+export function residualAdds(tree: CallTree, call: number): number[] {
+  return [...(residuals(tree).adds.get(call)?.keys() ?? [])].sort((a, b) => a - b);
+}
+
+function findResidualBlocks(tree: CallTree): Found {
   const { calls, ops, joins } = tree.graph;
   const n = calls.length;
   const found = new Map<number, Residual>();
-  if (tree.graph.topology === "sequential" || n === 0) return found;
+  const none: Found = { blocks: found, adds: new Map() };
+  if (tree.graph.topology === "sequential" || n === 0) return none;
   // the last call of each subtree: calls are in start order, a subtree is contiguous
   const end = Int32Array.from(calls, (_, i) => i);
   for (let i = n - 1; i >= 0; i--)
@@ -78,7 +93,7 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
     const c = at(ops, op)[0];
     if (what === "add" && c >= 0 && at(ops, op)[1].length >= 2) (adds.get(c) ?? adds.set(c, []).get(c)!).push(op);
   }
-  if (adds.size === 0) return found;
+  if (adds.size === 0) return none;
 
   // Walk back from `start` to the stream (`hits`), through c's own ops (and k's, a child doing
   // c's add) and, for an op of a child, on from that child's inputs (`kids`: the children passed).
@@ -168,7 +183,7 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
     for (const [op] of mine) if (doer.has(op)) doing.add(doer.get(op)!);
     if (mine.size) residualAdds.set(c, mine);
   }
-  if (residualAdds.size === 0) return found;
+  if (residualAdds.size === 0) return none;
 
   // The outputs of the candidate calls: their subtree's ops read outside it.
   const outputs = new Map<number, Set<number>>();
@@ -205,7 +220,7 @@ function findResidualBlocks(tree: CallTree): Map<number, Residual> {
       if (found.has(c)) break;
     }
   }
-  return found;
+  return { blocks: found, adds: residualAdds };
 }
 
 /** What a drawn node (a collapsed stage, or a fold of blocks) says of its residual: null

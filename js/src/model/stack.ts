@@ -23,6 +23,7 @@ export interface Stacking {
   unfolded: ReadonlySet<string>;
   stacked?: ReadonlyMap<string, number>;
   inlined?: ReadonlySet<number>;
+  parts?: ReadonlySet<string>;
 }
 
 const stackMemo = new WeakMap<CallTree, Map<string, boolean>>();
@@ -147,7 +148,7 @@ export function showMember(state: Stacking, run: string, k: number | null): Stac
   const stacked = new Map(state.stacked ?? []);
   if (k === null) stacked.delete(run);
   else stacked.set(run, k);
-  return { expanded: state.expanded, unfolded: state.unfolded, stacked, inlined: state.inlined };
+  return { expanded: state.expanded, unfolded: state.unfolded, stacked, inlined: state.inlined, parts: state.parts };
 }
 
 /** The stage to select once a stack shows another member: the selected stage's counterpart

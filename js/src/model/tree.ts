@@ -22,6 +22,9 @@ export interface Run {
   prefix: string; // `prefix` of prefix.N; for a pattern, the parent's module name ("" at the root)
   period: number; // calls per repetition: 1 for prefix.N runs
   count: number; // repetitions: members.length / period
+  /** A residual block's sublayer (model/parts.ts), not a repetition: its children between two
+   * residual adds, folded only where the view's `parts` holds it. */
+  part?: true;
 }
 export interface CallTree {
   graph: WireGraph;

@@ -8,6 +8,7 @@
 import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
 import { counterpart, lastMemberEdges, located, stackedMember } from "./stack";
+import { partsOf } from "./parts";
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";
 export { searchCalls } from "./tree";
@@ -32,6 +33,9 @@ export interface ViewState {
   /** Expanded calls drawn without a box, their items in the container around them: the
    * wrappers around a first view's stack (GPT2Model), so that the model's body can wrap. */
   inlined?: ReadonlySet<number>;
+  /** The residual blocks' sublayers drawn folded, each as one node (model/parts.ts): a first
+   * view that fits only so. */
+  parts?: ReadonlySet<string>;
   auto?: boolean; // the starting depth the view picked (app/framing.ts may open it less deep to fit)
 }
 
@@ -95,8 +99,16 @@ export const outputKey = (name: string) => `o:${name}`;
 
 function containerItems(tree: CallTree, state: ViewState, siblings: number[], inRun = false): Item[] {
   const items: Item[] = [];
+  const parts = state.parts?.size ? partsOf(tree) : null;
   for (let i = 0; i < siblings.length; i++) {
     const c = at(siblings, i);
+    const p = parts ? parts.of[c]! : -1;
+    const part = p >= 0 ? at(parts!.list, p) : null;
+    if (part && at(part.members, 0) === c && state.parts!.has(part.key)) {
+      items.push({ kind: "fold", key: foldKey(part.key), run: part });
+      i += part.members.length - 1;
+      continue;
+    }
     const r = inRun ? -1 : tree.runOf[c]!;
     const run = r >= 0 ? at(tree.runList, r) : null;
     if (run && at(run.members, 0) === c) {
@@ -182,9 +194,11 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
         }
       } else if (it.kind === "fold") {
         const call = shown(at(it.run.members, 0));
+        // a sublayer is its last stage (in a stack, the member shown's); a run, its first member
+        const last = at(it.run.members, it.run.members.length - 1);
         nodes.push({
           key: it.key,
-          id: it.run.key,
+          id: it.run.part ? at(graph.calls, shown(last)).id : it.run.key,
           kind: "fold",
           call,
           run: it.run,
@@ -307,6 +321,8 @@ export function nodeKeyForCall(tree: CallTree, view: ViewGraph, call: number): s
     if (view.byKey.has(stageKey(id))) return stageKey(id);
     const r = tree.runOf[c]!;
     if (r >= 0 && view.byKey.has(foldKey(at(tree.runList, r).key))) return foldKey(at(tree.runList, r).key);
+    const p = partsOf(tree).of[c]!;
+    if (p >= 0 && view.byKey.has(foldKey(at(partsOf(tree).list, p).key))) return foldKey(at(partsOf(tree).list, p).key);
   }
   return null;
 }

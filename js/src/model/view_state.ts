@@ -3,6 +3,7 @@
  * that stays readable, or the stages the user chose), whether a call is drawn in a state,
  * expanding, unfolding and stepping by view key, and revealing a call. Pure and DOM-free.
  */
+import { allParts, partsOf } from "./parts";
 import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
 import type { CallTree } from "./tree";
 import {
@@ -93,11 +94,19 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
   const fits = (s: ViewState) =>
     visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
   const around = wrappers(tree, stacks); // the calls around the stacks: opened from the first, boxless
-  return [
+  const levels = [
     ...chain(undefined),
     ...(stacks.size ? chain(undefined, around).filter(fits) : []),
     ...(stacks.size ? chain(stacks, around).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
   ];
+  // each level that opens residual blocks is preceded by the same with their sublayers folded
+  // (model/parts.ts): tried where it does not fit, before a shallower level
+  const parts = allParts(tree);
+  if (parts.size === 0) return levels;
+  return levels.flatMap((s) => {
+    const folded = { ...s, parts };
+    return visibleCount(tree, folded) < visibleCount(tree, s) ? [folded, s] : [s];
+  });
 }
 
 /**
@@ -131,7 +140,7 @@ export function chosenState(tree: CallTree, chosen: Iterable<number>): ViewState
 }
 
 /** Whether a call is drawn as its own node in a state (no collapsed ancestor, no fold around
- * it; in a stack, in the member shown). */
+ * it; in a stack, in the member shown), or as the folded sublayer it is the last stage of. */
 export function isShown(tree: CallTree, state: ViewState, call: number): boolean {
   const loc = stackedAt(tree, state, call);
   if (loc) {
@@ -145,8 +154,19 @@ export function isShown(tree: CallTree, state: ViewState, call: number): boolean
     const stacked = run !== null && at(run.members, 0) === c && stackedMember(tree, state, run) >= 0;
     if (c !== call && !state.expanded.has(c) && !stacked) return false;
     if (run && !state.unfolded.has(run.key) && !stacked) return false;
+    // a folded sublayer stands for its last stage (its id), hides the others
+    const part = partAround(tree, state, c);
+    if (part !== null && !(c === call && at(tree.graph.calls, call).id === part)) return false;
   }
   return true;
+}
+
+/** The key of the folded part (model/parts.ts) a call is a member of in a state, else null. */
+function partAround(tree: CallTree, state: ViewState, call: number): string | null {
+  if (!state.parts?.size) return null;
+  const p = partsOf(tree).of[call]!;
+  const key = p >= 0 ? at(partsOf(tree).list, p).key : null;
+  return key !== null && state.parts.has(key) ? key : null;
 }
 
 export function toggleExpanded(tree: CallTree, state: ViewState, call: number): ViewState {
@@ -154,14 +174,14 @@ export function toggleExpanded(tree: CallTree, state: ViewState, call: number): 
   const expanded = new Set(state.expanded);
   if (expanded.has(call)) expanded.delete(call);
   else expanded.add(call);
-  return { expanded, unfolded: state.unfolded, stacked: state.stacked, inlined: state.inlined };
+  return { expanded, unfolded: state.unfolded, stacked: state.stacked, inlined: state.inlined, parts: state.parts };
 }
 
 export function toggleUnfolded(state: ViewState, run: string): ViewState {
   const unfolded = new Set(state.unfolded);
   if (unfolded.has(run)) unfolded.delete(run);
   else unfolded.add(run);
-  return { expanded: state.expanded, unfolded, stacked: state.stacked, inlined: state.inlined };
+  return { expanded: state.expanded, unfolded, stacked: state.stacked, inlined: state.inlined, parts: state.parts };
 }
 
 /**
@@ -173,6 +193,12 @@ export function toggleUnfolded(state: ViewState, run: string): ViewState {
  */
 export function toggleKey(tree: CallTree, state: ViewState, key: string): { state: ViewState; key: string } | null {
   const id = key.slice(2);
+  if (key.startsWith("f:") && state.parts?.has(id) && partsOf(tree).byKey.has(id)) {
+    // a folded sublayer opens: its members drawn in the block as ever
+    const parts = new Set([...state.parts].filter((p) => p !== id));
+    const { expanded, unfolded, stacked, inlined } = state;
+    return { state: { expanded, unfolded, stacked, inlined, parts }, key: stageKey(id) };
+  }
   const run = tree.runs.get(id);
   const stacks = run !== undefined && stackable(tree, run);
   let next = state;
@@ -218,12 +244,15 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
     stacked.set(loc.run.key, loc.member);
     call = loc.base;
   }
+  const parts = new Set(state.parts ?? []);
   for (let c = call; c >= 0; c = at(tree.graph.calls, c).parent) {
     if (c === m0) continue; // the stack opens member 0
     if (c !== call) expanded.add(c);
     const r = tree.runOf[c]!;
     if (r >= 0) unfolded.add(at(tree.runList, r).key);
+    const p = partAround(tree, state, c);
+    if (p !== null) parts.delete(p);
   }
   expanded.delete(call);
-  return { expanded, unfolded, stacked, inlined: state.inlined };
+  return { expanded, unfolded, stacked, inlined: state.inlined, ...(state.parts ? { parts } : {}) };
 }

@@ -17,6 +17,7 @@ import {
   type Direction,
 } from "../layout/layout";
 import { junctions, type Drawing, type Junction } from "../model/junctions";
+import { partLines } from "../model/parts";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
@@ -131,6 +132,17 @@ export function foldWidth(run: Run, calls: readonly WireCall[]): number {
   return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length), second)));
 }
 
+/** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its
+ * members' names (but a leading norm's) and all their parameters, the same members' types and
+ * its output's shape; up to STAGE_MAX (a longer type line is cut, whole in its tip). */
+export function partWidth(lines: { title: string; type: string }, run: Run, calls: readonly WireCall[]): number {
+  const params = formatParams(run.members.reduce((s, m) => s + calls[m]!.params, 0));
+  const shape = formatShape(calls[run.members[run.members.length - 1]!]!.shapes[0]);
+  const first = 40 + 8.6 * lines.title.length + (params ? 8 * params.length + 10 : 0);
+  const second = 40 + 7.4 * lines.type.length + 8 * shape.length + 8;
+  return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
+}
+
 /** What a stack's header needs: "GPT2Block × 12" in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
 export function stackHeaderWidth(run: Run): number {
   const label = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
@@ -220,7 +232,10 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     for (const it of items) {
       if (it.kind === "stage")
         g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!)), NODE_H + extra));
-      else if (it.kind === "fold")
+      else if (it.kind === "fold" && it.run.part) {
+        const width = partWidth(partLines(view.tree, it.run), it.run, view.tree.graph.calls);
+        g.items.push(leaf(it.key, Math.max(minW, width), NODE_H));
+      } else if (it.kind === "fold")
         g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;

@@ -13,6 +13,7 @@ import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
+import { partLines } from "../model/parts";
 import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stageTitle } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
@@ -75,7 +76,30 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       continue;
     }
     const c = at(calls, n.call);
-    if (n.run) {
+    if (n.run?.part) {
+      const members = n.run.members;
+      const last = at(calls, at(members, members.length - 1));
+      const params = members.reduce((t, m) => t + at(calls, m).params, 0);
+      const lines = partLines(tree, n.run);
+      nodes.push({
+        key: n.key,
+        id: n.id,
+        kind: "fold",
+        call: n.call,
+        box,
+        title: lines.title,
+        // the tip names every member and type, a leading norm's too
+        path: members.map((m) => `${at(calls, m).module}  ${at(calls, m).type}`).join("\n"),
+        type: lines.type,
+        shape: formatShape(last.shapes[0]),
+        params: formatParams(params),
+        expandable: true,
+        foldCount: 0,
+        error: members.map((m) => at(calls, m).error).find((e) => e !== null) ?? null,
+        mark: mark(n.key),
+        part: true,
+      });
+    } else if (n.run) {
       const members = n.run.members;
       const last = at(calls, at(members, members.length - 1));
       const { path, range, params } = foldLine(calls, n.run);

@@ -28,6 +28,9 @@ export interface SceneNode {
    * f(x) + x, drawn as a small ⊕ and an arc around it; "projected": the shortcut is a
    * projection (downsample(x)); "mixed": a fold with both. Absent: none. */
   residual?: "identity" | "projected" | "mixed";
+  /** A residual block's sublayer folded (model/parts.ts): drawn as a stage is, its members'
+   * names on line 1, their types on line 2 (no stacked cards: it repeats nothing). */
+  part?: true;
   /** In a column right of another (a decoder's, layout/columns.ts): its marks face away from it. */
   mirror?: boolean;
 }

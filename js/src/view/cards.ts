@@ -140,9 +140,10 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
     );
     return g;
   }
-  const cw = n.kind === "fold" ? w - 6 : w;
-  const ch = pic ? NODE_H : n.kind === "fold" ? h - 6 : h;
-  if (n.kind === "fold") {
+  const fold = n.kind === "fold" && !n.part; // a run's fold: its cards stacked (a part repeats nothing)
+  const cw = fold ? w - 6 : w;
+  const ch = pic ? NODE_H : fold ? h - 6 : h;
+  if (fold) {
     g.append(s("rect", { class: "nfw-stack", x: 6, y: 6, width: cw, height: ch, rx: 8 }));
     g.append(s("rect", { class: "nfw-stack", x: 3, y: 3, width: cw, height: ch, rx: 8 }));
   }
@@ -152,7 +153,6 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   g.append(s("rect", { x: 7, y: 11, width: 3.5, height: ch - 22, rx: 1.75, fill: typeColor(n.type) }));
   // Line 1: name (or the folded type) and, right-aligned, parameters (or the fold count).
   // Line 2: type (or the folded range) and the output shape.
-  const fold = n.kind === "fold";
   const left1 = fold ? n.type : n.title;
   const right1 = fold ? `× ${n.foldCount}` : n.params;
   const left2 = fold ? (n.range ?? n.path) : n.type;
@@ -172,7 +172,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   // the expand badge top right, top left where a residual arc runs round the right (mirrored)
   const badgeLeft = n.residual !== undefined && n.mirror === true && look.dir === "TB";
   if (n.expandable) {
-    const title = n.kind === "fold" ? `Unfold ${n.foldCount} blocks` : "Expand";
+    const title = fold ? `Unfold ${n.foldCount} blocks` : n.part ? "Open this sublayer" : "Expand";
     g.append(badge(badgeLeft ? 1 : cw - 1, 1, "+", title, n.key));
   }
   g.append(s("rect", { class: "nfw-ring", x: -4, y: -4, width: w + 8, height: h + 8, rx: 11 }));

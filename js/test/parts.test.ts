@@ -1,0 +1,174 @@
+// A residual block's sublayers (model/parts.ts): the children between its residual adds,
+// expected parts derived by hand from the models' forward code (Hugging Face transformers:
+// WhisperEncoderLayer, WhisperDecoderLayer, GPT2Block, BertLayer, T5Block; torchvision's
+// Bottleneck), and the first view that folds them where the layers opened one level would not
+// fit otherwise: Whisper's, whose norms and MLP (fc1, activation_fn, fc2) are the layer's own
+// children, eleven rows a decoder layer.
+import { describe, expect, it } from "vitest";
+import { Framing, fitsAt } from "../src/app/framing";
+import { LayoutClient } from "../src/layout/client";
+import { partLines, partsOf } from "../src/model/parts";
+import { playbackSteps } from "../src/model/playback";
+import { buildTree, type CallTree } from "../src/model/tree";
+import { buildView, nodeKeyForCall, type ViewState } from "../src/model/view_model";
+import { initialState, isShown, levelStates, revealCall, toggleKey } from "../src/model/view_state";
+import { buildScene, READ_K } from "../src/scene/scene";
+import { decodeGraph } from "../src/wire";
+import { loadRaw } from "./fixtures";
+import { at } from "../src/wire_check";
+
+const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+const names = (t: CallTree) => partsOf(t).list.map((p) => p.members.map((m) => at(t.graph.calls, m).id));
+const client = new LayoutClient(false);
+const canvas = (w: number, h: number) => ({ clientWidth: w, clientHeight: h }) as HTMLElement;
+
+describe("the sublayers of a residual block", () => {
+  it("Whisper: self-attention, (cross-attention,) MLP: the children before each residual add", () => {
+    // WhisperEncoderLayer.forward: residual = h; h = self_attn(self_attn_layer_norm(h));
+    // h = residual + dropout(h); residual = h; h = fc2(dropout(activation_fn(fc1(final_layer_norm(h)))));
+    // h = residual + dropout(h). The decoder layer adds encoder_attn_layer_norm, encoder_attn
+    // and a third add between them.
+    const t = goldenTree("whisper");
+    const enc = (i: number) => `model.encoder.layers.${i}`;
+    const dec = (i: number) => `model.decoder.layers.${i}`;
+    const expected: string[][] = [];
+    for (let i = 0; i < 3; i++)
+      expected.push(
+        [`${enc(i)}.self_attn_layer_norm`, `${enc(i)}.self_attn`],
+        [`${enc(i)}.final_layer_norm`, `${enc(i)}.fc1`, `${enc(i)}.activation_fn`, `${enc(i)}.fc2`],
+      );
+    for (let i = 0; i < 3; i++)
+      expected.push(
+        [`${dec(i)}.self_attn_layer_norm`, `${dec(i)}.self_attn`],
+        [`${dec(i)}.encoder_attn_layer_norm`, `${dec(i)}.encoder_attn`],
+        [`${dec(i)}.final_layer_norm`, `${dec(i)}.fc1`, `${dec(i)}.activation_fn`, `${dec(i)}.fc2`],
+      );
+    expect(names(t)).toEqual(expected);
+    // each is named for its body, its key the stage of its output (the attention, fc2)
+    const lines = partsOf(t)
+      .list.slice(0, 2)
+      .map((p) => [p.key, partLines(t, p)]);
+    expect(lines).toEqual([
+      ["model.encoder.layers.0.self_attn", { title: "self_attn", type: "WhisperAttention" }],
+      ["model.encoder.layers.0.fc2", { title: "fc1 → activation_fn → fc2", type: "Linear → GELUActivation → Linear" }],
+    ]);
+  });
+
+  it("BART, post-norm: a norm that makes the add's shortcut stays out of the sublayer after it", () => {
+    // BartEncoderLayer.forward: h = self_attn_layer_norm(x + self_attn(x)); residual = h;
+    // out = final_layer_norm(residual + fc2(activation_fn(fc1(h)))): the second add reads
+    // self_attn_layer_norm's output as its shortcut, so the MLP's sublayer is fc1 ... fc2 alone
+    // (with the norm folded in, the (+) would add the part to itself). The decoder layer's
+    // encoder_attn follows self_attn_layer_norm the same way: alone, no part.
+    const t = goldenTree("bart");
+    const mlp = (p: string) => [`${p}.fc1`, `${p}.activation_fn`, `${p}.fc2`];
+    expect(names(t)).toEqual([
+      mlp("model.encoder.layers.0"),
+      mlp("model.encoder.layers.1"),
+      mlp("model.decoder.layers.0"),
+      mlp("model.decoder.layers.1"),
+    ]);
+  });
+
+  it("GPT-2: attention and MLP; none where the adds are the sublayers' own (BERT, T5) or one (ResNet)", () => {
+    // GPT2Block: h = x + attn(ln_1(x)); out = h + mlp(ln_2(h))
+    const gpt2 = goldenTree("gpt2");
+    const h = (i: number) => `transformer.h.${i}`;
+    expect(names(gpt2)).toEqual(
+      [0, 1, 2, 3].flatMap((i) => [
+        [`${h(i)}.ln_1`, `${h(i)}.attn`],
+        [`${h(i)}.ln_2`, `${h(i)}.mlp`],
+      ]),
+    );
+    // BertLayer's adds are its children's (BertSelfOutput, BertOutput: "Add & Norm"), one each;
+    // T5Block's are its T5LayerSelfAttention's and T5LayerFF's; a Bottleneck has one add
+    for (const name of ["bert_padded", "t5_3", "torchvision_resnet"]) expect(names(goldenTree(name)), name).toEqual([]);
+  });
+});
+
+describe("a view that folds them", () => {
+  const t = goldenTree("whisper");
+  const levels = levelStates(t);
+  const folded = levels.find((s) => s.parts?.size)!;
+
+  it("is a starting level just shallower than the same with the sublayers open", () => {
+    expect(folded).toBeDefined();
+    const i = levels.indexOf(folded);
+    expect(at(levels, i + 1)).toEqual({ ...folded, parts: undefined });
+    // GPT-2's open blocks have parts too: its deepest level keeps them open (framing tries it
+    // first), the same with them folded just before it
+    const g = levelStates(goldenTree("gpt2"));
+    expect(at(g, g.length - 1).parts).toBeUndefined();
+    expect(at(g, g.length - 2)).toEqual({ ...at(g, g.length - 1), parts: at(g, g.length - 2).parts });
+    expect(at(g, g.length - 2).parts!.size).toBeGreaterThan(0);
+  });
+
+  it("Whisper's first view at 1280 x 674 and 1024 x 722: both stacks open one level, each sublayer one node", async () => {
+    for (const [w, h] of [
+      [1280, 674],
+      [1024, 722],
+    ] as const) {
+      const start = initialState(t);
+      const framed = await new Framing(client, canvas(w, h)).lay(start, buildView(t, start), "TB", true);
+      expect(fitsAt(framed, { w, h, k: READ_K, reserve: 0 }), `${w}`).toBe(true);
+      expect(framed.view.stacks.map((s) => s.run.key)).toEqual(["model.encoder.layers.0", "model.decoder.layers.0"]);
+      const ids = framed.view.nodes.map((n) => n.id);
+      for (const id of [
+        "model.encoder.layers.0.self_attn",
+        "model.decoder.layers.0.encoder_attn",
+        "model.decoder.layers.0.fc2",
+      ])
+        expect(ids).toContain(id);
+      expect(ids).not.toContain("model.decoder.layers.0.fc1");
+      // the paper's sides: the encoder's residual stream left of its sublayers, the decoder's right
+      const scene = buildScene(t, framed.view, framed, "TB");
+      const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;
+      const x = (b: readonly number[]) => b[0]! + b[2]! / 2;
+      const stackOf = (k: string) => scene.clusters.find((c) => c.key === k)!.box;
+      const enc = stackOf("k:model.encoder.layers.0");
+      const dec = stackOf("k:model.decoder.layers.0");
+      const joinsIn = (b: readonly number[]) =>
+        scene.junctions.filter(
+          (j) => x(j.box) > b[0]! && x(j.box) < b[0]! + b[2]! && j.box[1] > b[1]! && j.box[1] < b[1]! + b[3]!,
+        );
+      expect(joinsIn(enc).length).toBe(2);
+      expect(joinsIn(dec).length).toBe(3);
+      for (const j of joinsIn(enc)) expect(x(j.box)).toBeLessThan(x(box("model.encoder.layers.0.self_attn")));
+      for (const j of joinsIn(dec)) expect(x(j.box)).toBeGreaterThan(x(box("model.decoder.layers.0.encoder_attn")));
+    }
+  });
+
+  it("a sublayer opens by its key, stands for its last stage, and hides its others", () => {
+    const attn = t.byId.get("model.encoder.layers.0.self_attn")!;
+    const norm = t.byId.get("model.encoder.layers.0.self_attn_layer_norm")!;
+    const view = buildView(t, folded);
+    expect(nodeKeyForCall(t, view, attn)).toBe("f:model.encoder.layers.0.self_attn");
+    expect(isShown(t, folded, attn)).toBe(true);
+    expect(isShown(t, folded, norm)).toBe(false);
+    // revealing a member opens its sublayer only
+    const revealed = revealCall(t, folded, norm);
+    expect(isShown(t, revealed, norm)).toBe(true);
+    expect(revealed.parts!.size).toBe(folded.parts!.size - 1);
+    // its (+): the members drawn, the others still folded
+    const opened = toggleKey(t, folded, "f:model.encoder.layers.0.self_attn")!;
+    const ids = buildView(t, opened.state).nodes.map((n) => n.id);
+    expect(ids).toContain("model.encoder.layers.0.self_attn_layer_norm");
+    expect(ids).toContain("model.encoder.layers.0.fc2"); // the MLP's fold, by its key
+    expect(ids).not.toContain("model.encoder.layers.0.fc1");
+    expect(opened.state.auto).toBeUndefined();
+  });
+
+  it("playback steps through each layer's sublayers, the stack showing that layer's data", () => {
+    const steps = playbackSteps(t, { ...folded, auto: undefined } as ViewState);
+    const ids = steps.map((s) => s.id);
+    for (let i = 0; i < 3; i++) {
+      expect(ids).toContain(`model.encoder.layers.${i}.self_attn`);
+      expect(ids).toContain(`model.encoder.layers.${i}.fc2`);
+      expect(ids).toContain(`model.decoder.layers.${i}.encoder_attn`);
+    }
+    expect(ids).not.toContain("model.encoder.layers.0.fc1");
+    // in layer order: layer 1's attention after layer 0's MLP
+    expect(ids.indexOf("model.encoder.layers.1.self_attn")).toBeGreaterThan(ids.indexOf("model.encoder.layers.0.fc2"));
+  });
+});
