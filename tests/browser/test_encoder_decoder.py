@@ -178,3 +178,28 @@ def test_whisper_first_paints_both_stacks_open_each_sublayer_one_node(
     assert page.locator(f'.nfw-node[data-kind="stage"][data-stage-id="{attention}"]').count() == 1
     context.close()
     assert errors == []
+
+
+def test_whisper_playback_steps_each_sublayer_with_its_data_in_the_inspector(browser, pages):
+    """Play walks the encoder's stack layer by layer; a sublayer drawn as one node is one
+    step, its output's stage (the attention) in the inspector (a fold's step showed none: the
+    inspector kept the step before)."""
+    context, page, errors = open_offline(browser, pages / "whisper.html", 1280, 720)
+    page.wait_for_selector(".nfw-stacked", timeout=15_000)
+    page.click(".nfw-play")
+    where = ""
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+        settle(page)
+        where = page.locator(".nfw-where").text_content() or ""
+        if where.endswith("model.encoder.layers.0.self_attn"):
+            break
+    assert where.endswith("model.encoder.layers.0.self_attn"), where
+    page.wait_for_function(
+        "() => document.querySelector('.nfw-ins-title b')?.textContent"
+        " === 'model.encoder.layers.0.self_attn'"
+    )
+    current = '.nfw-node[data-stage-id="model.encoder.layers.0.self_attn"][data-kind="fold"]'
+    assert page.locator(current).count() == 1
+    context.close()
+    assert errors == []

@@ -306,7 +306,11 @@ export class Player {
     host.graphView.setCurrent(step.key, this.backward);
     const { graph } = shown.tree;
     const target =
-      step.call < 0 ? endTarget(graph, step.id) : step.key.startsWith("f:") ? null : graph.calls[step.call];
+      step.call < 0
+        ? endTarget(graph, step.id)
+        : step.key.startsWith("f:") && !step.part
+          ? null
+          : graph.calls[step.call];
     if (target) host.open(target);
     // in view with the edges bringing its data, or backwards its gradient: the nodes they come
     // from (a no-op while the whole graph is)

@@ -19,6 +19,7 @@ export interface Step {
   call: number; // its call index; -1 for an input or output, a fold's first member
   state: ViewState; // the expansion state that draws it
   depth: number; // 0: drawn in the starting view; 1: inside a group the walk opened
+  part?: true; // a folded sublayer (model/parts.ts): `call` is its last stage, whose data it shows
 }
 
 function withExpanded(state: ViewState, call: number): ViewState {
@@ -85,7 +86,7 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
         // a folded sublayer: its last stage's data (the attention, fc2), of the member shown
         const last = at(it.run.members, it.run.members.length - 1);
         const call = map?.get(last) ?? last;
-        steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth });
+        steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth, part: true });
       } else if (it.kind === "fold") {
         steps.push({ key: it.key, id: it.run.key, call: at(it.run.members, 0), state: inState, depth });
       } else if (open && at(tree.children, it.call).length > 0) {
