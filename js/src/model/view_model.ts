@@ -316,13 +316,14 @@ export function nodeKeyForCall(tree: CallTree, view: ViewGraph, call: number): s
     if (stack.shown !== loc.member) return null;
     call = loc.base;
   }
+  const parts = partsOf(tree);
   for (let c = call; c >= 0; c = at(tree.graph.calls, c).parent) {
     const id = at(tree.graph.calls, c).id;
     if (view.byKey.has(stageKey(id))) return stageKey(id);
     const r = tree.runOf[c]!;
     if (r >= 0 && view.byKey.has(foldKey(at(tree.runList, r).key))) return foldKey(at(tree.runList, r).key);
-    const p = partsOf(tree).of[c]!;
-    if (p >= 0 && view.byKey.has(foldKey(at(partsOf(tree).list, p).key))) return foldKey(at(partsOf(tree).list, p).key);
+    const p = parts.of[c]!;
+    if (p >= 0 && view.byKey.has(foldKey(at(parts.list, p).key))) return foldKey(at(parts.list, p).key);
   }
   return null;
 }

@@ -164,8 +164,9 @@ export function isShown(tree: CallTree, state: ViewState, call: number): boolean
 /** The key of the folded part (model/parts.ts) a call is a member of in a state, else null. */
 function partAround(tree: CallTree, state: ViewState, call: number): string | null {
   if (!state.parts?.size) return null;
-  const p = partsOf(tree).of[call]!;
-  const key = p >= 0 ? at(partsOf(tree).list, p).key : null;
+  const parts = partsOf(tree);
+  const p = parts.of[call]!;
+  const key = p >= 0 ? at(parts.list, p).key : null;
   return key !== null && state.parts.has(key) ? key : null;
 }
 
