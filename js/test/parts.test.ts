@@ -48,7 +48,10 @@ describe("the sublayers of a residual block", () => {
     // each is named for its body, its key the stage of its output (the attention, fc2)
     const lines = partsOf(t)
       .list.slice(0, 2)
-      .map((p) => [p.key, partLines(t, p)]);
+      .map((p) => {
+        const { title, type } = partLines(t, p);
+        return [p.key, { title, type }];
+      });
     expect(lines).toEqual([
       ["model.encoder.layers.0.self_attn", { title: "self_attn", type: "WhisperAttention" }],
       ["model.encoder.layers.0.fc2", { title: "fc1 → activation_fn → fc2", type: "Linear → GELUActivation → Linear" }],

@@ -9,6 +9,7 @@
  * fc1, activation_fn and fc2 as children of the layer itself, eleven rows a decoder layer).
  * Computed once per tree. Pure and DOM-free.
  */
+import { formatParams, formatShape } from "./format";
 import { residualAdds } from "./residual";
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";
@@ -109,16 +110,19 @@ function bodyOf(tree: CallTree, members: number[]): number[] {
   return members.length > 1 && NORM.test(first.type) ? members.slice(1) : members;
 }
 
-/** A part's name on its node ("self_attn", "fc1 → activation_fn → fc2") and its second line,
- * the same members' types ("WhisperAttention", "Linear → GELUActivation → Linear"). */
-export function partLines(tree: CallTree, part: Run): { title: string; type: string } {
+/** What a part's node says: its name ("self_attn", "fc1 → activation_fn → fc2"), the same
+ * members' types ("WhisperAttention", "Linear → GELUActivation → Linear"), all its members'
+ * parameters and its output's shape (its last member's). */
+export function partLines(tree: CallTree, part: Run): { title: string; type: string; params: string; shape: string } {
   const { calls } = tree.graph;
+  const params = formatParams(part.members.reduce((t, m) => t + at(calls, m).params, 0));
+  const shape = formatShape(at(calls, at(part.members, part.members.length - 1)).shapes[0]);
   const short = (m: number) => {
     const name = at(calls, m).module;
     return name.slice(name.lastIndexOf(".") + 1);
   };
   const named = bodyOf(tree, part.members);
-  return { title: named.map(short).join(" → "), type: named.map((m) => at(calls, m).type).join(" → ") };
+  return { title: named.map(short).join(" → "), type: named.map((m) => at(calls, m).type).join(" → "), params, shape };
 }
 
 /** The keys of every part, for a state that draws them folded. */

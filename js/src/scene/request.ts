@@ -135,11 +135,9 @@ export function foldWidth(run: Run, calls: readonly WireCall[]): number {
 /** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its
  * members' names (but a leading norm's) and all their parameters, the same members' types and
  * its output's shape; up to STAGE_MAX (a longer type line is cut, whole in its tip). */
-export function partWidth(lines: { title: string; type: string }, run: Run, calls: readonly WireCall[]): number {
-  const params = formatParams(run.members.reduce((s, m) => s + calls[m]!.params, 0));
-  const shape = formatShape(calls[run.members[run.members.length - 1]!]!.shapes[0]);
-  const first = 40 + 8.6 * lines.title.length + (params ? 8 * params.length + 10 : 0);
-  const second = 40 + 7.4 * lines.type.length + 8 * shape.length + 8;
+export function partWidth({ title, type, params, shape }: ReturnType<typeof partLines>): number {
+  const first = 40 + 8.6 * title.length + (params ? 8 * params.length + 10 : 0);
+  const second = 40 + 7.4 * type.length + 8 * shape.length + 8;
   return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
 }
 
@@ -233,7 +231,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
       if (it.kind === "stage")
         g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!)), NODE_H + extra));
       else if (it.kind === "fold" && it.run.part) {
-        const width = partWidth(partLines(view.tree, it.run), it.run, view.tree.graph.calls);
+        const width = partWidth(partLines(view.tree, it.run));
         g.items.push(leaf(it.key, Math.max(minW, width), NODE_H));
       } else if (it.kind === "fold")
         g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls)), NODE_H + 6));

@@ -78,8 +78,6 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     const c = at(calls, n.call);
     if (n.run?.part) {
       const members = n.run.members;
-      const last = at(calls, at(members, members.length - 1));
-      const params = members.reduce((t, m) => t + at(calls, m).params, 0);
       const lines = partLines(tree, n.run);
       nodes.push({
         key: n.key,
@@ -91,8 +89,8 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         // the tip names every member and type, a leading norm's too
         path: members.map((m) => `${at(calls, m).module}  ${at(calls, m).type}`).join("\n"),
         type: lines.type,
-        shape: formatShape(last.shapes[0]),
-        params: formatParams(params),
+        shape: lines.shape,
+        params: lines.params,
         expandable: true,
         foldCount: 0,
         error: members.map((m) => at(calls, m).error).find((e) => e !== null) ?? null,
