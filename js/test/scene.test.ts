@@ -7,7 +7,7 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/junctions";
 import { segmentHitsBox } from "../src/layout/flow";
-import { PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
+import { estimate, type Measure, PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph } from "./fixtures";
@@ -206,5 +206,16 @@ describe("a stage's width", () => {
       Math.round(40 + 7.4 * type.length + 8 * "1×64×16".length + 8),
     );
     expect(stageWidth(call("X".repeat(80)))).toBeLessThanOrEqual(380);
+  });
+
+  it("is as wide as the page measures its words, wider than an average letter gives for wide ones", () => {
+    const call = { module: "m.mmmmmmmmmmmmmmmmmm", call: 0, params: 1056, type: "Linear", shapes: [[2, 32]] } as never;
+    const wide: Measure = (text, kind) => (kind === "t1" ? 13 * text.length : estimate(text, kind));
+    const name = "mmmmmmmmmmmmmmmmmm";
+    expect(stageWidth(call)).toBeLessThan(40 + 13 * name.length); // the estimate cuts it
+    expect(stageWidth(call, wide)).toBeGreaterThanOrEqual(
+      Math.round(40 + 13 * name.length + estimate("1.06K", "num") + 10),
+    );
+    expect(stageWidth(call, estimate)).toBe(stageWidth(call));
   });
 });

@@ -85,7 +85,7 @@ export class FlowApp implements ControlsHost {
     this.ui = buildChrome(CSS);
     this.root = this.ui.root;
     this.layout = new LayoutClient(opts.useWorker ?? true);
-    this.framing = new Framing(this.layout, this.ui.canvas);
+    this.framing = new Framing(this.layout, this.ui.canvas, (text, kind) => this.graphView.measure(text, kind));
     this.graphView = new GraphView(
       {
         activate: (n) => this.activate(n),

@@ -14,7 +14,7 @@ import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layou
 import { wrapToFit } from "../layout/wrapping";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
-import { MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
+import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
 
 export type Framed = LayoutResult & { state: ViewState; view: ViewGraph };
@@ -39,6 +39,8 @@ export class Framing {
   constructor(
     private readonly client: LayoutClient,
     private readonly canvas: HTMLElement,
+    /** How wide the page draws a text: each node as wide as its words (view/graph_view.ts measure). */
+    private readonly measure: Measure = estimate,
   ) {}
 
   private shown: ViewState | null = null; // the state laid out last
@@ -83,7 +85,7 @@ export class Framing {
     const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
     const layout = (req: LayoutRequest) => client.layout(req);
     const trial = async (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> => {
-      const req = layoutRequest(v, dir, f, this.thumbs) as LayoutRequest & { fit: FitTarget };
+      const req = layoutRequest(v, dir, f, this.thumbs, this.measure) as LayoutRequest & { fit: FitTarget };
       const lay = await client.layout(req);
       return !fitsAt(lay, f) && wrap ? wrapToFit(req, lay, layout) : lay;
     };

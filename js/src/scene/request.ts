@@ -45,6 +45,19 @@ export const READ_K = MIN_NAME_PX / NAME_PX;
 export const MINIMAP_STRIP = 172;
 const WEIGHT: Record<EdgeKind, number> = { flow: 4, merge: 2, skip: 1, order: 1 };
 
+/** The kinds of text a node's size is measured for (view/cards.ts draws each in its font): a
+ * card's name line ("t1", 14 px bold) and type line ("t2", 13 px), a number or shape ("num",
+ * 13 px mono), a group's header ("ct", 14 px bold), a stack's header ("st", 14 px bold), a
+ * port's name ("port", 13 px medium). */
+export type TextKind = "t1" | "t2" | "num" | "ct" | "st" | "port";
+/** How wide a text is drawn, in px at scale 1. */
+export type Measure = (text: string, kind: TextKind) => number;
+const PER_CHAR: Record<TextKind, number> = { t1: 8.6, t2: 7.4, num: 8, ct: 9, st: 8.8, port: 7.6 };
+/** A width by an average letter of each kind: where no page measures (a worker, the tests).
+ * The page measures in its fonts (view/graph_view.ts measure), so that a name of wide letters
+ * ("WwMm…") is whole too. */
+export const estimate: Measure = (text, kind) => PER_CHAR[kind] * text.length;
+
 export interface Drawn {
   drawing: Drawing;
   trunk: Trunk;
@@ -78,10 +91,15 @@ export function stageTitle(c: WireCall): string {
 /** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
  * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
  * up to STAGE_MAX (a longer one is cut, whole in its tip). */
-export function stageWidth(c: WireCall): number {
-  const params = formatParams(c.params);
-  const first = 40 + 8.6 * stageTitle(c).length + (params ? 8 * params.length + 10 : 0);
-  const second = 40 + 7.4 * c.type.length + 8 * formatShape(c.shapes[0]).length + 8;
+export function stageWidth(c: WireCall, m: Measure = estimate): number {
+  return twoLines(stageTitle(c), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
+}
+
+/** A card's width for its two lines (view/cards.ts nodeCard): the name and, right of it, the
+ * parameters; the type and, right of it, the shape; at least NODE_W, up to STAGE_MAX. */
+function twoLines(title: string, params: string, type: string, shape: string, m: Measure): number {
+  const first = 40 + m(title, "t1") + (params ? m(params, "num") + 10 : 0);
+  const second = 40 + m(type, "t2") + m(shape, "num") + 8;
   return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
 }
 
@@ -105,9 +123,13 @@ export function groupModule(calls: readonly WireCall[], it: Item, shown = 0): st
   return "";
 }
 
+/** The widest a group's header makes its group: a label and type of some 35 characters each
+ * (a longer one is cut, whole in its tip). */
+const HEADER_MAX = 600;
+
 /** What a group's header needs: its label (14 px bold), type (13 px) and collapse badge. */
-export function clusterHeaderWidth(label: string, type: string): number {
-  return Math.round(Math.min(440, 12 + 9 * label.length + 8 + 7.4 * type.length + 44));
+export function clusterHeaderWidth(label: string, type: string, m: Measure = estimate): number {
+  return Math.round(Math.min(HEADER_MAX, 12 + m(label, "ct") + 8 + m(type, "t2") + 44));
 }
 
 /** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
@@ -125,26 +147,24 @@ export function foldLine(calls: readonly WireCall[], run: Run): { path: string; 
 /** A fold is as wide as its two lines need: its title ("(Linear → ReLU)  × 200" in 14 px
  * bold) and its range and parameters (13 px, 13 px mono), so that both are whole, within
  * reason (a longer one is cut, whole in its tip). */
-export function foldWidth(run: Run, calls: readonly WireCall[]): number {
-  const title = run.period > 1 ? run.type.length + 2 : run.type.length;
+export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = estimate): number {
+  const title = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
   const { range, params } = foldLine(calls, run);
-  const second = 40 + 7.4 * range.length + (params ? 8 * params.length + 10 : 0);
-  return Math.round(Math.min(340, Math.max(NODE_W, 64 + 8.6 * (title + 3 + String(run.count).length), second)));
+  const second = 40 + m(range, "t2") + (params ? m(params, "num") + 10 : 0);
+  return Math.round(Math.min(340, Math.max(NODE_W, 64 + m(title, "t1"), second)));
 }
 
 /** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its
  * members' names (but a leading norm's) and all their parameters, the same members' types and
  * its output's shape; up to STAGE_MAX (a longer type line is cut, whole in its tip). */
-export function partWidth({ title, type, params, shape }: ReturnType<typeof partLines>): number {
-  const first = 40 + 8.6 * title.length + (params ? 8 * params.length + 10 : 0);
-  const second = 40 + 7.4 * type.length + 8 * shape.length + 8;
-  return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
+export function partWidth({ title, type, params, shape }: ReturnType<typeof partLines>, m: Measure = estimate): number {
+  return twoLines(title, params, type, shape, m);
 }
 
 /** What a stack's header needs: "GPT2Block × 12" in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
-export function stackHeaderWidth(run: Run): number {
+export function stackHeaderWidth(run: Run, m: Measure = estimate): number {
   const label = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
-  return Math.round(Math.min(340, 130 + 8.8 * label.length + 14 * String(run.count).length));
+  return Math.round(Math.min(340, 130 + m(label, "st") + 14 * String(run.count).length));
 }
 
 /** The widest a port grows: a name of some 65 characters; a longer one is cut, whole in its tip. */
@@ -169,9 +189,9 @@ export function portHeight(id: string): number {
 
 /** A port (a model input or output) is as wide as its name's longer line needs
  * ("input:input_ids" in 13 px), up to PORT_MAX; with a picture on it, at least as wide as a stage. */
-export function portWidth(id: string, thumbs = false): number {
-  const chars = Math.max(...portLines(id).map((line) => line.length));
-  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + 7.6 * chars)));
+export function portWidth(id: string, thumbs = false, m: Measure = estimate): number {
+  const line = Math.max(...portLines(id).map((l) => m(l, "port")));
+  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + line)));
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
@@ -197,8 +217,15 @@ export function projectEdge(view: ViewGraph, src: string, dst: string): [string,
   return [pa[l - 1]!, pa[l]!, pb[l]!];
 }
 
-/** `thumbs`: data on the graph, each stage and port taller by a picture. */
-export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, thumbs = false): LayoutRequest {
+/** `thumbs`: data on the graph, each stage and port taller by a picture; `m`: how wide the
+ * page draws a text (each node as wide as its words need). */
+export function layoutRequest(
+  view: ViewGraph,
+  dir: Direction,
+  fit?: FitTarget,
+  thumbs = false,
+  m: Measure = estimate,
+): LayoutRequest {
   const extra = thumbs ? THUMB_H + THUMB_PAD : 0;
   const { drawing, trunk } = drawnOf(view);
   const groups = new Map<string, LayoutGroup>();
@@ -229,19 +256,19 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     g.items.push(...ports);
     for (const it of items) {
       if (it.kind === "stage")
-        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!)), NODE_H + extra));
+        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!, m)), NODE_H + extra));
       else if (it.kind === "fold" && it.run.part) {
-        const width = partWidth(partLines(view.tree, it.run));
+        const width = partWidth(partLines(view.tree, it.run), m);
         g.items.push(leaf(it.key, Math.max(minW, width), NODE_H));
       } else if (it.kind === "fold")
-        g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls)), NODE_H + 6));
+        g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls, m)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;
         const header =
           it.kind === "stack"
-            ? stackHeaderWidth(it.run)
+            ? stackHeaderWidth(it.run, m)
             : it.kind === "cluster"
-              ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type)
+              ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type, m)
               : 0;
         g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0, groupModule(calls, it)));
       }
@@ -252,7 +279,7 @@ export function layoutRequest(view: ViewGraph, dir: Direction, fit?: FitTarget, 
     index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
     return g;
   };
-  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs), portHeight(n.id) + extra);
+  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs, m), portHeight(n.id) + extra);
   const ins = view.nodes.filter((n) => n.kind === "input").map(port);
   const outs = view.nodes.filter((n) => n.kind === "output").map(port);
   const root = build(ROOT, view.items, ins, outs);

@@ -15,12 +15,14 @@ import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
 import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stageTitle } from "./request";
+export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
 import type { Scene, SceneCluster, SceneEdge, SceneJunction, SceneNode } from "./types";
 
 export {
   drawnOf,
+  estimate,
   itemPath,
   stageTitle,
   stageWidth,

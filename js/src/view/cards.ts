@@ -24,6 +24,25 @@ export interface NodeFill {
  * group's header, a port, a flag, a stack's header and its stepper, a logit-lens chip. */
 export type FontKind = "t1" | "t2" | "num" | "ct" | "port" | "flag" | "st" | "sa" | "chip";
 
+/** The canvas font of each text kind, as the page's CSS draws it (styles.ts) in `el`'s family
+ * and the mono family of --nfw-mono. */
+export function canvasFonts(el: Element): Record<FontKind, string> {
+  const style = getComputedStyle(el);
+  const fam = style.fontFamily || "sans-serif";
+  const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
+  return {
+    t1: `600 14px ${fam}`,
+    t2: `13px ${fam}`,
+    num: `13px ${mono}`,
+    ct: `600 14px ${fam}`,
+    port: `500 13px ${fam}`,
+    flag: `700 11px ${fam}`,
+    st: `600 14px ${fam}`, // a stack's header, its stepper
+    sa: `13px ${fam}`,
+    chip: `600 13px ${fam}`, // a logit-lens chip
+  };
+}
+
 /** How a node is drawn now: its state in the view, its colour, data on the graph. */
 export interface CardLook {
   selected: boolean;

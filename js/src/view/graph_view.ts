@@ -1,10 +1,10 @@
 /** Draws a scene as SVG: nodes (cards.ts), cluster boxes, edges (in their source's colour by
  * gradient norm), the logit lens's chips (chips.ts); hover, selection, culling, level of detail. */
-import { edgePath } from "../scene/scene";
+import { edgePath, type TextKind } from "../scene/scene";
 import type { Scene, SceneCluster, SceneEdge, SceneNode } from "../scene/types";
-import { type CardLook, clusterCard, type FontKind, type NodeFill, nodeCard, tintGroup } from "./cards";
+import { type CardLook, canvasFonts, clusterCard, type FontKind, type NodeFill, nodeCard, tintGroup } from "./cards";
 import { type Chip, drawChips } from "./chips";
-import { Listeners, s, syncChildren } from "./dom";
+import { Listeners, s, syncChildren, textWidth } from "./dom";
 import { figureLayers, type Thumb } from "./figure";
 import type { Transform } from "./zoom";
 
@@ -52,23 +52,13 @@ export class GraphView {
 
   /** Canvas fonts matching the CSS, for measuring labels (read once the SVG is in the page). */
   private font(kind: FontKind): string {
-    if (!this.fonts) {
-      const style = getComputedStyle(this.svg);
-      const fam = style.fontFamily || "sans-serif";
-      const mono = style.getPropertyValue("--nfw-mono").trim() || "monospace";
-      this.fonts = {
-        t1: `600 14px ${fam}`,
-        t2: `13px ${fam}`,
-        num: `13px ${mono}`,
-        ct: `600 14px ${fam}`,
-        port: `500 13px ${fam}`,
-        flag: `700 11px ${fam}`,
-        st: `600 14px ${fam}`,
-        sa: `13px ${fam}`,
-        chip: `600 13px ${fam}`,
-      }; // a stack's header, its stepper, a chip
-    }
+    this.fonts ??= canvasFonts(this.svg);
     return this.fonts[kind];
+  }
+
+  /** How wide a text is drawn at scale 1 (a layout sizes each node by its words: scene/request.ts). */
+  measure(text: string, kind: TextKind): number {
+    return textWidth(text, this.font(kind));
   }
 
   constructor(
