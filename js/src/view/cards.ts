@@ -71,10 +71,15 @@ export function clusterCard(c: SceneCluster, font: (kind: FontKind) => string): 
   const flags = flagsOf(c.mark);
   const fw = flags.length ? flagsWidth(flags, font("flag")) + 8 : 0;
   const label = fitText(c.label, w - 48 - fw, font("ct"));
-  g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
   const used = 12 + textWidth(label, font("ct")) + 8;
-  if (w - 36 - fw - used > 40)
-    g.append(svgText(fitText(c.type, w - 36 - fw - used, font("t2")), { class: "nfw-ct2", x: used, y: 18 }));
+  const type = w - 36 - fw - used > 40 ? fitText(c.type, w - 36 - fw - used, font("t2")) : "";
+  // a plate under the words: a line entering the group (a skip's lane, an input) passes under
+  // them, not through them
+  const plate = used + (type ? textWidth(type, font("t2")) + 4 : -4);
+  const paper = "fill:var(--nfw-bg);fill-opacity:0.9";
+  g.append(s("rect", { class: "nfw-ct-plate", x: 7, y: 5, width: plate - 7, height: 19, rx: 5, style: paper }));
+  g.append(svgText(label, { class: "nfw-ct", x: 12, y: 18 }));
+  if (type) g.append(svgText(type, { class: "nfw-ct2", x: used, y: 18 }));
   if (flags.length) g.append(drawFlags(flags, w - 30 - fw + 8, 4, font("flag")));
   g.append(badge(w - 18, 13, "−", c.kind === "run" ? "Fold again" : "Collapse", c.key));
   const title = s("title");
