@@ -58,6 +58,22 @@ describe("the sublayers of a residual block", () => {
     ]);
   });
 
+  it("a part's node names neither its pre-norm nor its dropouts (Segformer's attention → hidden_dropout → drop_path)", () => {
+    // Whisper's MLP with its activation replaced by a dropout and a drop path after fc2 (as
+    // SegformerLayer has them): the node says "fc1 → fc2", the tip names all
+    const graph = decodeGraph(structuredClone(golden.cases.find((c) => c.name === "whisper")!.graph));
+    const fc2 = "model.encoder.layers.0.fc2";
+    for (const c of graph.calls)
+      if (c.module === "model.encoder.layers.0.activation_fn") c.type = "Dropout";
+      else if (c.module === fc2) c.type = "SegformerDropPath";
+    const t = buildTree(graph);
+    const part = partsOf(t).list.find((p) => p.key === fc2)!;
+    expect(partLines(t, part)).toMatchObject({ title: "fc1", type: "Linear" });
+    // a part of dropouts alone is named for them
+    for (const c of graph.calls) if (c.module === "model.encoder.layers.0.fc1") c.type = "Dropout";
+    expect(partLines(buildTree(graph), part)).toMatchObject({ title: "fc1 → activation_fn → fc2" });
+  });
+
   it("BART, post-norm: a norm that makes the add's shortcut stays out of the sublayer after it", () => {
     // BartEncoderLayer.forward: h = self_attn_layer_norm(x + self_attn(x)); residual = h;
     // out = final_layer_norm(residual + fc2(activation_fn(fc1(h)))): the second add reads

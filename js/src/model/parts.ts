@@ -24,6 +24,9 @@ const cache = new WeakMap<CallTree, Parts>();
 
 /** Whether a module type is a normalization (a sublayer's pre-norm: named beside its body). */
 const NORM = /norm/i;
+/** Whether a module type passes its input on unchanged when evaluating (a dropout, a stochastic
+ * depth's drop path, an identity): not named on a part's node (in its tip). */
+const PASS = /dropout|droppath|^identity$/i;
 
 /** The parts of every residual block of a tree (computed once per tree). */
 export function partsOf(tree: CallTree): Parts {
@@ -103,11 +106,15 @@ function findParts(tree: CallTree): Parts {
   return { list, byKey: new Map(list.map((p) => [p.key, p])), of };
 }
 
-/** The members a part's node names: all but a leading norm (the sublayer's pre-norm, named in
- * the node's tip; the paper's figure draws "Self-Attention", "MLP"). */
+/** The members a part's node names: all but a leading norm (the sublayer's pre-norm) and its
+ * dropouts (named in the node's tip; the paper's figure draws "Self-Attention", "MLP";
+ * Segformer's "attention → hidden_dropout → drop_path" is "attention"). */
 function bodyOf(tree: CallTree, members: number[]): number[] {
-  const first = at(tree.graph.calls, at(members, 0));
-  return members.length > 1 && NORM.test(first.type) ? members.slice(1) : members;
+  const { calls } = tree.graph;
+  const first = at(calls, at(members, 0));
+  const body = members.length > 1 && NORM.test(first.type) ? members.slice(1) : members;
+  const kept = body.filter((m) => !PASS.test(at(calls, m).type));
+  return kept.length ? kept : body;
 }
 
 /** What a part's node says: its name ("self_attn", "fc1 → activation_fn → fc2"), the same
