@@ -17,9 +17,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fixture_models import t5, whisper
+from fixture_models import bart, t5, whisper
 from live import open_offline, settle, shoot, tap
 from test_unet_u import SEEN, crosses
+from test_view_whole import COVERED, check_view
 
 import neural_flow_widget as nfw
 
@@ -75,10 +76,11 @@ def _check(seen, source: str, reader: str | tuple[str, ...]):
         for t in taps:
             assert not crosses(t[3], box), f"its tap passes behind {sid}"
     # decoder_input_ids goes down its own column: no line from it crosses the encoder
-    for line in seen["lines"]:
-        if line[1] == "i:input:decoder_input_ids":
-            for box in encoder:
-                assert not crosses(line[3], box), "decoder_input_ids loops round the encoder"
+    lines = [line for line in seen["lines"] if line[1] == "input:decoder_input_ids"]
+    assert lines
+    for line in lines:
+        for box in encoder:
+            assert not crosses(line[3], box), "decoder_input_ids loops round the encoder"
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -201,5 +203,47 @@ def test_whisper_playback_steps_each_sublayer_with_its_data_in_the_inspector(bro
     )
     current = '.nfw-node[data-stage-id="model.encoder.layers.0.self_attn"][data-kind="fold"]'
     assert page.locator(current).count() == 1
+    context.close()
+    assert errors == []
+
+
+@pytest.fixture(scope="module")
+def bart_page(tmp_path_factory):
+    """BART given input_ids alone (as a user calls it): the decoder reads them shifted right
+    (shift_tokens_right), so the one input feeds both the encoder and the decoder."""
+    pytest.importorskip("transformers")
+    model, inputs = bart(layers=3)
+    path = tmp_path_factory.mktemp("encdec_bart") / "bart.html"
+    nfw.NeuralFlowWidget(model, {"input_ids": inputs["input_ids"]}).to_html(path)
+    return path
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height):
+    """At 1280 x 720 BART stands in two columns, its decoder's embeddings in the decoder's
+    (they stood above the encoder, the lines to the decoder crossing it); where two columns do
+    not fit (1024 x 768: each column's embeddings side by side) one column, as before. Either
+    way the whole model in view, no name cut, and no line from the input behind a node."""
+    context, page, errors = open_offline(browser, bart_page, width, height)
+    seen = page.evaluate(SEEN)
+    shoot(page, f"encdec_bart_one_input_{width}x{height}")
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    encoder = [b for sid, b in boxes.items() if sid.startswith("model.encoder")]
+    decoder = [b for sid, b in boxes.items() if sid.startswith("model.decoder")]
+    assert len(encoder) >= 3 and len(decoder) >= 3, boxes.keys()
+    if width == 1280:
+        assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "not two columns"
+        # into the decoder across the top, not down round the encoder
+        stack = boxes["model.encoder.layers.0"]
+        for _, src, dst, pts in seen["lines"]:
+            if src == "input:input_ids" and dst.startswith("model.decoder"):
+                assert max(pts[1::2]) < stack[1], f"input_ids' line to {dst} goes round the encoder"
+    lines = [(dst, pts) for _, src, dst, pts in seen["lines"] if src == "input:input_ids"]
+    assert len(lines) >= 2, seen["lines"]  # into the encoder and the decoder
+    for dst, pts in lines:
+        for sid, box in boxes.items():
+            if sid != "input:input_ids" and not dst.endswith(sid):
+                assert not crosses(pts, box), f"input_ids' line to {dst} passes behind {sid}"
     context.close()
     assert errors == []

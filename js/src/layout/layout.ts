@@ -85,6 +85,7 @@ export const GROUP_HEADER = 26;
 
 interface Placement extends GroupPlacement {
   bands: number;
+  single?: boolean; // the root's columns laid out as one (they did not fit)
 }
 
 function isGroup(x: LayoutLeaf | LayoutGroup): x is LayoutGroup {
@@ -186,10 +187,19 @@ function placeGroup(
     for (const [j, i] of drawn.entries()) routes[i] = at(p.routes, j);
     return { ...p, routes };
   };
+  // the scale at which a placement shows on the canvas (isRoot && fit)
+  const scale = (p: FlowPlacement) =>
+    Math.min((fit!.w - 2 * FIT_MARGIN) / (tb ? p.ac : p.al), (fit!.h - 2 * FIT_MARGIN) / (tb ? p.al : p.ac));
   const columns = group.columns && Math.max(...group.columns) > 0 ? arrangeColumns(flow, group.columns) : null;
   if (columns) {
     const bands = isRoot && fit ? wrapColumns(columns, fit, dir) : 1;
-    return toGroup(routeArranged(columns, flow), dir, pad, header, bands);
+    const placed = routeArranged(columns, flow);
+    // where the columns do not fit even wrapped, one column unwrapped that does (BART's
+    // embeddings side by side in each column are too wide for 1024 px, its stacks folded)
+    const one = isRoot && fit && scale(placed) < fit.k - 1e-9 ? arrange(flow) : null;
+    const single = one ? routeArranged(one, flow) : null;
+    if (single && scale(single) >= fit!.k - 1e-9) return { ...toGroup(single, dir, pad, header, 1), single: true };
+    return toGroup(placed, dir, pad, header, bands);
   }
   const uFlow = { ...flow, edges: drawn.map((i) => at(flow.edges, i)) };
   const u = placeU(uFlow);
@@ -197,8 +207,6 @@ function placeGroup(
     // the conditioning's chains side by side (a lower U) or one under the other (a narrower
     // one): on the canvas, whichever shows the U larger
     const narrow = isRoot && fit ? placeU(uFlow, false) : null;
-    const scale = (p: FlowPlacement) =>
-      Math.min((fit!.w - 2 * FIT_MARGIN) / (tb ? p.ac : p.al), (fit!.h - 2 * FIT_MARGIN) / (tb ? p.al : p.ac));
     return widen(toGroup(narrow && scale(narrow) > scale(u) + 1e-9 ? narrow : u, dir, pad, header, 1));
   }
   const arranged = arrange(flow);
@@ -313,6 +321,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
   };
   emit(root, 0, 0, false);
   const columns: Record<string, number> = {};
-  if (req.root.columns) for (const [i, it] of req.root.items.entries()) columns[it.key] = at(req.root.columns, i);
+  if (req.root.columns && !root.p.single)
+    for (const [i, it] of req.root.items.entries()) columns[it.key] = at(req.root.columns, i);
   return { boxes, routes, entries, exits, width: root.p.w, height: root.p.h, laidOut, bands: root.p.bands, columns };
 }

@@ -88,10 +88,12 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       // the band's top (into a junction from the side, as the stream's arcs do)
       const from = at(bandBox, u.band);
       const to = at(bandBox, v.band);
-      const below = from[2] + 14;
       const gap = (from[3] + to[1]) / 2;
       const above = to[0] - 14;
-      const bridge = [...out, below, out[1], below, gap, above, gap];
+      // from a band's first row (a model input that feeds an encoder and a decoder, BART's):
+      // across in the gap after it, not down the whole band
+      const turn = u.row === at(firstRow, u.band) ? out[0] + gapBelow(u) / 2 : from[2] + 14;
+      const bridge = [...out, turn, out[1], turn, gap, above, gap];
       const entry: End = {
         box: [above, gap, 0, 0],
         row: at(firstRow, v.band) - 1,

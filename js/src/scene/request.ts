@@ -333,7 +333,7 @@ export function layoutRequest(
     g.entries!.sort((x, y) => x - y);
     g.exits!.sort((x, y) => x - y);
   }
-  const columns = columnsOf(root, new Set(outs.map((o) => o.key)), ins[0]?.key);
+  const columns = columnsOf(root, new Set(ins.map((o) => o.key)), new Set(outs.map((o) => o.key)));
   if (columns) {
     root.columns = columns;
     // a column right of another faces it: its blocks' branches on their left (the paper's
@@ -349,23 +349,35 @@ export function layoutRequest(
 
 /**
  * The model's columns: its root items fall apart, by the edges drawn between them (a bus'
- * hidden ones aside), into chains of which two or more end in a model output (an encoder
- * whose output reaches the decoder only through the cross-attention bus, and the decoder):
- * each such chain a column, the one the first input enters first; what ends in no output (a
- * mask read through a bus) stands in the first. Null: one column.
+ * hidden ones and a model input's aside), into chains of which two or more hold a stage and
+ * end in a model output (an encoder whose output reaches the decoder only through the
+ * cross-attention bus, and the decoder; BART's, whose one input feeds both): each such chain
+ * a column, the one the first input enters first on the left. An input stands in the column
+ * of the first chain it enters (in call order); what ends in no output (a mask read through
+ * a bus) stands in the first. Null: one column.
  */
-function columnsOf(root: LayoutGroup, outputs: ReadonlySet<string>, first: string | undefined): number[] | null {
+function columnsOf(root: LayoutGroup, inputs: ReadonlySet<string>, outputs: ReadonlySet<string>): number[] | null {
   const n = root.items.length;
   const part = Array.from({ length: n }, (_, i) => i);
   const find = (v: number): number => {
     while (part[v] !== v) v = part[v] = part[part[v]!]!;
     return v;
   };
-  for (const e of root.edges) if (!e.hidden) part[find(e.src)] = find(e.dst);
+  const port = (i: number) => inputs.has(root.items[i]!.key) || outputs.has(root.items[i]!.key);
+  const fromInput = (e: LayoutEdge) => inputs.has(root.items[e.src]!.key);
+  for (const e of root.edges) if (!e.hidden && !fromInput(e)) part[find(e.src)] = find(e.dst);
+  const staged = new Set<number>();
+  for (let i = 0; i < n; i++) if (!port(i)) staged.add(find(i));
+  const ended = (r: number) => staged.has(r) && root.items.some((it, i) => outputs.has(it.key) && find(i) === r);
+  // each input joins the first chain it enters that ends in an output
+  const entered = new Map<number, number>();
+  for (const e of root.edges)
+    if (!e.hidden && fromInput(e) && ended(find(e.dst))) entered.set(e.src, Math.min(entered.get(e.src) ?? n, e.dst));
+  for (const [i, d] of entered) part[find(i)] = find(d);
   const ends = new Set<number>();
-  for (const [i, it] of root.items.entries()) if (outputs.has(it.key)) ends.add(find(i));
+  for (const [i, it] of root.items.entries()) if (outputs.has(it.key) && ended(find(i))) ends.add(find(i));
   if (ends.size < 2) return null;
-  const lead = root.items.findIndex((it) => it.key === first);
+  const lead = root.items.findIndex((it) => inputs.has(it.key));
   const order = [...ends].sort(
     (x, y) => Number(lead >= 0 && find(lead) === y) - Number(lead >= 0 && find(lead) === x) || x - y,
   );
