@@ -74,8 +74,10 @@ WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(
 #: ... and after Play, where the model fits beside the inspector at 12 px (a model, or a model
 #: at a width): the transport on the inspector's top (the graph keeps the canvas's height), the
 #: inspector narrowed for the graph laid out beside it (diffusers' U, its conditioning one
-#: chain under the other); the others show the step and what feeds it, the note the rest
-WHOLE_AFTER["play"] = {"resnet50", "llama", ("gpt2", 1280), ("unet2d", 1280), ("vit", 1280)}
+#: chain under the other), the walk from the view with its sublayers folded where only that
+#: fits (GPT-2 at 1024: "ln_1 → attn" one node); the others show the step and what feeds it,
+#: the note the rest
+WHOLE_AFTER["play"] = {"resnet50", "llama", "gpt2", ("unet2d", 1280), ("vit", 1280)}
 
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}

@@ -12,6 +12,8 @@ import type { LayoutClient } from "../layout/client";
 import { FIT_MARGIN as MARGIN } from "../layout/flow";
 import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layout/layout";
 import { wrapToFit } from "../layout/wrapping";
+import { allParts } from "../model/parts";
+import type { CallTree } from "../model/tree";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
@@ -44,6 +46,7 @@ export class Framing {
   ) {}
 
   private shown: ViewState | null = null; // the state laid out last
+  private dir: Direction = "TB"; // its direction
 
   /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
   thumbs = false;
@@ -77,6 +80,7 @@ export class Framing {
     reason = "",
   ): Promise<Framed> {
     const relaid = reason === "canvas";
+    this.dir = dir;
     const { client, canvas } = this;
     const room = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600 };
     if (fresh || !this.target) this.target = { ...room, k, reserve: MINIMAP_STRIP };
@@ -122,6 +126,30 @@ export class Framing {
     const v = buildView(view.tree, root);
     const f = at(tries, tries.length - 1);
     return done(await trial(v, f, false), f, root, v);
+  }
+
+  /**
+   * Where playback starts, for a canvas `w` wide (beside the inspector at its least): the
+   * state on screen where it fits at READ_K (wrapped as a chosen state is), else the same
+   * with every sublayer folded (model/parts.ts: "ln_1 → attn" one node) where that fits,
+   * else the state on screen (the camera follows the step). GPT-2 at 1024x768 shows whole
+   * beside the inspector so.
+   */
+  async playFrom(state: ViewState, tree: CallTree, w: number): Promise<ViewState> {
+    const { dir } = this;
+    const parts = allParts(tree);
+    if (parts.size === 0 || [...parts].every((p) => state.parts?.has(p))) return state;
+    const fit: FitTarget = { w, h: this.canvas.clientHeight || 600, k: READ_K, reserve: MINIMAP_STRIP };
+    const fits = async (s: ViewState) => {
+      const req = layoutRequest(buildView(tree, s), dir, fit, this.thumbs, this.measure) as LayoutRequest & {
+        fit: FitTarget;
+      };
+      const lay = await this.client.layout(req);
+      return fitsAt(fitsAt(lay, fit) ? lay : await wrapToFit(req, lay, (r) => this.client.layout(r)), fit);
+    };
+    if (await fits(state)) return state;
+    const folded = { ...state, parts };
+    return (await fits(folded)) ? folded : state;
   }
 
   /**

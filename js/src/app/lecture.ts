@@ -16,6 +16,7 @@ import type { Framing } from "./framing";
 import { Pictures } from "./pictures";
 import { Player, type PlayerHost, type PlaybackState } from "./player";
 import { Presenter } from "./presenter";
+import { INSPECTOR_MIN } from "./viewfinder";
 
 export interface LectureHost {
   readonly ui: Chrome;
@@ -49,6 +50,13 @@ export class Lecture {
       state: host.state,
       setState: (state, anchor) => host.setState(state, "playback", anchor),
       open: host.open,
+      playFrom: (state) => {
+        // the canvas beside the inspector at its least width (app/viewfinder.ts narrows it so)
+        const tree = host.shown()?.tree;
+        const el = host.inspector;
+        const total = host.ui.canvas.clientWidth + (el.hidden ? 0 : el.getBoundingClientRect().width);
+        return tree ? host.framing.playFrom(state, tree, total - INSPECTOR_MIN) : Promise.resolve(state);
+      },
       changed: (p) => {
         this.dock();
         host.onPlayback?.(p);

@@ -134,6 +134,9 @@ export class Lens {
   private passed(steps: readonly Step[], at: number): (call: number) => boolean {
     const range = (s: Step): [number, number] => {
       if (s.call < 0) return [-1, -1];
+      // a folded sublayer's step is its last stage, of the layer a stack shows (its members
+      // are the first layer's)
+      if (s.part) return [s.call, this.last[s.call] ?? s.call];
       const members = s.key.startsWith("f:") ? this.host.shown()?.view.byKey.get(s.key)?.run?.members : null;
       const end = members?.length ? members[members.length - 1]! : s.call;
       return [s.call, this.last[end] ?? end];

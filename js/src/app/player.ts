@@ -40,6 +40,9 @@ export interface PlayerHost {
   setState(state: ViewState, anchor?: { key: string; box: Box }): Promise<void>;
   /** Show a stage's (or an input's, an output's) data in the inspector. */
   open(target: WireCall | EndTarget): void;
+  /** Where the walk starts from the state on screen: a state that shows more of the model
+   * beside the inspector (app/framing.ts playFrom), or the same. */
+  playFrom?(state: ViewState): Promise<ViewState>;
   /** Playback changed (not called for changes that came from outside). */
   changed?(p: PlaybackState): void;
   /** The walk turned: the inspector shows the gradient (backward) or the output. */
@@ -58,7 +61,9 @@ export class Player {
   private readonly turn: HTMLButtonElement; // forward / backward, after a backward pass
   private readonly listeners = new Listeners();
   private steps: Step[] = [];
-  private start: ViewState | null = null;
+  private start: ViewState | null = null; // the state on screen when playback began: stop() goes back to it
+  private from: ViewState | null = null; // the state the walk starts from (host.playFrom)
+  private ready: Promise<void> = Promise.resolve(); // the walk's start chosen
   private at = -1;
   private playing = false;
   private speed = 1;
@@ -231,7 +236,7 @@ export class Player {
     this.at = -1;
     this.playing = false;
     this.steps = [];
-    this.start = null;
+    this.start = this.from = null;
     this.sync();
   }
 
@@ -249,8 +254,8 @@ export class Player {
   refresh() {
     if (!this.active) return;
     const tree = this.host.shown()?.tree;
-    if (!tree || !this.start) return this.stop();
-    this.steps = this.walk(tree, this.start);
+    if (!tree || !this.from) return this.stop();
+    this.steps = this.walk(tree, this.from);
     if (!this.steps.length) return this.stop();
     this.go(Math.min(this.at, this.steps.length - 1));
   }
@@ -259,10 +264,20 @@ export class Player {
     if (this.active) return true;
     const tree = this.host.shown()?.tree;
     if (!tree) return false;
-    this.start = this.host.state();
-    this.steps = this.walk(tree, this.start);
+    const start = this.host.state();
+    this.start = this.from = start;
+    this.steps = this.walk(tree, start);
     if (!this.steps.length) return false;
     this.scrub.max = String(this.steps.length - 1);
+    // a start that shows more beside the inspector: the walk again from it (its first steps,
+    // the inputs, are the same)
+    this.ready = (this.host.playFrom?.(start) ?? Promise.resolve(start)).then((from) => {
+      if (from === start || this.start !== start) return;
+      this.from = from;
+      this.steps = this.walk(tree, from);
+      this.at = Math.min(this.at, this.steps.length - 1);
+      this.sync();
+    });
     return true;
   }
 
@@ -277,10 +292,12 @@ export class Player {
     this.at = i;
     const seq = ++this.seq;
     this.sync();
-    void this.show(at(this.steps, i)).then(() => {
-      if (seq !== this.seq || !this.playing) return;
-      this.schedule();
-    });
+    void this.ready
+      .then(() => (seq === this.seq ? this.show(at(this.steps, this.at)) : undefined))
+      .then(() => {
+        if (seq !== this.seq || !this.playing) return;
+        this.schedule();
+      });
   }
 
   private schedule() {

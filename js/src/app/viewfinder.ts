@@ -22,7 +22,7 @@ import { MIN_K } from "../view/zoom";
  * "direction" shows the whole however small (as Fit): a U-Net laid on its side is wider than
  * the canvas at READ_K, and a user who turned it wants to see it turned. */
 const ACTIONS = new Set(["expand", "collapse", "playback", "present", "pictures", "direction"]);
-const INSPECTOR_MIN = 360; // the inspector's least width in its CSS
+export const INSPECTOR_MIN = 360; // the inspector's least width in its CSS
 
 export interface ViewfinderHost {
   readonly ui: Chrome;
