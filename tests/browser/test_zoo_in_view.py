@@ -78,6 +78,11 @@ WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(
 #: fits (GPT-2 at 1024: "ln_1 → attn" one node); the others show the step and what feeds it,
 #: the note the rest
 WHOLE_AFTER["play"] = {"resnet50", "llama", "gpt2", ("unet2d", 1280), ("vit", 1280)}
+#: ... and after opening a block, where it fits with the other open blocks folded (the
+#: accordion, its tries wrapped: ViT's layer opened with its attention, two bands beside
+#: each other once the embeddings fold)
+WHOLE_AFTER["open"] = {"gpt2", "bert", "t5", ("whisper", 1280), ("vit", 1280), ("llama", 1280)}
+WHOLE_AFTER["open"] |= {("resnet50", 1024)}
 
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}

@@ -106,7 +106,7 @@ export class Framing {
       }
       // a block opened that does not fit: the others open fold while that makes it fit
       const folded =
-        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, false)) : null;
+        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, true)) : null;
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -155,9 +155,10 @@ export class Framing {
   /**
    * An accordion: a state that opened blocks the last one laid out did not, and that does not
    * fit the canvas, has the other open groups folded one by one, the farthest from what was
-   * opened (in call order) first, never one around it, until it fits unwrapped (at most
+   * opened (in call order) first, never one around it, until it fits, wrapped (at most
    * MAX_FOLDS tries, and none where even all of them folded would not fit); null when none
-   * makes it fit.
+   * makes it fit. (Unwrapped tries missed ViT's layer opened with its attention: it fits
+   * wrapped into two bands once the embeddings fold.)
    */
   private async accordion(
     state: ViewState,
