@@ -191,6 +191,8 @@ def flows():
     yield "whisper", _trace(*fixture_models.whisper())
     # a post-norm encoder-decoder (its sublayers' norms after their adds)
     yield "bart", _trace(*fixture_models.bart())
+    # blocks that each add their own residual once (a stack hands the sum to the next block)
+    yield "mamba", _trace(*fixture_models.mamba())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

@@ -242,6 +242,19 @@ def bart(layers: int = 2):
     return model, inputs
 
 
+def mamba(layers: int = 3):
+    """transformers' Mamba: ``layers`` blocks of width 32, each ``x + mixer(norm(x))`` in its
+    own forward (one residual add a block: a stack of them hands its sum to the next block),
+    on 6 tokens."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    config = MambaConfig(vocab_size=64, hidden_size=32, state_size=8, num_hidden_layers=layers,
+                         expand=2, conv_kernel=4)  # fmt: skip
+    torch.manual_seed(0)
+    model = MambaForCausalLM(config).eval()
+    return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}
+
+
 def unet2d(levels: int = 2, layers: int = 1):
     """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
     cross-attention on 5 tokens of width 32, a 16 x 16 latent; or more levels (up to four)

@@ -237,6 +237,21 @@ describe("which runs stack", () => {
     ).toEqual([["s:transformer.h.0.ln_2"], ["s:transformer.ln_f"]]);
   });
 
+  it("Mamba: a block that adds its own residual once draws its ⊕ in the stack, read by norm_f", () => {
+    // MambaBlock.forward: residual = x; x = mixer(norm(x)); return residual + x. The sum of
+    // layer k is read by layer k + 1's norm (not drawn: the stack draws layer 0), and the
+    // last by norm_f: the ⊕ stands in the stack, adding the stream from before it (the
+    // embeddings, dashed) to the mixer's output, and feeds norm_f.
+    const tree = goldenTree("mamba");
+    const v = buildView(tree, stacked(tree, 0, [tree.byId.get("backbone")!]));
+    expect(v.stacks.map((st) => st.key)).toEqual(["k:backbone.layers.0"]);
+    const d = junctions(tree, v);
+    const mine = d.junctions.filter((j) => j.path.at(-1) === "k:backbone.layers.0");
+    expect(mine.map((j) => [j.glyph, j.outs])).toEqual([["+", ["s:backbone.norm_f"]]]);
+    const into = d.edges.filter((e) => e.dst === mine[0]!.key).map((e) => `${e.src} ${e.kind}`);
+    expect(into.sort()).toEqual(["s:backbone.embeddings skip", "s:backbone.layers.0.mixer flow"]);
+  });
+
   it("BERT: the attention mask enters member 0's attention; the last layer's output leaves", () => {
     const tree = goldenTree("bert_padded");
     const v = buildView(tree, stacked(tree, 1, [tree.byId.get("encoder")!]));

@@ -218,6 +218,26 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       queue = next;
     }
   }
+  // 2b. a stack's blocks that add their own residual once (MambaBlock: x + mixer(norm(x)), a
+  // ResNet's block): the sum member 0 hands on is read by member 1, not drawn, and the node
+  // after the stack reads it from one source, so no node found it: it is the junction of the
+  // node after the stack, reading what member 0 adds (the stream from before the stack too)
+  const fed = new Map<number, { d: string; nodes: Set<string> }>(); // such a junction op -> its node, the sources it reads
+  for (const st of view.stacks) {
+    if (st.run.members.length < 2) continue;
+    const inside = (key: string) => view.byKey.get(key)?.path.includes(st.key) === true;
+    for (const o of at(calls, at(st.run.members, 1)).in) {
+      if (!joinOf.has(o) || hidden(o) || sourceAt(o, "") !== null) continue;
+      const { nodes } = reach(at(ops, o)[1], junctionKey(o), null);
+      if (nodes.size < 2) continue;
+      for (const [d, edges] of incoming) {
+        if (junctionOf.has(d) || inside(d) || !edges.some((e) => inside(e.src))) continue;
+        if (!readsOp(startsOf(d), o, (q) => sourceAt(q, d) !== null, parentsOf)) continue;
+        junctionOf.set(d, o);
+        if (!fed.has(o)) fed.set(o, { d, nodes });
+      }
+    }
+  }
   if (junctionOf.size === 0) return empty;
 
   // 3. each junction's inputs: drawn sources, and other junctions
@@ -290,7 +310,39 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     j.outs.push(d);
     edges.push({ src: j.key, dst: d, kind: "flow", edge: null });
   }
+  // 2b's junctions: the sources they add that no edge of their node brought (the stream: a
+  // skip from before the stack into the node after it, as member k + 1 reads member k's input)
+  for (const [op, { d, nodes }] of fed) {
+    const j = junctionFor(op);
+    for (const src of nodes)
+      if (!edges.some((e) => e.src === src && e.dst === j.key)) {
+        const edge: ViewEdge = { src, dst: d, kind: "skip", readers: 1 };
+        edges.push({ src, dst: j.key, kind: "skip", edge });
+      }
+  }
   return { junctions: list, byKey, edges };
+}
+
+/** Whether a walk back from `start` (through ops that are not sources) meets `op`. */
+function readsOp(
+  start: readonly number[],
+  op: number,
+  isSource: (o: number) => boolean,
+  parentsOf: (o: number) => readonly number[],
+): boolean {
+  const seen = new Set<number>(start);
+  const stack = [...start];
+  while (stack.length) {
+    const o = stack.pop()!;
+    if (o === op) return true;
+    if (isSource(o)) continue;
+    for (const p of parentsOf(o))
+      if (!seen.has(p)) {
+        seen.add(p);
+        stack.push(p);
+      }
+  }
+  return false;
 }
 
 /** The drawing's ends: a junction's key, else the view node's (for containers and paths). */
