@@ -105,8 +105,9 @@ export class Framing {
         if (fitsAt(last, f)) return done(last, f, state, view);
       }
       // a block opened that does not fit: the others open fold while that makes it fit
-      const folded =
-        reason === "expand" && !state.auto ? await this.accordion(state, view, (v) => trial(v, fit, true)) : null;
+      // (unwrapped where that fits, else wrapped: a view that needs no bands reads better)
+      const accordion = (wrap: boolean) => this.accordion(state, view, (v) => trial(v, fit, wrap));
+      const folded = reason === "expand" && !state.auto ? ((await accordion(false)) ?? (await accordion(true))) : null;
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -155,10 +156,10 @@ export class Framing {
   /**
    * An accordion: a state that opened blocks the last one laid out did not, and that does not
    * fit the canvas, has the other open groups folded one by one, the farthest from what was
-   * opened (in call order) first, never one around it, until it fits, wrapped (at most
-   * MAX_FOLDS tries, and none where even all of them folded would not fit); null when none
-   * makes it fit. (Unwrapped tries missed ViT's layer opened with its attention: it fits
-   * wrapped into two bands once the embeddings fold.)
+   * opened (in call order) first, never one around it, until it fits as `layOut` lays it out
+   * (at most MAX_FOLDS tries, and none where even all of them folded would not fit); null when
+   * none makes it fit. Tried unwrapped, then wrapped: ViT's layer opened with its attention
+   * fits only wrapped into two bands, once the embeddings fold.
    */
   private async accordion(
     state: ViewState,
