@@ -193,6 +193,8 @@ def flows():
     yield "bart", _trace(*fixture_models.bart())
     # blocks that each add their own residual once (a stack hands the sum to the next block)
     yield "mamba", _trace(*fixture_models.mamba())
+    # AdaLN-Zero norms (a modulation's add that is no residual)
+    yield "dit", _trace(*fixture_models.dit())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

@@ -255,6 +255,21 @@ def mamba(layers: int = 3):
     return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}
 
 
+def dit(layers: int = 2):
+    """diffusers' DiT (``DiTTransformer2DModel``): ``layers`` blocks of width 32 whose norms are
+    AdaLN-Zero (``norm(x) * (1 + scale) + shift``, scale and shift one chunk of the timestep
+    and class embedding), on a 4 x 8 x 8 latent in 2 x 2 patches."""
+    from diffusers import DiTTransformer2DModel
+
+    torch.manual_seed(0)
+    model = DiTTransformer2DModel(num_attention_heads=2, attention_head_dim=16, in_channels=4,
+                                  out_channels=4, num_layers=layers, sample_size=8, patch_size=2,
+                                  num_embeds_ada_norm=10, norm_num_groups=8).eval()  # fmt: skip
+    inputs = {"hidden_states": torch.randn(1, 4, 8, 8), "timestep": torch.tensor([10]),
+              "class_labels": torch.tensor([1])}  # fmt: skip
+    return model, inputs
+
+
 def unet2d(levels: int = 2, layers: int = 1):
     """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
     cross-attention on 5 tokens of width 32, a 16 x 16 latent; or more levels (up to four)

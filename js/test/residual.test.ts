@@ -83,6 +83,17 @@ describe("which calls are residual blocks", () => {
     for (const b of t5) expect(b).toMatch(/^(en|de)coder\.block\.\d+\.layer\.\d+: identity ×1$/);
   });
 
+  it("DiT: AdaLN-Zero's norm(x) * (1 + scale) + shift is no residual (shift is scale's sibling, not what the branch is made from); its blocks are", () => {
+    // AdaLayerNormZero.forward: emb = linear(silu(emb(timestep, class_labels))); shift_msa,
+    // scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = emb.chunk(6); x = norm(x) * (1 +
+    // scale_msa[:, None]) + shift_msa[:, None]. BasicTransformerBlock: hidden_states =
+    // gate_msa * attn1(norm1(...)) + hidden_states, ... hidden_states = gate_mlp * ff(...) +
+    // hidden_states: identity residuals.
+    const found = blocks("dit");
+    expect(found.filter((b) => b.includes("norm"))).toEqual([]);
+    for (const k of [0, 1]) expect(found.some((b) => b.startsWith(`transformer_blocks.${k}: identity`))).toBe(true);
+  });
+
   it("on every golden graph: a residual block has children and owns the add it is made by, or a child of it does (Add & Norm)", () => {
     for (const c of golden.cases) {
       const t = tree(c.name);

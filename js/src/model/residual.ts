@@ -127,6 +127,37 @@ function findResidualBlocks(tree: CallTree): Found {
     return { hits, kids };
   };
 
+  // Whether a path back from `start` reaches `target` through at least one child of c (as
+  // `walk` passes them): `f(y)` made from y itself, not from a sibling of y (AdaLN's
+  // `norm(x) * (1 + scale) + shift`: scale and shift are one op's outputs, chunk's; the child,
+  // the norm, lies on the path from x, not from shift)
+  const madeFrom = (c: number, start: number, target: number, k = -1) => {
+    const seen = new Set<number>([start * 2]);
+    const todo: [number, boolean][] = [[start, false]];
+    while (todo.length && seen.size < MAX_WALK) {
+      const [o, passed] = todo.pop()!;
+      if (o === target) {
+        if (passed) return true;
+        continue;
+      }
+      const w = at(ops, o)[0];
+      let next: readonly number[] = [];
+      let child = passed;
+      if (w === c || w === k) next = at(ops, o)[1];
+      else if (w >= 0 && inside(c, w)) {
+        next = at(calls, childOf(c, w, k)).in;
+        child = true;
+      }
+      for (const p of next) {
+        const key = p * 2 + (child ? 1 : 0);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        todo.push([p, child]);
+      }
+    }
+    return false;
+  };
+
   const residualAdds = new Map<number, Map<number, Shortcut>>(); // call -> add op -> shortcut
   const residualOps = (c: number, list: number[], doer: Map<number, number>) => {
     const stream = new Set(at(calls, c).in);
@@ -139,8 +170,7 @@ function findResidualBlocks(tree: CallTree): Found {
         for (const f of operands) {
           if (f === s || kind !== null) continue;
           // `f(y) + y`, y any value (y = x too): the branch is made from the shortcut itself
-          const g = walk(c, f.op, new Set([s.op]), k);
-          if (g.hits.size > 0 && g.kids.size > 0) {
+          if (madeFrom(c, f.op, s.op, k)) {
             kind = "identity";
             continue;
           }
