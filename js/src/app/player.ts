@@ -271,13 +271,15 @@ export class Player {
     this.scrub.max = String(this.steps.length - 1);
     // a start that shows more beside the inspector: the walk again from it (its first steps,
     // the inputs, are the same)
-    this.ready = (this.host.playFrom?.(start) ?? Promise.resolve(start)).then((from) => {
-      if (from === start || this.start !== start) return;
-      this.from = from;
-      this.steps = this.walk(tree, from);
-      this.at = Math.min(this.at, this.steps.length - 1);
-      this.sync();
-    });
+    this.ready = (this.host.playFrom?.(start) ?? Promise.resolve(start))
+      .then((from) => {
+        if (from === start || this.start !== start) return;
+        this.from = from;
+        this.steps = this.walk(tree, from);
+        this.at = Math.min(this.at, this.steps.length - 1);
+        this.sync();
+      })
+      .catch(() => undefined); // (no layout: the walk from the state on screen)
     return true;
   }
 
