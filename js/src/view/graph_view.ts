@@ -50,10 +50,13 @@ export class GraphView {
   private cullFrame = 0;
   private fonts: Record<FontKind, string> | null = null;
 
-  /** Canvas fonts matching the CSS, for measuring labels (read once the SVG is in the page). */
+  /** Canvas fonts matching the CSS, for measuring labels (kept once the SVG is in the page:
+   * a layout may measure before it is, and its family is not known then). */
   private font(kind: FontKind): string {
-    this.fonts ??= canvasFonts(this.svg);
-    return this.fonts[kind];
+    if (this.fonts) return this.fonts[kind];
+    const fonts = canvasFonts(this.svg);
+    if (this.svg.isConnected) this.fonts = fonts;
+    return fonts[kind];
   }
 
   /** How wide a text is drawn at scale 1 (a layout sizes each node by its words: scene/request.ts). */
