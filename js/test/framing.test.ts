@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { Framing, fitsAt, RELAY_PX } from "../src/app/framing";
 import { PRESENT_K } from "../src/app/presenter";
 import { LayoutClient } from "../src/layout/client";
+import { playbackSteps } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
@@ -106,5 +107,39 @@ describe("Framing.lay after opening a block", () => {
     // not after another action: a state the user set up stays as it is
     const other = await framing(c).lay(asked, buildView(unet, asked), "TB", false, READ_K, "reveal");
     expect(other.state).toBe(asked);
+  });
+});
+
+describe("Framing.lay for a step of playback", () => {
+  // the 12-block transformer's first view: its blocks one stack, open (taller than 500 px)
+  const start = { ...initialState(gpt), auto: false };
+  const steps = playbackSteps(gpt, start);
+  const step = (key: string) => steps.find((s) => s.key === key)!;
+  const lay = async (key: string, w: number, h: number) => {
+    const s = step(key);
+    const f = framing(canvas(w, h));
+    return { s, r: await f.lay(s.state, buildView(gpt, s.state), "TB", false, READ_K, "playback", key) };
+  };
+
+  it("folds the stack away from the step where the view does not fit beside the inspector", async () => {
+    const { s, r } = await lay("s:embed", 700, 500);
+    expect(
+      fitsAt(await framing(canvas(700, 500)).lay(s.state, buildView(gpt, s.state), "TB", false), {
+        w: 700,
+        h: 500,
+        k: READ_K,
+        reserve: 0,
+      }),
+    ).toBe(false); // as asked, it does not fit
+    expect(r.state.stacked?.size ?? 0).toBe(0); // the blocks one "x 12" node
+    expect(r.view.byKey.has("s:embed")).toBe(true);
+    expect(fitsAt(r, { w: 700, h: 500, k: READ_K, reserve: 0 })).toBe(true);
+  });
+
+  it("keeps the stack open while the step is in it, and folds nothing where the view fits", async () => {
+    const inside = await lay("s:layers.0.mlp", 700, 500);
+    expect([...(inside.r.state.stacked ?? [])]).toEqual([...(inside.s.state.stacked ?? [])]);
+    const roomy = await lay("s:embed", 1200, 900);
+    expect(roomy.r.state).toBe(roomy.s.state);
   });
 });

@@ -1,6 +1,6 @@
 // Playback: the steps walk the view in execution order, one level deeper than drawn.
 import { describe, expect, it } from "vitest";
-import { playbackSteps, sameState } from "../src/model/playback";
+import { type Asked, playbackSteps, relays, sameState, stepGroup } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
@@ -64,5 +64,33 @@ describe("playback of a folded run", () => {
     const layers = steps.filter((s) => /^layers\.\d+$/.test(s.id));
     expect(layers.map((s) => s.id)).toEqual(Array.from({ length: 12 }, (_, i) => `layers.${i}`));
     for (const s of layers) expect(s.state.unfolded.size).toBe(1);
+  });
+});
+
+describe("relays: whether a step of playback lays the view out again", () => {
+  const start = { ...initialState(gpt), auto: false };
+  const steps = playbackSteps(gpt, start);
+  const step = (key: string) => steps.find((s) => s.key === key)!;
+  const view = buildView(gpt, start);
+  const drawn = (whole: boolean, state: ViewState = start, v = view) => ({ state, view: v, whole });
+
+  it("not for a step of the state drawn while the whole model shows", () => {
+    expect(relays(step("s:embed"), drawn(true), null)).toBe(false);
+  });
+
+  it("for a step of the state drawn that shows in part, once per group the walk enters", () => {
+    expect(relays(step("s:embed"), drawn(false), null)).toBe(true);
+    const asked: Asked = { state: start, drew: start, group: stepGroup(view, "s:embed") };
+    expect(relays(step("o:output:logits"), drawn(false), asked)).toBe(true); // another group
+    expect(relays(step("s:lm_head"), drawn(false), asked)).toBe(false); // the same (the root)
+  });
+
+  it("not for a step of the state asked last, drawn with its groups folded, while it shows", () => {
+    const folded: ViewState = { ...start, stacked: new Map() };
+    const foldedView = buildView(gpt, folded);
+    const asked: Asked = { state: start, drew: folded, group: stepGroup(foldedView, "s:embed") };
+    expect(relays(step("s:lm_head"), drawn(false, folded, foldedView), asked)).toBe(false);
+    // a step whose node is folded away is laid out again
+    expect(relays(step("s:layers.0.attn"), drawn(true, folded, foldedView), asked)).toBe(true);
   });
 });

@@ -74,10 +74,19 @@ WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(
 #: ... and after Play, where the model fits beside the inspector at 12 px (a model, or a model
 #: at a width): the transport on the inspector's top (the graph keeps the canvas's height), the
 #: inspector narrowed for the graph laid out beside it (diffusers' U, its conditioning one
-#: chain under the other), the walk from the view with its sublayers folded where only that
-#: fits (GPT-2 at 1024: "ln_1 → attn" one node); the others show the step and what feeds it,
-#: the note the rest
-WHOLE_AFTER["play"] = {"resnet50", "llama", "gpt2", ("unet2d", 1280), ("vit", 1280)}
+#: chain under the other), the walk from the view with its sublayers folded where that fits or
+#: shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one node), the groups and stacks away from
+#: the step folded where the step does not fit (Whisper's and T5's decoder one node while the
+#: walk is in the encoder); the others show the step and what feeds it, the note the rest
+WHOLE_AFTER["play"] = {
+    "resnet50",
+    "llama",
+    "gpt2",
+    "vit",
+    ("unet2d", 1280),
+    ("whisper", 1280),
+    ("t5", 1280),
+}
 #: ... and after opening a block, where it fits with the other open blocks folded (the
 #: accordion, its tries wrapped: ViT's layer opened with its attention, two bands beside
 #: each other once the embeddings fold)

@@ -27,7 +27,7 @@ import { Controls, type ControlsHost } from "./controls";
 import type { Intervened, Spec } from "./intervene";
 import { Lab } from "./lab";
 import { Framing, type Framed } from "./framing";
-import { Lecture } from "./lecture";
+import { Lecture, type LectureHost } from "./lecture";
 import { Selection } from "./selection";
 import { Viewfinder } from "./viewfinder";
 import type { PlaybackState } from "./player";
@@ -132,11 +132,10 @@ export class FlowApp implements ControlsHost {
       selectedKey: () => this.selection.key(),
       redraw: () => this.onTransform(this.camera.t),
       dock: () => this.lecture.dock(),
-      relay: (a) => void (this.framing.outgrown() && this.setState(this.state, "canvas", a)),
+      relay: (a, focus) => void (this.framing.outgrown() && this.setState(this.state, "canvas", a, focus)),
     });
     const open = (target: WireCall | EndTarget) => this.selection.openInspector(target);
-    const setState = (state: ViewState, reason: string, anchor?: { key: string; box: Box }) =>
-      this.setState(state, reason, anchor);
+    const setState: LectureHost["setState"] = (...a) => this.setState(...a);
     this.lecture = new Lecture({
       ...opts,
       ui: this.ui,
@@ -227,8 +226,9 @@ export class FlowApp implements ControlsHost {
     if (this.selection.id) this.selectStage(this.selection.id, false);
   }
 
-  /** Lay out and draw an expansion state; `anchor` keeps a toggled group where it was. */
-  private async setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }) {
+  /** Lay out and draw an expansion state; `anchor` keeps a toggled group where it was;
+   * `focus`: the node the action is about (playback's step: app/framing.ts lay). */
+  private async setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }, focus?: string) {
     const tree = this.tree;
     if (!tree) return;
     const t0 = performance.now();
@@ -240,7 +240,7 @@ export class FlowApp implements ControlsHost {
     const tl = performance.now();
     this.finder.laying = true;
     try {
-      lay = await this.framing.lay(state, view, this.dir, this.camera.needsFit, this.camera.readK, reason);
+      lay = await this.framing.lay(state, view, this.dir, this.camera.needsFit, this.camera.readK, reason, focus);
     } catch (err) {
       clearTimeout(busy);
       if (gen === this.generation) this.finder.laying = false;

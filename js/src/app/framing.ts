@@ -11,6 +11,7 @@
 import type { LayoutClient } from "../layout/client";
 import { FIT_MARGIN as MARGIN } from "../layout/flow";
 import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layout/layout";
+import { better, shownAt } from "../layout/bands";
 import { wrapToFit } from "../layout/wrapping";
 import { allParts } from "../model/parts";
 import type { CallTree } from "../model/tree";
@@ -20,6 +21,10 @@ import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "..
 import { at } from "../wire_check";
 
 export type Framed = LayoutResult & { state: ViewState; view: ViewGraph };
+/** A state with groups folded (Framing.accordion), laid out; `fits`: whole at the fit's scale. */
+type Folded = { lay: LayoutResult; state: ViewState; view: ViewGraph; fits: boolean };
+/** How much more of a model a state with its groups folded must show, where none fits. */
+const GAIN = 1.1;
 
 /** Whether a layout fits a canvas at the target's scale. */
 export function fitsAt(lay: { width: number; height: number }, fit: FitTarget): boolean {
@@ -70,7 +75,11 @@ export class Framing {
    * (the camera shows its start, the minimap the rest). `reason` "canvas": the same view for a
    * canvas that changed size (the inspector opened): a starting level is kept, wrapped as a
    * chosen state is, not chosen afresh (the node clicked, the step of playback are not folded
-   * away under the user); "expand": a block opened that does not fit folds others (accordion). */
+   * away under the user); "expand": a block opened that does not fit folds others (accordion);
+   * "playback" (or "canvas" while playback is on) with a `focus`, the step's node: a step
+   * that does not fit folds the groups and stacks farthest from it, so a lecture sees the
+   * whole model beside the inspector (Whisper's decoder one node while the walk is in its
+   * encoder, and the other way round). */
   async lay(
     state: ViewState,
     view: ViewGraph,
@@ -78,6 +87,7 @@ export class Framing {
     fresh: boolean,
     k = READ_K,
     reason = "",
+    focus?: string,
   ): Promise<Framed> {
     const relaid = reason === "canvas";
     this.dir = dir;
@@ -104,10 +114,22 @@ export class Framing {
         last = await trial(view, f, true);
         if (fitsAt(last, f)) return done(last, f, state, view);
       }
-      // a block opened that does not fit: the others open fold while that makes it fit
-      // (unwrapped where that fits, else wrapped: a view that needs no bands reads better)
-      const accordion = (wrap: boolean) => this.accordion(state, view, (v) => trial(v, fit, wrap));
-      const folded = reason === "expand" && !state.auto ? ((await accordion(false)) ?? (await accordion(true))) : null;
+      // a block opened (or playback's step) that does not fit: the others open fold while
+      // that makes it fit (unwrapped where that fits, else wrapped: a view that needs no bands
+      // reads better); where none fits, for playback every group away from the step folded,
+      // where that shows more of the model than the state as asked (Whisper's encoder layer
+      // beside the inspector, the decoder one node)
+      const around = (reason === "playback" || relaid) && focus !== undefined ? focusCalls(view, focus) : null;
+      const accordion = (wrap: boolean) => this.accordion(state, view, (v) => trial(v, fit, wrap), around);
+      const tried: Folded[] = [];
+      for (const wrap of (reason === "expand" || around) && !state.auto ? [false, true] : []) {
+        const f = await accordion(wrap);
+        if (f) tried.push(f);
+        if (f?.fits) break;
+      }
+      const shows = (l: LayoutResult) => shownAt(l.width, l.height, fit);
+      const most = tried.length ? tried.reduce((a, b) => (better(shows(b.lay), shows(a.lay), 1) ? b : a)) : null;
+      const folded = most?.fits || (around && most && better(shows(most.lay), shows(last!), GAIN)) ? most : null;
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -132,52 +154,71 @@ export class Framing {
   /**
    * Where playback starts, for a canvas `w` wide (beside the inspector at its least): the
    * state on screen where it fits at READ_K (wrapped as a chosen state is), else the same
-   * with every sublayer folded (model/parts.ts: "ln_1 → attn" one node) where that fits,
-   * else the state on screen (the camera follows the step). GPT-2 at 1024x768 shows whole
-   * beside the inspector so.
+   * with every sublayer folded (model/parts.ts: "ln_1 → attn" one node) where that fits or
+   * shows GAIN more of the model, else the state on screen (the camera follows the step).
+   * GPT-2 at 1024x768 shows whole beside the inspector so.
    */
   async playFrom(state: ViewState, tree: CallTree, w: number): Promise<ViewState> {
     const { dir } = this;
     const parts = allParts(tree);
     if (parts.size === 0 || [...parts].every((p) => state.parts?.has(p))) return state;
     const fit: FitTarget = { w, h: this.canvas.clientHeight || 600, k: READ_K, reserve: MINIMAP_STRIP };
-    const fits = async (s: ViewState) => {
+    const shows = async (s: ViewState) => {
       const req = layoutRequest(buildView(tree, s), dir, fit, this.thumbs, this.measure) as LayoutRequest & {
         fit: FitTarget;
       };
       const lay = await this.client.layout(req);
-      return fitsAt(fitsAt(lay, fit) ? lay : await wrapToFit(req, lay, (r) => this.client.layout(r)), fit);
+      const { width, height } = fitsAt(lay, fit) ? lay : await wrapToFit(req, lay, (r) => this.client.layout(r));
+      return shownAt(width, height, fit);
     };
-    if (await fits(state)) return state;
+    const asIs = await shows(state);
+    if (asIs.fits) return state;
     const folded = { ...state, parts };
-    return (await fits(folded)) ? folded : state;
+    return better(await shows(folded), asIs, GAIN) ? folded : state;
   }
 
   /**
-   * An accordion: a state that opened blocks the last one laid out did not, and that does not
-   * fit the canvas, has the other open groups folded one by one, the farthest from what was
-   * opened (in call order) first, never one around it, until it fits as `layOut` lays it out
-   * (at most MAX_FOLDS tries, and none where even all of them folded would not fit); null when
-   * none makes it fit. Tried unwrapped, then wrapped: ViT's layer opened with its attention
-   * fits only wrapped into two bands, once the embeddings fold.
+   * An accordion: a state that opened blocks the last one laid out did not (or that draws
+   * `focus`, the calls of playback's step), and that does not fit the canvas, has the other
+   * open groups folded one by one (a stack, one "N x" node), the farthest from what was opened
+   * (in call order) first, never one around it, until it fits as `layOut` lays it out (at most
+   * MAX_FOLDS tries, then all of them folded). Where even all of them folded does not fit,
+   * that state, marked so (`fits` false: playback may take it, lay); null where nothing can
+   * fold. Tried unwrapped, then wrapped: ViT's layer opened with its attention fits only
+   * wrapped into two bands, once the embeddings fold.
    */
   private async accordion(
     state: ViewState,
     view: ViewGraph,
     layOut: (v: ViewGraph) => Promise<LayoutResult>,
-  ): Promise<{ lay: LayoutResult; state: ViewState; view: ViewGraph } | null> {
+    focus: number[] | null = null,
+  ): Promise<Folded | null> {
     const before = this.shown;
-    const opened = before ? [...state.expanded].filter((c) => !before.expanded.has(c)) : [];
+    const opened = focus ?? (before ? [...state.expanded].filter((c) => !before.expanded.has(c)) : []);
     if (opened.length === 0) return null;
     const { tree } = view;
     const up = (c: number) => at(tree.graph.calls, c).parent;
     const around = new Set<number>();
     for (const o of opened) for (let c = o; c >= 0; c = up(c)) around.add(c);
     const far = (c: number) => Math.min(...opened.map((o) => Math.abs(o - c)));
-    const others = [...state.expanded].filter((c) => !around.has(c)).sort((a, b) => far(b) - far(a));
-    // nothing to fold, or not even everything folded fits: no accordion (one layout)
-    const least = { ...state, expanded: new Set([...state.expanded].filter((c) => around.has(c))) };
-    if (others.length === 0 || !fitsAt(await layOut(buildView(tree, least)), this.target!)) return null;
+    // the groups open: expanded calls, and stacks by their member 0 (folded, a run's "N x" node)
+    const stacks = new Map<number, string>();
+    for (const r of state.stacked?.keys() ?? []) {
+      const m0 = tree.runs.get(r)?.members[0];
+      if (m0 !== undefined) stacks.set(m0, r);
+    }
+    const fold = (s: ViewState, c: number): ViewState => {
+      const r = stacks.get(c);
+      if (r === undefined) return { ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) };
+      return { ...s, stacked: new Map([...(s.stacked ?? [])].filter(([k]) => k !== r)) };
+    };
+    const open = new Set([...state.expanded, ...stacks.keys()]);
+    const others = [...open].filter((c) => !around.has(c)).sort((a, b) => far(b) - far(a));
+    if (others.length === 0) return null;
+    const least = others.reduce(fold, state);
+    const leastView = buildView(tree, least);
+    const leastLay = await layOut(leastView);
+    if (!fitsAt(leastLay, this.target!)) return { lay: leastLay, state: least, view: leastView, fits: false };
     let s = state;
     let tries = 0;
     for (const c of others) {
@@ -185,11 +226,24 @@ export class Framing {
       for (let p = up(c); p >= 0 && !hidden; p = up(p)) hidden = !s.expanded.has(p) && state.expanded.has(p);
       if (hidden) continue;
       if (++tries > MAX_FOLDS) break;
-      s = { ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) };
+      s = fold(s, c);
       const v = buildView(tree, s);
       const lay = await layOut(v);
-      if (fitsAt(lay, this.target!)) return { lay, state: s, view: v };
+      if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
     }
-    return null;
+    return { lay: leastLay, state: least, view: leastView, fits: true };
   }
+}
+
+/** The calls a node of the view stands for, to keep open around it: its own (in a stack,
+ * member 0's, whose groups the state opens), or for a model's input or output the calls of
+ * the nodes beside it. */
+function focusCalls(view: ViewGraph, key: string): number[] {
+  const of = (k: string) => {
+    const n = view.byKey.get(k);
+    return n && n.call >= 0 ? [n.base ?? n.call] : [];
+  };
+  const own = of(key);
+  if (own.length || !view.byKey.has(key)) return own;
+  return view.edges.filter((e) => e.src === key || e.dst === key).flatMap((e) => of(e.src === key ? e.dst : e.src));
 }

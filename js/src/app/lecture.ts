@@ -26,8 +26,9 @@ export interface LectureHost {
   readonly framing: Framing;
   shown: PlayerHost["shown"];
   state(): ViewState;
-  /** Lay out and draw a state (the reason names why, for the painted event). */
-  setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }): Promise<void>;
+  /** Lay out and draw a state (the reason names why, for the painted event; `focus`: the
+   * node it is about, kept open where others fold to fit: app/framing.ts lay). */
+  setState(state: ViewState, reason: string, anchor?: { key: string; box: Box }, focus?: string): Promise<void>;
   open(target: WireCall | EndTarget): void;
   fetchStage: FetchStage;
   available?: (req: StageRequest) => boolean;
@@ -48,7 +49,7 @@ export class Lecture {
       camera: host.camera,
       shown: host.shown,
       state: host.state,
-      setState: (state, anchor) => host.setState(state, "playback", anchor),
+      setState: (state, anchor, focus) => host.setState(state, "playback", anchor, focus),
       open: host.open,
       playFrom: (state) => {
         // the canvas beside the inspector at its least width (app/viewfinder.ts narrows it so)

@@ -10,7 +10,7 @@
  */
 import type { Box } from "../layout/layout";
 import { endTarget, type EndTarget } from "../model/ends";
-import { playbackSteps, sameState, type Step } from "../model/playback";
+import { type Asked, playbackSteps, relays, sameState, type Step, stepGroup } from "../model/playback";
 import type { CallTree } from "../model/tree";
 import type { ViewGraph, ViewState } from "../model/view_model";
 import type { Scene } from "../scene/types";
@@ -36,8 +36,9 @@ export interface PlayerHost {
   shown(): { tree: CallTree; view: ViewGraph; scene: Scene } | null;
   /** The expansion state on screen (the walk starts from it). */
   state(): ViewState;
-  /** Lay out and draw a state, `anchor` kept where it was; resolves once it is painted. */
-  setState(state: ViewState, anchor?: { key: string; box: Box }): Promise<void>;
+  /** Lay out and draw a state, `anchor` kept where it was, `focus` (the step's node) open
+   * where others fold to fit beside the inspector; resolves once it is painted. */
+  setState(state: ViewState, anchor?: { key: string; box: Box }, focus?: string): Promise<void>;
   /** Show a stage's (or an input's, an output's) data in the inspector. */
   open(target: WireCall | EndTarget): void;
   /** Where the walk starts from the state on screen: a state that shows more of the model
@@ -70,6 +71,7 @@ export class Player {
   private timer = 0;
   private seq = 0; // the step being drawn (a newer one drops an older one)
   private backward = false;
+  private asked: Asked | null = null; // the state a step laid out last asked for
 
   constructor(private readonly host: PlayerHost) {
     this.button = h(
@@ -82,16 +84,10 @@ export class Player {
       },
       "▶ Play",
     );
-    const back = h(
-      "button",
-      { class: "nfw-btn", type: "button", "aria-label": "Step back", title: "Step back (←)" },
-      "◀",
-    );
-    const forward = h(
-      "button",
-      { class: "nfw-btn", type: "button", "aria-label": "Step forward", title: "Step forward (→)" },
-      "▶",
-    );
+    const button = (label: string, title: string, text: string) =>
+      h("button", { class: "nfw-btn", type: "button", "aria-label": label, title }, text);
+    const back = button("Step back", "Step back (←)", "◀");
+    const forward = button("Step forward", "Step forward (→)", "▶");
     this.scrub = h("input", {
       class: "nfw-scrub",
       type: "range",
@@ -108,11 +104,7 @@ export class Player {
       ...SPEEDS.map((v) => h("option", { value: String(v) }, `${v}×`)),
     );
     this.speedSelect.value = "1";
-    const stop = h(
-      "button",
-      { class: "nfw-btn", type: "button", "aria-label": "Stop playback", title: "Stop playback (Esc)" },
-      "✕",
-    );
+    const stop = button("Stop playback", "Stop playback (Esc)", "✕");
     this.turn = h(
       "button",
       {
@@ -224,9 +216,9 @@ export class Player {
   /** Playback off: the view as it was before it began. */
   stop() {
     if (!this.active) return;
-    const start = this.start;
+    const { start, asked } = this;
     this.forget();
-    if (start) this.end(start);
+    if (start) this.end(start, asked !== null);
   }
 
   /** A graph of another model: playback is off, nothing to go back to. */
@@ -236,7 +228,7 @@ export class Player {
     this.at = -1;
     this.playing = false;
     this.steps = [];
-    this.start = this.from = null;
+    this.start = this.from = this.asked = null;
     this.sync();
   }
 
@@ -295,7 +287,7 @@ export class Player {
     const seq = ++this.seq;
     this.sync();
     void this.ready
-      .then(() => (seq === this.seq ? this.show(at(this.steps, this.at)) : undefined))
+      .then(() => (seq === this.seq ? this.show(at(this.steps, this.at), seq) : undefined))
       .then(() => {
         if (seq !== this.seq || !this.playing) return;
         this.schedule();
@@ -317,11 +309,16 @@ export class Player {
 
   /** Draw a step: the groups it opens (the node current so far kept in place), the current
    * node and the edges bringing it data, its data in the inspector, the node in view. */
-  private async show(step: Step) {
+  private async show(step: Step, seq: number) {
     const { host } = this;
     const shown = host.shown();
     if (!shown) return;
-    if (!sameState(step.state, host.state())) await host.setState(step.state, this.anchor());
+    if (relays(step, { state: host.state(), view: shown.view, whole: host.camera.showsAll(shown.scene) }, this.asked)) {
+      await host.setState(step.state, this.anchor(), step.key);
+      const drawn = host.shown();
+      if (seq !== this.seq || !drawn) return; // a later step is drawn meanwhile
+      this.asked = { state: step.state, drew: host.state(), group: stepGroup(drawn.view, step.key) };
+    }
     host.graphView.setCurrent(step.key, this.backward);
     const { graph } = shown.tree;
     const target =
@@ -362,11 +359,12 @@ export class Player {
     return { key: `${container.startsWith("c:") ? "s" : "f"}:${container.slice(2)}`, box };
   }
 
-  /** Back to the view playback began from, the whole graph in view where it fits. */
-  private end(start: ViewState) {
+  /** Back to the view playback began from, the whole graph in view where it fits; laid out
+   * again where a step was (`relaid`: a layout of one may be in flight, folding groups). */
+  private end(start: ViewState, relaid: boolean) {
     const { host } = this;
     host.graphView.setCurrent(null, false);
-    if (!sameState(start, host.state())) return void host.setState(start);
+    if (relaid || !sameState(start, host.state())) return void host.setState(start);
     const scene = host.shown()?.scene;
     if (scene) host.camera.showWhole(scene);
   }

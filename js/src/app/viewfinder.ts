@@ -39,8 +39,9 @@ export interface ViewfinderHost {
    * inspector while it is open, else above the canvas. */
   dock(): void;
   /** Lay the view out again if the canvas outgrew its layout (app/framing.ts outgrown), the
-   * step, the selection or the toggled thing kept where it is on the canvas (`anchor`). */
-  relay(anchor?: { key: string; box: Box }): void;
+   * step, the selection or the toggled thing kept where it is on the canvas (`anchor`);
+   * `focus`: playback's step, kept open where others fold to fit (app/framing.ts lay). */
+  relay(anchor?: { key: string; box: Box }, focus?: string): void;
 }
 
 /** How long the canvas's size must hold still before the view is laid out for it again. */
@@ -157,7 +158,7 @@ export class Viewfinder {
     this.host.ui.busy.removeAttribute("data-settling");
     const key = this.focusKey();
     const box = this.boxOf(key);
-    this.host.relay(key && box ? { key, box } : undefined);
+    this.host.relay(key && box ? { key, box } : undefined, this.host.graphView.currentKey ?? undefined);
   }
 
   dispose() {

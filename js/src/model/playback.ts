@@ -10,7 +10,16 @@
  */
 import { counterpart, showMember } from "./stack";
 import type { CallTree } from "./tree";
-import { clusterKey, inputKey, outputKey, runKey, viewItems, type Item, type ViewState } from "./view_model";
+import {
+  clusterKey,
+  inputKey,
+  outputKey,
+  runKey,
+  viewItems,
+  type Item,
+  type ViewGraph,
+  type ViewState,
+} from "./view_model";
 import { at } from "../wire_check";
 
 export interface Step {
@@ -114,4 +123,30 @@ export function sameState(a: ViewState, b: ViewState): boolean {
     same(a.inlined ?? new Set(), b.inlined ?? new Set()) &&
     same(a.parts ?? new Set(), b.parts ?? new Set())
   );
+}
+
+/** The state a step of playback asked for, the state drawn for it (app/framing.ts may fold
+ * groups away from the step to fit it beside the inspector), the group its node is drawn in. */
+export interface Asked {
+  state: ViewState;
+  drew: ViewState;
+  group: string;
+}
+
+/** The group a step's node is drawn in (its containers' keys), a model's input or output
+ * its own. */
+export function stepGroup(view: ViewGraph, key: string): string {
+  const n = view.byKey.get(key);
+  return n && n.call >= 0 ? n.path.join("/") : key;
+}
+
+/** Whether a step wants the view laid out again: its node is not drawn, or its state is
+ * neither the one drawn nor the one the last step laid out asked for (drawn as it was then),
+ * or the view does not show the whole model (`whole`: the camera shows it all) and the step
+ * is in another group than that step (the groups folded to fit are folded around it). */
+export function relays(step: Step, drawn: { state: ViewState; view: ViewGraph; whole: boolean }, asked: Asked | null) {
+  if (!drawn.view.byKey.has(step.key)) return true;
+  if (sameState(step.state, drawn.state) && drawn.whole) return false;
+  const kept = asked !== null && sameState(step.state, asked.state) && sameState(drawn.state, asked.drew);
+  return !(kept && (drawn.whole || asked.group === stepGroup(drawn.view, step.key)));
 }
