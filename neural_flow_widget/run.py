@@ -31,9 +31,9 @@ from .graph import (
 from .request import Request, checked, split_inputs
 from .tracing import Watch, output_leaves
 from .tracing.context import ModeObserver, Ran, RunContext
-from .tracing.dataflow import join_kind
 from .tracing.fx import FxUnavailable, regraph_with_fx, with_fx_edges
 from .tracing.interventions import InterventionError
+from .tracing.joins import join_kinds
 from .tracing.modules import uncompiled
 from .tracing.offload import offload_fix
 from .tracing.origin import NO_ORIGIN, find_origin, rng_state
@@ -273,7 +273,7 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
             tuple(r.inputs for r in records),
             tuple(ran.input_ops),
             output_ops,
-            tuple((op, join_kind(func)) for op, func in tracer.joins.items()),
+            join_kinds(tracer.joins, tracer.softmaxes, tracer.owners, tracer.parents),
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
         )

@@ -195,6 +195,8 @@ def flows():
     yield "mamba", _trace(*fixture_models.mamba())
     # AdaLN-Zero norms (a modulation's add that is no residual)
     yield "dit", _trace(*fixture_models.dit())
+    # one layer called again and again, the same weights (a stack of passes)
+    yield "albert", _trace(*fixture_models.albert())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:
@@ -213,8 +215,10 @@ def visible(flow, expanded: set[int]) -> list[int]:
 
 
 class Folds:
-    """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): sibling
-    calls ``prefix.N``, N consecutive, of equal type and signature (the first may hold the
+    """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): one module
+    called again and again (consecutive sibling calls of one module, type and signature, at
+    least 3: ALBERT's shared layer); sibling calls ``prefix.N``, N consecutive, of equal type
+    and signature (the first may hold the
     others' structure and more: :meth:`holds`), at least 3; and, among the
     siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
     back to back at least 3 times and 6 calls in all (the shortest period that covers the most
@@ -241,13 +245,19 @@ class Folds:
 
     def holds(self, calls, a: int, b: int) -> bool:
         """Block ``a`` has block ``b``'s structure, and perhaps more (tree.ts ``holds``): calls
-        of equal type, relative module name and call ordinal, children in order; ``a`` may
-        have extra leaf calls; a pair with nothing extra below it has one signature."""
+        of equal type, module name and call ordinal relative to the block's, children in
+        order; ``a`` may have extra leaf calls; a pair with nothing extra below it has one
+        signature."""
         base_a, base_b = len(calls[a].module), len(calls[b].module)
+        ord_a, ord_b = calls[a].call, calls[b].call  # (one module called again: pass k's are k-th)
 
         def match(x: int, y: int) -> bool | None:  # None: no match; else whether a had more
             cx, cy = calls[x], calls[y]
-            if (cx.type, cx.call, cx.module[base_a:]) != (cy.type, cy.call, cy.module[base_b:]):
+            if (cx.type, cx.call - ord_a, cx.module[base_a:]) != (
+                cy.type,
+                cy.call - ord_b,
+                cy.module[base_b:],
+            ):
                 return None
             kx, ky = self.children[x], self.children[y]
             extra, q = False, 0
@@ -270,6 +280,17 @@ class Folds:
         i = 0
         while i < len(siblings):
             first = calls[siblings[i]]
+            again = i + 1  # one module called again and again (ALBERT's layer): its calls
+            while again < len(siblings) and (
+                calls[siblings[again]].module,
+                calls[siblings[again]].type,
+                calls[siblings[again]].sig,
+            ) == (first.module, first.type, first.sig):
+                again += 1
+            if again - i >= self.MIN_RUN:
+                runs.append(siblings[i:again])
+                i = again
+                continue
             m = self.INDEXED.match(first.module)
             j = i + 1
             if m:

@@ -296,3 +296,16 @@ def unet2d(levels: int = 2, layers: int = 1):
         "encoder_hidden_states": torch.randn(1, 5, 32),
     }
     return model, inputs
+
+
+def albert(layers: int = 4):
+    """transformers' ALBERT: one layer (``albert_layer_groups.0``) called ``layers`` times, the
+    same weights on each pass, width 32, on 6 tokens."""
+    from transformers import AlbertConfig, AlbertModel
+
+    config = AlbertConfig(vocab_size=64, embedding_size=16, hidden_size=32,
+                          num_hidden_layers=layers, num_attention_heads=4,
+                          intermediate_size=64)  # fmt: skip
+    torch.manual_seed(0)
+    model = AlbertModel(config).eval()
+    return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}

@@ -72,7 +72,7 @@ export interface GraphMessage {
   ops: [number, number[]][]; // the condensed op graph: [owner call index (-1 = the model's own forward body), parent op ids]
   input_ops: [string, number][]; // which op is each model input: [input node id, op id]
   output_ops: [string, number[]][]; // which ops produced each model output: [output node id, op ids]
-  joins: [number, string][]; // ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, stack, matmul, or the torch function's name ("where")
+  joins: [number, string][]; // ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, stack, matmul, attention (a softmax's weights times the values, written out), or the torch function's name ("where", "scaled_dot_product_attention")
   selected: number[]; // call indices of the stages trace() selected
   initial: number[] | null; // stages the first view shows (the user chose them with stages=); null: the view picks a readable depth
   attention: number[]; // call indices that recorded attention maps

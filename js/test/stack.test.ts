@@ -2,6 +2,7 @@
 // and edges (derived by hand from the models), the member shown, playback through a stack.
 import { describe, expect, it } from "vitest";
 import { computeLayout } from "../src/layout/layout";
+import { formatParams } from "../src/model/format";
 import { junctions } from "../src/model/junctions";
 import { playbackSteps } from "../src/model/playback";
 import { problemsOf, viewMarks } from "../src/model/problems";
@@ -312,5 +313,43 @@ describe("marks on a stack", () => {
     const at4 = marks(4);
     expect(at4.get("s:layers.0.attn")).toEqual({ nonfinite: 1, first: true, failed: false });
     expect(at4.get("k:layers.0")).toEqual({ nonfinite: 2, first: false, failed: false }); // layers.4 itself, layers.5
+  });
+});
+
+describe("one module called again and again (ALBERT's shared layer)", () => {
+  // albert_layer_groups.0 is one module the encoder calls 4 times (transformers' AlbertTransformer):
+  // its calls share a module name, so no index counts them, yet they are the paper's "x 4"
+  const albert = goldenTree("albert");
+  const group = "encoder.albert_layer_groups.0";
+  const run = albert.runList.find((r) => at(albert.graph.calls, at(r.members, 0)).module === group)!;
+
+  it("is a run of its 4 calls, one set of weights, drawn as one stack of passes", () => {
+    expect(run).toBeDefined();
+    expect(run.shared).toBe(true);
+    expect(run.members.map((m) => at(albert.graph.calls, m).id)).toEqual([0, 1, 2, 3].map((k) => `${group}#${k}`));
+    expect(stackable(albert, run)).toBe(true);
+    for (let k = 1; k < 4; k++) expect(counterpart(albert, run, k), `pass ${k}`).not.toBeNull();
+    const state = initialState(albert);
+    expect(state.stacked?.has(run.key)).toBe(true);
+    const view = buildView(albert, state);
+    const scene = buildScene(albert, view, computeLayout(layoutRequest(view, "TB")), "TB");
+    const c = scene.clusters.find((x) => x.kind === "stack")!;
+    expect(c.label).toBe("AlbertLayerGroup × 4");
+    expect(c.stack).toMatchObject({ count: 4, steppable: true, shared: true });
+    // one level open is its one AlbertLayer's attention and FFN (the group holds nothing else)
+    const layer = `${group}.albert_layers.0#0`;
+    expect(view.byKey.has(`s:${layer}`)).toBe(false);
+    for (const kid of ["attention", "ffn", "ffn_output", "full_layer_layer_norm"])
+      expect(view.byKey.has(`s:${group}.albert_layers.0.${kid}#0`), kid).toBe(true);
+  });
+
+  it("folded, counts its weights once and says they are shared", () => {
+    const view = buildView(albert, { ...initialState(albert), stacked: new Map() });
+    const fold = view.nodes.find((n) => n.run === run)!;
+    const scene = buildScene(albert, view, computeLayout(layoutRequest(view, "TB")), "TB");
+    const node = scene.nodes.find((n) => n.key === fold.key)!;
+    expect(node.title).toBe("AlbertLayerGroup × 4");
+    expect(node.range).toBe("albert_layer_groups.0 · shared");
+    expect(node.params).toBe(formatParams(at(albert.graph.calls, at(run.members, 0)).params));
   });
 });

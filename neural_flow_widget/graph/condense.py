@@ -3,8 +3,10 @@
 The tracer records every op as a node (the *full* graph). :func:`condense` then bypasses the
 nodes that the edge walk (:mod:`.edges`) cannot tell from their parents: a node ``v`` goes when
 
-* it is not a model input, not a producer of a model output, and not the producer of any
-  module call's input (the walk starts there, and a relay is such a producer); and
+* it is not a model input, not a producer of a model output, not the producer of any
+  module call's input (the walk starts there, and a relay is such a producer), and no join
+  (an op that reads two or more ops: the front end draws where data meets, such as
+  ``F.scaled_dot_product_attention`` of q, k and v in an attention's own forward); and
 * it has parents, all of them ops of the same module call as ``v``.
 
 Its children then take its parents instead. For any selection of stages the walk reaches the
@@ -35,6 +37,7 @@ def condense(graph: OpGraph) -> OpGraph:
         keep_ids.update(ops)
     for _, ops in graph.output_ops:
         keep_ids.update(ops)
+    keep_ids.update(op for op, _ in graph.joins)
     new_id: list[int] = [-1] * len(owners)
     stands_for: list[tuple[int, ...]] = [()] * len(owners)  # op -> the kept nodes it is
     kept_owners: list[int] = []

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .joins import SOFTMAX
 from .protocols import OpObserver
 from .pytree import among
 from .wrappers import inner_of
@@ -49,24 +50,6 @@ _INPLACE_DUNDERS = frozenset(
         "__imatmul__",
     }
 )
-
-
-#: what a join (an op reading tensors of two or more ops) does, by the torch function's name
-JOINS = {
-    **dict.fromkeys(("add", "add_", "__add__", "__radd__", "__iadd__", "sum"), "add"),
-    **dict.fromkeys(("sub", "sub_", "__sub__", "__rsub__", "__isub__"), "sub"),
-    **dict.fromkeys(("mul", "mul_", "__mul__", "__rmul__", "__imul__"), "mul"),
-    **dict.fromkeys(("div", "div_", "__truediv__", "__rtruediv__", "__itruediv__"), "div"),
-    **dict.fromkeys(("cat", "concat", "concatenate", "hstack", "vstack", "dstack"), "cat"),
-    "stack": "stack",
-    **dict.fromkeys(("matmul", "__matmul__", "bmm", "mm", "einsum", "baddbmm"), "matmul"),
-}
-
-
-def join_kind(func: Any) -> str:
-    """What a join does: a :data:`JOINS` kind, or the function's own name ("where")."""
-    name = getattr(func, "__name__", None) or type(func).__name__
-    return JOINS.get(name, name.strip("_"))
 
 
 def _op_kind(func: Any) -> int:
@@ -187,6 +170,7 @@ class DataflowTracer(TorchFunctionMode):
         self.before_write: Callable[[], None] | None = None
         self._kinds: dict[Any, int] = {}
         self.joins: dict[int, Any] = {}  # op -> the torch function of an op with 2+ parents
+        self.softmaxes: set[int] = set()  # the softmax ops of one parent
 
     def observe_with(self, observer: OpObserver) -> None:
         """Show ``observer`` the ops in its ``watched`` set (a set it may grow in place)."""
@@ -265,6 +249,8 @@ class DataflowTracer(TorchFunctionMode):
         ops = (self.new_op(call, parents),)
         if len(parents) > 1 and func is not None:  # where data meets (a residual's add)
             self.joins[ops[0]] = func
+        elif func in SOFTMAX:  # (a written-out attention's weights: join_kinds)
+            self.softmaxes.add(ops[0])
         self.seq += 1
         tag = (self.seq, call, ops)
         fresh = target is not None

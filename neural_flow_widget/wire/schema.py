@@ -129,7 +129,8 @@ class Graph(TypedDict):
     joins: A[
         list[tuple[int, str]],
         "ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, "
-        'stack, matmul, or the torch function\'s name ("where")',
+        "stack, matmul, attention (a softmax's weights times the values, written out), or the "
+        'torch function\'s name ("where", "scaled_dot_product_attention")',
     ]
     selected: A[list[int], "call indices of the stages trace() selected"]
     initial: A[

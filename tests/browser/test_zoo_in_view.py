@@ -87,11 +87,12 @@ WHOLE_AFTER["play"] = {
     ("whisper", 1280),
     ("t5", 1280),
 }
-#: ... and after opening a block, where it fits with the other open blocks folded (the
-#: accordion, its tries wrapped: ViT's layer opened with its attention, two bands beside
-#: each other once the embeddings fold)
-WHOLE_AFTER["open"] = {"gpt2", "bert", "t5", ("whisper", 1280), ("vit", 1280), ("llama", 1280)}
-WHOLE_AFTER["open"] |= {("resnet50", 1024)}
+#: ... and after opening a block, where it fits with the other open blocks, stacks and
+#: sublayers folded (the accordion, its tries wrapped: ViT's layer opened with its attention,
+#: two bands beside each other once the embeddings fold; LLaMA's attention opened at 1024 with
+#: "post_attention_layernorm -> mlp" one node, at 1280x720 a row short: its q, k and v meet
+#: in the attention's pill, the note counts the last (+) below)
+WHOLE_AFTER["open"] = {"gpt2", "bert", "t5", "vit", "whisper", ("llama", 1024), ("resnet50", 1024)}
 
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}

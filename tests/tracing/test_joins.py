@@ -73,3 +73,56 @@ def test_a_function_without_a_kind_is_named():
 
     flow = nfw.trace(nn.Sequential(nn.Linear(3, 3), Where()).eval(), torch.randn(1, 3))
     assert [kind for _, kind in flow.condensed.joins] == ["where"]
+
+
+class WrittenOut(nn.Module):
+    """An attention written out as BERT's and T5's eager forward do it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x, mask):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        scores = q @ k.transpose(-2, -1) / 8**0.5 + mask
+        weights = F.dropout(F.softmax(scores, dim=-1), p=0.0)
+        return self.o(weights.to(x.dtype) @ v)
+
+
+class Fused(nn.Module):
+    """The same through ``F.scaled_dot_product_attention``: q, k, v reshaped into heads in the
+    module's own forward, so every parent of the attention op is an op of that forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x):
+        heads = lambda t: t.view(1, 5, 2, 4).transpose(1, 2)
+        a = F.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)))
+        return self.o(a.transpose(1, 2).reshape(1, 5, 8))
+
+
+def test_a_written_out_attention_is_named_so_and_a_fused_one_stays_in_the_graph():
+    torch.manual_seed(0)
+    flow = nfw.trace(WrittenOut().eval(), (torch.randn(1, 5, 8), torch.zeros(1, 5, 5)))
+    # q kᵀ is a product, the mask added to it; the weights (a softmax of them) times v is the
+    # attention, whose operands are an op of the forward and v
+    assert joined(flow) == [
+        ("matmul", ("q", "body")),
+        ("add", ("body", "input:1")),
+        ("attention", ("body", "v")),
+    ]
+    fused = nfw.trace(Fused().eval(), torch.randn(1, 5, 8))
+    # its parents are all ops of the same forward (the heads' reshapes), yet it is kept: the
+    # front end draws it where q, k and v meet
+    assert joined(fused) == [("scaled_dot_product_attention", ("body", "body", "body"))]
+
+
+def test_a_product_of_products_without_a_softmax_is_no_attention():
+    class Chain(nn.Module):
+        def forward(self, a, b, c):
+            return (a @ b).relu() @ c
+
+    flow = nfw.trace(Chain(), (torch.randn(3, 3), torch.randn(3, 3), torch.randn(3, 3)))
+    assert [kind for _, kind in flow.condensed.joins] == ["matmul", "matmul"]

@@ -13,7 +13,7 @@ import { FIT_MARGIN as MARGIN } from "../layout/flow";
 import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layout/layout";
 import { better, shownAt } from "../layout/bands";
 import { wrapToFit } from "../layout/wrapping";
-import { allParts } from "../model/parts";
+import { allParts, partsOf } from "../model/parts";
 import type { CallTree } from "../model/tree";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
@@ -180,7 +180,9 @@ export class Framing {
   /**
    * An accordion: a state that opened blocks the last one laid out did not (or that draws
    * `focus`, the calls of playback's step), and that does not fit the canvas, has the other
-   * open groups folded one by one (a stack, one "N x" node), the farthest from what was opened
+   * open groups folded one by one (a stack, one "N x" node; a sublayer drawn open, one node:
+   * LLaMA's attention opened fits at 1280x720 with "post_attention_layernorm -> mlp" one
+   * node), the farthest from what was opened
    * (in call order) first, never one around it, until it fits as `layOut` lays it out (at most
    * MAX_FOLDS tries, then all of them folded). Where even all of them folded does not fit,
    * that state, marked so (`fits` false: playback may take it, lay); null where nothing can
@@ -201,32 +203,43 @@ export class Framing {
     const around = new Set<number>();
     for (const o of opened) for (let c = o; c >= 0; c = up(c)) around.add(c);
     const far = (c: number) => Math.min(...opened.map((o) => Math.abs(o - c)));
-    // the groups open: expanded calls, and stacks by their member 0 (folded, a run's "N x" node)
-    const stacks = new Map<number, string>();
+    // what can fold: the groups open (expanded calls), stacks (one "N x" node) and the
+    // sublayers drawn open ("post_attention_layernorm -> mlp" one node: model/parts.ts), each
+    // by a call of it (its place in call order) and how it folds
+    type Fold = { at: number; fold: (s: ViewState) => ViewState };
+    const folds: Fold[] = [...state.expanded].map((c) => ({
+      at: c,
+      fold: (s) => ({ ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) }),
+    }));
     for (const r of state.stacked?.keys() ?? []) {
       const m0 = tree.runs.get(r)?.members[0];
-      if (m0 !== undefined) stacks.set(m0, r);
+      if (m0 !== undefined)
+        folds.push({
+          at: m0,
+          fold: (s) => ({ ...s, stacked: new Map([...(s.stacked ?? [])].filter(([k]) => k !== r)) }),
+        });
     }
-    const fold = (s: ViewState, c: number): ViewState => {
-      const r = stacks.get(c);
-      if (r === undefined) return { ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) };
-      return { ...s, stacked: new Map([...(s.stacked ?? [])].filter(([k]) => k !== r)) };
-    };
-    const open = new Set([...state.expanded, ...stacks.keys()]);
-    const others = [...open].filter((c) => !around.has(c)).sort((a, b) => far(b) - far(a));
+    const drawn = new Set(view.nodes.map((n) => n.base ?? n.call));
+    for (const part of partsOf(tree).list)
+      if (!state.parts?.has(part.key) && part.members.every((m) => drawn.has(m) && !around.has(m)))
+        folds.push({
+          at: at(part.members, 0),
+          fold: (s) => ({ ...s, parts: new Set([...(s.parts ?? []), part.key]) }),
+        });
+    const others = folds.filter((f) => !around.has(f.at)).sort((a, b) => far(b.at) - far(a.at));
     if (others.length === 0) return null;
-    const least = others.reduce(fold, state);
+    const least = others.reduce((s, f) => f.fold(s), state);
     const leastView = buildView(tree, least);
     const leastLay = await layOut(leastView);
     if (!fitsAt(leastLay, this.target!)) return { lay: leastLay, state: least, view: leastView, fits: false };
     let s = state;
     let tries = 0;
-    for (const c of others) {
+    for (const f of others) {
       let hidden = false; // inside a group folded already
-      for (let p = up(c); p >= 0 && !hidden; p = up(p)) hidden = !s.expanded.has(p) && state.expanded.has(p);
+      for (let p = up(f.at); p >= 0 && !hidden; p = up(p)) hidden = !s.expanded.has(p) && state.expanded.has(p);
       if (hidden) continue;
       if (++tries > MAX_FOLDS) break;
-      s = fold(s, c);
+      s = f.fold(s);
       const v = buildView(tree, s);
       const lay = await layOut(v);
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };

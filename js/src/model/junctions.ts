@@ -8,6 +8,8 @@
  *   2. For a node d with two or more incoming edges (not "order"), walk back from its input
  *      ops breadth first, stopping at model inputs and at ops a drawn node owns; the first join
  *      op met (`graph.joins`) from which two of d's sources are reached is d's junction J(d).
+ *      For a node of one incoming edge, the first attention met from which its source is
+ *      reached (GPT-2's c_attn -> attention -> c_proj: q, k and v from one projection).
  *      One op can be the junction of several nodes (one glyph, a stub into each).
  *   3. A junction's own inputs: the walk back from its parents stops, besides, at the ops that
  *      are other nodes' junctions. So the second add of a pre-norm block reads the first add
@@ -29,7 +31,7 @@ import { at } from "../wire_check";
 export interface Junction {
   key: string; // "j:<op>"
   op: number;
-  what: string; // what the op does: add, sub, mul, div, cat, stack, matmul, or a function name
+  what: string; // what the op does: add, sub, mul, div, cat, stack, matmul, attention, or a function name
   glyph: string; // "+", "−", "×", "÷", "⧺", "@", or a short name
   path: string[]; // container keys, like VisibleNode.path ("" = the model)
   outs: string[]; // the nodes that read it (stubs J -> d)
@@ -60,8 +62,15 @@ const GLYPHS: Record<string, string> = {
   concat: "⧺",
   stack: "⧺",
   matmul: "@",
+  // softmax(q kᵀ / √d) v, by its function or written out (tracing/dataflow.py join_kinds): the
+  // paper's own box between q, k, v and the output projection
+  scaled_dot_product_attention: "attention",
+  attention: "attention",
 };
 const MAX_CANDIDATES = 8;
+/** The joins that are an attention: drawn between q, k, v and what reads them even where those
+ * come from one node (a fused qkv projection). */
+const ATTENTION = new Set(["attention", "scaled_dot_product_attention"]);
 const RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
 
 /** What a junction's sign says in a legend. */
@@ -189,7 +198,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   };
   const junctionOf = new Map<string, number>(); // node key -> join op
   for (const [d, edges] of incoming) {
-    if (edges.length < 2) continue;
+    // a node of one source: only an attention between them (GPT-2's fused c_attn -> c_proj)
+    const one = edges.length < 2;
     const wanted = new Set(edges.map((e) => e.src));
     const seen = new Set<number>(startsOf(d));
     let queue = [...seen];
@@ -199,12 +209,12 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       for (const o of queue) {
         const src = sourceAt(o, d);
         if (src !== null) continue; // a source, or the node's own op
-        if (joinOf.has(o) && !hidden(o)) {
+        if (joinOf.has(o) && !hidden(o) && (!one || ATTENTION.has(joinOf.get(o)!))) {
           tried++;
           const { nodes } = reach(at(ops, o)[1], d, null);
           let hits = 0;
           for (const s of nodes) if (wanted.has(s)) hits++;
-          if (hits >= 2) {
+          if (hits >= (one ? 1 : 2)) {
             junctionOf.set(d, o);
             break search;
           }

@@ -161,13 +161,20 @@ export function followStepper(tree: CallTree, state: Stacking, selected: string 
 }
 
 /** The calls around the stacked runs (their ancestors), drawn without a box in a first view:
- * GPT2Model around `h`, BertEncoder around `layer`, so that the root wraps into columns. */
+ * GPT2Model around `h`, BertEncoder around `layer`, so that the root wraps into columns; and
+ * the lone child of a member 0 that holds nothing else (and its own, and so on), opened and
+ * drawn without a box too: ALBERT's shared AlbertLayerGroup holds one AlbertLayer, whose
+ * attention and FFN are what its stack shows one level open. */
 export function wrappers(tree: CallTree, stacked: ReadonlyMap<string, number>): Set<number> {
   const out = new Set<number>();
   for (const key of stacked.keys()) {
     const m0 = tree.runs.get(key)?.members[0];
-    if (m0 !== undefined)
-      for (let c = at(tree.graph.calls, m0).parent; c >= 0; c = at(tree.graph.calls, c).parent) out.add(c);
+    if (m0 === undefined) continue;
+    for (let c = at(tree.graph.calls, m0).parent; c >= 0; c = at(tree.graph.calls, c).parent) out.add(c);
+    for (let kids = at(tree.children, m0); kids.length === 1 && at(tree.children, at(kids, 0)).length > 0; ) {
+      out.add(at(kids, 0));
+      kids = at(tree.children, at(kids, 0));
+    }
   }
   return out;
 }

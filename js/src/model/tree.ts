@@ -4,7 +4,7 @@
  * of plain siblings ("(Linear → ReLU) × 200"). Built once
  * per graph; view_model.ts reads it for every expansion state. Pure and DOM-free.
  */
-import type { WireGraph } from "../wire";
+import type { WireCall, WireGraph } from "../wire";
 import { topologyIndex, type TopologyIndex } from "./topology";
 import { at } from "../wire_check";
 
@@ -22,6 +22,8 @@ export interface Run {
   prefix: string; // `prefix` of prefix.N; for a pattern, the parent's module name ("" at the root)
   period: number; // calls per repetition: 1 for prefix.N runs
   count: number; // repetitions: members.length / period
+  /** One module called `count` times (ALBERT's shared layer): its calls, one set of weights. */
+  shared?: true;
   /** A residual block's sublayer (model/parts.ts), not a repetition: its children between two
    * residual adds, folded only where the view's `parts` holds it. */
   part?: true;
@@ -46,7 +48,7 @@ const INDEXED = /^(.*)\.(\d+)$/;
 
 /**
  * The calls of block b standing for those of block a (a's subtree onto b's, each call to the
- * one of the same type, module path relative to the block and call ordinal, children in
+ * one of the same type, module path and call ordinal relative to the block's, children in
  * order), when b is a's structure: the same but for calls of a that b lacks, each a leaf
  * (T5's first block computes the relative position bias, with an Embedding of its own the
  * others lack, and hands the bias on). A pair of calls with nothing extra below them has
@@ -56,12 +58,16 @@ export function holds(graph: WireGraph, children: number[][], a: number, b: numb
   const { calls } = graph;
   const baseA = at(calls, a).module.length;
   const baseB = at(calls, b).module.length;
+  // call ordinals relative to the blocks' own (one module called again: its pass k's calls are k-th)
+  const ordA = at(calls, a).call;
+  const ordB = at(calls, b).call;
   const out = new Map<number, number>();
   // whether b's subtree matches a's; returns whether a's had calls b lacks
   const match = (x: number, y: number): boolean | null => {
     const cx = at(calls, x);
     const cy = at(calls, y);
-    if (cx.type !== cy.type || cx.call !== cy.call || cx.module.slice(baseA) !== cy.module.slice(baseB)) return null;
+    if (cx.type !== cy.type || cx.call - ordA !== cy.call - ordB || cx.module.slice(baseA) !== cy.module.slice(baseB))
+      return null;
     const kx = at(children, x);
     const ky = at(children, y);
     let extra = false;
@@ -85,11 +91,34 @@ export function holds(graph: WireGraph, children: number[][], a: number, b: numb
   return match(a, b) === null ? null : out;
 }
 
+/** Whether call `c` is module `first`'s again, alike (its type and signature). */
+function sameModule(graph: WireGraph, first: WireCall, c: number): boolean {
+  const x = at(graph.calls, c);
+  return x.module === first.module && x.type === first.type && x.sig === first.sig;
+}
+
 function indexedRuns(graph: WireGraph, children: number[][], siblings: number[]): Run[] {
   const runs: Run[] = [];
   let i = 0;
   while (i < siblings.length) {
     const first = at(graph.calls, at(siblings, i));
+    // one module called again and again (ALBERT's shared layer, a weight-tied loop): its calls
+    let again = i + 1;
+    while (again < siblings.length && sameModule(graph, first, at(siblings, again))) again++;
+    if (again - i >= MIN_RUN) {
+      const members = siblings.slice(i, again);
+      runs.push({
+        key: first.id,
+        members,
+        type: first.type,
+        prefix: first.module,
+        period: 1,
+        count: members.length,
+        shared: true,
+      });
+      i = again;
+      continue;
+    }
     const m = INDEXED.exec(first.module);
     let j = i + 1;
     if (m) {

@@ -134,13 +134,20 @@ export function clusterHeaderWidth(label: string, type: string, m: Measure = est
 
 /** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
  * (the last two names of its first member: "layers.0 … 2"), and, right of it, the parameters
- * of all its members. */
+ * of all its members; one module called again: "albert_layer_groups.0 · shared", its own. */
 export function foldLine(calls: readonly WireCall[], run: Run): { path: string; range: string; params: string } {
   const first = calls[run.members[0]!]!.module;
   const last = calls[run.members[run.members.length - 1]!]!.module;
   const end = last.slice(last.lastIndexOf(".") + 1);
   const params = run.members.reduce((s, m) => s + calls[m]!.params, 0);
   const short = first.split(".").slice(-2).join(".");
+  // one module called again: its name, its weights once
+  if (run.shared)
+    return {
+      path: `${first}, called ${run.count} times`,
+      range: `${short} · shared`,
+      params: formatParams(calls[run.members[0]!]!.params),
+    };
   return { path: `${first} … ${end}`, range: `${short} … ${end}`, params: formatParams(params) };
 }
 

@@ -212,6 +212,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
             count: it.run.count,
             shown,
             steppable: st?.steppable ?? false,
+            ...(it.run.shared ? { shared: true as const } : {}),
             prev: prevMemberKey(it.run.key),
             next: nextMemberKey(it.run.key),
             unfold: unfoldStackKey(it.run.key),

@@ -53,6 +53,7 @@ export interface SceneStack {
   count: number;
   shown: number; // 0-based
   steppable: boolean; // any member can be shown (their trees match)
+  shared?: true; // one module called `count` times (ALBERT's layer): passes, not layers
   prev: string; // action keys (view_model.ts toggleKey): previous / next member, unfold all, fold
   next: string;
   unfold: string;

@@ -1,7 +1,7 @@
 /**
  * A run drawn as one block (model/stack.ts): the other members as cards stacked behind it,
  * and its header: the run ("GPT2Block × 12"), the stepper ("◀ layer 3 of 12 ▶": whose data
- * the block shows), unfold all and fold. Its controls are badges whose keys view_model.ts
+ * the block shows; "pass 3 of 12" for one module called again, ALBERT's), unfold all and fold. Its controls are badges whose keys view_model.ts
  * toggleKey reads. Names are SVG text, never HTML.
  */
 import type { SceneCluster, SceneStack } from "../scene/types";
@@ -43,7 +43,7 @@ export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa
   if (st.steppable) {
     const at = st.shown + 1;
     const labelW = textWidth(c.label, font("st"));
-    const long = `layer ${at} of ${st.count}`;
+    const long = `${st.shared ? "pass" : "layer"} ${at} of ${st.count}`;
     const short = `${at} / ${st.count}`;
     // ▶ 18, the text, ◀ 18, 8 before the label
     const text = 12 + labelW + 8 + 18 + textWidth(long, font("sa")) + 24 <= right ? long : short;
@@ -70,7 +70,8 @@ export function stackEl(c: SceneCluster, st: SceneStack, font: (kind: "st" | "sa
   const flags = flagsOf(c.mark);
   if (flags.length) g.append(drawFlags(flags, 8, -FLAG_H / 2 - 2, font("flag")));
   const title = s("title");
-  title.textContent = `${c.label}: showing ${c.type} (${st.shown + 1} of ${st.count})`;
+  const passes = st.shared ? ": one module called again, the same weights on each pass" : "";
+  title.textContent = `${c.label}${passes}: showing ${c.type} (${st.shown + 1} of ${st.count})`;
   g.append(title);
   return g;
 }

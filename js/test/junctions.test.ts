@@ -1,0 +1,64 @@
+// Where q, k and v meet in an attention opened: one "attention" junction (F.scaled_dot_
+// product_attention in the module's own forward, or softmax(q kᵀ) v written out), read by the
+// output projection, not three lines into it (GPT-2's fused c_attn: one line through it).
+// Expected from each model's code: the attention reads its q, k and v projections (T5's also
+// its relative position bias, the demo's a mask), and the output projection reads it.
+import { describe, expect, it } from "vitest";
+import { junctions } from "../src/model/junctions";
+import { buildTree } from "../src/model/tree";
+import { buildView, stageKey } from "../src/model/view_model";
+import { initialState, revealCall } from "../src/model/view_state";
+import { decodeGraph } from "../src/wire";
+import { loadRaw } from "./fixtures";
+
+const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+
+describe.each([
+  // case, the attention, its q k v, what reads the attention, what it does
+  [
+    "bert_padded",
+    "encoder.layer.0.attention.self",
+    ["query", "key", "value"],
+    "encoder.layer.0.attention.output",
+    "attention",
+  ],
+  [
+    "whisper",
+    "model.encoder.layers.0.self_attn",
+    ["q_proj", "k_proj", "v_proj"],
+    "out_proj",
+    "scaled_dot_product_attention",
+  ],
+  ["t5_3", "encoder.block.0.layer.0.SelfAttention", ["q", "k", "v"], "o", "scaled_dot_product_attention"],
+  [
+    "fixture_transformer12",
+    "layers.0.attn",
+    ["q_proj", "k_proj", "v_proj"],
+    "out_proj",
+    "scaled_dot_product_attention",
+  ],
+  ["demo_transformer", "blocks.0.attn", ["q_proj", "k_proj", "v_proj"], "out_proj", "attention"],
+  // q, k and v from one fused projection: the attention drawn between it and c_proj all the same
+  ["gpt2", "transformer.h.0.attn", ["c_attn"], "c_proj", "scaled_dot_product_attention"],
+] as const)("%s's attention opened", (name, attention, qkv, reader, what) => {
+  const tree = goldenTree(name);
+  const inside = (child: string) => (child.includes(".") ? child : `${attention}.${child}`);
+  const state = { ...revealCall(tree, initialState(tree), tree.byId.get(inside(qkv[0]))!), auto: false };
+  const view = buildView(tree, state);
+  const drawing = junctions(tree, view);
+  const j = drawing.junctions.find((x) => x.glyph === "attention");
+
+  it("draws q, k and v meeting in one attention junction, read by the output projection", () => {
+    expect(j, `junctions: ${drawing.junctions.map((x) => x.what)}`).toBeDefined();
+    expect(j!.what).toBe(what);
+    const into = new Set(drawing.edges.filter((e) => e.dst === j!.key).map((e) => e.src));
+    for (const c of qkv) expect(into, c).toContain(stageKey(inside(c)));
+    expect(j!.outs).toEqual([stageKey(inside(reader))]);
+  });
+
+  it("draws no line from q, k or v into the output projection", () => {
+    const direct = drawing.edges.filter((e) => e.dst === stageKey(inside(reader)) && e.src !== j!.key);
+    expect(direct.map((e) => e.src).filter((s) => qkv.some((c) => s === stageKey(inside(c))))).toEqual([]);
+  });
+});
