@@ -168,9 +168,10 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
   it("T5: two columns of T5Block × 3; the encoder's output into the decoder's cross-attention sublayer", () => {
     const t5 = goldenTree("t5_3");
     const { scene } = sceneOf(t5, wrapped(t5, true));
+    // one type in both columns: each header says which (the module its run is in)
     expect(scene.clusters.filter((c) => c.kind === "stack").map((c) => c.label)).toEqual([
-      "T5Block × 3",
-      "T5Block × 3",
+      "T5Block × 3 · encoder",
+      "T5Block × 3 · decoder",
     ]);
     const bus = scene.buses.find((b) => b.label?.text === "cross-attention")!;
     expect(bus.srcId).toBe("encoder.dropout#1");
@@ -205,7 +206,7 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     expect(decoderLeft).toBeGreaterThan(encoderRight);
     expect(box("input:input_ids")[1]).toBe(box("input:decoder_input_ids")[1]);
     // the decoder's column in two bands: its head beside its blocks, from the top
-    const block = scene.clusters.find((c) => c.label === "T5Block × 3" && c.key.includes("decoder"))!.box;
+    const block = scene.clusters.find((c) => c.label === "T5Block × 3 · decoder")!.box;
     expect(box("lm_head")[0]).toBeGreaterThan(block[0] + block[2]);
     expect(box("lm_head")[1]).toBeLessThan(block[1] + block[3]);
     // the cross-attention still passes behind no node

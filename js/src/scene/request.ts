@@ -168,9 +168,16 @@ export function partWidth({ title, type, params, shape }: ReturnType<typeof part
   return twoLines(title, params, type, shape, m);
 }
 
-/** What a stack's header needs: "GPT2Block × 12" in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
-export function stackHeaderWidth(run: Run, m: Measure = estimate): number {
-  const label = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
+/** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
+ * stack says the same (T5's two columns: "T5Block × 4 · encoder", "… · decoder"). */
+export function stackLabel(run: Run, view: ViewGraph): string {
+  const label = (r: Run) => `${r.period > 1 ? `(${r.type})` : r.type} × ${r.count}`;
+  const twin = run.prefix && view.stacks.some((st) => st.run !== run && label(st.run) === label(run));
+  return twin ? `${label(run)} · ${run.prefix.split(".")[0]}` : label(run);
+}
+
+/** What a stack's header needs: its label in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
+export function stackHeaderWidth(run: Run, label: string, m: Measure = estimate): number {
   return Math.round(Math.min(340, 130 + m(label, "st") + 14 * String(run.count).length));
 }
 
@@ -273,7 +280,7 @@ export function layoutRequest(
         const calls = view.tree.graph.calls;
         const header =
           it.kind === "stack"
-            ? stackHeaderWidth(it.run, m)
+            ? stackHeaderWidth(it.run, stackLabel(it.run, view), m)
             : it.kind === "cluster"
               ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type, m)
               : 0;

@@ -14,7 +14,7 @@ import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
-import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stageTitle } from "./request";
+import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stackLabel, stageTitle } from "./request";
 export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
@@ -204,7 +204,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
           kind: "stack",
           call: at(it.run.members, shown),
           box: groupBox(it.key),
-          label: `${runType(it.run)} × ${it.run.count}`,
+          label: stackLabel(it.run, view),
           type: c.module,
           depth: c.depth,
           mark: mark(it.key),
