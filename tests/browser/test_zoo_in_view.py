@@ -94,6 +94,11 @@ WHOLE_AFTER["play"] = {
 #: in the attention's pill, the note counts the last (+) below)
 WHOLE_AFTER["open"] = {"gpt2", "bert", "t5", "vit", "whisper", ("llama", 1024), ("resnet50", 1024)}
 
+#: the models whose block opened (MODELS) shows an attention's own forward: q, k and v meet
+#: in one "attention" pill the output projection reads (GPT-2's fused c_attn through it too;
+#: at 1024 its block draws "ln_1 -> attn" as one node, and the click opens that into two)
+ATTENTION_OPENED = {("gpt2", 1280), "llama"}
+
 #: the stacks of layers a transformer's first view draws (one "N x" block each)
 STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
 #: ... of which open one level (the paper's figure: its sublayers and the residual stream's
@@ -172,6 +177,9 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     opened = page.evaluate(TOGGLE, MODELS[model][1])
     assert opened, "no block to open"
     check("open")
+    if model in ATTENTION_OPENED or (model, width) in ATTENTION_OPENED:
+        pills = page.locator(".nfw-junction[data-glyph='attention']").count()
+        assert pills == 1, f"{pills} attention junctions in {opened} opened"
     page.click("button[aria-label='Data on the graph']")
     check("data")
     page.click("button[aria-label='Data on the graph']")

@@ -40,7 +40,10 @@ export function junctionEl(j: SceneJunction): SVGGElement {
     transform: `translate(${x + w / 2},${y + h / 2})`,
   });
   const title = s("title");
-  title.textContent = `${j.what}: the data of its inputs meets here`;
+  title.textContent =
+    j.glyph === "attention"
+      ? `${j.what}: softmax(q kᵀ / √d) v, where q, k and v meet (its maps: the attention's own node)`
+      : `${j.what}: the data of its inputs meets here`;
   g.append(title);
   const d = glyphPath(j.glyph, w / 2);
   if (d !== null) {
