@@ -178,8 +178,14 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     assert opened, "no block to open"
     check("open")
     if model in ATTENTION_OPENED or (model, width) in ATTENTION_OPENED:
-        pills = page.locator(".nfw-junction[data-glyph='attention']").count()
-        assert pills == 1, f"{pills} attention junctions in {opened} opened"
+        pill = page.locator(".nfw-junction[data-glyph='attention']")
+        assert pill.count() == 1, f"{pill.count()} attention junctions in {opened} opened"
+        # a click on it shows the attention's maps: the stage whose forward ran it
+        assert pill.get_attribute("data-stage") == opened
+        pill.click()
+        page.wait_for_selector(".nfw-inspector:not([hidden]) .nfw-tab[data-view=attention]")
+        assert opened in (page.text_content(".nfw-inspector") or "")
+        page.keyboard.press("Escape")
     page.click("button[aria-label='Data on the graph']")
     check("data")
     page.click("button[aria-label='Data on the graph']")

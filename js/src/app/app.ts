@@ -1,9 +1,8 @@
 /**
- * The flow view: runs the pipeline wire -> view model -> layout -> scene -> drawing for each
- * expansion state, and keeps the selection, the inspector, the banners and the marks in step.
- * The user's controls are in controls.ts, where the view looks in viewfinder.ts (and
- * view/camera.ts). Used by the live widget (widget.ts) and by the static export (renderStatic).
- */
+ * The flow view: runs the pipeline wire -> view model -> layout -> scene -> drawing for each expansion
+ * state, and keeps the selection, the inspector, the banners and the marks in step. The user's
+ * controls are in controls.ts, where the view looks in viewfinder.ts (and view/camera.ts).
+ * Used by the live widget (widget.ts) and by the static export (renderStatic). */
 import { LayoutClient } from "../layout/client";
 import type { Box, Direction } from "../layout/layout";
 import { endKey, sameCalls, targetOf, type EndTarget } from "../model/ends";
@@ -89,6 +88,7 @@ export class FlowApp implements ControlsHost {
     this.graphView = new GraphView(
       {
         activate: (n) => this.activate(n),
+        open: (id) => this.selection.inspect(id),
         toggle: (key) => this.toggle(key),
         background: () => this.setFocus(null),
       },

@@ -74,6 +74,18 @@ export class Selection {
     if (!fromUser && this.host.view()?.byKey.has(key)) this.focus(key);
   }
 
+  /** Select a stage and open the inspector on it, the view as it is: an attention's junction
+   * clicked (the stage whose forward ran it stays open as a group, its maps in the inspector). */
+  inspect(id: string) {
+    const tree = this.host.tree();
+    const call = tree?.byId.get(id);
+    if (!tree || call === undefined) return;
+    this.id = id;
+    this.host.onSelect?.(id);
+    this.openInspector(at(tree.graph.calls, call));
+    this.sync();
+  }
+
   /** Select a stage, drawn and centred, with its inspector open (the banners' buttons). */
   show(id: string) {
     const tree = this.host.tree();

@@ -24,6 +24,7 @@
  *      the stack reads member 0's last junction; such ops are never junctions themselves.
  */
 import type { EdgeKind } from "../wire";
+import { counterpart } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, foldKey, inputKey, type Item, type ViewEdge, type ViewGraph } from "./view_model";
 import { at } from "../wire_check";
@@ -35,6 +36,7 @@ export interface Junction {
   glyph: string; // "+", "−", "×", "÷", "⧺", "@", or a short name
   path: string[]; // container keys, like VisibleNode.path ("" = the model)
   outs: string[]; // the nodes that read it (stubs J -> d)
+  stage?: string; // an attention's: the stage whose forward ran it (a click shows its maps)
 }
 
 export interface DrawnEdge {
@@ -283,6 +285,11 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       }
       const what = joinOf.get(op)!;
       j = { key, op, what, glyph: glyphOf(what), path, outs: [] };
+      // an attention: the stage whose forward ran it (in a stack, the member's shown)
+      const st = view.stacks.find((x) => x.shown > 0 && path.includes(x.key));
+      const owner = at(ops, op)[0];
+      const shown = st ? (counterpart(tree, st.run, st.shown)?.get(owner) ?? owner) : owner;
+      if (j.glyph === "attention" && shown >= 0) j.stage = at(calls, shown).id;
       byKey.set(key, j);
       list.push(j);
     }

@@ -228,7 +228,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
   const junctionList: SceneJunction[] = [];
   for (const j of drawing.junctions) {
     const box = lay.boxes[j.key];
-    if (box) junctionList.push({ key: j.key, box, what: j.what, glyph: j.glyph, outs: j.outs });
+    if (box) junctionList.push({ key: j.key, box, what: j.what, glyph: j.glyph, outs: j.outs, stage: j.stage });
   }
   const boxOf = (key: string): Box | undefined => lay.boxes[key];
   const anchor = (box: Box, out: boolean): number[] => {

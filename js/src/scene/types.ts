@@ -79,6 +79,7 @@ export interface SceneJunction {
   what: string; // add, cat, mul, ... or a function name
   glyph: string; // "+", "⧺", "×", ... or the name, short
   outs: string[]; // node keys it feeds
+  stage?: string; // an attention's: the stage whose forward ran it (a click shows its maps)
 }
 
 /** A source read by many (a mask, an embedding): one line along the graph, a tap into each. */

@@ -38,11 +38,12 @@ export function junctionEl(j: SceneJunction): SVGGElement {
     "data-glyph": j.glyph,
     "data-key": j.key,
     transform: `translate(${x + w / 2},${y + h / 2})`,
+    ...(j.stage ? { "data-stage": j.stage, style: "cursor:pointer" } : {}),
   });
   const title = s("title");
   title.textContent =
     j.glyph === "attention"
-      ? `${j.what}: softmax(q kᵀ / √d) v, where q, k and v meet (its maps: the attention's own node)`
+      ? `${j.what}: softmax(q kᵀ / √d) v, where q, k and v meet (click: its maps)`
       : `${j.what}: the data of its inputs meets here`;
   g.append(title);
   const d = glyphPath(j.glyph, w / 2);

@@ -10,6 +10,7 @@ import type { Transform } from "./zoom";
 
 export interface GraphViewEvents {
   activate(node: SceneNode): void; // click on a node
+  open(stage: string): void; // click on an attention's junction: its stage (the maps)
   toggle(key: string): void; // expand / collapse / unfold / refold (node or cluster key)
   background(): void;
 }
@@ -121,6 +122,8 @@ export class GraphView {
       this.events.toggle(action.dataset.key!);
       return;
     }
+    const pill = t.closest<SVGGElement>(".nfw-junction[data-stage]");
+    if (pill) return this.events.open(pill.dataset.stage!);
     const g = t.closest<SVGGElement>(".nfw-node");
     const node = g && this.nodeByKey.get(g.dataset.key!);
     if (node) this.events.activate(node);
