@@ -181,13 +181,12 @@ export class Framing {
    * An accordion: a state that opened blocks the last one laid out did not (or that draws
    * `focus`, the calls of playback's step), and that does not fit the canvas, has the other
    * open groups folded one by one (a stack, one "N x" node; a sublayer drawn open, one node:
-   * LLaMA's attention opened fits at 1280x720 with "post_attention_layernorm -> mlp" one
-   * node), the farthest from what was opened
-   * (in call order) first, never one around it, until it fits as `layOut` lays it out (at most
-   * MAX_FOLDS tries, then all of them folded). Where even all of them folded does not fit,
-   * that state, marked so (`fits` false: playback may take it, lay); null where nothing can
-   * fold. Tried unwrapped, then wrapped: ViT's layer opened with its attention fits only
-   * wrapped into two bands, once the embeddings fold.
+   * LLaMA's attention opened fits at 1024x768 with "post_attention_layernorm -> mlp" one
+   * node), the farthest from what was opened (in call order) first, never one around it,
+   * until it fits as `layOut` lays it out (at most MAX_FOLDS tries, then all of them folded).
+   * Where even all of them folded does not fit, that state, marked so (`fits` false: playback
+   * may take it, lay); null where nothing can fold. Tried unwrapped, then wrapped: ViT's layer
+   * opened with its attention fits only wrapped into two bands, once the embeddings fold.
    */
   private async accordion(
     state: ViewState,

@@ -44,6 +44,9 @@ export class Selection {
    * expand the groups and unfold the runs that hide it, and bring it into view. null clears.
    */
   select(id: string | null, fromUser: boolean) {
+    // our own choice echoed back (the widget's traitlet): the view stays as it is (an
+    // attention's pill clicked keeps the attention open as a group: inspect)
+    if (!fromUser && id !== null && id === this.id && this.host.inspector().stage === id) return this.sync();
     const tree = this.host.tree();
     this.id = id;
     if (id === null) {
@@ -81,8 +84,8 @@ export class Selection {
     const call = tree?.byId.get(id);
     if (!tree || call === undefined) return;
     this.id = id;
-    this.host.onSelect?.(id);
     this.openInspector(at(tree.graph.calls, call));
+    this.host.onSelect?.(id); // (after: its echo finds the inspector open on it, select)
     this.sync();
   }
 
