@@ -21,8 +21,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 #: what an action left on screen: the nodes (their cards, a fold's stacked ones too) out of
 #: the canvas (`out`), those inside it under what lies over it (the inspector, the minimap,
 #: the legend, the note, while they are shown: `bad`; a junction, a residual's ⊕, or a logit
-#: lens chip under any but the note), the least name of a stage on screen
-#: (px), the "N out of view" note (its count, null while hidden) and whether the step
+#: lens chip under any but the note; the minimap over the legend), the least name of a stage
+#: on screen (px), the "N out of view" note (its count, null while hidden) and whether the step
 #: of playback is inside the canvas
 COVERED = """() => {
   const shown = (el) => { if (!el || el.hidden || !el.offsetParent) return null;
@@ -36,6 +36,9 @@ COVERED = """() => {
   const inside = (r) => r.left >= c.left - 0.5 && r.right <= c.right + 0.5
     && r.top >= c.top - 0.5 && r.bottom <= c.bottom + 0.5;
   const bad = []; const out = []; let px = Infinity; let n = 0;
+  const [m, l] = [over.minimap, over.legend];  // the minimap parks clear of the legend too
+  if (m && l && m.left < l.right && m.right > l.left && m.top < l.bottom && m.bottom > l.top)
+    bad.push("the minimap over the legend");
   for (const g of document.querySelectorAll(".nfw-node")) {
     const parts = [...g.querySelectorAll(":scope > .nfw-card, :scope > .nfw-stack")]
       .map((e) => e.getBoundingClientRect());

@@ -204,12 +204,18 @@ export class Minimap {
   }
 
   /** Park in the corner that hides the fewest marks (view/marks.ts: nodes, junctions, the
-   * headers and bottom edges of groups). */
+   * headers and bottom edges of groups) and the least of the legend (two rows across the
+   * bottom of a canvas narrowed by the inspector). */
   private place() {
     const scene = this.scene;
     const host = this.el.parentElement;
     if (!scene || !host || this.el.hidden) return;
     const boxes = marksOn(scene, this.transform);
+    const legend = this.legend?.childElementCount ? this.legend.getBoundingClientRect() : null;
+    if (legend && legend.width > 0) {
+      const h0 = host.getBoundingClientRect();
+      boxes.push([legend.left - h0.left, legend.top - h0.top, legend.width, legend.height]);
+    }
     const [hw, hh] = this.hostSize();
     const corner = pickCorner(boxes, hw, hh, this.corner);
     if (corner !== this.corner) {
