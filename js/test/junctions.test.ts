@@ -5,6 +5,7 @@
 // its relative position bias, the demo's a mask), and the output projection reads it.
 import { describe, expect, it } from "vitest";
 import { junctions } from "../src/model/junctions";
+import { showMember } from "../src/model/stack";
 import { buildTree } from "../src/model/tree";
 import { buildView, stageKey } from "../src/model/view_model";
 import { initialState, revealCall } from "../src/model/view_state";
@@ -60,5 +61,19 @@ describe.each([
   it("draws no line from q, k or v into the output projection", () => {
     const direct = drawing.edges.filter((e) => e.dst === stageKey(inside(reader)) && e.src !== j!.key);
     expect(direct.map((e) => e.src).filter((s) => qkv.some((c) => s === stageKey(inside(c))))).toEqual([]);
+  });
+});
+
+describe("an attention's junction in a stack", () => {
+  it("names the stage of the layer the stack shows (a click opens that layer's maps)", () => {
+    const tree = goldenTree("fixture_transformer12");
+    const open = { ...revealCall(tree, initialState(tree), tree.byId.get("layers.0.attn.q_proj")!), auto: false };
+    expect(open.stacked?.size, "the layers drawn as a stack").toBe(1);
+    const [run] = [...open.stacked!.keys()];
+    for (const k of [0, 3]) {
+      const state = { ...open, ...showMember(open, run!, k) };
+      const pill = junctions(tree, buildView(tree, state)).junctions.find((j) => j.glyph === "attention");
+      expect(pill?.stage, `layer ${k}`).toBe(`layers.${k}.attn`);
+    }
   });
 });

@@ -64,15 +64,15 @@ const GLYPHS: Record<string, string> = {
   concat: "⧺",
   stack: "⧺",
   matmul: "@",
-  // softmax(q kᵀ / √d) v, by its function or written out (tracing/dataflow.py join_kinds): the
+  // softmax(q kᵀ / √d) v, by its function or written out (tracing/joins.py join_kinds): the
   // paper's own box between q, k, v and the output projection
   scaled_dot_product_attention: "attention",
   attention: "attention",
 };
 const MAX_CANDIDATES = 8;
-/** The joins that are an attention: drawn between q, k, v and what reads them even where those
+/** Whether a join is an attention: drawn between q, k, v and what reads them even where those
  * come from one node (a fused qkv projection). */
-const ATTENTION = new Set(["attention", "scaled_dot_product_attention"]);
+const isAttention = (what: string) => GLYPHS[what] === "attention";
 const RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
 
 /** What a junction's sign says in a legend. */
@@ -211,7 +211,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       for (const o of queue) {
         const src = sourceAt(o, d);
         if (src !== null) continue; // a source, or the node's own op
-        if (joinOf.has(o) && !hidden(o) && (!one || ATTENTION.has(joinOf.get(o)!))) {
+        if (joinOf.has(o) && !hidden(o) && (!one || isAttention(joinOf.get(o)!))) {
           tried++;
           const { nodes } = reach(at(ops, o)[1], d, null);
           let hits = 0;
@@ -285,11 +285,13 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       }
       const what = joinOf.get(op)!;
       j = { key, op, what, glyph: glyphOf(what), path, outs: [] };
-      // an attention: the stage whose forward ran it (in a stack, the member's shown)
-      const st = view.stacks.find((x) => x.shown > 0 && path.includes(x.key));
-      const owner = at(ops, op)[0];
-      const shown = st ? (counterpart(tree, st.run, st.shown)?.get(owner) ?? owner) : owner;
-      if (j.glyph === "attention" && shown >= 0) j.stage = at(calls, shown).id;
+      if (isAttention(what)) {
+        // the stage whose forward ran it (in a stack, the member's shown): a click shows its maps
+        const owner = at(ops, op)[0];
+        const st = view.stacks.find((x) => x.shown > 0 && path.includes(x.key));
+        const shown = st ? (counterpart(tree, st.run, st.shown)?.get(owner) ?? owner) : owner;
+        if (shown >= 0) j.stage = at(calls, shown).id;
+      }
       byKey.set(key, j);
       list.push(j);
     }

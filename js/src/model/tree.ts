@@ -1,8 +1,9 @@
 /**
  * The module-call tree of a wire graph: each call's children, and the runs the view folds:
- * repeated blocks (`prefix.N`, same type and signature, >= MIN_RUN) and repeated patterns
- * of plain siblings ("(Linear → ReLU) × 200"). Built once
- * per graph; view_model.ts reads it for every expansion state. Pure and DOM-free.
+ * one module called again and again (ALBERT's shared layer), repeated blocks (`prefix.N`,
+ * same type and signature, >= MIN_RUN) and repeated patterns of plain siblings
+ * ("(Linear → ReLU) × 200"). Built once per graph; view_model.ts reads it for every
+ * expansion state. Pure and DOM-free.
  */
 import type { WireCall, WireGraph } from "../wire";
 import { topologyIndex, type TopologyIndex } from "./topology";
