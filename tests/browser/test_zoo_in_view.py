@@ -92,7 +92,15 @@ WHOLE_AFTER["play"] = {
 #: two bands beside each other once the embeddings fold; LLaMA's attention opened at 1024 with
 #: "post_attention_layernorm -> mlp" one node, at 1280x720 a row short: its q, k and v meet
 #: in the attention's pill, the note counts the last (+) below)
-WHOLE_AFTER["open"] = {"gpt2", "bert", "t5", "vit", "whisper", ("llama", 1024), ("resnet50", 1024)}
+WHOLE_AFTER["open"] = {
+    "gpt2",
+    "bert",
+    "t5",
+    "vit",
+    ("whisper", 1280),
+    ("llama", 1024),
+    ("resnet50", 1024),
+}
 
 #: the models whose block opened (MODELS) shows an attention's own forward: q, k and v meet
 #: in one "attention" pill the output projection reads (GPT-2's fused c_attn through it too;
@@ -154,6 +162,9 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
             problems.append(str(e))
 
     check("first")
+    first = sorted(
+        page.evaluate("() => [...document.querySelectorAll('.nfw-node')].map((n) => n.dataset.key)")
+    )
     # a transformer's first view draws its blocks as the paper's "N x" figure: one stack (or
     # fold) per stack of layers, an encoder-decoder's two side by side
     stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
@@ -174,6 +185,13 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     check("play")
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")  # the inspector playback opened
+    settle(page)  # (the view playback began from, laid out again: what a user sees and clicks)
+    # Esc gives back the first view as it was, not a level chosen for the canvas beside the
+    # inspector playback had open
+    after = page.evaluate(
+        "() => [...document.querySelectorAll('.nfw-node')].map((n) => n.dataset.key)"
+    )
+    assert sorted(after) == first, "playback's end did not give the first view back"
     opened = page.evaluate(TOGGLE, MODELS[model][1])
     assert opened, "no block to open"
     check("open")

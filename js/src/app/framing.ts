@@ -75,7 +75,8 @@ export class Framing {
    * (the camera shows its start, the minimap the rest). `reason` "canvas": the same view for a
    * canvas that changed size (the inspector opened): a starting level is kept, wrapped as a
    * chosen state is, not chosen afresh (the node clicked, the step of playback are not folded
-   * away under the user); "expand": a block opened that does not fit folds others (accordion);
+   * away under the user; so is playback's start, an auto level, given back at its end);
+   * "expand": a block opened that does not fit folds others (accordion);
    * "playback" (or "canvas" while playback is on) with a `focus`, the step's node: a step
    * that does not fit folds the groups and stacks farthest from it, so a lecture sees the
    * whole model beside the inspector (Whisper's decoder one node while the walk is in its
@@ -89,7 +90,9 @@ export class Framing {
     reason = "",
     focus?: string,
   ): Promise<Framed> {
-    const relaid = reason === "canvas";
+    // the same view for a canvas that changed size, or playback's start given back at its end
+    // (a starting level kept, not chosen afresh for the canvas beside the inspector)
+    const relaid = reason === "canvas" || (reason === "playback" && state.auto === true);
     this.dir = dir;
     const { client, canvas } = this;
     const room = { w: canvas.clientWidth || 960, h: canvas.clientHeight || 600 };
