@@ -28,6 +28,7 @@ from .graph import (
     TraceError,
     resolve,
 )
+from .graph.reads import without_unread
 from .request import Request, checked, split_inputs
 from .tracing import Watch, output_leaves
 from .tracing.context import ModeObserver, Ran, RunContext
@@ -277,6 +278,9 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
         )
+        if not tracer.paused:  # (a paused tracer saw no reads after it stopped)
+            unfinished = {i for i, r in enumerate(records) if r.error is not None or not r.done}
+            graph = without_unread(graph, unfinished)
     else:
         graph = OpGraph(
             (), (), tuple(r.parent for r in records), tuple(() for _ in records), (), ()

@@ -132,3 +132,40 @@ describe("layout", () => {
     expect(fold.nodes.find((n) => n.kind === "fold")!.title).toBe("TransformerBlock × 12");
   });
 });
+
+describe("a source that feeds the trunk (a position embedding: it reads no data)", () => {
+  // input -> tok -> (+) -> norm, pos -> (+); tok -> pos "runs after": places nothing
+  const leaf = (key: string, w: number, spine = true) => ({ key, w, h: 50, spine });
+  const root: LayoutGroup = {
+    key: "root",
+    items: [leaf("in", 120), leaf("tok", 200), leaf("pos", 300, false), leaf("sum", 22), leaf("norm", 200)],
+    edges: [
+      { src: 0, dst: 1, weight: 1 },
+      { src: 1, dst: 2, weight: 1, kind: "order" },
+      { src: 1, dst: 3, weight: 1 },
+      { src: 2, dst: 3, weight: 1, kind: "merge" },
+      { src: 3, dst: 4, weight: 1 },
+    ],
+  };
+  const mid = (b: Box) => b[0] + b[2] / 2;
+
+  it("sits beside the trunk, in the row of what runs before it, where that fits", () => {
+    const lay = computeLayout({ dir: "TB", root });
+    const [tok, pos, sum] = [must(lay.boxes, "tok"), must(lay.boxes, "pos"), must(lay.boxes, "sum")];
+    expect(pos[1]).toBe(tok[1]);
+    expect(overlaps(pos, tok)).toBe(false);
+    expect(pos[1] + pos[3]).toBeLessThan(sum[1]);
+  });
+
+  it("stands on the trunk above what it feeds where the canvas is too narrow for it beside", () => {
+    const beside = computeLayout({ dir: "TB", root });
+    // a canvas as wide as the trunk (plus its margins) at scale 1, tall enough for another row
+    const fit = { w: 320, h: beside.height + 200, k: 1, reserve: 0 };
+    const lay = computeLayout({ dir: "TB", root, fit });
+    const [tok, pos, sum] = [must(lay.boxes, "tok"), must(lay.boxes, "pos"), must(lay.boxes, "sum")];
+    expect(lay.width).toBeLessThan(beside.width);
+    expect(Math.abs(mid(pos) - mid(tok))).toBeLessThan(1);
+    expect(pos[1]).toBeGreaterThan(tok[1] + tok[3]);
+    expect(pos[1] + pos[3]).toBeLessThan(sum[1]);
+  });
+});

@@ -7,7 +7,10 @@ op ran, and ``ops`` are the ids of the op-graph nodes it stands for. Every recor
 node, with the nodes of its tensor arguments as parents: the *full* op graph, which
 :func:`neural_flow_widget.graph.condense` shrinks after the run without changing any stage
 edge. In-place writes are remembered per storage, so a view taken before ``x.relu_()`` still
-depends on the relu.
+depends on the relu. An op that takes a tensor only for its shape, dtype and device
+(``torch.zeros_like(x)``, ``x.new_zeros(n)``) does not read it; a read of a value that makes
+no tensor (``x.item()``, ``bool(x)``) is an op with no output (:mod:`..graph.reads`: a call
+that never reads an input gets no edge from it).
 
 A call of an opaque leaf module (:mod:`.opaque`) may be recorded as one op by the call tracker
 instead of op by op. What observes the run through the tracer (the attention recorder) and
@@ -24,60 +27,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .joins import SOFTMAX
+from .op_kinds import FRESH, IGNORE, INPLACE, NORMAL, VALUE, op_kind
 from .protocols import OpObserver
 from .pytree import among
 from .wrappers import inner_of
 
 Tensor = torch.Tensor
 Tag = tuple[int, int, tuple[int, ...]]  # (seq, call, op ids)
-
-_NORMAL, _INPLACE, _IGNORE = 0, 1, 2
-_INPLACE_DUNDERS = frozenset(
-    {
-        "__setitem__",
-        "__iadd__",
-        "__isub__",
-        "__imul__",
-        "__itruediv__",
-        "__ifloordiv__",
-        "__imod__",
-        "__ipow__",
-        "__iand__",
-        "__ior__",
-        "__ixor__",
-        "__ilshift__",
-        "__irshift__",
-        "__imatmul__",
-    }
-)
-
-
-def _op_kind(func: Any) -> int:
-    name = getattr(func, "__name__", "")
-    if name in _INPLACE_DUNDERS or (name.endswith("_") and not name.endswith("__")):
-        return _INPLACE
-    if name in (
-        "__get__",
-        "size",
-        "dim",
-        "numel",
-        "is_contiguous",
-        "data_ptr",
-        "stride",
-        "__len__",
-        "__bool__",
-        "item",
-        "tolist",
-        "element_size",
-        "is_floating_point",
-        "is_complex",
-        "get_device",
-        "untyped_storage",
-        "__repr__",
-        "__format__",
-    ):
-        return _IGNORE if name != "__get__" else _NORMAL
-    return _NORMAL
 
 
 def storage_key(tensor: Tensor) -> int:
@@ -188,19 +144,22 @@ class DataflowTracer(TorchFunctionMode):
             kwargs = {}
         kind = self._kinds.get(func)
         if kind is None:
-            kind = self._kinds[func] = _op_kind(func)
-        if kind == _NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
-            kind = _INPLACE
-        if self.before_write is not None and (kind == _INPLACE or "out" in kwargs):
+            kind = self._kinds[func] = op_kind(func)
+        if kind == NORMAL and kwargs.get("inplace") is True:  # F.relu(x, inplace=True)
+            kind = INPLACE
+        if self.before_write is not None and (kind == INPLACE or "out" in kwargs):
             self.before_write()  # (once: it unsets itself)
         out = func(*args, **kwargs)
         if self.paused:
             return out
-        if kind == _NORMAL and not isinstance(out, (Tensor, tuple, list)) and "out" not in kwargs:
-            kind = _IGNORE  # x.dtype, x.device, x.dim(): nothing to record
-        elif kind == _NORMAL and type(out) is torch.Size:
-            kind = _IGNORE  # x.shape
-        if kind != _IGNORE:
+        if kind == NORMAL and not isinstance(out, (Tensor, tuple, list)) and "out" not in kwargs:
+            kind = IGNORE  # x.dtype, x.device, x.dim(): nothing to record
+        elif kind == NORMAL and type(out) is torch.Size:
+            kind = IGNORE  # x.shape
+        elif kind == VALUE:
+            kind = IGNORE
+            self._read_value(args)
+        if kind != IGNORE:
             try:
                 self._record(kind, args, kwargs, out, func)
             except Exception as error:  # never break the user's forward
@@ -218,7 +177,7 @@ class DataflowTracer(TorchFunctionMode):
         else:
             outs = ()
         target = target_tag = None
-        if kind == _INPLACE or "out" in kwargs:
+        if kind == INPLACE or "out" in kwargs:
             target = kwargs.get("out", args[0] if args else None)
             if isinstance(target, Tensor):
                 outs = (target,)
@@ -230,6 +189,8 @@ class DataflowTracer(TorchFunctionMode):
         if not outs:
             return
         ins: list[Tensor] = []
+        if kind == FRESH and args and isinstance(args[0], Tensor):
+            args = args[1:]  # (its shape, dtype and device only)
         for a in args:
             if isinstance(a, Tensor):
                 ins.append(a)
@@ -264,6 +225,18 @@ class DataflowTracer(TorchFunctionMode):
             if target_tag is None:
                 self.wrote_untagged = True
 
+    def _read_value(self, args: tuple) -> None:
+        """Record a read of a tensor's value that made no tensor (``x.item()``): an op of
+        the innermost call with the tensor's ops as parents, and no output."""
+        if not args or not isinstance(args[0], Tensor):
+            return
+        try:
+            tags = self._tags([args[0]])
+            if tags:
+                self.new_op(self.stack[-1], tuple(op for t in tags for op in t[2]))
+        except Exception as error:  # never break the user's forward
+            self.failure, self.paused = error, True
+
     def record_call(
         self, inputs: list[Tensor], outputs: list[Tensor], call: int | None = None
     ) -> None:
@@ -274,7 +247,7 @@ class DataflowTracer(TorchFunctionMode):
         if call is not None:
             stack.append(call)
         try:
-            self._record(_NORMAL, tuple(inputs), {}, outputs)
+            self._record(NORMAL, tuple(inputs), {}, outputs)
         except Exception as error:  # never break the user's forward
             self.failure, self.paused = error, True
         finally:
@@ -318,7 +291,7 @@ class DataflowTracer(TorchFunctionMode):
         """Record an in-place write into ``tensor`` that ran without the tracer (an opaque
         leaf with ``inplace=True``), as the mode records ``x.relu_()``."""
         try:
-            self._record(_INPLACE, (tensor,), {}, tensor)
+            self._record(INPLACE, (tensor,), {}, tensor)
         except Exception as error:  # never break the user's forward
             self.failure, self.paused = error, True
 

@@ -66,9 +66,9 @@ def llama(attn: str = "eager", layers: int = 2, **sizes) -> torch.nn.Module:
 def llama_depth2_edges(layers: int) -> list[tuple[str, str, str]]:
     """LlamaForCausalLM at ``stages=2``, from LlamaModel.forward:
 
-    - ``rotary_emb(hidden_states, position_ids)`` receives the embeddings (``x`` is read only
-      for its device and dtype, but it is an input of the call): flow from ``embed_tokens``;
-      ``position_ids`` is ``torch.arange``: no source;
+    - ``rotary_emb(hidden_states, position_ids)`` receives the embeddings but reads only their
+      device and dtype (no data: graph/reads.py), and ``position_ids`` is ``torch.arange``: no
+      source, an order edge from the stage before it, ``embed_tokens``;
     - each layer is called as ``decoder_layer(hidden_states, attention_mask=causal_mask,
       position_embeddings=(cos, sin), position_ids=...)``: the hidden states first, then the
       causal mask (made from ``attention_mask``: the padding is indexed into it), then
@@ -82,7 +82,7 @@ def llama_depth2_edges(layers: int) -> list[tuple[str, str, str]]:
     """
     e = [
         ("input:input_ids", "model.embed_tokens", "flow"),
-        ("model.embed_tokens", "model.rotary_emb", "flow"),
+        ("model.embed_tokens", "model.rotary_emb", "order"),
         ("model.embed_tokens", "model.layers.0", "flow"),  # hidden_states, the first argument
         ("model.rotary_emb", "model.layers.0", "merge"),  # position_embeddings=
         ("input:attention_mask", "model.layers.0", "merge"),
@@ -538,11 +538,12 @@ def whisper_inputs():
 def test_whisper_encoder_and_decoder(whisper_inputs):
     """WhisperEncoder.forward: gelu(conv1), gelu(conv2), + ``embed_positions(arange)`` (no data
     source -> order edge from conv2, no ancestry -> a merge into layer 0). WhisperDecoder:
-    ``embed_positions(input_ids, position_ids=arange)`` receives the decoder ids (a flow edge,
-    although only their shape is used); decoder layer 0 is called as ``decoder_layer(
-    hidden_states, causal_mask, encoder_hidden_states, ...)``: its first tensor is the summed
-    embeddings ``embed_tokens + embed_positions`` (one ancestor each: a tie, to the earlier
-    node, ``embed_tokens`` -> flow; ``embed_positions`` -> merge), the causal mask is made of
+    ``embed_positions(input_ids, position_ids=arange)`` receives the decoder ids but reads only
+    their shape: no source, an order edge from the stage before it, ``embed_tokens``; decoder
+    layer 0 is called as ``decoder_layer(hidden_states, causal_mask, encoder_hidden_states,
+    ...)``: its first tensor is the summed embeddings ``embed_tokens + embed_positions``
+    (``embed_tokens`` has an ancestor, the ids; ``embed_positions`` none, an order edge is no
+    ancestry: ``embed_tokens`` -> flow; ``embed_positions`` -> merge), the causal mask is made of
     aranges (no source), and the encoder output (no ancestor of ``embed_tokens``) -> merge:
     the decoder's own stream is its trunk. Layer 1: the previous layer first -> flow; the
     encoder output is read directly and is an ancestor of layer 0, but not on the decoder's
@@ -575,7 +576,7 @@ def test_whisper_encoder_and_decoder(whisper_inputs):
             (f"{enc}.layers.0", f"{enc}.layers.1", "flow"),
             (f"{enc}.layers.1", f"{enc}.layer_norm", "flow"),
             ("input:decoder_input_ids", f"{dec}.embed_tokens", "flow"),
-            ("input:decoder_input_ids", f"{dec}.embed_positions", "flow"),
+            (f"{dec}.embed_tokens", f"{dec}.embed_positions", "order"),
             (f"{dec}.embed_tokens", f"{dec}.layers.0", "flow"),  # hidden_states, first
             (f"{dec}.embed_positions", f"{dec}.layers.0", "merge"),  # the same tensor, later node
             (f"{enc}.layer_norm", f"{dec}.layers.0", "merge"),  # encoder_hidden_states
@@ -610,7 +611,8 @@ def test_whisper_decode_step_reuses_the_cached_cross_attention(whisper_inputs):
     """A decode step as ``generate`` runs it: ``encoder_outputs`` given (a tuple: input node
     ``encoder_outputs.0``), one new token, the cache from the first step (the cross-attention
     keys and values come from it: no encoder ops run). ``model.decoder`` receives
-    ``input_ids=`` first -> flow, then ``encoder_hidden_states=`` (no ancestor of it) -> merge;
+    ``input_ids=`` first -> flow, then ``encoder_hidden_states=``, which no op reads (each
+    cross-attention takes its keys and values from the cache): no edge (graph/reads.py);
     ``encoder_last_hidden_state`` is the given tensor itself: an edge from the input."""
     model = whisper()
     with torch.no_grad():
@@ -631,7 +633,6 @@ def test_whisper_decode_step_reuses_the_cached_cross_attention(whisper_inputs):
     assert edge_list(flow) == sorted(
         [
             ("input:decoder_input_ids", "model.decoder", "flow"),
-            ("input:encoder_outputs.0", "model.decoder", "merge"),
             ("model.decoder", "proj_out", "flow"),
             ("proj_out", "output:logits", "flow"),
             ("input:encoder_outputs.0", "output:encoder_last_hidden_state", "flow"),

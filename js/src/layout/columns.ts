@@ -8,7 +8,7 @@
  */
 import { at } from "../wire_check";
 import type { Arranged, FlowGroup } from "./flow";
-import { arrange } from "./spine";
+import { arrangeNarrow } from "./spine";
 
 export const COLUMN_GAP = 72; // between two columns: room for a bus between them
 
@@ -45,9 +45,7 @@ export function arrangeColumns(g: FlowGroup, column: readonly number[]): Arrange
       exits: g.exits.filter((v) => mine.has(v)).map((v) => local[v]!),
       mirror: k > 0, // facing the column before it
     };
-    // the first column's sources (an encoder's positional embedding) on the side of its blocks'
-    // branches where that makes it narrower: in the rows beside its sublayers
-    const arr = k === 0 ? narrower(arrange(sub), arrange({ ...sub, sourcesBeside: true })) : arrange(sub);
+    const arr = arrangeNarrow(sub);
     if (!arr) return null;
     let lo = Infinity;
     let hi = -Infinity;
@@ -81,20 +79,4 @@ export function arrangeColumns(g: FlowGroup, column: readonly number[]): Arrange
     lineIn,
     lineOut,
   };
-}
-
-/** Of two arrangements of one group, the narrower across (the first where equal or the other
- * tangles). */
-function narrower(a: Arranged | null, b: Arranged | null): Arranged | null {
-  if (!a || !b) return a ?? b;
-  const width = (arr: Arranged) => {
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (let v = 0; v < arr.items.length; v++) {
-      lo = Math.min(lo, arr.c[v]!);
-      hi = Math.max(hi, arr.c[v]! + at(arr.items, v).ac);
-    }
-    return hi - lo;
-  };
-  return width(b) < width(a) - 1 ? b : a;
 }

@@ -33,9 +33,11 @@ export interface FlowGroup {
   entries: number[]; // items that an edge from outside enters
   exits: number[]; // items that an edge to outside leaves
   mirror?: boolean; // branches of the trunk to its left, sources to its right (a decoder's column)
-  /** Sources on the side of the branches (the first of two columns: an encoder's positional
-   * embedding in the rows beside its blocks' sublayers, not widening the column). */
+  /** Sources on the side of the branches (spine.ts arrangeNarrow: where that is narrower). */
   sourcesBeside?: boolean;
+  /** Sources that feed the trunk on the trunk, each just above what it feeds (layout.ts: at
+   * the root, where the group does not fit with them beside it). */
+  sourcesInline?: boolean;
   lead: number; // along distance from the group's in side to its content (header, padding)
   trail: number; // ... from the content to its out side
 }

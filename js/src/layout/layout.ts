@@ -26,7 +26,7 @@ import {
 } from "./flow";
 import { placeLayered, type GroupPlacement } from "./layered";
 import { routeArranged } from "./routes";
-import { arrange } from "./spine";
+import { arrange, arrangeNarrow, hasSources } from "./spine";
 import { placeU } from "./ushape";
 
 export { RANKSEP, type Direction, type FitTarget };
@@ -190,13 +190,23 @@ function placeGroup(
   // the scale at which a placement shows on the canvas (isRoot && fit)
   const scale = (p: FlowPlacement) =>
     Math.min((fit!.w - 2 * FIT_MARGIN) / (tb ? p.ac : p.al), (fit!.h - 2 * FIT_MARGIN) / (tb ? p.al : p.ac));
+  const small = (p: FlowPlacement) => isRoot && fit && scale(p) < fit.k - 1e-9;
   const columns = group.columns && Math.max(...group.columns) > 0 ? arrangeColumns(flow, group.columns) : null;
   if (columns) {
-    const bands = isRoot && fit ? wrapColumns(columns, fit, dir) : 1;
-    const placed = routeArranged(columns, flow);
+    let bands = isRoot && fit ? wrapColumns(columns, fit, dir) : 1;
+    let placed = routeArranged(columns, flow);
+    // too small on the canvas: its sources on the trunk where that shows it larger (BART's
+    // position embeddings at 1024 px: one column each, under the token embeddings)
+    const inline =
+      small(placed) && hasSources(flow) ? arrangeColumns({ ...flow, sourcesInline: true }, group.columns!) : null;
+    if (inline) {
+      const wrapped = wrapColumns(inline, fit!, dir);
+      const lined = routeArranged(inline, flow);
+      if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
+    }
     // where the columns do not fit even wrapped, one column unwrapped that does (BART's
     // embeddings side by side in each column are too wide for 1024 px, its stacks folded)
-    const one = isRoot && fit && scale(placed) < fit.k - 1e-9 ? arrange(flow) : null;
+    const one = small(placed) ? arrange(flow) : null;
     const single = one ? routeArranged(one, flow) : null;
     if (single && scale(single) >= fit!.k - 1e-9) return { ...toGroup(single, dir, pad, header, 1), single: true };
     return toGroup(placed, dir, pad, header, bands);
@@ -209,10 +219,21 @@ function placeGroup(
     const narrow = isRoot && fit ? placeU(uFlow, false) : null;
     return widen(toGroup(narrow && scale(narrow) > scale(u) + 1e-9 ? narrow : u, dir, pad, header, 1));
   }
-  const arranged = arrange(flow);
+  const arranged = arrangeNarrow(flow);
+  if (arranged && isRoot && fit) {
+    let bands = wrapBands(arranged, fit, dir);
+    let placed = routeArranged(arranged, flow);
+    // too small on the canvas: its sources on the trunk where that shows it larger
+    const inline = small(placed) && hasSources(flow) ? arrange({ ...flow, sourcesInline: true }) : null;
+    if (inline) {
+      const wrapped = wrapBands(inline, fit, dir);
+      const lined = routeArranged(inline, flow);
+      if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
+    }
+    return toGroup(placed, dir, pad, header, bands);
+  }
   if (arranged) {
-    const bands =
-      isRoot && fit ? wrapBands(arranged, fit, dir) : !isRoot && group.wrap ? wrapInto(arranged, flow, group.wrap) : 1;
+    const bands = !isRoot && group.wrap ? wrapInto(arranged, flow, group.wrap) : 1;
     return toGroup(routeArranged(arranged, flow), dir, pad, header, bands);
   }
   const real = drawn.map((i) => at(group.edges, i));

@@ -52,7 +52,7 @@ function localSpine(g: FlowGroup, order: number[]): number[] {
 export function arrange(g: FlowGroup): Arranged | null {
   const { items, edges } = g;
   const n = items.length;
-  const order = topoOrder(n, edges);
+  let order = topoOrder(n, edges);
   const spine = new Uint8Array(n);
   let trunk = order.filter((v) => at(items, v).spine);
   if (trunk.length === 0) trunk = localSpine(g, order);
@@ -69,6 +69,7 @@ export function arrange(g: FlowGroup): Arranged | null {
   }
   const entered = new Uint8Array(n);
   for (const v of g.entries) entered[v] = 1;
+  if (g.sourcesInline) [trunk, order] = inline(trunk, order, ins, outs, spine, entered);
 
   // rows: the longest path, the trunk strictly in order
   const row = new Int32Array(n);
@@ -191,4 +192,65 @@ export function arrange(g: FlowGroup): Arranged | null {
     }
   }
   return { items, edges, row, col, band: new Int32Array(n), a, c, rows, gapAfter, lineIn: 0, lineOut: line };
+}
+
+/** The trunk with each source (nothing in the group feeds it) that feeds a trunk item put on
+ * it, just before the first trunk item it feeds: a row of its own on the trunk's line, the
+ * trunk's edge passing beside it (BART's position embeddings at 1024 px, one column each);
+ * and the order with each such source just before that item. */
+function inline(
+  trunk: number[],
+  order: number[],
+  ins: number[][],
+  outs: number[][],
+  spine: Uint8Array,
+  entered: Uint8Array,
+): [number[], number[]] {
+  const on = new Map(trunk.map((v, i) => [v, i]));
+  const before = new Map<number, number[]>(); // trunk position -> sources put before it
+  for (const v of order) {
+    if (spine[v] || entered[v] || at(ins, v).length > 0) continue;
+    const first = Math.min(...at(outs, v).map((w) => on.get(w) ?? Infinity));
+    if (!Number.isFinite(first)) continue;
+    (before.get(first) ?? before.set(first, []).get(first)!).push(v);
+    spine[v] = 1;
+  }
+  if (!before.size) return [trunk, order];
+  const moved = new Set([...before.values()].flat());
+  const into = new Map([...before].map(([i, vs]) => [at(trunk, i), vs]));
+  const around = (v: number) => [...(into.get(v) ?? []), v];
+  return [trunk.flatMap(around), order.filter((v) => !moved.has(v)).flatMap(around)];
+}
+
+/**
+ * `arrange`, with the group's sources (an encoder's or a decoder's positional embedding;
+ * LLaMA's rotary embedding, which reads no data) on the side of its branches where that makes it narrower across: in
+ * the rows beside the blocks' sublayers, not a column of their own (LLaMA's attention opened
+ * at 1024 px fits so). The first where equal or the other tangles.
+ */
+export function arrangeNarrow(g: FlowGroup): Arranged | null {
+  const a = arrange(g);
+  if (!hasSources(g)) return a;
+  const b = arrange({ ...g, sourcesBeside: true });
+  if (!a || !b) return a ?? b;
+  return width(b) < width(a) - 1 ? b : a;
+}
+
+/** Whether anything off the trunk of `g` has nothing in the group feeding it (data edges:
+ * "runs after" places nothing) and no edge from outside: a source. */
+export function hasSources(g: FlowGroup): boolean {
+  const fed = new Uint8Array(g.items.length);
+  for (const v of g.entries) fed[v] = 1;
+  for (const e of g.edges) if (e.dst >= 0 && e.kind !== "order") fed[e.dst] = 1;
+  return g.items.some((it, v) => !fed[v] && !it.spine);
+}
+
+function width(arr: Arranged): number {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let v = 0; v < arr.items.length; v++) {
+    lo = Math.min(lo, arr.c[v]!);
+    hi = Math.max(hi, arr.c[v]! + at(arr.items, v).ac);
+  }
+  return hi - lo;
 }
