@@ -274,7 +274,13 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
             tuple(r.inputs for r in records),
             tuple(ran.input_ops),
             output_ops,
-            join_kinds(tracer.joins, tracer.softmaxes, tracer.owners, tracer.parents),
+            join_kinds(
+                tracer.joins,
+                tracer.softmaxes,
+                tracer.owners,
+                tracer.parents,
+                tuple(r.parent for r in records),
+            ),
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
         )

@@ -11,7 +11,8 @@ import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
 import { READ_K } from "../src/scene/scene";
-import { loadGraph } from "./fixtures";
+import { decodeGraph } from "../src/wire";
+import { loadGraph, loadRaw } from "./fixtures";
 
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
 const unet = buildTree(loadGraph("wire_unet.json"));
@@ -142,5 +143,27 @@ describe("Framing.lay for a step of playback", () => {
     expect([...(inside.r.state.stacked ?? [])]).toEqual([...(inside.s.state.stacked ?? [])]);
     const roomy = await lay("s:embed", 1200, 900);
     expect(roomy.r.state).toBe(roomy.s.state);
+  });
+});
+
+describe("Framing.lay for a view too wide for the canvas", () => {
+  // BERT's embeddings opened: word, position and token type embeddings side by side, the
+  // last two read no data (their ids come from buffers: "runs after")
+  const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+  const bert = buildTree(decodeGraph(golden.cases.find((c) => c.name === "bert_padded")!.graph));
+  const first = initialState(bert);
+  const shown = buildView(bert, first).byKey.has("s:embeddings.word_embeddings");
+  const opened = { ...(shown ? first : toggleExpanded(bert, first, bert.byId.get("embeddings")!)), auto: false };
+  const ids = ["word_embeddings", "position_embeddings", "token_type_embeddings"].map((n) => `s:embeddings.${n}`);
+
+  it("stands the sources on the trunk where that shows more (beside the inspector at 1024 px), not where it fits beside", async () => {
+    const wide = await framing(canvas(3000, 3000)).lay(opened, buildView(bert, opened), "TB", false);
+    expect(new Set(ids.map((id) => wide.boxes[id]![1])).size).toBe(1); // one row, where it fits
+    const w = 480;
+    const narrow = await framing(canvas(w, 700)).lay(opened, buildView(bert, opened), "TB", false);
+    const x = ids.map((id) => narrow.boxes[id]![0] + narrow.boxes[id]![2] / 2);
+    expect(new Set(ids.map((id) => narrow.boxes[id]![1])).size).toBe(3); // one under the other
+    expect(Math.max(...x) - Math.min(...x)).toBeLessThan(1); // on the trunk's line
+    expect(narrow.width).toBeLessThan(wide.width);
   });
 });

@@ -45,18 +45,26 @@ def join_kinds(
     softmaxes: set[int],
     owners: Sequence[int],
     parents: Sequence[tuple[int, ...]],
+    call_parents: Sequence[int] = (),
 ) -> tuple[tuple[int, str], ...]:
     """Each join op with what it does (:func:`join_kind`), a written-out attention named
     ``"attention"``: a matrix product one of whose operands comes, through ops of its own
-    call only, from a softmax (``softmax(q @ k.T * scale + mask) @ v``, as BERT's, T5's and
-    every eager attention writes it; ``F.scaled_dot_product_attention`` is named by its
-    function). Walks at most :data:`_ATTENTION_REACH` ops back per operand.
+    call (or of calls within it: GPT-2's eager attention runs its weights through its
+    ``attn_dropout`` module) only, from a softmax (``softmax(q @ k.T * scale + mask) @ v``,
+    as BERT's, T5's and every eager attention writes it; ``F.scaled_dot_product_attention``
+    is named by its function). Walks at most :data:`_ATTENTION_REACH` ops back per operand.
+    ``call_parents``: per call, the call it ran in (-1: the model's body).
 
     >>> import torch
     >>> join_kinds({2: torch.matmul, 4: torch.matmul}, {3}, [0] * 5, [(), (), (0, 1), (2,), (3, 1)])
     ((2, 'matmul'), (4, 'attention'))
     """
     kinds = {op: join_kind(func) for op, func in joins.items()}
+
+    def within(c: int, call: int) -> bool:  # c is call, or a call that ran in it
+        while call < c < len(call_parents):  # (a call's children start after it)
+            c = call_parents[c]
+        return c == call
 
     def weights(op: int, start: int) -> bool:  # a softmax of op's call at or before start
         seen, todo = {start}, [start]
@@ -65,13 +73,13 @@ def join_kinds(
             if at in softmaxes:
                 return True
             for p in parents[at]:
-                if p not in seen and owners[p] == owners[op]:
+                if p not in seen and within(owners[p], owners[op]):
                     seen.add(p)
                     todo.append(p)
         return False
 
     def kind_of(op: int, kind: str) -> str:
-        mine = [p for p in parents[op] if owners[p] == owners[op]]
+        mine = [p for p in parents[op] if within(owners[p], owners[op])]
         return "attention" if kind == "matmul" and any(weights(op, p) for p in mine) else kind
 
     return tuple((op, kind_of(op, kind)) for op, kind in kinds.items())

@@ -203,6 +203,8 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         pill.click()
         page.wait_for_selector(".nfw-inspector:not([hidden]) .nfw-tab[data-view=attention]")
         assert opened in (page.text_content(".nfw-inspector") or "")
+        # ... and marks the pill as what the inspector shows (the group stays open: no node is)
+        page.wait_for_selector(".nfw-junction[data-glyph='attention'].nfw-selected")
         page.keyboard.press("Escape")
     page.click("button[aria-label='Data on the graph']")
     check("data")

@@ -4,6 +4,7 @@ junctions. Expected joins are read off each model's code."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -126,3 +127,33 @@ def test_a_product_of_products_without_a_softmax_is_no_attention():
 
     flow = nfw.trace(Chain(), (torch.randn(3, 3), torch.randn(3, 3), torch.randn(3, 3)))
     assert [kind for _, kind in flow.condensed.joins] == ["matmul", "matmul"]
+
+
+def test_an_attention_whose_dropout_is_a_module_is_named_so():
+    """GPT-2's eager attention: ``attn_weights = module.attn_dropout(softmax(...))`` runs the
+    weights through an ``nn.Dropout`` call of its own before ``attn_weights @ value``."""
+
+    class ModuleDropout(WrittenOut):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drop = nn.Dropout(0.0)
+
+        def forward(self, x, mask):
+            q, k, v = self.q(x), self.k(x), self.v(x)
+            weights = self.drop(F.softmax(q @ k.transpose(-2, -1) / 8**0.5 + mask, dim=-1))
+            return self.o(weights @ v)
+
+    torch.manual_seed(0)
+    flow = nfw.trace(ModuleDropout().eval(), (torch.randn(1, 5, 8), torch.zeros(1, 5, 5)))
+    assert joined(flow)[-1] == ("attention", ("drop", "v"))
+
+
+def test_gpt2_eager_attention_is_named_so_in_every_layer():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=64, n_positions=16)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    flow = nfw.trace(model, torch.randint(0, 64, (1, 6)))
+    kinds = [kind for kind, _ in joined(flow)]
+    assert kinds.count("attention") == 2, kinds

@@ -100,12 +100,8 @@ export class Framing {
     else this.target = { ...this.target, ...room };
     const fit = this.target;
     const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
-    const layout = (req: LayoutRequest) => client.layout(req);
-    const trial = async (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> => {
-      const req = layoutRequest(v, dir, f, this.thumbs, this.measure) as LayoutRequest & { fit: FitTarget };
-      const lay = await client.layout(req);
-      return !fitsAt(lay, f) && wrap ? wrapToFit(req, lay, layout) : lay;
-    };
+    const trial = (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> =>
+      wrap ? this.fitted(v, f) : client.layout(layoutRequest(v, dir, f, this.thumbs, this.measure));
     const done = (lay: LayoutResult, f: FitTarget, s: ViewState, v: ViewGraph): Framed => {
       this.target = f;
       this.shown = s;
@@ -154,6 +150,21 @@ export class Framing {
     return done(await trial(v, f, false), f, root, v);
   }
 
+  /** `v` laid out for `f` as a chosen state is: as it is where it fits, else with every
+   * group's sources on its trunk where that shows more (BERT's three embeddings one under the
+   * other beside the inspector), then wrapped as far as that helps (layout/wrapping.ts). */
+  private async fitted(v: ViewGraph, f: FitTarget): Promise<LayoutResult> {
+    const { client } = this;
+    const layout = (req: LayoutRequest) => client.layout(req);
+    const req = layoutRequest(v, this.dir, f, this.thumbs, this.measure) as LayoutRequest & { fit: FitTarget };
+    const lay = await client.layout(req);
+    if (fitsAt(lay, f)) return lay;
+    const narrow = { ...req, inline: true };
+    const lined = await client.layout(narrow);
+    const shown = (l: LayoutResult) => shownAt(l.width, l.height, f);
+    return better(shown(lined), shown(lay), 1) ? wrapToFit(narrow, lined, layout) : wrapToFit(req, lay, layout);
+  }
+
   /**
    * Where playback starts, for a canvas `w` wide (beside the inspector at its least): the
    * state on screen where it fits at READ_K (wrapped as a chosen state is), else the same
@@ -162,16 +173,11 @@ export class Framing {
    * GPT-2 at 1024x768 shows whole beside the inspector so.
    */
   async playFrom(state: ViewState, tree: CallTree, w: number): Promise<ViewState> {
-    const { dir } = this;
     const parts = allParts(tree);
     if (parts.size === 0 || [...parts].every((p) => state.parts?.has(p))) return state;
     const fit: FitTarget = { w, h: this.canvas.clientHeight || 600, k: READ_K, reserve: MINIMAP_STRIP };
     const shows = async (s: ViewState) => {
-      const req = layoutRequest(buildView(tree, s), dir, fit, this.thumbs, this.measure) as LayoutRequest & {
-        fit: FitTarget;
-      };
-      const lay = await this.client.layout(req);
-      const { width, height } = fitsAt(lay, fit) ? lay : await wrapToFit(req, lay, (r) => this.client.layout(r));
+      const { width, height } = await this.fitted(buildView(tree, s), fit);
       return shownAt(width, height, fit);
     };
     const asIs = await shows(state);

@@ -144,7 +144,7 @@ export class Selection {
     const view = this.host.view();
     if (!tree || !view) return;
     const g = this.host.graphView;
-    g.setSelected(this.key());
+    g.setSelected(this.key(), this.id);
     g.setFocused(this.focusKey && view.byKey.has(this.focusKey) ? this.focusKey : null);
     g.setMatches(this.matches.map((c) => nodeKeyForCall(tree, view, c)).filter((k): k is string => k !== null));
   }

@@ -63,6 +63,7 @@ export interface LayoutRequest {
   dir: Direction;
   root: LayoutGroup;
   fit?: FitTarget; // the canvas the root should fit (wraps it into bands)
+  inline?: boolean; // every group's sources on its trunk (spine.ts): a narrower view, for a tight canvas
 }
 
 /** x, y (top-left, absolute), w, h */
@@ -148,6 +149,7 @@ function placeGroup(
   kids: (Placement | null)[],
   isRoot: boolean,
   fit: FitTarget | undefined,
+  inline = false,
 ): Placement {
   const pad = isRoot ? 0 : GROUP_PAD;
   const header = isRoot ? 0 : GROUP_HEADER;
@@ -176,6 +178,7 @@ function placeGroup(
     entries: group.entries ?? [],
     exits: group.exits ?? [],
     mirror: group.mirror === true,
+    sourcesInline: inline,
     lead: tb ? pad + header : pad,
     trail: pad,
   };
@@ -197,11 +200,11 @@ function placeGroup(
     let placed = routeArranged(columns, flow);
     // too small on the canvas: its sources on the trunk where that shows it larger (BART's
     // position embeddings at 1024 px: one column each, under the token embeddings)
-    const inline =
-      small(placed) && hasSources(flow) ? arrangeColumns({ ...flow, sourcesInline: true }, group.columns!) : null;
-    if (inline) {
-      const wrapped = wrapColumns(inline, fit!, dir);
-      const lined = routeArranged(inline, flow);
+    const tight = small(placed) && !inline && hasSources(flow);
+    const onTrunk = tight ? arrangeColumns({ ...flow, sourcesInline: true }, group.columns!) : null;
+    if (onTrunk) {
+      const wrapped = wrapColumns(onTrunk, fit!, dir);
+      const lined = routeArranged(onTrunk, flow);
       if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
     }
     // where the columns do not fit even wrapped, one column unwrapped that does (BART's
@@ -224,10 +227,10 @@ function placeGroup(
     let bands = wrapBands(arranged, fit, dir);
     let placed = routeArranged(arranged, flow);
     // too small on the canvas: its sources on the trunk where that shows it larger
-    const inline = small(placed) && hasSources(flow) ? arrange({ ...flow, sourcesInline: true }) : null;
-    if (inline) {
-      const wrapped = wrapBands(inline, fit, dir);
-      const lined = routeArranged(inline, flow);
+    const onTrunk = small(placed) && !inline && hasSources(flow) ? arrange({ ...flow, sourcesInline: true }) : null;
+    if (onTrunk) {
+      const wrapped = wrapBands(onTrunk, fit, dir);
+      const lined = routeArranged(onTrunk, flow);
       if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
     }
     return toGroup(placed, dir, pad, header, bands);
@@ -269,6 +272,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
     if (group.mirror) parts.push("mirror");
     if (group.wrap && !isRoot) parts.push(`wrap:${group.wrap}`);
+    if (req.inline) parts.push("inline");
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {
@@ -278,6 +282,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
         kids.map((k) => k?.p ?? null),
         isRoot,
         req.fit,
+        req.inline === true,
       );
       cache.set(sig, p);
       laidOut++;

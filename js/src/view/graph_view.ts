@@ -330,9 +330,11 @@ export class GraphView {
     if (next) this.nodeEls.get(next)?.classList.add(cls);
   }
 
-  setSelected(key: string | null) {
+  setSelected(key: string | null, stage: string | null = null) {
     this.mark(this.selected, key, "nfw-selected");
     this.selected = key;
+    for (const j of this.joinLayer.querySelectorAll<SVGGElement>(".nfw-junction[data-stage]"))
+      j.classList.toggle("nfw-selected", j.dataset.stage === stage); // an attention's pill: its stage
   }
 
   setFocused(key: string | null) {

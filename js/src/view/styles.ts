@@ -52,7 +52,7 @@ export const GRAPH_CSS = `
 .nfw-node.nfw-port .nfw-t1 { font-weight: 500; font-size: 13px; fill: var(--nfw-fg1); }
 .nfw-node.nfw-error .nfw-card { stroke: var(--nfw-error); stroke-width: 2; }
 .nfw-node.nfw-failed .nfw-card { stroke: var(--nfw-error); stroke-width: 2.5; }
-.nfw-node.nfw-selected .nfw-card { stroke: var(--nfw-accent); stroke-width: 2.5; }
+.nfw-node.nfw-selected .nfw-card, .nfw-junction.nfw-selected .nfw-junction-disc { stroke: var(--nfw-accent); stroke-width: 2.5; }
 .nfw-node.nfw-focus .nfw-ring { display: block; }
 .nfw-ring { display: none; fill: none; stroke: var(--nfw-accent); stroke-width: 1.5; stroke-dasharray: 4 3; }
 .nfw-node.nfw-match .nfw-card { stroke: #eab308; stroke-width: 2.5; }
