@@ -265,22 +265,18 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
     outs = output_leaves(ran.output) if ran.error is None else []
     outputs = tuple(f"output:{path}" for path, _ in outs)
     records = tracker.calls
+    within = tuple(r.parent for r in records)  # per call, the call it ran in
     if tracer is not None:
         output_ops = tuple((f"output:{path}", tracer.ops_of([t])) for path, t in outs)
+        joins = join_kinds(tracer.joins, tracer.softmaxes, tracer.owners, tracer.parents, within)
         graph = OpGraph(
             tuple(tracer.owners),
             tuple(tracer.parents),
-            tuple(r.parent for r in records),
+            within,
             tuple(r.inputs for r in records),
             tuple(ran.input_ops),
             output_ops,
-            join_kinds(
-                tracer.joins,
-                tracer.softmaxes,
-                tracer.owners,
-                tracer.parents,
-                tuple(r.parent for r in records),
-            ),
+            joins,
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
         )
@@ -288,9 +284,7 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
             unfinished = {i for i, r in enumerate(records) if r.error is not None or not r.done}
             graph = without_unread(graph, unfinished)
     else:
-        graph = OpGraph(
-            (), (), tuple(r.parent for r in records), tuple(() for _ in records), (), ()
-        )
+        graph = OpGraph((), (), within, tuple(() for _ in records), (), ())
     selected = resolve(request.stages, request.modules.infos, calls, request.model)
     inputs = tuple(ran.inputs)
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
