@@ -155,6 +155,16 @@ describe("a source that feeds the trunk (a position embedding: it reads no data)
     expect(pos[1]).toBe(tok[1]);
     expect(overlaps(pos, tok)).toBe(false);
     expect(pos[1] + pos[3]).toBeLessThan(sum[1]);
+    // "runs after" straight across the row, from side to side (not under and up through it)
+    const route = must(lay.routes, "tok>pos");
+    expect(route.length).toBe(4);
+    const [x0, y0, x1, y1] = route as [number, number, number, number];
+    expect(y0).toBe(y1);
+    expect(y0).toBeGreaterThan(tok[1]);
+    expect(y0).toBeLessThan(tok[1] + tok[3]);
+    expect([x0, x1].sort((p, q) => p - q)).toEqual(
+      pos[0] > tok[0] ? [tok[0] + tok[2], pos[0]] : [pos[0] + pos[2], tok[0]],
+    );
   });
 
   it("stands on the trunk above what it feeds where the canvas is too narrow for it beside", () => {

@@ -108,6 +108,15 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       const rest = route(entry, v);
       return [...rounded([...bridge, rest[2]!, rest[3]!], 14).slice(0, -2), ...rest.slice(2)];
     }
+    if (u.index >= 0 && v.index >= 0 && u.row === v.row) {
+      // across its row ("runs after" beside it: LLaMA's rotary embedding), straight from side
+      // to side where nothing is between, else over the row's top
+      const right = v.box[1] > u.box[1];
+      const across = [mid(u), right ? u.box[1] + u.box[3] : u.box[1], mid(v), right ? v.box[1] : v.box[1] + v.box[3]];
+      if (!blocked(across, u, v)) return across;
+      const over = Math.min(u.box[0], v.box[0]) - 10;
+      return rounded([u.box[0], u.cin, over, u.cin, over, v.cin, v.box[0], v.cin], CORNER);
+    }
     if (Math.abs(out[1] - inn[1]) < 0.5) {
       const straight = [...out, ...inn];
       if (!blocked(straight, u, v)) return straight;
