@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from .records import OpGraph
+from .records import OpGraph, ran_within
 
 __all__ = ["without_unread"]
 
@@ -41,11 +41,6 @@ def without_unread(graph: OpGraph, unfinished: Collection[int] = ()) -> OpGraph:
         for p in parents:
             readers.setdefault(p, set()).add(owner)
 
-    def within(c: int, call: int) -> bool:
-        while c > call:  # (a call's children start after it)
-            c = call_parents[c]
-        return c == call
-
     inputs: list[tuple[int, ...]] = []
     arguments: list[tuple[int, ...]] = []
     changed = False
@@ -54,7 +49,8 @@ def without_unread(graph: OpGraph, unfinished: Collection[int] = ()) -> OpGraph:
         kept = [
             i
             for i, op in enumerate(ops)
-            if call in unfinished or any(within(c, call) for c in readers.get(op, ()))
+            if call in unfinished
+            or any(ran_within(call_parents, c, call) for c in readers.get(op, ()))
         ]
         if len(kept) == len(ops):
             inputs.append(ops)

@@ -6,7 +6,7 @@ other part of the package and the wire format speak.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -103,3 +103,11 @@ class ModuleInfo:
     type: str
     depth: int
     leaf: bool
+
+
+def ran_within(call_parents: Sequence[int], c: int, call: int) -> bool:
+    """Whether call ``c`` is ``call`` or ran inside it (``call_parents``: per call, the call it
+    ran in; -1, the model's body, holds every call). A call's children start after it."""
+    while call < c < len(call_parents):
+        c = call_parents[c]
+    return c == call

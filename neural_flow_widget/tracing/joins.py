@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from ..graph.records import ran_within
+
 #: what a join (an op reading tensors of two or more ops) does, by the torch function's name
 JOINS = {
     **dict.fromkeys(("add", "add_", "__add__", "__radd__", "__iadd__", "sum"), "add"),
@@ -61,11 +63,6 @@ def join_kinds(
     """
     kinds = {op: join_kind(func) for op, func in joins.items()}
 
-    def within(c: int, call: int) -> bool:  # c is call, or a call that ran in it
-        while call < c < len(call_parents):  # (a call's children start after it)
-            c = call_parents[c]
-        return c == call
-
     def weights(op: int, start: int) -> bool:  # a softmax of op's call at or before start
         seen, todo = {start}, [start]
         while todo and len(seen) <= _ATTENTION_REACH:
@@ -73,13 +70,13 @@ def join_kinds(
             if at in softmaxes:
                 return True
             for p in parents[at]:
-                if p not in seen and within(owners[p], owners[op]):
+                if p not in seen and ran_within(call_parents, owners[p], owners[op]):
                     seen.add(p)
                     todo.append(p)
         return False
 
     def kind_of(op: int, kind: str) -> str:
-        mine = [p for p in parents[op] if within(owners[p], owners[op])]
+        mine = [p for p in parents[op] if ran_within(call_parents, owners[p], owners[op])]
         return "attention" if kind == "matmul" and any(weights(op, p) for p in mine) else kind
 
     return tuple((op, kind_of(op, kind)) for op, kind in kinds.items())
