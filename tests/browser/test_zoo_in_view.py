@@ -77,28 +77,31 @@ WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(
 #: chain under the other), the walk from the view with its sublayers folded where that fits or
 #: shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one node), the groups and stacks away from
 #: the step folded where the step does not fit (Whisper's and T5's decoder one node while the
-#: walk is in the encoder); the others show the step and what feeds it, the note the rest
+#: walk is in the encoder; BERT's three embeddings one under the other at 1280, where beside
+#: each other they do not fit: layout/spine.ts sourcesInline); the others show the step and
+#: what feeds it, the note the rest
 WHOLE_AFTER["play"] = {
     "resnet50",
     "llama",
     "gpt2",
     "vit",
+    "whisper",
+    "t5",
     ("unet2d", 1280),
-    ("whisper", 1280),
-    ("t5", 1280),
+    ("bert", 1280),
 }
 #: ... and after opening a block, where it fits with the other open blocks, stacks and
 #: sublayers folded (the accordion, its tries wrapped: ViT's layer opened with its attention,
-#: two bands beside each other once the embeddings fold; LLaMA's attention opened at 1024 with
-#: "post_attention_layernorm -> mlp" one node, at 1280x720 a row short: its q, k and v meet
-#: in the attention's pill, the note counts the last (+) below)
+#: two bands beside each other once the embeddings fold; LLaMA's attention opened at both
+#: sizes, its rotary embedding no row of its own between the embedding and the stack: it reads
+#: no data of the embedding, graph/reads.py)
 WHOLE_AFTER["open"] = {
     "gpt2",
     "bert",
     "t5",
     "vit",
+    "llama",
     ("whisper", 1280),
-    ("llama", 1024),
     ("resnet50", 1024),
 }
 
