@@ -3,11 +3,13 @@
 // "unet2d_condition") is a U too: down blocks on one side, up blocks on the other, each level
 // matched, skips straight across, the conditioning beside it, its buses never behind a node.
 import { describe, expect, it } from "vitest";
-import { type Box, computeLayout, type Direction, GROUP_PAD } from "../src/layout/layout";
+import { type Box, computeLayout, type Direction, type FitTarget, GROUP_PAD } from "../src/layout/layout";
+import { FIT_MARGIN } from "../src/layout/flow";
+import { INSPECTOR_MIN } from "../src/app/viewfinder";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
-import { buildScene, layoutRequest } from "../src/scene/scene";
+import { buildScene, layoutRequest, MINIMAP_STRIP, READ_K } from "../src/scene/scene";
 import { segmentHitsBox } from "../src/layout/flow";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw, must } from "./fixtures";
@@ -120,11 +122,47 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     expect(yd).toBeGreaterThan(up[1] + up[3]);
   });
 
-  it.each([...states, ["up_blocks.1 open", () => open(tree, "up_blocks.1")] as [string, () => ViewState]])(
+  // beside the inspector at its least on a 1024 x 768 page: too narrow for the conditioning
+  // beside the encoder (either way: 978 px at 1:1), as high as the U with it above
+  const inspected: FitTarget = { w: 1024 - INSPECTOR_MIN, h: 768 - 46, k: READ_K, reserve: MINIMAP_STRIP };
+  it("beside the inspector: the conditioning above the encoder, the U whole at 12 px", () => {
+    const view = buildView(tree, initialState(tree));
+    const lay = computeLayout(layoutRequest(view, "TB", inspected));
+    expect(lay.width * READ_K + 2 * FIT_MARGIN).toBeLessThanOrEqual(inspected.w);
+    expect(lay.height * READ_K + 2 * FIT_MARGIN).toBeLessThanOrEqual(inspected.h);
+    const box = (id: string) => lay.boxes[`s:${id}`] ?? must(lay.boxes, `i:${id}`);
+    const [xd] = centre(box("down_blocks.0"));
+    const [xm, ym] = centre(box("mid_block"));
+    const [xu, yu] = centre(box("up_blocks.0"));
+    expect(xd).toBeLessThan(xm);
+    expect(xu).toBeGreaterThan(xm);
+    expect(yu).toBeLessThan(ym);
+    expect(Math.abs(centre(box("down_blocks.1"))[1] - yu)).toBeLessThan(0.5); // level
+    // the timestep's chain and the text above the encoder's input, each clear of the tail
+    const sample = box("input:sample");
+    for (const id of ["input:timestep", "time_proj", "time_embedding", "input:encoder_hidden_states"]) {
+      const b = box(id);
+      expect(b[1] + b[3], id).toBeLessThan(sample[1]);
+      expect(b[0], id).toBeGreaterThanOrEqual(box("down_blocks.0")[0] - 0.5);
+    }
+    const keys = view.nodes.map((n) => n.key);
+    for (const [i, a] of keys.entries())
+      for (const b of keys.slice(i + 1)) {
+        const [p, q] = [must(lay.boxes, a), must(lay.boxes, b)];
+        const hit = p[0] < q[0] + q[2] && q[0] < p[0] + p[2] && p[1] < q[1] + q[3] && q[1] < p[1] + p[3];
+        expect(hit, `${a} / ${b}`).toBe(false);
+      }
+  });
+
+  it.each([
+    ...states.map(([name, state]): [string, () => ViewState, FitTarget?] => [name, state]),
+    ["up_blocks.1 open", () => open(tree, "up_blocks.1")],
+    ["beside the inspector", () => initialState(tree), inspected],
+  ] as [string, () => ViewState, FitTarget?][])(
     "%s: the timestep and text buses pass behind no node",
-    (_, state) => {
+    (_, state, fit) => {
       const view = buildView(tree, state());
-      const lay = computeLayout(layoutRequest(view, "TB"));
+      const lay = computeLayout(layoutRequest(view, "TB", fit));
       const scene = buildScene(tree, view, lay, "TB");
       expect(scene.buses.map((b) => b.srcId).sort()).toEqual(["input:encoder_hidden_states", "time_embedding"]);
       const lines = [

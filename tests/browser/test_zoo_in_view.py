@@ -73,13 +73,13 @@ MODELS = {
 WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS)}
 #: ... and after Play, where the model fits beside the inspector at 12 px (a model, or a model
 #: at a width): the transport on the inspector's top (the graph keeps the canvas's height), the
-#: inspector narrowed for the graph laid out beside it (diffusers' U, its conditioning one
-#: chain under the other), the walk from the view with its sublayers folded where that fits or
-#: shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one node), the groups and stacks away from
-#: the step folded where the step does not fit (Whisper's and T5's decoder one node while the
-#: walk is in the encoder; BERT's three embeddings one under the other at 1280, where beside
-#: each other they do not fit: layout/spine.ts sourcesInline); the others show the step and
-#: what feeds it, the note the rest
+#: inspector narrowed for the graph laid out beside it (diffusers' U at 1280, its conditioning
+#: beside the encoder; at 1024 above it, layout/ushape.ts), the walk from the view with its
+#: sublayers folded where that fits or shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one
+#: node), the groups and stacks away from the step folded where the step does not fit
+#: (Whisper's and T5's decoder one node while the walk is in the encoder; BERT's three
+#: embeddings one under the other at 1280, where beside each other they do not fit:
+#: layout/spine.ts sourcesInline); the others show the step and what feeds it, the note the rest
 WHOLE_AFTER["play"] = {
     "resnet50",
     "llama",
@@ -87,7 +87,7 @@ WHOLE_AFTER["play"] = {
     "vit",
     "whisper",
     "t5",
-    ("unet2d", 1280),
+    "unet2d",
     ("bert", 1280),
 }
 #: ... and after opening a block, where it fits with the other open blocks, stacks and

@@ -62,6 +62,7 @@ export class Viewfinder {
   private toggled: string | null = null; // the group or node opened or folded last
   private partKey: string | null = null; // what the part shown after an action centres on
   private relayTimer = 0;
+  private growWhole = false; // the inspector narrowed: the canvas grown shows the whole graph (a step shown meanwhile or not)
 
   constructor(private readonly host: ViewfinderHost) {}
 
@@ -70,6 +71,7 @@ export class Viewfinder {
    * part of it around the toggled thing, the step of playback or the selection at that scale. */
   drawn(scene: Scene, reason: string, anchor?: { key: string; box: Box }) {
     const { camera, graphView } = this.host;
+    this.growWhole = false;
     if (anchor && reason !== "canvas") this.toggled = anchor.key;
     if (camera.needsFit) {
       this.firstLeast = reason === "direction" ? MIN_K : ACTIONS.has(reason) ? camera.least : READ_K;
@@ -132,14 +134,9 @@ export class Viewfinder {
     if (!scene || this.laying) return;
     if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);
     else if (grew || taller || moved) {
-      camera.resized(
-        scene,
-        grew,
-        camera.showsAll(scene, width - grew),
-        this.keep(),
-        this.host.dir(),
-        grew || camera.zoom.moving ? 200 : 0,
-      );
+      const whole = this.growWhole || camera.showsAll(scene, width - grew);
+      this.growWhole = false;
+      camera.resized(scene, grew, whole, this.keep(), this.host.dir(), grew || camera.zoom.moving ? 200 : 0);
     }
     this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
     // a canvas much wider or narrower (the inspector opened or closed, the page resized) wants
@@ -218,6 +215,7 @@ export class Viewfinder {
     if (need <= room || all - need < INSPECTOR_MIN || scene.height * k + 2 * FIT_MARGIN > ui.canvas.clientHeight)
       return false;
     el.style.width = el.dataset.fitted = `${Math.floor(all - need)}px`;
+    this.growWhole = true;
     return true;
   }
 

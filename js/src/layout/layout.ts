@@ -217,10 +217,18 @@ function placeGroup(
   const uFlow = { ...flow, edges: drawn.map((i) => at(flow.edges, i)) };
   const u = placeU(uFlow);
   if (u) {
-    // the conditioning's chains side by side (a lower U) or one under the other (a narrower
-    // one): on the canvas, whichever shows the U larger
-    const narrow = isRoot && fit ? placeU(uFlow, false) : null;
-    return widen(toGroup(narrow && scale(narrow) > scale(u) + 1e-9 ? narrow : u, dir, pad, header, 1));
+    // the conditioning's chains side by side beside the encoder (a lower U), one under the
+    // other (a narrower one), or above the encoder (narrower still, taller: diffusers' U beside
+    // the inspector at 1024 px): the first that fits the canvas; else of those as high as it,
+    // the narrowest (the inspector beside it gives way: app/viewfinder.ts); else the largest
+    const us = [u, ...(isRoot && fit ? [placeU(uFlow, "stacked"), placeU(uFlow, "above")] : [])].filter(
+      (p): p is FlowPlacement => p !== null,
+    );
+    const high = (p: FlowPlacement) => (tb ? p.al : p.ac) * fit!.k + 2 * FIT_MARGIN <= fit!.h + 1e-9;
+    const largest = (ps: FlowPlacement[]) => ps.reduce((a, b) => (scale(b) > scale(a) + 1e-9 ? b : a));
+    const low = isRoot && fit ? us.filter(high) : [];
+    const best = !(isRoot && fit) ? u : (us.find((p) => !small(p)) ?? (low.length ? largest(low) : largest(us)));
+    return widen(toGroup(best, dir, pad, header, 1));
   }
   const arranged = arrangeNarrow(flow);
   if (arranged && isRoot && fit) {

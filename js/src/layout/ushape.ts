@@ -12,9 +12,12 @@
  *
  * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
  * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in columns
- * beside the encoder (one per chain of them, side by side), above its first skip, so that the bus runs down the outside of the U
- * and its taps pass no node; then the tail rises up the decoder's side (the bus enters the
- * decoder from outside, scene/bus.ts) instead of running on to the side.
+ * beside the encoder (one per chain of them, side by side, or one under the other), above its
+ * first skip, so that the bus runs down the outside of the U and its taps pass no node; or,
+ * narrower, above the encoder's first stage, the chains starting level (a short one over the
+ * decoder's tail: diffusers' U beside the inspector at 1024 px). Then the tail rises up the
+ * decoder's side (the bus enters the decoder from outside, scene/bus.ts) instead of running on
+ * to the side.
  *
  * Open groups keep the U: one on the encoder's side flows down like it, and a skip from it
  * leaves below it, where its data leaves; one at the bottom is entered from above and left
@@ -34,8 +37,13 @@ const SHARED_OFF = 10; // a shared skip's end beside its target's level skip
 const BUS_OFF = 16; // scene/bus.ts: a bus' distance from what it passes ...
 const BUS_STEP = 10; // ... and between two buses
 
-/** `beside`: the conditioning's chains side by side (lower), else one under the other (narrower). */
-export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
+/** Where the conditioning stands: its chains side by side beside the encoder (a lower U),
+ * one under the other there (narrower), or side by side above the encoder's first stage
+ * (narrower still: beside the inspector). */
+export type Conditioning = "beside" | "stacked" | "above";
+
+export function placeU(g: FlowGroup, where: Conditioning = "beside"): FlowPlacement | null {
+  const beside = where !== "stacked";
   const { items: all, edges } = g;
   if (all.length < 6 || g.exits.length) return null;
   const node = (v: number) => at(all, v);
@@ -171,8 +179,8 @@ export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
   // up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
-  let sEnd = A[head] - item(head).al / 2;
-  for (let i = rightStart; i <= rEnd; i++) sEnd = Math.min(sEnd, A[i]! - item(i).al / 2);
+  let sEnd = where === "above" ? A[0]! - item(0).al / 2 : A[head] - item(head).al / 2;
+  for (let i = rightStart; i <= rEnd && where !== "above"; i++) sEnd = Math.min(sEnd, A[i]! - item(i).al / 2);
   sEnd -= RANKSEP;
   const parts = beside ? [...new Set(aside.map(find))] : [find(aside[0] ?? 0)]; // the first nearest the U
   const partOf = aside.map((v) => Math.max(0, parts.indexOf(find(v))));
@@ -181,6 +189,11 @@ export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
     const p = partOf[q]!;
     sTop[q] = upTo[p]! - node(aside[q]!).al;
     upTo[p] = sTop[q]! - RANKSEP;
+  }
+  if (where === "above") {
+    // above the encoder its columns start level (a short one stands above the decoder's tail)
+    const lift = Math.min(...upTo);
+    for (const [q, p] of partOf.entries()) sTop[q] = sTop[q]! - (upTo[p]! - lift);
   }
   // the tail on up the decoder's side (the buses enter it from outside), or level with the
   // decoder's last item (above it when that is an open group: its data leaves at its top)
@@ -286,7 +299,9 @@ export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
     routes[e] = rounded([...out, end, middle, ...into(t, end)], 10);
   }
 
-  // the conditioning's columns, across: beside the encoder, one beside the other
+  // the conditioning's columns, across: beside the encoder, one beside the other; or above
+  // it, the last as far right as the rising side leaves room (it stands above the decoder's
+  // tail) and no farther than the encoder's right
   let minC0 = Infinity;
   for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
   const wide = parts.map(() => 0);
@@ -294,6 +309,22 @@ export function placeU(g: FlowGroup, beside = true): FlowPlacement | null {
   const mid: number[] = [];
   for (const [p, w] of wide.entries())
     mid.push(p === 0 ? minC0 - SIDE_GAP - w / 2 : mid[p - 1]! - wide[p - 1]! / 2 - PART_GAP - w / 2);
+  if (where === "above") {
+    // from the encoder's left on to the right, each clear of the rising side beside it (the
+    // U wider to the left where they are not)
+    let over = 0;
+    for (const [p, w] of wide.entries()) {
+      mid[p] = (p === 0 ? minC0 : mid[p - 1]! + wide[p - 1]! / 2 + PART_GAP) + w / 2;
+      let a0 = Infinity;
+      let a1 = -Infinity;
+      for (const [q, v] of aside.entries())
+        if (partOf[q] === p) [a0, a1] = [Math.min(a0, sTop[q]!), Math.max(a1, sTop[q]! + node(v).al)];
+      for (let i = rightStart; i < n; i++)
+        if (top(i) < a1 + RANKSEP / 2 && low(i) > a0 - RANKSEP / 2)
+          over = Math.max(over, mid[p]! + w / 2 + PART_GAP - lo(i));
+    }
+    for (let p = 0; p < mid.length; p++) mid[p] = mid[p]! - over;
+  }
   for (const [q, v] of aside.entries()) sLo[q] = mid[partOf[q]!]! - (node(v).group ? node(v).ain : node(v).ac / 2);
   for (const e of sideChain) {
     const u = sideAt[edges[e]!.src]!;
