@@ -166,4 +166,18 @@ describe("Framing.lay for a view too wide for the canvas", () => {
     expect(Math.max(...x) - Math.min(...x)).toBeLessThan(1); // on the trunk's line
     expect(narrow.width).toBeLessThan(wide.width);
   });
+
+  it("keeps the root's sources beside its trunk where all of them on it is too tall (BERT's mask)", async () => {
+    // 500 x 1020: the embeddings side by side are too wide, every source on its trunk too
+    // tall (the mask a row of its own); the embeddings one under the other, the mask beside
+    const fit = { w: 500, h: 1020, k: READ_K, reserve: 0 };
+    const r = await framing(canvas(fit.w, fit.h)).lay(opened, buildView(bert, opened), "TB", false);
+    expect(fitsAt(r, fit)).toBe(true);
+    expect(new Set(ids.map((id) => r.boxes[id]![1])).size).toBe(3);
+    const [, my, , mh] = r.boxes["i:input:attention_mask"]!;
+    const beside = Object.entries(r.boxes).filter(
+      ([k, [, y, , h]]) => (k.startsWith("s:") || k.startsWith("c:")) && y < my + mh && my < y + h,
+    );
+    expect(beside.length).toBeGreaterThan(0); // beside the trunk (the embeddings), not a row of its own
+  });
 });

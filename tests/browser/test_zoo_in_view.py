@@ -78,8 +78,9 @@ WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(
 #: sublayers folded where that fits or shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one
 #: node), the groups and stacks away from the step folded where the step does not fit
 #: (Whisper's and T5's decoder one node while the walk is in the encoder; BERT's three
-#: embeddings one under the other at 1280, where beside each other they do not fit:
-#: layout/spine.ts sourcesInline); the others show the step and what feeds it, the note the rest
+#: embeddings one under the other, where beside each other they do not fit: layout/spine.ts
+#: sourcesInline, its mask beside the trunk at 1024); the others show the step and what feeds
+#: it, the note the rest
 WHOLE_AFTER["play"] = {
     "resnet50",
     "llama",
@@ -88,7 +89,7 @@ WHOLE_AFTER["play"] = {
     "whisper",
     "t5",
     "unet2d",
-    ("bert", 1280),
+    "bert",
 }
 #: ... and after opening a block, where it fits with the other open blocks, stacks and
 #: sublayers folded (the accordion, its tries wrapped: ViT's layer opened with its attention,

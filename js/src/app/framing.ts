@@ -152,17 +152,24 @@ export class Framing {
 
   /** `v` laid out for `f` as a chosen state is: as it is where it fits, else with every
    * group's sources on its trunk where that shows more (BERT's three embeddings one under the
-   * other beside the inspector), then wrapped as far as that helps (layout/wrapping.ts). */
+   * other beside the inspector), or every group's but the root's (its mask then beside the
+   * trunk, a row less: BERT's walk at 1024 px), then wrapped as far as that helps
+   * (layout/wrapping.ts). */
   private async fitted(v: ViewGraph, f: FitTarget): Promise<LayoutResult> {
     const { client } = this;
     const layout = (req: LayoutRequest) => client.layout(req);
     const req = layoutRequest(v, this.dir, f, this.thumbs, this.measure) as LayoutRequest & { fit: FitTarget };
     const lay = await client.layout(req);
     if (fitsAt(lay, f)) return lay;
-    const narrow = { ...req, inline: true };
-    const lined = await client.layout(narrow);
     const shown = (l: LayoutResult) => shownAt(l.width, l.height, f);
-    return better(shown(lined), shown(lay), 1) ? wrapToFit(narrow, lined, layout) : wrapToFit(req, lay, layout);
+    let best: [typeof req, LayoutResult] = [req, lay];
+    for (const inline of [true, "nested"] as const) {
+      const narrow = { ...req, inline };
+      const lined = await client.layout(narrow);
+      if (better(shown(lined), shown(best[1]), 1)) best = [narrow, lined];
+      if (fitsAt(lined, f)) break;
+    }
+    return wrapToFit(best[0], best[1], layout);
   }
 
   /**

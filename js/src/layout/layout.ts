@@ -63,7 +63,9 @@ export interface LayoutRequest {
   dir: Direction;
   root: LayoutGroup;
   fit?: FitTarget; // the canvas the root should fit (wraps it into bands)
-  inline?: boolean; // every group's sources on its trunk (spine.ts): a narrower view, for a tight canvas
+  // every group's sources on its trunk (spine.ts): a narrower view, for a tight canvas; "nested":
+  // every group's but the root's (a taller one: BERT's mask stays beside the trunk)
+  inline?: boolean | "nested";
 }
 
 /** x, y (top-left, absolute), w, h */
@@ -280,7 +282,8 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
     if (group.mirror) parts.push("mirror");
     if (group.wrap && !isRoot) parts.push(`wrap:${group.wrap}`);
-    if (req.inline) parts.push("inline");
+    const inline = isRoot ? req.inline === true : req.inline !== undefined && req.inline !== false;
+    if (inline) parts.push("inline");
     const sig = parts.join("|");
     let p = cache.get(sig);
     if (!p) {
@@ -290,7 +293,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
         kids.map((k) => k?.p ?? null),
         isRoot,
         req.fit,
-        req.inline === true,
+        inline,
       );
       cache.set(sig, p);
       laidOut++;
