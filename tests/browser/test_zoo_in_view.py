@@ -209,6 +209,9 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         assert opened in (page.text_content(".nfw-inspector") or "")
         # ... and marks the pill as what the inspector shows (the group stays open: no node is)
         page.wait_for_selector(".nfw-junction[data-glyph='attention'].nfw-selected")
+        # the inspector beside the opened block: names still 12 px high (a block wider than the
+        # canvas is shown in part, not whole and smaller)
+        check("pill")
         page.keyboard.press("Escape")
     page.click("button[aria-label='Data on the graph']")
     check("data")

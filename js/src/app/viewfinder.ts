@@ -91,7 +91,10 @@ export class Viewfinder {
     // laid out for the canvas beside the inspector and still too wide: the inspector gives
     // way where that shows it whole (its canvas then grows, and the view is framed for it)
     if (whole && this.narrowInspector(scene)) return;
-    if (ACTIONS.has(reason)) camera.showPart(scene, after ?? this.focus(), this.host.dir());
+    // (the part kept where it was, but never smaller than names read: an opened block wider
+    // than the canvas beside the inspector is shown in part at that scale, not whole smaller)
+    const small = reason === "canvas" && camera.zoom.target.k < camera.readK - 1e-6;
+    if (ACTIONS.has(reason) || small) camera.showPart(scene, after ?? this.focus(), this.host.dir());
     else if (!(anchor && after)) this.host.redraw();
   }
 
