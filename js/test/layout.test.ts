@@ -179,3 +179,33 @@ describe("a source that feeds the trunk (a position embedding: it reads no data)
     expect(pos[1] + pos[3]).toBeLessThan(sum[1]);
   });
 });
+
+describe("a group as wide as its header", () => {
+  // three nodes side by side under a header wider than any of them: the group takes the
+  // header's width, the nodes keep their own (ALBERT's attention opened: key, query, value
+  // were each as wide as "albert_layers.0.attention AlbertAttention")
+  const leaf = (key: string, spine = false) => ({ key, w: 120, h: 50, spine });
+  const group: LayoutGroup = {
+    key: "g",
+    items: [leaf("in", true), leaf("a"), leaf("b"), leaf("out", true)],
+    edges: [
+      { src: 0, dst: 1, weight: 1 },
+      { src: 0, dst: 2, weight: 1 },
+      { src: 0, dst: 3, weight: 8 },
+      { src: 1, dst: 3, weight: 1 },
+      { src: 2, dst: 3, weight: 1 },
+    ],
+    minW: 900,
+  };
+  it.each(["TB", "LR"] as const)("%s", (dir) => {
+    const lay = computeLayout({ dir, root: { key: "root", items: [group], edges: [] } });
+    for (const k of ["in", "a", "b", "out"]) expect(must(lay.boxes, k)[2]).toBe(120);
+    const g = must(lay.boxes, "g");
+    if (dir === "LR") return; // (along the flow its nodes are as wide as its header: scene/request.ts)
+    expect(g[2]).toBeCloseTo(900, 5);
+    const xs = ["in", "a", "b", "out"].map((k) => must(lay.boxes, k));
+    const lo = Math.min(...xs.map((b) => b[0]));
+    const hi = Math.max(...xs.map((b) => b[0] + b[2]));
+    expect(Math.abs(lo - g[0] - (g[0] + g[2] - hi))).toBeLessThan(1); // centred
+  });
+});

@@ -49,6 +49,7 @@ export interface LayoutGroup {
   columns?: number[]; // per item, its column (0, 1, ...): chains drawn side by side (columns.ts)
   mirror?: boolean; // branches to the left of the trunk (in a column right of another: facing it)
   wrap?: number; // an open group's chain wrapped into this many bands (bands.ts wrapInto), for the fit of the whole
+  minW?: number; // in TB, at least this wide (its header's width), its content centred in it
 }
 
 export interface LayoutEdge {
@@ -253,6 +254,23 @@ function placeGroup(
   return widen({ ...placeLayered(dir, sizes, real, flow.entries, flow.exits, pad, header), bands: 1 });
 }
 
+/** A TB group's placement at least `minW` wide, its content centred across it. */
+function atLeast(p: Placement, minW: number): Placement {
+  if (p.w >= minW) return p;
+  const dx = (minW - p.w) / 2;
+  const across = (r: number[]) => r.map((v, i) => (i % 2 === 0 ? v + dx : v));
+  return {
+    ...p,
+    w: minW,
+    pos: across(p.pos),
+    routes: p.routes.map(across),
+    inRoutes: p.inRoutes.map(across),
+    outRoutes: p.outRoutes.map(across),
+    ain: p.ain + dx,
+    aout: p.aout + dx,
+  };
+}
+
 type Done = { group: LayoutGroup; p: Placement; kids: (Done | null)[] };
 
 /** Lay out a request; `cache` makes repeated calls incremental. */
@@ -282,6 +300,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
     if (group.mirror) parts.push("mirror");
     if (group.wrap && !isRoot) parts.push(`wrap:${group.wrap}`);
+    if (group.minW) parts.push(`min:${group.minW.toFixed(1)}`);
     const inline = isRoot ? req.inline === true : req.inline !== undefined && req.inline !== false;
     if (inline) parts.push("inline");
     const sig = parts.join("|");
@@ -295,6 +314,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
         req.fit,
         inline,
       );
+      if (group.minW && req.dir === "TB") p = atLeast(p, group.minW);
       cache.set(sig, p);
       laidOut++;
     }

@@ -58,10 +58,7 @@ const PER_CHAR: Record<TextKind, number> = { t1: 8.6, t2: 7.4, num: 8, ct: 9, st
  * ("WwMm…") is whole too. */
 export const estimate: Measure = (text, kind) => PER_CHAR[kind] * text.length;
 
-export interface Drawn {
-  drawing: Drawing;
-  trunk: Trunk;
-}
+export type Drawn = { drawing: Drawing; trunk: Trunk };
 
 const memo = new WeakMap<ViewGraph, Drawn>();
 
@@ -256,7 +253,7 @@ export function layoutRequest(
     spine: trunk.spine.has(key),
     junction,
   });
-  // `minW`: in a stack, its nodes are at least as wide as its header needs
+  // `minW`: a group as wide as its header at least: in TB the group (centred in it), in LR each node
   const build = (
     key: string,
     items: Item[],
@@ -265,17 +262,18 @@ export function layoutRequest(
     minW = 0,
     outer = "",
   ): LayoutGroup => {
-    const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [] };
+    const g: LayoutGroup = { key, items: [], edges: [], entries: [], exits: [], minW: dir === "TB" ? minW : 0 };
+    const least = dir === "TB" ? 0 : Math.max(0, minW - 2 * GROUP_PAD); // each node's
     groups.set(key, g);
     g.items.push(...ports);
     for (const it of items) {
       if (it.kind === "stage")
-        g.items.push(leaf(it.key, Math.max(minW, stageWidth(view.tree.graph.calls[it.call]!, m)), NODE_H + extra));
+        g.items.push(leaf(it.key, Math.max(least, stageWidth(view.tree.graph.calls[it.call]!, m)), NODE_H + extra));
       else if (it.kind === "fold" && it.run.part) {
         const width = partWidth(partLines(view.tree, it.run), m);
-        g.items.push(leaf(it.key, Math.max(minW, width), NODE_H));
+        g.items.push(leaf(it.key, Math.max(least, width), NODE_H));
       } else if (it.kind === "fold")
-        g.items.push(leaf(it.key, Math.max(minW, foldWidth(it.run, view.tree.graph.calls, m)), NODE_H + 6));
+        g.items.push(leaf(it.key, Math.max(least, foldWidth(it.run, view.tree.graph.calls, m)), NODE_H + 6));
       else {
         const calls = view.tree.graph.calls;
         const header =
@@ -284,7 +282,7 @@ export function layoutRequest(
             : it.kind === "cluster"
               ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type, m)
               : 0;
-        g.items.push(build(it.key, it.items, [], [], header ? header - 2 * GROUP_PAD : 0, groupModule(calls, it)));
+        g.items.push(build(it.key, it.items, [], [], header, groupModule(calls, it)));
       }
     }
     g.items.push(...tail);
