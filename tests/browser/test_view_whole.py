@@ -117,7 +117,44 @@ def pages(tmp_path_factory):
     config = transformers.GPT2Config(n_layer=4, n_head=4, n_embd=64, vocab_size=100, n_positions=32)
     gpt2 = transformers.GPT2LMHeadModel(config).eval()
     nfw.NeuralFlowWidget(gpt2, torch.randint(0, 100, (1, 12))).to_html(out / "gpt2.html")
+    # two stages of two nested groups each: wrapped into two bands at 1280 x 720, one column
+    # beside the inspector
+    config = transformers.SegformerConfig(
+        num_encoder_blocks=2,
+        depths=[1, 1],
+        hidden_sizes=[16, 32],
+        num_attention_heads=[1, 2],
+        sr_ratios=[2, 1],
+        decoder_hidden_size=32,
+    )
+    segformer = transformers.SegformerModel(config).eval()
+    nfw.NeuralFlowWidget(segformer, torch.randn(1, 3, 32, 32)).to_html(out / "segformer.html")
     return out
+
+
+def test_playback_ended_and_the_inspector_closed_at_once_give_the_first_view_back(browser, pages):
+    """Escape twice in quick succession (playback ends, its inspector closes) while the view is
+    laid out for the canvas beside the inspector: laid out again for the canvas grown back (it
+    stayed one column with 6 nodes out of view)."""
+    context, page, errors = open_offline(browser, pages / "segformer.html", 1280, 720)
+    settle(page)
+    first = page.evaluate(COVERED)
+    assert first["out"] == []
+    page.click(".nfw-play")
+    for _ in range(3):
+        at = _where(page).split(" /")[0]
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+    settle(page)
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")
+    settle(page)
+    check_view(page.evaluate(COVERED), "playback's end", whole=True)
+    context.close()
+    assert errors == []
 
 
 def _playing(page) -> bool:

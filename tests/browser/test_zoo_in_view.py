@@ -70,7 +70,11 @@ MODELS = {
 #: the steps after which the whole model must be in view besides the first (Data and Present
 #: fit it with pictures or at their larger type, folding what the user opened where needed);
 #: diffusers' U is still too tall for Data (its compact form is open in issue 20)
-WHOLE_AFTER: dict[str, set] = {"data": set(MODELS) - {"unet2d"}, "present": set(MODELS)}
+WHOLE_AFTER: dict[str, set] = {
+    "data": set(MODELS) - {"unet2d"},
+    "present": set(MODELS),
+    "esc": set(MODELS),
+}
 #: ... and after Play, where the model fits beside the inspector at 12 px (a model, or a model
 #: at a width): the transport on the inspector's top (the graph keeps the canvas's height), the
 #: inspector narrowed for the graph laid out beside it (diffusers' U at 1280, its conditioning
@@ -196,6 +200,7 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
         "() => [...document.querySelectorAll('.nfw-node')].map((n) => n.dataset.key)"
     )
     assert sorted(after) == first, "playback's end did not give the first view back"
+    check("esc")  # ... laid out for the canvas grown back (the inspector closed meanwhile)
     opened = page.evaluate(TOGGLE, MODELS[model][1])
     assert opened, "no block to open"
     check("open")

@@ -134,17 +134,19 @@ export class Viewfinder {
       r && r.width > 0 && r.height > 0 ? [[r.left - c.left, r.top - c.top, r.width, r.height]] : [],
     );
     const scene = this.host.scene();
-    if (!scene || this.laying) return;
-    if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);
-    else if (grew || taller || moved) {
-      const whole = this.growWhole || camera.showsAll(scene, width - grew);
-      this.growWhole = false;
-      camera.resized(scene, grew, whole, this.keep(), this.host.dir(), grew || camera.zoom.moving ? 200 : 0);
-    }
-    this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
+    if (scene && !this.laying) {
+      if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);
+      else if (grew || taller || moved) {
+        const whole = this.growWhole || camera.showsAll(scene, width - grew);
+        this.growWhole = false;
+        camera.resized(scene, grew, whole, this.keep(), this.host.dir(), grew || camera.zoom.moving ? 200 : 0);
+      }
+      this.host.redraw(); // the viewport changed even where the transform did not (the minimap's note)
+    } else if (!scene) return;
     // a canvas much wider or narrower (the inspector opened or closed, the page resized) wants
-    // the view wrapped (or its level chosen) for it again, once its size has settled
-    // (the busy mark carries data-settling until then: tests wait for it)
+    // the view wrapped (or its level chosen) for it again, once its size has settled (the busy
+    // mark carries data-settling until then: tests wait for it); so does one that changed while
+    // a view was being laid out (for the canvas as it was: playback's end, the inspector closed)
     window.clearTimeout(this.relayTimer);
     this.host.ui.busy.setAttribute("data-settling", "");
     this.relayTimer = window.setTimeout(() => this.relay(), RELAY_MS);
