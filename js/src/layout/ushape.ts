@@ -299,9 +299,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside"): FlowPlacem
     routes[e] = rounded([...out, end, middle, ...into(t, end)], 10);
   }
 
-  // the conditioning's columns, across: beside the encoder, one beside the other; or above
-  // it, the last as far right as the rising side leaves room (it stands above the decoder's
-  // tail) and no farther than the encoder's right
+  // the conditioning's columns, across: beside the encoder, one beside the other; or above it
   let minC0 = Infinity;
   for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
   const wide = parts.map(() => 0);
