@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { computeLayout, LayoutCache, type Box, type LayoutGroup } from "../src/layout/layout";
+import { computeLayout, GROUP_PAD, LayoutCache, type Box, type LayoutGroup } from "../src/layout/layout";
 import { buildTree } from "../src/model/tree";
 import { buildView } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
@@ -197,15 +197,37 @@ describe("a group as wide as its header", () => {
     ],
     minW: 900,
   };
-  it.each(["TB", "LR"] as const)("%s", (dir) => {
-    const lay = computeLayout({ dir, root: { key: "root", items: [group], edges: [] } });
+  it("TB: the group is, its nodes keep their width", () => {
+    const lay = computeLayout({ dir: "TB", root: { key: "root", items: [group], edges: [] } });
     for (const k of ["in", "a", "b", "out"]) expect(must(lay.boxes, k)[2]).toBe(120);
     const g = must(lay.boxes, "g");
-    if (dir === "LR") return; // (along the flow its nodes are as wide as its header: scene/request.ts)
     expect(g[2]).toBeCloseTo(900, 5);
     const xs = ["in", "a", "b", "out"].map((k) => must(lay.boxes, k));
     const lo = Math.min(...xs.map((b) => b[0]));
     const hi = Math.max(...xs.map((b) => b[0] + b[2]));
     expect(Math.abs(lo - g[0] - (g[0] + g[2] - hi))).toBeLessThan(1); // centred
+  });
+
+  it("as requested for a real view: in TB the group's width, in LR each node's (the header runs along the flow)", () => {
+    // the fixture transformer's stack: its header "TransformerBlock × 12  ◀ layer 1 of 12 ▶"
+    // is wider than its blocks' nodes
+    const view = buildView(gpt, initialState(gpt));
+    const find = (g: LayoutGroup, key: string): LayoutGroup | null => {
+      if (g.key === key) return g;
+      for (const it of g.items) {
+        const hit = "items" in it ? find(it, key) : null;
+        if (hit) return hit;
+      }
+      return null;
+    };
+    const tb = find(layoutRequest(view, "TB").root, "k:layers.0")!;
+    const lr = find(layoutRequest(view, "LR").root, "k:layers.0")!;
+    const widths = (g: LayoutGroup) => g.items.flatMap((it) => ("items" in it || it.junction ? [] : [it.w]));
+    expect(tb.minW).toBeGreaterThan(Math.max(...widths(tb)) + 2 * GROUP_PAD); // the header, wider than its nodes
+    expect(lr.minW ?? 0).toBe(0);
+    for (const w of widths(lr)) expect(w).toBeGreaterThanOrEqual(tb.minW! - 2 * GROUP_PAD - 1e-6);
+    const lay = computeLayout(layoutRequest(view, "LR"));
+    const box = must(lay.boxes, "k:layers.0");
+    expect(box[2]).toBeGreaterThanOrEqual(tb.minW! - 1e-6); // the header whole along the flow
   });
 });

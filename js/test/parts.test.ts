@@ -19,7 +19,8 @@ import { at } from "../src/wire_check";
 
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
-const names = (t: CallTree) => partsOf(t).list.map((p) => p.members.map((m) => at(t.graph.calls, m).id));
+const names = (t: CallTree) =>
+  partsOf(t).list.flatMap((p) => (p.unit ? [] : [p.members.map((m) => at(t.graph.calls, m).id)])); // units: units.test
 const client = new LayoutClient(false);
 const canvas = (w: number, h: number) => ({ clientWidth: w, clientHeight: h }) as HTMLElement;
 
@@ -176,6 +177,23 @@ describe("a view that folds them", () => {
     expect(ids).toContain("model.encoder.layers.0.fc2"); // the MLP's fold, by its key
     expect(ids).not.toContain("model.encoder.layers.0.fc1");
     expect(opened.state.auto).toBeUndefined();
+  });
+
+  it("a sublayer opened that does not fit folds what is farthest from it (Whisper's at 1024 x 722)", async () => {
+    const [w, h] = [1024, 722];
+    const f = new Framing(client, canvas(w, h));
+    const start = initialState(t);
+    const first = await f.lay(start, buildView(t, start), "TB", true);
+    const key = "f:model.decoder.layers.0.self_attn";
+    const opened = toggleKey(t, first.state, key)!.state;
+    const fit = { w, h, k: READ_K, reserve: 0 };
+    const asIs = await new Framing(client, canvas(w, h)).lay(opened, buildView(t, opened), "TB", false);
+    expect(fitsAt(asIs, fit)).toBe(false); // one row more than the first view
+    const framed = await f.lay(opened, buildView(t, opened), "TB", false, READ_K, "expand");
+    expect(fitsAt(framed, fit)).toBe(true);
+    const ids = framed.view.nodes.map((n) => n.id);
+    expect(ids).toContain("model.decoder.layers.0.self_attn_layer_norm"); // still open
+    expect(framed.view.stacks.map((s) => s.run.key)).toEqual(["model.decoder.layers.0"]); // the encoder's folded
   });
 
   it("playback steps through each layer's sublayers, the stack showing that layer's data", () => {

@@ -351,11 +351,9 @@ export class FlowApp implements ControlsHost {
     const before = this.graphView.node(key)?.box ?? this.scene?.clusters.find((c) => c.key === key)?.box;
     const grouped = next.key.startsWith("c:") || next.key.startsWith("r:");
     if (this.selection.focusKey === key) this.selection.focusKey = grouped ? null : next.key;
-    void this.setState(
-      next.state,
-      grouped ? "expand" : "collapse",
-      before ? { key: next.key, box: before } : undefined,
-    );
+    // opened: a group, a run, a stack, a sublayer drawn as one node ("f:" -> its stage)
+    const opened = grouped || next.key.startsWith("k:") || (key.startsWith("f:") && next.key.startsWith("s:"));
+    void this.setState(next.state, opened ? "expand" : "collapse", before ? { key: next.key, box: before } : undefined);
     const follow = followStepper(this.tree!, next.state, this.selection.id); // the stage of the member a stack now shows
     if (follow) this.selectStage(follow, true);
   }

@@ -14,7 +14,7 @@ import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layou
 import { better, shownAt } from "../layout/bands";
 import { wrapToFit } from "../layout/wrapping";
 import { allParts, partsOf } from "../model/parts";
-import type { CallTree } from "../model/tree";
+import type { CallTree, Run } from "../model/tree";
 import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
@@ -210,10 +210,10 @@ export class Framing {
     layOut: (v: ViewGraph) => Promise<LayoutResult>,
     focus: number[] | null = null,
   ): Promise<Folded | null> {
-    const before = this.shown;
-    const opened = focus ?? (before ? [...state.expanded].filter((c) => !before.expanded.has(c)) : []);
-    if (opened.length === 0) return null;
     const { tree } = view;
+    const before = this.shown;
+    const opened = focus ?? (before ? openedSince(tree, before, state) : []);
+    if (opened.length === 0) return null;
     const up = (c: number) => at(tree.graph.calls, c).parent;
     const around = new Set<number>();
     for (const o of opened) for (let c = o; c >= 0; c = up(c)) around.add(c);
@@ -221,7 +221,7 @@ export class Framing {
     // what can fold: the groups open (expanded calls), stacks (one "N x" node) and the
     // sublayers drawn open ("post_attention_layernorm -> mlp" one node: model/parts.ts), each
     // by a call of it (its place in call order) and how it folds
-    type Fold = { at: number; fold: (s: ViewState) => ViewState };
+    type Fold = { at: number; fold: (s: ViewState) => ViewState; unit?: true };
     const folds: Fold[] = [...state.expanded].map((c) => ({
       at: c,
       fold: (s) => ({ ...s, expanded: new Set([...s.expanded].filter((x) => x !== c)) }),
@@ -235,13 +235,23 @@ export class Framing {
         });
     }
     const drawn = new Set(view.nodes.map((n) => n.base ?? n.call));
+    const units = new Map<number, string[]>(); // a block's units (model/units.ts) fold together
     for (const part of partsOf(tree).list)
-      if (!state.parts?.has(part.key) && part.members.every((m) => drawn.has(m) && !around.has(m)))
-        folds.push({
-          at: at(part.members, 0),
-          fold: (s) => ({ ...s, parts: new Set([...(s.parts ?? []), part.key]) }),
-        });
-    const others = folds.filter((f) => !around.has(f.at)).sort((a, b) => far(b.at) - far(a.at));
+      if (!state.parts?.has(part.key) && part.members.every((m) => drawn.has(m) && !around.has(m))) {
+        const block = up(at(part.members, 0));
+        if (part.unit) (units.get(block) ?? units.set(block, []).get(block)!).push(part.key);
+        else
+          folds.push({
+            at: at(part.members, 0),
+            fold: (s) => ({ ...s, parts: new Set([...(s.parts ?? []), part.key]) }),
+          });
+      }
+    for (const [block, keys] of units)
+      folds.push({ at: block, fold: (s) => ({ ...s, parts: new Set([...(s.parts ?? []), ...keys]) }), unit: true });
+    // the farthest first; a block's units last (a block opened reads as its layers where it can)
+    const others = folds
+      .filter((f) => f.unit || !around.has(f.at))
+      .sort((a, b) => Number(a.unit ?? 0) - Number(b.unit ?? 0) || far(b.at) - far(a.at));
     if (others.length === 0) return null;
     const least = others.reduce((s, f) => f.fold(s), state);
     const leastView = buildView(tree, least);
@@ -251,7 +261,8 @@ export class Framing {
     let tries = 0;
     for (const f of others) {
       let hidden = false; // inside a group folded already
-      for (let p = up(f.at); p >= 0 && !hidden; p = up(p)) hidden = !s.expanded.has(p) && state.expanded.has(p);
+      for (let p = f.unit ? f.at : up(f.at); p >= 0 && !hidden; p = up(p))
+        hidden = !s.expanded.has(p) && state.expanded.has(p);
       if (hidden) continue;
       if (++tries > MAX_FOLDS) break;
       s = f.fold(s);
@@ -261,6 +272,20 @@ export class Framing {
     }
     return { lay: leastLay, state: least, view: leastView, fits: true };
   }
+}
+
+/** The calls `state` opens that `before` did not: groups, stacks (their first member), the
+ * sublayers and units drawn open again (their first member). */
+function openedSince(tree: CallTree, before: ViewState, state: ViewState): number[] {
+  const groups = [...state.expanded].filter((c) => !before.expanded.has(c));
+  const stacks = [...(state.stacked?.keys() ?? [])].filter((r) => !before.stacked?.has(r));
+  const parts = [...(before.parts ?? [])].filter((p) => !state.parts?.has(p));
+  const first = (run: Run | undefined) => (run ? [at(run.members, 0)] : []);
+  return [
+    ...groups,
+    ...stacks.flatMap((r) => first(tree.runs.get(r))),
+    ...parts.flatMap((p) => first(partsOf(tree).byKey.get(p))),
+  ];
 }
 
 /** The calls a node of the view stands for, to keep open around it: its own (in a stack,

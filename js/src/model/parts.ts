@@ -12,6 +12,7 @@
 import { formatParams, formatShape } from "./format";
 import { residualAdds } from "./residual";
 import type { CallTree, Run } from "./tree";
+import { findUnits } from "./units";
 import { at } from "../wire_check";
 
 export interface Parts {
@@ -103,6 +104,11 @@ function findParts(tree: CallTree): Parts {
       list.push(part);
     }
   }
+  // the blocks' units (conv1 -> bn1 -> relu) among the calls no sublayer holds
+  for (const unit of findUnits(tree, of)) {
+    for (const m of unit.members) of[m] = list.length;
+    list.push(unit);
+  }
   return { list, byKey: new Map(list.map((p) => [p.key, p])), of };
 }
 
@@ -132,7 +138,8 @@ export function partLines(tree: CallTree, part: Run): { title: string; type: str
   return { title: named.map(short).join(" → "), type: named.map((m) => at(calls, m).type).join(" → "), params, shape };
 }
 
-/** The keys of every part, for a state that draws them folded. */
+/** The keys of every residual block's sublayer (no unit: model/units.ts), for a state that
+ * draws them folded. */
 export function allParts(tree: CallTree): ReadonlySet<string> {
-  return new Set(partsOf(tree).byKey.keys());
+  return new Set(partsOf(tree).list.flatMap((p) => (p.unit ? [] : [p.key])));
 }

@@ -28,6 +28,9 @@ export interface Run {
   /** A residual block's sublayer (model/parts.ts), not a repetition: its children between two
    * residual adds, folded only where the view's `parts` holds it. */
   part?: true;
+  /** A layer with the norms and activations that only pass its output on (model/units.ts):
+   * a part that only a block opened that does not fit folds. */
+  unit?: true;
 }
 export interface CallTree {
   graph: WireGraph;
