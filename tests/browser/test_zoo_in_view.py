@@ -99,16 +99,11 @@ WHOLE_AFTER["play"] = {
 #: sublayers folded (the accordion, its tries wrapped: ViT's layer opened with its attention,
 #: two bands beside each other once the embeddings fold; LLaMA's attention opened at both
 #: sizes, its rotary embedding no row of its own between the embedding and the stack: it reads
-#: no data of the embedding, graph/reads.py)
-WHOLE_AFTER["open"] = {
-    "gpt2",
-    "bert",
-    "t5",
-    "vit",
-    "llama",
-    ("whisper", 1280),
-    ("resnet50", 1024),
-}
+#: no data of the embedding, graph/reads.py), as its last resort the units of a block
+#: (model/units.ts: ResNet-50's Bottleneck as conv1 -> bn1 -> relu, ...); a sublayer opened
+#: counts (Whisper's decoder self-attention at 1024, the encoder one node)
+#: (diffusers' U with a block open is taller than the canvas at 12 px in every arrangement)
+WHOLE_AFTER["open"] = set(MODELS) - {"unet2d"}
 
 #: the models whose block opened (MODELS) shows an attention's own forward: q, k and v meet
 #: in one "attention" pill the output projection reads (GPT-2's fused c_attn through it too;
