@@ -16,7 +16,7 @@ import { findUnits } from "./units";
 import { at } from "../wire_check";
 
 export interface Parts {
-  list: Run[]; // each `part: true`, period = members, count 1
+  list: Run[]; // each `part: true`, period = members, count 1; the units (model/units.ts) last
   byKey: Map<string, Run>;
   of: Int32Array; // per call: index into list of the part it is in, else -1
 }

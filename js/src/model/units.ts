@@ -1,12 +1,12 @@
 /**
  * The units of a block: a layer and the normalizations and activations that only pass its
- * output on, each a leaf call (torchvision's Bottleneck: `conv1 → bn1 → relu`, `conv2 → bn2 → relu`,
- * `conv3 → bn3`, the paper's "1×1, 64 / 3×3, 64 / 1×1, 256"). Each is a run of sibling calls
- * where every member after the first is a norm, an activation or a dropout reading the one
- * before it and nothing else, and every member but the last is read by the next one alone (a
- * unit folded hides no branch). A unit is drawn as one node only as the last resort of a block
- * opened that does not fit (app/framing.ts accordion), never on a first view. Pure and
- * DOM-free.
+ * output on, each a leaf call (torchvision's Bottleneck: `conv1 → bn1 → relu`,
+ * `conv2 → bn2 → relu`, `conv3 → bn3`, the paper's "1×1, 64 / 3×3, 64 / 1×1, 256"). Each is a
+ * run of sibling calls where every member after the first is a norm, an activation or a
+ * dropout reading the one before it and nothing else, and every member but the last is read
+ * by the next one alone (a unit folded hides no branch). A unit is drawn as one node only as
+ * the last resort of a block opened that does not fit (app/framing.ts accordion), never on a
+ * first view. Computed once per tree with the parts (model/parts.ts). Pure and DOM-free.
  */
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";
