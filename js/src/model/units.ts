@@ -41,24 +41,22 @@ export function findUnits(tree: CallTree, taken: Int32Array): Run[] {
     for (const r of reads) {
       const u = at(ops, r)[0];
       if (u === w) continue;
-      // the calls holding u below their common call, and those holding w
-      const fromU: number[] = [];
-      const fromW: number[] = [];
+      // their common call `a`, and the calls just below it holding u and w (none: its own op)
       let a = u;
       let b = w;
+      let topU = OTHER;
+      let topW = OTHER;
       while (a !== b) {
         if (deep(a) >= deep(b)) {
-          fromU.push(a);
+          topU = a;
           a = up(a);
         } else {
-          fromW.push(b);
+          topW = b;
           b = up(b);
         }
       }
-      const topU = fromU.length ? at(fromU, fromU.length - 1) : OTHER; // the common call's own op
-      const topW = fromW.length ? at(fromW, fromW.length - 1) : OTHER;
-      for (const x of fromU) note(reader, x, x === topU ? topW : OTHER);
-      for (const y of fromW) note(source, y, y === topW ? topU : OTHER);
+      for (let x = u; x !== a; x = up(x)) note(reader, x, x === topU ? topW : OTHER);
+      for (let y = w; y !== a; y = up(y)) note(source, y, y === topW ? topU : OTHER);
     }
   }
   const units: Run[] = [];
