@@ -196,6 +196,18 @@ describe("a view that folds them", () => {
     expect(framed.view.stacks.map((s) => s.run.key)).toEqual(["model.decoder.layers.0"]); // the encoder's folded
   });
 
+  it("where nothing makes it fit (a notebook's cell), what is far from it folds where that shows more", async () => {
+    const [w, h] = [845, 450];
+    const f = new Framing(client, canvas(w, h));
+    const chosen = { ...folded, auto: undefined } as ViewState; // both stacks open, sublayers folded
+    await f.lay(chosen, buildView(t, chosen), "TB", false);
+    const opened = toggleKey(t, chosen, "f:model.decoder.layers.0.self_attn")!.state;
+    const framed = await f.lay(opened, buildView(t, opened), "TB", false, READ_K, "expand");
+    expect(fitsAt(framed, { w, h, k: READ_K, reserve: 0 })).toBe(false);
+    expect(framed.view.nodes.map((n) => n.id)).toContain("model.decoder.layers.0.self_attn_layer_norm");
+    expect(framed.view.stacks.map((s) => s.run.key)).not.toContain("model.encoder.layers.0");
+  });
+
   it("playback steps through each layer's sublayers, the stack showing that layer's data", () => {
     const steps = playbackSteps(t, { ...folded, auto: undefined } as ViewState);
     const ids = steps.map((s) => s.id);

@@ -128,7 +128,13 @@ export class Framing {
       }
       const shows = (l: LayoutResult) => shownAt(l.width, l.height, fit);
       const most = tried.length ? tried.reduce((a, b) => (better(shows(b.lay), shows(a.lay), 1) ? b : a)) : null;
-      const folded = most?.fits || (around && most && better(shows(most.lay), shows(last!), GAIN)) ? most : null;
+      let folded = most?.fits || (around && most && better(shows(most.lay), shows(last!), GAIN)) ? most : null;
+      // a block opened that nothing makes fit: what is far from it folded where that shows more
+      // of the model, the units kept open (the layers the user opened it to click)
+      if (!folded && reason === "expand" && !around && !state.auto) {
+        const far = await this.accordion(state, view, (v) => trial(v, fit, true), null, false);
+        if (far && better(shows(far.lay), shows(last!), GAIN)) folded = far;
+      }
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -203,12 +209,14 @@ export class Framing {
    * Where even all of them folded does not fit, that state, marked so (`fits` false: playback
    * may take it, lay); null where nothing can fold. Tried unwrapped, then wrapped: ViT's layer
    * opened with its attention fits only wrapped into two bands, once the embeddings fold.
+   * `withUnits` false: no block's units fold.
    */
   private async accordion(
     state: ViewState,
     view: ViewGraph,
     layOut: (v: ViewGraph) => Promise<LayoutResult>,
     focus: number[] | null = null,
+    withUnits = true,
   ): Promise<Folded | null> {
     const { tree } = view;
     const before = this.shown;
@@ -237,7 +245,11 @@ export class Framing {
     const drawn = new Set(view.nodes.map((n) => n.base ?? n.call));
     const units = new Map<number, string[]>(); // a block's units (model/units.ts) fold together
     for (const part of partsOf(tree).list)
-      if (!state.parts?.has(part.key) && part.members.every((m) => drawn.has(m) && !around.has(m))) {
+      if (
+        (withUnits || !part.unit) &&
+        !state.parts?.has(part.key) &&
+        part.members.every((m) => drawn.has(m) && !around.has(m))
+      ) {
         const block = up(at(part.members, 0));
         if (part.unit) (units.get(block) ?? units.set(block, []).get(block)!).push(part.key);
         else
