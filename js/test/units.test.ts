@@ -133,4 +133,19 @@ describe("a block opened that does not fit folds its units last", () => {
       expect(ids).toContain("layer1.0.relu#2"); // after the add: no unit's
     }
   });
+
+  it("in a notebook's cell (845 x 450), where it is taller than the canvas alone, its units fold", async () => {
+    const [w, h] = [845, 450];
+    const canvas = { clientWidth: w, clientHeight: h } as HTMLElement;
+    const f = new Framing(client, canvas);
+    const start = initialState(t);
+    const first = await f.lay(start, buildView(t, start), "TB", true);
+    const opened = toggleExpanded(t, first.state, t.byId.get("layer1.0")!);
+    const framed = await f.lay(opened, buildView(t, opened), "TB", false, READ_K, "expand");
+    expect(fitsAt(framed, { w, h, k: READ_K, reserve: 0 })).toBe(false); // nothing makes it fit
+    expect(framed.state.expanded.has(t.byId.get("layer1.0")!)).toBe(true);
+    const ids = framed.view.nodes.map((n) => n.id);
+    for (const unit of ["layer1.0.relu#0", "layer1.0.relu#1", "layer1.0.bn3"]) expect(ids).toContain(unit);
+    expect(ids).not.toContain("layer1.0.conv1");
+  });
 });

@@ -15,7 +15,7 @@ import { better, shownAt } from "../layout/bands";
 import { wrapToFit } from "../layout/wrapping";
 import { allParts, partsOf } from "../model/parts";
 import type { CallTree, Run } from "../model/tree";
-import { buildView, type ViewGraph, type ViewState } from "../model/view_model";
+import { buildView, clusterKey, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
 import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
@@ -134,6 +134,18 @@ export class Framing {
       if (!folded && reason === "expand" && !around && !state.auto) {
         const far = await this.accordion(state, view, (v) => trial(v, fit, true), null, false);
         if (far && better(shows(far.lay), shows(last!), GAIN)) folded = far;
+        // ... and where the block alone is larger than the canvas at that size, its units
+        // too (ResNet-50's Bottleneck opened in a notebook's cell: "conv1 → bn1 → relu" one
+        // node, each opening again with a click)
+        const within = (c: number) => {
+          const box = last!.boxes[clusterKey(at(view.tree.graph.calls, c).id)];
+          return !box || fitsAt({ width: box[2], height: box[3] }, fit);
+        };
+        if (this.shown && !openedSince(view.tree, this.shown, state).every(within)) {
+          const least = await this.accordion(state, view, (v) => trial(v, fit, true));
+          const best = (folded ?? { lay: last! }).lay;
+          if (least && better(shows(least.lay), shows(best), GAIN)) folded = least;
+        }
       }
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
