@@ -1,10 +1,10 @@
 """The toolbar and the search at a lecture hall's sizes, on models people bring (a ResNet-50
 written out as torchvision has it, Whisper built from its config; offline pages in Chromium):
 the model's name and its counts are whole in the toolbar at 1024x768 (a long class name at
-1280x720 and 1024x768 too), "/" takes the keys to the search box, a search whose matches are
-on screen leaves a whole view whole, and a block opened where its parent is not drawn as a group
-is headed by its whole name ("layer2.0", not "0"); BERT's mask line, data on the graph,
-passes behind no node. Screenshots in
+1280x720 and 1024x768 too; a short one in a notebook's narrow cell), "/" takes the keys to the
+search box, a search whose matches are on screen leaves a whole view whole, and a block opened
+where its parent is not drawn as a group is headed by its whole name ("layer2.0", not "0");
+BERT's mask line, data on the graph, passes behind no node. Screenshots in
 test-artifacts/toolbar_*.png."""
 
 from __future__ import annotations
@@ -26,8 +26,14 @@ import written_out
 import neural_flow_widget as nfw
 
 #: whether each part of the toolbar's title is whole (its text not cut by an ellipsis)
-TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map((e) =>
-  [e.textContent, e.scrollWidth <= e.clientWidth + 0.5 && e.getBoundingClientRect().width > 0])"""
+#: (its text's own width against its box's, to the sub-pixel: a box a fraction of a pixel too
+#: narrow draws "ResN...", where scrollWidth and clientWidth round to the same)
+TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map((e) => {
+  const text = document.createRange();
+  text.selectNodeContents(e);
+  const box = e.getBoundingClientRect().width;
+  return [e.textContent, box > 0 && text.getBoundingClientRect().width <= box + 0.01];
+})"""
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +57,23 @@ def test_the_model_s_name_and_counts_are_whole_in_the_toolbar(browser, pages, mo
     assert title[0][0] == ("ResNet" if model == "resnet50" else "WhisperForConditionalGeneration")
     assert all(whole for _, whole in title), title
     assert page.get_attribute(".nfw-title b", "title") == title[0][0]
+    context.close()
+    assert errors == []
+
+
+def test_a_short_name_is_whole_in_a_notebook_s_narrow_cell(browser, pages):
+    # a JupyterLab cell beside the file browser at 1024x768 is about 590 px wide (its type
+    # wider than a bare page's, where 545 px is as tight): the search box gives way before the
+    # model's name does
+    context, page, errors = open_offline(browser, pages / "resnet50.html", 545, 500)
+    title = page.evaluate(TITLE_WHOLE)
+    shoot(page, "toolbar_resnet50_545x500")
+    assert title[0] == ["ResNet", True], title
+    bar = page.evaluate(
+        "() => { const t = document.querySelector('.nfw-toolbar');"
+        " return [t.scrollWidth, t.clientWidth]; }"
+    )
+    assert bar[0] <= bar[1], f"the toolbar overflows: {bar}"
     context.close()
     assert errors == []
 

@@ -235,17 +235,17 @@ const RESET_CSS = `
 .nfw-root :where(canvas):not(.nfw-none) { display: inline-block; }
 `;
 
-/** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss (which
- * reads no CSS comments). In a narrow column (marimo's, a split JupyterLab) the toolbar keeps one
- * row down to 520 px: the words beside the buttons go, then the exports (widget.save_svg /
- * save_png still work). */
+/** The frame, toolbar, legend, minimap and inspector; scoped under .nfw-root by scopeCss (no CSS
+ * comments). In a narrow column (marimo's, a split JupyterLab) the toolbar keeps one row down to
+ * 520 px: the search box narrows first (flex shrinks 50 to the name's 0.001), the words beside the
+ * buttons go, then the exports (widget.save_svg / save_png still work). */
 const WIDGET_CSS = `
 .nfw-toolbar {
   flex: none; display: flex; align-items: center; gap: 6px; flex-wrap: nowrap;
   padding: 6px 8px; border-bottom: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
 .nfw-toolbar > * { flex: none; }
-.nfw-title { display: grid; grid-template-columns: auto auto; grid-template-rows: 16px 16px; justify-content: start; align-items: baseline; column-gap: 6px; line-height: 1.2; flex: 0 1 auto; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
+.nfw-title { display: grid; grid-template-columns: auto auto; grid-template-rows: 16px 16px; justify-content: start; align-items: baseline; column-gap: 6px; line-height: 1.2; flex: 0 0.001 auto; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
 .nfw-title b { grid-column: 1 / -1; max-width: 100%; min-width: 3em; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-title span { max-width: 100%; min-width: 0; font-size: 11px; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-btn, .nfw-select, .nfw-search {
@@ -263,14 +263,14 @@ const WIDGET_CSS = `
 .nfw-btn-group .nfw-btn:first-child { border-radius: 5px 0 0 5px; margin-left: 0; }
 .nfw-btn-group .nfw-btn:last-child { border-radius: 0 5px 5px 0; }
 .nfw-select { width: auto; padding: 0 4px; field-sizing: content; }
-.nfw-toolbar > .nfw-search { flex: 0 1 150px; width: 150px; min-width: 90px; }
+.nfw-toolbar > .nfw-search { flex: 0 50 150px; width: 150px; min-width: 90px; }
 .nfw-color { display: inline-flex; align-items: center; gap: 5px; font-size: 12px; color: var(--nfw-fg2); }
 .nfw-title .nfw-offview { position: static; align-self: center; justify-self: start; margin: 0; padding: 0 5px; line-height: 13px; box-shadow: none; }
 @container nfw (max-width: 1180px) { .nfw-toolbar > .nfw-search { flex-basis: 120px; width: 120px; } }
 @container nfw (max-width: 860px) {
   .nfw-toolbar { gap: 4px; padding: 6px; }
   .nfw-title span, .nfw-wide { display: none; }
-  .nfw-toolbar > .nfw-search { flex-basis: 84px; width: 84px; min-width: 60px; }
+  .nfw-toolbar > .nfw-search { flex-basis: 84px; width: 84px; min-width: 48px; }
   .nfw-toolbar .nfw-play { min-width: 0; }
 }
 @container nfw (max-width: 640px) { .nfw-toolbar > :is(.nfw-export, .nfw-sep) { display: none; } }
