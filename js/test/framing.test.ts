@@ -138,6 +138,22 @@ describe("Framing.lay for a step of playback", () => {
     expect(fitsAt(r, { w: 700, h: 500, k: READ_K, reserve: 0 })).toBe(true);
   });
 
+  it("folds away from the step for a starting level laid out again beside the inspector", async () => {
+    // the steps ran on while the inspector opened: the first view, a starting level, is laid
+    // out again for the narrower canvas with the step as its focus
+    const c = { clientWidth: 1280, clientHeight: 720 };
+    const f = framing(c as HTMLElement);
+    const first = await f.lay(initialState(gpt), buildView(gpt, initialState(gpt)), "TB", true);
+    expect(first.state.auto).toBe(true);
+    Object.assign(c, { clientWidth: 700, clientHeight: 500 });
+    const fit = { w: 700, h: 500, k: READ_K, reserve: 0 };
+    const kept = await framing(canvas(700, 500)).lay(first.state, first.view, "TB", false, READ_K, "canvas");
+    expect(fitsAt(kept, fit)).toBe(false); // the level kept, wrapped: too tall
+    const r = await f.lay(first.state, first.view, "TB", false, READ_K, "canvas", "s:embed");
+    expect(fitsAt(r, fit)).toBe(true);
+    expect(r.view.byKey.has("s:embed")).toBe(true);
+  });
+
   it("keeps the stack open while the step is in it, and folds nothing where the view fits", async () => {
     const inside = await lay("s:layers.0.mlp", 700, 500);
     expect([...(inside.r.state.stacked ?? [])]).toEqual([...(inside.s.state.stacked ?? [])]);

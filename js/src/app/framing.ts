@@ -117,11 +117,13 @@ export class Framing {
       // that makes it fit (unwrapped where that fits, else wrapped: a view that needs no bands
       // reads better); where none fits, for playback every group away from the step folded,
       // where that shows more of the model than the state as asked (Whisper's encoder layer
-      // beside the inspector, the decoder one node)
+      // beside the inspector, the decoder one node); the step's starting level too, laid out
+      // again for the inspector that opened while the steps ran on (Swin's column at 1280 x
+      // 720: its stages away from the step fold; playback gives the level back at its end)
       const around = (reason === "playback" || relaid) && focus !== undefined ? focusCalls(view, focus) : null;
       const accordion = (wrap: boolean) => this.accordion(state, view, (v) => trial(v, fit, wrap), around);
       const tried: Folded[] = [];
-      for (const wrap of (reason === "expand" || around) && !state.auto ? [false, true] : []) {
+      for (const wrap of (reason === "expand" && !state.auto) || around ? [false, true] : []) {
         const f = await accordion(wrap);
         if (f) tried.push(f);
         if (f?.fits) break;
