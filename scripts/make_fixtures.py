@@ -197,6 +197,8 @@ def flows():
     yield "dit", _trace(*fixture_models.dit())
     # one layer called again and again, the same weights (a stack of passes)
     yield "albert", _trace(*fixture_models.albert())
+    # PyTorch's nn.Transformer: the encoder's output reaches the decoder only as its memory
+    yield "nn_transformer", _trace(*fixture_models.nn_transformer())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

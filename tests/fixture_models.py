@@ -309,3 +309,14 @@ def albert(layers: int = 4):
     torch.manual_seed(0)
     model = AlbertModel(config).eval()
     return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}
+
+
+def nn_transformer(layers: int = 3):
+    """PyTorch's own ``nn.Transformer`` (post-norm): ``layers`` + ``layers`` layers of width 32,
+    10 source and 7 target positions; its encoder's output (the memory) is no model output,
+    the decoder's layers read it alone."""
+    torch.manual_seed(0)
+    model = nn.Transformer(d_model=32, nhead=4, num_encoder_layers=layers,
+                           num_decoder_layers=layers, dim_feedforward=64,
+                           batch_first=True).eval()  # fmt: skip
+    return model, (torch.randn(1, 10, 32), torch.randn(1, 7, 32))

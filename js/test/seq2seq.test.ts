@@ -218,6 +218,27 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     expect(behind(tap.points, boxes, ends)).toEqual([]);
   });
 
+  it("nn.Transformer: its encoder, whose output is only the decoder's memory, a column beside the decoder", () => {
+    // forward(src, tgt): memory = self.encoder(src); output = self.decoder(tgt, memory): the
+    // memory is no model output, and every decoder layer reads it (multihead_attn)
+    const tree = goldenTree("nn_transformer");
+    const { view, req, lay, scene } = sceneOf(tree, wrapped(tree, true));
+    const column = (id: string) => {
+      const i = req.root.items.findIndex((it) => it.key === view.nodes.find((n) => n.id === id)?.key);
+      return i < 0 ? -1 : req.root.columns?.[i];
+    };
+    for (const id of ["input:0", "encoder.norm"]) expect(column(id), id).toBe(0);
+    for (const id of ["input:1", "decoder.norm", "output:0"]) expect(column(id), id).toBe(1);
+    // the target enters its own column from the top, level with the source
+    const top = (id: string) => must(lay.boxes, view.nodes.find((n) => n.id === id)!.key)[1];
+    expect(top("input:1")).toBe(top("input:0"));
+    const bus = scene.buses.find((b) => b.srcId === "encoder.norm")!;
+    expect(bus.label?.text).toBe("cross-attention");
+    expect(scene.edges.filter((e) => e.from === bus.key).map((e) => e.dstId)).toEqual([
+      "decoder.layers.0.multihead_attn",
+    ]);
+  });
+
   it("one column where the chains meet, or where one model output is all (GPT-2, a U-Net)", () => {
     for (const name of ["gpt2", "bert_padded", "unet2d_condition", "demo_unet"]) {
       const tree = goldenTree(name);

@@ -1,5 +1,6 @@
 /**
- * Columns side by side: a group whose items fall apart into chains that meet by no drawn
+ * Columns side by side: which chains of the model's items stand in columns (columnsOf), and
+ * their arrangement: a group whose items fall apart into chains that meet by no drawn
  * edge (an encoder and a decoder, whose only link is the cross-attention bus, scene/bus.ts)
  * is drawn as the paper draws it, each chain in its own column, the first (the one the model's
  * input enters) on the left, all starting at the top. Each column is arranged as a trunk with
@@ -79,4 +80,56 @@ export function arrangeColumns(g: FlowGroup, column: readonly number[]): Arrange
     lineIn,
     lineOut,
   };
+}
+
+/** What columnsOf reads of the root's layout group (layout.ts LayoutGroup). */
+type Chains = {
+  items: readonly { key: string }[];
+  edges: readonly { src: number; dst: number; hidden?: boolean }[];
+};
+
+/**
+ * The model's columns: its root items fall apart, by the edges drawn between them (a bus'
+ * hidden ones and a model input's aside), into chains of which two or more hold a stage and
+ * end in a model output (an encoder whose output reaches the decoder only through the
+ * cross-attention bus, and the decoder; BART's, whose one input feeds both; nn.Transformer's
+ * encoder, whose output is the decoder's bus alone, no model output): each such chain
+ * a column, the one the first input enters first on the left. An input stands in the column
+ * of the first chain it enters (in call order); what ends in no output (a mask read through
+ * a bus) stands in the first. Null: one column.
+ */
+export function columnsOf(root: Chains, inputs: ReadonlySet<string>, outputs: ReadonlySet<string>): number[] | null {
+  const n = root.items.length;
+  const part = Array.from({ length: n }, (_, i) => i);
+  const find = (v: number): number => {
+    while (part[v] !== v) v = part[v] = part[part[v]!]!;
+    return v;
+  };
+  const port = (i: number) => inputs.has(root.items[i]!.key) || outputs.has(root.items[i]!.key);
+  const fromInput = (e: Chains["edges"][number]) => inputs.has(root.items[e.src]!.key);
+  for (const e of root.edges) if (!e.hidden && !fromInput(e)) part[find(e.src)] = find(e.dst);
+  const staged = new Set<number>();
+  for (let i = 0; i < n; i++) if (!port(i)) staged.add(find(i));
+  const output = (r: number) => staged.has(r) && root.items.some((it, i) => outputs.has(it.key) && find(i) === r);
+  // ... or a run of blocks that such a chain reads through a bus (nn.Transformer's encoder,
+  // whose memory is no model output)
+  const run = (r: number) => root.items.some((it, i) => /^[kf]:/.test(it.key) && find(i) === r);
+  const bused = new Set<number>();
+  for (const e of root.edges)
+    if (e.hidden && find(e.src) !== find(e.dst) && output(find(e.dst)) && run(find(e.src))) bused.add(find(e.src));
+  const ended = (r: number) => output(r) || (staged.has(r) && bused.has(r));
+  // each input joins the first chain it enters that ends in an output
+  const entered = new Map<number, number>();
+  for (const e of root.edges)
+    if (!e.hidden && fromInput(e) && ended(find(e.dst))) entered.set(e.src, Math.min(entered.get(e.src) ?? n, e.dst));
+  for (const [i, d] of entered) part[find(i)] = find(d);
+  const ends = new Set<number>();
+  for (let i = 0; i < n; i++) if (ended(find(i))) ends.add(find(i));
+  if (ends.size < 2) return null;
+  const lead = root.items.findIndex((it) => inputs.has(it.key));
+  const order = [...ends].sort(
+    (x, y) => Number(lead >= 0 && find(lead) === y) - Number(lead >= 0 && find(lead) === x) || x - y,
+  );
+  const column = new Map(order.map((r, k) => [r, k]));
+  return root.items.map((_, i) => column.get(find(i)) ?? 0);
 }

@@ -16,6 +16,7 @@ import {
   type LayoutRequest,
   type Direction,
 } from "../layout/layout";
+import { columnsOf } from "../layout/columns";
 import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { partLines } from "../model/parts";
 import { trunkOf, type Trunk } from "../model/trunk";
@@ -357,42 +358,4 @@ export function layoutRequest(
     for (const [i, it] of root.items.entries()) if (columns[i]! > 0 && "items" in it) face(it);
   }
   return fit ? { dir, root, fit } : { dir, root };
-}
-
-/**
- * The model's columns: its root items fall apart, by the edges drawn between them (a bus'
- * hidden ones and a model input's aside), into chains of which two or more hold a stage and
- * end in a model output (an encoder whose output reaches the decoder only through the
- * cross-attention bus, and the decoder; BART's, whose one input feeds both): each such chain
- * a column, the one the first input enters first on the left. An input stands in the column
- * of the first chain it enters (in call order); what ends in no output (a mask read through
- * a bus) stands in the first. Null: one column.
- */
-function columnsOf(root: LayoutGroup, inputs: ReadonlySet<string>, outputs: ReadonlySet<string>): number[] | null {
-  const n = root.items.length;
-  const part = Array.from({ length: n }, (_, i) => i);
-  const find = (v: number): number => {
-    while (part[v] !== v) v = part[v] = part[part[v]!]!;
-    return v;
-  };
-  const port = (i: number) => inputs.has(root.items[i]!.key) || outputs.has(root.items[i]!.key);
-  const fromInput = (e: LayoutEdge) => inputs.has(root.items[e.src]!.key);
-  for (const e of root.edges) if (!e.hidden && !fromInput(e)) part[find(e.src)] = find(e.dst);
-  const staged = new Set<number>();
-  for (let i = 0; i < n; i++) if (!port(i)) staged.add(find(i));
-  const ended = (r: number) => staged.has(r) && root.items.some((it, i) => outputs.has(it.key) && find(i) === r);
-  // each input joins the first chain it enters that ends in an output
-  const entered = new Map<number, number>();
-  for (const e of root.edges)
-    if (!e.hidden && fromInput(e) && ended(find(e.dst))) entered.set(e.src, Math.min(entered.get(e.src) ?? n, e.dst));
-  for (const [i, d] of entered) part[find(i)] = find(d);
-  const ends = new Set<number>();
-  for (const [i, it] of root.items.entries()) if (outputs.has(it.key) && ended(find(i))) ends.add(find(i));
-  if (ends.size < 2) return null;
-  const lead = root.items.findIndex((it) => inputs.has(it.key));
-  const order = [...ends].sort(
-    (x, y) => Number(lead >= 0 && find(lead) === y) - Number(lead >= 0 && find(lead) === x) || x - y,
-  );
-  const column = new Map(order.map((r, k) => [r, k]));
-  return root.items.map((_, i) => column.get(find(i)) ?? 0);
 }
