@@ -221,3 +221,38 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     context.close()
     assert errors == []
     assert problems == [], problems
+
+
+def test_a_model_too_large_for_a_notebook_s_cell_comes_back_as_it_opened(browser, pages):
+    """diffusers' U in a JupyterLab cell's canvas (1100x640: it fits at 12 px in neither
+    arrangement): after Play, Esc and the inspector closed, the camera shows as much as the
+    first view showed (not the part round the last step moved by the inspector's width), and
+    Present shows the same at 12 px, not a corner of it at its larger type."""
+    context, page, errors = open_offline(browser, pages / "unet2d.html", 1100, 640)
+    settle(page)
+    first = page.evaluate(COVERED)
+    assert 0 < len(first["out"]) <= 2, first["out"]  # the first view: the U but its end
+    page.click(".nfw-play")
+    for _ in range(3):
+        at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+    page.keyboard.press("Escape")
+    page.keyboard.press("Escape")  # the inspector playback opened
+    settle(page)
+    page.mouse.move(2, 2)
+    ended = page.evaluate(COVERED)
+    page.screenshot(path=str(ARTIFACTS / "zoo_unet2d_1100x640_esc.png"))
+    assert len(ended["out"]) <= 2, ended["out"]  # as first (the U whole but an end of it)
+    page.click("button[aria-label='Present']")
+    settle(page)
+    page.mouse.move(2, 2)
+    presented = page.evaluate(COVERED)
+    page.screenshot(path=str(ARTIFACTS / "zoo_unet2d_1100x640_present.png"))
+    assert len(presented["out"]) <= 2, presented["out"]
+    assert presented["px"] >= 12 - 0.05
+    context.close()
+    assert errors == []

@@ -95,6 +95,12 @@ export class Viewfinder {
     // than the canvas beside the inspector is shown in part at that scale, not whole smaller)
     const small = reason === "canvas" && camera.zoom.target.k < camera.readK - 1e-6;
     if (ACTIONS.has(reason) || small) camera.showPart(scene, after ?? this.focus(), this.host.dir());
+    // (laid out again, with a node kept in place or a view the camera chose: at the scale it
+    // is at, around that node or from the start, no more empty canvas beyond the graph's ends
+    // than that needs; the inspector closed after playback gave back a first view that does
+    // not fit, laid out wider than the step's was)
+    else if (reason === "canvas" && (after || camera.framed || camera.parted))
+      camera.showPart(scene, after ?? null, this.host.dir(), 260, camera.zoom.target.k);
     else if (!(anchor && after)) this.host.redraw();
   }
 

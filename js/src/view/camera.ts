@@ -116,7 +116,8 @@ export class Camera {
    * The first view: the whole graph when it fits with its names at scale `least` or more
    * (READ_K: names MIN_NAME_PX high; the layout was wrapped and its depth chosen for this,
    * app/framing.ts); else those names at the readable scale from the start of the network
-   * (top left), the minimap's strip left free.
+   * (top left), the minimap's strip left free: READ_K while presenting too (a model that fits
+   * at neither size shows more of itself so than a part at the larger type).
    */
   firstView(scene: Scene, dir: Direction, least = READ_K) {
     if (!this.attached) return;
@@ -124,7 +125,7 @@ export class Camera {
     this.needsFit = false;
     this.framed = false;
     const [W, H] = this.zoom.dims();
-    const k = this.readK;
+    const k = READ_K;
     const tb = dir === "TB";
     const x = tb ? Math.max(MARGIN, (W - MINIMAP_STRIP - scene.width * k) / 2) : MARGIN;
     const y = tb ? MARGIN : Math.max(MARGIN, (H - MINIMAP_STRIP * 0.7 - scene.height * k) / 2);
