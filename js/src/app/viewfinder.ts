@@ -77,12 +77,13 @@ export class Viewfinder {
       this.firstLeast = reason === "direction" ? MIN_K : ACTIONS.has(reason) ? camera.least : READ_K;
       camera.firstView(scene, this.host.dir(), this.firstLeast);
       if (!ACTIONS.has(reason) || camera.framed) return;
-      const focus = this.focus();
-      if (focus) camera.showPart(scene, focus, this.host.dir(), 0);
+      const focus = this.focus(); // (at 12 px while presenting too, as camera.firstView shows)
+      if (focus) camera.showPart(scene, focus, this.host.dir(), 0, READ_K);
       return;
     }
     this.partKey = anchor?.key ?? this.focusKey();
     const after = anchor && (graphView.node(anchor.key)?.box ?? scene.clusters.find((c) => c.key === anchor.key)?.box);
+    const chosen = camera.framed || camera.parted; // the view the camera chose, not moved since
     if (anchor && after) camera.keepAnchor(anchor.box, after, scene);
     // (laid out again for a canvas that changed size: the whole where it now fits, else the
     // part kept where it was)
@@ -95,11 +96,11 @@ export class Viewfinder {
     // than the canvas beside the inspector is shown in part at that scale, not whole smaller)
     const small = reason === "canvas" && camera.zoom.target.k < camera.readK - 1e-6;
     if (ACTIONS.has(reason) || small) camera.showPart(scene, after ?? this.focus(), this.host.dir());
-    // (laid out again, with a node kept in place or a view the camera chose: at the scale it
-    // is at, around that node or from the start, no more empty canvas beyond the graph's ends
-    // than that needs; the inspector closed after playback gave back a first view that does
-    // not fit, laid out wider than the step's was)
-    else if (reason === "canvas" && (after || camera.framed || camera.parted))
+    // (laid out again where the camera chose the view: at the scale it is at, around the node
+    // kept in place or from the start, no more empty canvas beyond the graph's ends than that
+    // needs; the inspector closed after playback gave back a first view that does not fit,
+    // laid out wider than the step's was. A node the user centred stays centred.)
+    else if (reason === "canvas" && chosen)
       camera.showPart(scene, after ?? null, this.host.dir(), 260, camera.zoom.target.k);
     else if (!(anchor && after)) this.host.redraw();
   }
