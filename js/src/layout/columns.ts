@@ -117,7 +117,7 @@ export function columnsOf(root: Chains, inputs: ReadonlySet<string>, outputs: Re
   const bused = new Set<number>();
   for (const e of root.edges)
     if (e.hidden && find(e.src) !== find(e.dst) && output(find(e.dst)) && run(find(e.src))) bused.add(find(e.src));
-  const ended = (r: number) => output(r) || (staged.has(r) && bused.has(r));
+  const ended = (r: number) => output(r) || bused.has(r);
   // each input joins the first chain it enters that ends in an output
   const entered = new Map<number, number>();
   for (const e of root.edges)
