@@ -131,6 +131,18 @@ TOGGLE = """(prefix) => {
 }"""
 
 
+def play_three_steps(page):
+    """Play, then three steps on with the right arrow, each waited for."""
+    page.click(".nfw-play")
+    for _ in range(3):
+        at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     pytest.importorskip("transformers")
@@ -177,14 +189,7 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
     if open_stacks:
         plus = page.locator(".nfw-junction, .nfw-residual").count()
         assert plus > 0, "no (+) of the residual stream (a junction, a residual block's mark)"
-    page.click(".nfw-play")
-    for _ in range(3):
-        at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
+    play_three_steps(page)
     check("play")
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")  # the inspector playback opened
@@ -232,14 +237,7 @@ def test_a_model_too_large_for_a_notebook_s_cell_comes_back_as_it_opened(browser
     settle(page)
     first = page.evaluate(COVERED)
     assert 0 < len(first["out"]) <= 2, first["out"]  # the first view: the U but its end
-    page.click(".nfw-play")
-    for _ in range(3):
-        at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
+    play_three_steps(page)
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")  # the inspector playback opened
     settle(page)
