@@ -276,9 +276,9 @@ out.""",
         _whisper,
         """`WhisperForConditionalGeneration` with whisper-tiny's configuration (4 + 4
 layers of width 384) over 5 seconds of a synthetic log-mel spectrogram (250 encoder positions
-instead of 30 s, 1,500). The decoder's trunk (its **flow** edge) comes from the encoder:
-of its inputs, the first that a stage made; its own token ids (`decoder_input_ids`, a raw
-model input) **merge** in. Open the decoder (its `+`) and a layer's `encoder_attn`:
+instead of 30 s, 1,500). The decoder continues its own token ids (`decoder_input_ids`,
+its first argument: its **flow** edge); the encoder's output **merges** in beside them, into
+each layer's cross-attention. Open the decoder (its `+`) and a layer's `encoder_attn`:
 6 decoder tokens × 250 audio positions, cross-attention, a rectangle rather than a square.
 The encoder's self-attention maps are 250 × 250 per head.""",
     ),
@@ -289,8 +289,8 @@ The encoder's self-attention maps are 250 × 250 per head.""",
         _t5,
         """`T5ForConditionalGeneration(T5Config())`: t5-small (6 + 6 blocks of width 512), a
 batch of two source sentences (the second padded; the first, shown, complete). As in
-Whisper, the decoder continues the encoder's output (its **flow** edge) and its token ids
-and the attention mask **merge** in. Open `decoder` (its `+`) and a block's
+Whisper, the decoder continues its own token ids (its **flow** edge) and the encoder's
+output and the attention mask **merge** in. Open `decoder` (its `+`) and a block's
 `EncDecAttention`: 6 target tokens × 12 source tokens. T5's relative position bias is
 computed by the first block's attention and handed to the others.""",
     ),

@@ -239,6 +239,31 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     ]);
   });
 
+  it("T5 folded (its first level): the encoder's column left, the decoder's right, what it reads from the side", () => {
+    // T5ForConditionalGeneration.forward: encoder(input_ids, attention_mask) -> output 0;
+    // decoder(input_ids=decoder_input_ids, ..., encoder_hidden_states, encoder_attention_mask)
+    // -> lm_head -> logits. The decoder continues its own ids (flow); the encoder's output
+    // and the mask merge: two chains, each ending in a model output, met by merges only
+    const t5 = goldenTree("t5_3");
+    const { view, req, scene } = sceneOf(t5, { expanded: new Set(), unfolded: new Set() });
+    expect(edgeText(view)).toContain("encoder -> decoder merge");
+    const column = (id: string) =>
+      req.root.columns?.[req.root.items.findIndex((it) => it.key === view.nodes.find((n) => n.id === id)!.key)];
+    for (const id of ["input:input_ids", "input:attention_mask", "encoder", "output:encoder_last_hidden_state"])
+      expect(column(id), id).toBe(0);
+    for (const id of ["input:decoder_input_ids", "decoder", "lm_head", "output:logits"]) expect(column(id), id).toBe(1);
+    const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;
+    const boxes = scene.nodes.map((n): [string, Box] => [n.key, n.box]);
+    const into = scene.edges.filter((e) => e.dstId === "decoder" && e.kind === "merge");
+    expect(into.map((e) => e.srcId).sort()).toEqual(["encoder", "input:attention_mask"]);
+    for (const e of into) {
+      // behind no node, into the decoder's left side (not over its top, round its column)
+      expect(behind(e.points, boxes, [box(e.srcId), box("decoder")]), e.srcId).toEqual([]);
+      expect(e.points.at(-2), e.srcId).toBeCloseTo(box("decoder")[0], 0);
+      expect(Math.min(...e.points.filter((_, i) => i % 2 === 1)), e.srcId).toBeGreaterThanOrEqual(box(e.srcId)[1]);
+    }
+  });
+
   it("one column where the chains meet, or where one model output is all (GPT-2, a U-Net)", () => {
     for (const name of ["gpt2", "bert_padded", "unet2d_condition", "demo_unet"]) {
       const tree = goldenTree(name);

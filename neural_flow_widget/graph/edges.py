@@ -18,18 +18,18 @@ The walk, for a selection S of call indices:
    order given; a list, tuple or dict argument is one argument): the state the call
    continues, if any (an argument that came from the previous call of the same module and
    has the shapes this call returns: an RNN cell unrolled as ``cell(x[t], (h, c))``
-   continues ``(h, c)``), else the first argument whose sources, walking on through relays,
-   include a stage, else the first that has a source at all. Of the trunk's sources the one
-   with the most ancestors (the deepest pathway) is primary, then the earliest node. So a
-   UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
-   merges into it; a decoder layer's own stream is its trunk and the encoder's output
-   merges; a DenseNet layer given ``[x0, f1, ..., fk]`` continues ``fk``; a stage reading one
-   tensor (``x + f(x)``, a concatenation) takes its deepest source. The stage's *path* is its
-   primary source and that source's path: the chain of flow edges behind it. Another source
-   on the path is a ``skip`` (a residual, a U-Net's encoder feature into its decoder, a
-   DenseNet's earlier layers); any other source is a ``merge``: conditioning (a timestep or
-   text embedding, an attention mask, an encoder's output into a decoder's cross-attention,
-   a second modality), even when it entered the trunk earlier.
+   continues ``(h, c)``), else the first argument that has a source (a model input counts:
+   a decoder called ``decoder(tgt, memory)`` continues its target). Of the trunk's sources
+   the one with the most ancestors (the deepest pathway) is primary, then the earliest node.
+   So a UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
+   merges into it; a decoder, and each of its layers, continues its own stream and the
+   encoder's output merges; a DenseNet layer given ``[x0, f1, ..., fk]`` continues ``fk``; a
+   stage reading one tensor (``x + f(x)``, a concatenation) takes its deepest source. The
+   stage's *path* is its primary source and that source's path: the chain of flow edges
+   behind it. Another source on the path is a ``skip`` (a residual, a U-Net's encoder
+   feature into its decoder, a DenseNet's earlier layers); any other source is a ``merge``:
+   conditioning (a timestep or text embedding, an attention mask, an encoder's output into
+   a decoder's cross-attention, a second modality), even when it entered the trunk earlier.
 5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
    takes as input and that carries data of two or more sources (a join, or an op after
    one): a residual stream in a pre-norm transformer, read by every block's first norm. A
@@ -250,13 +250,8 @@ def _classify(
         bits = 0
         for src in ordered:
             bits |= closed[src]
-        # the trunk: the deepest source of the first argument that comes from a stage
-        by_argument = arguments.get(node, ())
-        trunk: Collection[str] | None = next(
-            (g for g in by_argument if any(src in stages for src in g)), None
-        )
-        if trunk is None:
-            trunk = next((g for g in by_argument if g), found)
+        # the trunk: the deepest source of the first argument that has a source
+        trunk: Collection[str] = next((g for g in arguments.get(node, ()) if g), found)
         primary = min(
             (src for src in ordered if src in trunk), key=lambda src: -depth[src], default=""
         )

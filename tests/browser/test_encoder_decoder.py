@@ -247,3 +247,49 @@ def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height
                 assert not crosses(pts, box), f"input_ids' line to {dst} passes behind {sid}"
     context.close()
     assert errors == []
+
+
+#: the bus labels' boxes on screen: [text, left, top, right, bottom]
+LABEL_BOXES = """() => [...document.querySelectorAll(".nfw-bus-label")].map((t) => {
+  const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom];
+})"""
+
+
+@pytest.mark.parametrize(
+    ("name", "width", "height"), [("nn_transformer", 1024, 768), ("t5", 860, 520)]
+)
+def test_folded_stacks_stand_as_two_columns(browser, tmp_path, name, width, height):
+    """Where the stacks stay folded (nn.Transformer at 1024 x 768; T5 in a notebook's cell),
+    the decoder continues its own target (its flow edge, from the top of its column) and the
+    encoder's output enters it from the side: the encoder's column left, the decoder's right,
+    no line behind a node, and a "cross-attention" label (nn.Transformer's memory, read by each
+    folded layer) clear of every node: a label longer than its line's stretch ran under the
+    encoder's norm ("ross-attention")."""
+    pytest.importorskip("transformers")
+    from fixture_models import nn_transformer
+
+    model, inputs = nn_transformer(layers=6) if name == "nn_transformer" else t5(layers=3)
+    nfw.NeuralFlowWidget(model, inputs).to_html(tmp_path / "page.html")
+    context, page, errors = open_offline(browser, tmp_path / "page.html", width, height)
+    seen = page.evaluate(SEEN)
+    shoot(page, f"encdec_{name}_folded_{width}x{height}")
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    encoder = [b for sid, b in boxes.items() if sid.startswith("encoder")]
+    decoder = [b for sid, b in boxes.items() if sid.startswith("decoder")]
+    assert encoder and decoder, sorted(boxes)
+    assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "not two columns"
+    target = "input:1" if name == "nn_transformer" else "input:decoder_input_ids"
+    assert boxes[target][0] > max(b[2] for b in encoder), f"{target} not in the decoder's column"
+    for _, src, dst, pts in seen["lines"]:
+        for sid, box in boxes.items():
+            if sid != src and not dst.endswith(sid) and not src.endswith(sid):
+                assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
+    for text, *r in page.evaluate(LABEL_BOXES):
+        for sid, b in boxes.items():
+            clear = r[2] <= b[0] or r[0] >= b[2] or r[3] <= b[1] or r[1] >= b[3]
+            assert clear, f"the label {text!r} runs under {sid}"
+    if name == "nn_transformer":
+        assert [t for t, *_ in page.evaluate(LABEL_BOXES)] == ["cross-attention"]
+    context.close()
+    assert errors == []

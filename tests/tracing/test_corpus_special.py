@@ -41,9 +41,9 @@ class CellLoop(nn.Module):
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
 def test_a_cell_in_a_loop_reads_its_previous_state_and_the_input_slice(kind):
-    """``cell#t`` is called ``cell(x[t], state)``. Its first tensor, ``x[t]`` (an op of the
-    model's body on the input), comes from no stage, so the trunk is the next argument: the
-    state of ``cell#t-1`` (for the LSTM the tuple ``(h, c)``, both from ``cell#t-1``) -> flow;
+    """``cell#t`` is called ``cell(x[t], state)``. It continues the state ``cell#t-1``
+    returned (the same module, the shapes it returns), so that is its trunk, though ``x[t]``
+    comes first (for the LSTM the tuple ``(h, c)``, both from ``cell#t-1``) -> flow;
     the input is an ancestor of ``cell#t-1`` (``cell#0`` read it) -> skip. ``cell#0`` gets
     ``state=None``: the input only. ``head`` reads ``cell#T-1``'s ``h``."""
     model = seeded(lambda: CellLoop(kind))

@@ -4,9 +4,9 @@ whose layers receive a *list* of earlier features, and recurrent cells unrolled 
 embedding. Each expected edge set is derived by hand from the code below and the rules of
 ``neural_flow_widget/graph/edges.py``:
 
-- the trunk of a stage is its first argument that comes from a stage (a list or tuple
-  argument is one argument, led by its deepest source), or the state it continues (a call
-  of the same module returned it, with the shapes this call returns);
+- the trunk of a stage is the state it continues (a call of the same module returned it,
+  with the shapes this call returns), else its first argument that has a source (a list or
+  tuple argument is one argument, led by its deepest source);
 - of the trunk's sources the deepest (most ancestors) is the ``flow`` edge;
 - another source on the flow source's chain of flow edges is a ``skip``; any other a
   ``merge``.

@@ -23,6 +23,7 @@ How an expected edge list is derived (the comments next to each list say which r
 from __future__ import annotations
 
 import copy
+import itertools
 
 import numpy as np
 import pytest
@@ -281,11 +282,11 @@ def test_t5_at_depth_1(t5_inputs, use_cache):
     are the call's first tensor -> flow (although the mask was given to the model first), the
     mask -> merge; ``decoder(input_ids=decoder_input_ids, attention_mask=None, ...,
     encoder_hidden_states=encoder output, encoder_attention_mask=attention_mask)``: the
-    decoder's own ids come first but from no stage (a model input), so the trunk is the first
-    argument that comes from one: ``encoder_hidden_states`` -> flow from the encoder; the ids
-    are no ancestor of the encoder -> merge; the mask is (the encoder read it), but it is not
-    on the encoder's chain of flow edges (encoder <- the ids) -> merge. With a cache (an
-    ``EncoderDecoderCache`` the decoder makes and returns: no tensor leaf) the same."""
+    decoder's own ids are its first argument with a source -> flow (the decoder continues its
+    own tokens, as the paper's figure draws it); the encoder's output is not on that path
+    (the decoder's path is its ids alone) -> merge (the cross-attention's keys and values);
+    the mask -> merge. With a cache (an ``EncoderDecoderCache`` the decoder makes and returns:
+    no tensor leaf) the same."""
     model = t5()
     kw = {"use_cache": use_cache}
     with torch.no_grad():
@@ -297,8 +298,8 @@ def test_t5_at_depth_1(t5_inputs, use_cache):
         [
             ("input:input_ids", "encoder", "flow"),
             ("input:attention_mask", "encoder", "merge"),
-            ("input:decoder_input_ids", "decoder", "merge"),  # input_ids=: no stage
-            ("encoder", "decoder", "flow"),  # encoder_hidden_states=: the first from a stage
+            ("input:decoder_input_ids", "decoder", "flow"),  # input_ids=: its first argument
+            ("encoder", "decoder", "merge"),  # encoder_hidden_states=: beside it
             ("input:attention_mask", "decoder", "merge"),  # encoder_attention_mask=
             ("decoder", "lm_head", "flow"),
             ("lm_head", "output:logits", "flow"),
@@ -306,6 +307,39 @@ def test_t5_at_depth_1(t5_inputs, use_cache):
         ]
     )
     same_output(model, {**t5_inputs, **kw}, "logits", before)
+
+
+def test_nn_transformer_the_decoder_continues_the_target_and_the_memory_merges():
+    """``nn.Transformer.forward(src, tgt)``: ``memory = self.encoder(src)``, then
+    ``self.decoder(tgt, memory)``. The decoder's first argument, ``tgt``, is a model input ->
+    flow; the memory is not on its path (the target alone) -> merge. Inside,
+    ``TransformerDecoder.forward`` calls each layer ``mod(output, memory, ...)`` with
+    ``output = tgt`` at first: ``layers.0`` continues the target, ``layers.k`` continues
+    ``layers.k-1``; the encoder is on none of their paths (target, layers.0, ...) -> a merge
+    into every layer (its cross-attention), never a skip."""
+    from fixture_models import nn_transformer
+
+    model, (src, tgt) = nn_transformer(layers=3)
+    with torch.no_grad():
+        before = model(src, tgt)
+    flow = nfw.trace(model, (src, tgt), stages=1)
+    assert edge_list(flow) == sorted(
+        [
+            ("input:0", "encoder", "flow"),
+            ("input:1", "decoder", "flow"),  # tgt: the decoder's first argument
+            ("encoder", "decoder", "merge"),  # memory
+            ("decoder", "output:0", "flow"),
+        ]
+    )
+    layers = [f"decoder.layers.{k}" for k in range(3)]
+    flow = nfw.trace(model, (src, tgt), stages=["encoder", *layers, "decoder.norm"])
+    expected = [("input:0", "encoder", "flow"), ("input:1", layers[0], "flow")]
+    expected += [(a, b, "flow") for a, b in itertools.pairwise(layers)]
+    expected += [("encoder", layer, "merge") for layer in layers]
+    expected += [(layers[-1], "decoder.norm", "flow"), ("decoder.norm", "output:0", "flow")]
+    assert edge_list(flow) == sorted(expected)
+    with torch.no_grad():
+        assert torch.equal(model(src, tgt), before)
 
 
 def test_t5_cross_attention_merges_the_encoder_into_the_decoder(t5_inputs):

@@ -7,6 +7,7 @@
  * its strands (spine.ts); together they read as bands of one arrangement (routes.ts routes
  * each column's edges among its own items). Flow coordinates; pure, no DOM.
  */
+import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
 import type { Arranged, FlowGroup } from "./flow";
 import { arrangeNarrow } from "./spine";
@@ -85,7 +86,7 @@ export function arrangeColumns(g: FlowGroup, column: readonly number[]): Arrange
 /** What columnsOf reads of the root's layout group (layout.ts LayoutGroup). */
 type Chains = {
   items: readonly { key: string }[];
-  edges: readonly { src: number; dst: number; hidden?: boolean }[];
+  edges: readonly { src: number; dst: number; hidden?: boolean; kind?: EdgeKind }[];
 };
 
 /**
@@ -107,7 +108,9 @@ export function columnsOf(root: Chains, inputs: ReadonlySet<string>, outputs: Re
   };
   const port = (i: number) => inputs.has(root.items[i]!.key) || outputs.has(root.items[i]!.key);
   const fromInput = (e: Chains["edges"][number]) => inputs.has(root.items[e.src]!.key);
-  for (const e of root.edges) if (!e.hidden && !fromInput(e)) part[find(e.src)] = find(e.dst);
+  // a merge joins no chains: T5's encoder output into its decoder, whose trunk is its own ids
+  const joins = (e: Chains["edges"][number]) => !e.hidden && e.kind !== "merge" && !fromInput(e);
+  for (const e of root.edges) if (joins(e)) part[find(e.src)] = find(e.dst);
   const staged = new Set<number>();
   for (let i = 0; i < n; i++) if (!port(i)) staged.add(find(i));
   const output = (r: number) => staged.has(r) && root.items.some((it, i) => outputs.has(it.key) && find(i) === r);

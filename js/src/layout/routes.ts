@@ -7,6 +7,7 @@
  * all from one item, share that connector and part above the next band). Then the group's
  * extent, and the routes from its entry and to its exit. Pure, no DOM.
  */
+import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
 import { type Arranged, type FlowGroup, type FlowPlacement, rounded, segmentHitsBox } from "./flow";
 
@@ -78,9 +79,15 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   ];
   const gapBelow = (u: End) => arr.gapAfter[u.row] ?? 24; // none for the entry and exit (row -1)
 
-  const route = (u: End, v: End): number[] => {
+  const gapLanes = new Map<string, number>(); // per gap between two bands: the lanes in it
+  const entered = new Map<number, number>(); // per item: the merges from another band into it
+  const route = (u: End, v: End, kind: EdgeKind): number[] => {
     const out: [number, number] = [u.box[0] + u.box[2], u.cout];
     const inn: [number, number] = [v.box[0], v.cin];
+    if (kind === "merge" && u.index >= 0 && v.index >= 0 && u.band !== v.band) {
+      const beside = across(u, v);
+      if (beside) return beside;
+    }
     if (u.index >= 0 && v.index >= 0 && u.band !== v.band) {
       // the next band: down, over the top of the gap, along above the band and down into the
       // target; the edges of one cut (all from one item) share this connector up to where
@@ -105,7 +112,7 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       };
       const drop = [above, inn[1], ...inn];
       if (!blocked(drop, entry, v)) return rounded([...bridge, ...drop], 14);
-      const rest = route(entry, v);
+      const rest = route(entry, v, kind);
       return [...rounded([...bridge, rest[2]!, rest[3]!], 14).slice(0, -2), ...rest.slice(2)];
     }
     if (u.index >= 0 && v.index >= 0 && u.row === v.row) {
@@ -180,8 +187,55 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     return rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);
   };
 
+  /** A merge from one column into another (T5's encoder into its decoder, whose trunk is its
+   * own ids; T5's mask into both): out of the source's side (or its end), along a lane in the
+   * gap between the two columns, into the target's side (or its top); null where every such
+   * route passes behind a node. */
+  function across(u: End, v: End): number[] | null {
+    const from = at(bandBox, u.band);
+    const to = at(bandBox, v.band);
+    const right = to[1] > from[1];
+    const key = right ? `${u.band}>${v.band}` : `${v.band}>${u.band}`;
+    const k = gapLanes.get(key) ?? 0;
+    const lane = (right ? from[3] + to[1] : to[3] + from[1]) / 2 + (k % 2 ? 1 : -1) * Math.ceil(k / 2) * LANE_STEP;
+    const [ua, va] = [mid(u), mid(v)];
+    const exit = right ? u.box[1] + u.box[3] : u.box[1];
+    const hits = (pts: number[]) => {
+      for (let w = 0; w < n; w++) {
+        if (w === u.index || w === v.index) continue;
+        const box: [number, number, number, number] = [a[w]!, c[w]!, at(items, w).al, at(items, w).ac];
+        for (let i = 0; i + 3 < pts.length; i += 2)
+          if (segmentHitsBox(pts[i]!, pts[i + 1]!, pts[i + 2]!, pts[i + 3]!, box)) return true;
+      }
+      return false;
+    };
+    // out of its side (or, where that is hidden, its end, turning in the gap after its row)
+    const turn = u.box[0] + u.box[2] + gapBelow(u) / 2;
+    const outs = [
+      [ua, exit, ua, lane],
+      [u.box[0] + u.box[2], u.cout, turn, u.cout, turn, lane],
+    ];
+    // into its side (or its top), a second one into the same side beside the first
+    const j = entered.get(v.index) ?? 0;
+    const into = Math.max(
+      v.box[0] + 4,
+      Math.min(v.box[0] + v.box[2] - 4, va + (j % 2 ? -1 : 1) * Math.ceil(j / 2) * 8),
+    );
+    const ins = [
+      [into, lane, into, right ? v.box[1] : v.box[1] + v.box[3]],
+      [v.box[0] - 12, lane, v.box[0] - 12, v.cin, v.box[0], v.cin],
+    ];
+    const pts = outs.flatMap((o) => ins.map((i) => [...o, ...i])).find((p) => !hits(p));
+    if (!pts) return null;
+    gapLanes.set(key, k + 1);
+    entered.set(v.index, j + 1);
+    return rounded(pts, CORNER);
+  }
+
   let bottomTurn = 0; // along, in flow coordinates of the finished group: set below
-  const routes = arr.edges.map((e) => (e.src >= 0 && e.dst >= 0 && !e.hidden ? route(end(e.src), end(e.dst)) : []));
+  const routes = arr.edges.map((e) =>
+    e.src >= 0 && e.dst >= 0 && !e.hidden ? route(end(e.src), end(e.dst), e.kind) : [],
+  );
   // the extent of items and routes; the content starts at 0, 0
   let minA = Infinity,
     minC = Infinity,
@@ -232,8 +286,8 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     index: -2,
   };
   bottomTurn = al + Math.min(7, g.trail / 2);
-  const inRoutes = g.entries.map((v) => route(top, end(v)));
-  const outRoutes = g.exits.map((v) => route(end(v), bottom));
+  const inRoutes = g.entries.map((v) => route(top, end(v), "flow"));
+  const outRoutes = g.exits.map((v) => route(end(v), bottom, "flow"));
   // a lane of an entry or exit may pass beside everything: the group grows to hold it
   let lo = 0;
   let hi = maxC - minC;

@@ -13,9 +13,8 @@
  *      its sources m of ancestors(m) + {m}, over these real edges only.
  *   5. primary ("flow"): the trunk is an argument of the call (its start ops grouped by
  *      at(calls, s).args; an output's ops: one argument each): the state it continues
- *      (at(calls, s).state), else the first argument whose sources, walking on through relays,
- *      include a stage, else the first that has a source (one argument: all sources); of the
- *      trunk's sources the one with most ancestors, then the earliest canonical. path(n) =
+ *      (at(calls, s).state), else the first argument that has a source (a model input counts;
+ *      one argument: all sources); of the trunk's sources the one with most ancestors, then the earliest canonical. path(n) =
  *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
  *      path(primary) -> "skip"; else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
@@ -271,11 +270,9 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         if (from >= 0) edge(from, n, "order");
       }
     } else {
-      // the trunk: the first argument that comes from a stage (else the first with a source,
-      // else all); of its sources the deepest, then the earliest (src is in canonical order)
-      const args = byArgument[n]!;
-      const fromStage = (g: Set<number>) => [...g].some((m) => m >= nIn && m < outBase);
-      const trunk = args.find(fromStage) ?? args.find((g) => g.size > 0) ?? new Set(src);
+      // the trunk: the first argument with a source (else all); of its sources the deepest,
+      // then the earliest (src is in canonical order)
+      const trunk = byArgument[n]!.find((g) => g.size > 0) ?? new Set(src);
       let primary = -1;
       for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m]! > ancCount[primary]!)) primary = m;
       const prow = primary * words;
