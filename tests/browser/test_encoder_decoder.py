@@ -221,9 +221,9 @@ def bart_page(tmp_path_factory):
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height):
     """At 1280 x 720 BART stands in two columns, its decoder's embeddings in the decoder's
-    (they stood above the encoder, the lines to the decoder crossing it); where two columns do
-    not fit (1024 x 768: each column's embeddings side by side) one column, as before. Either
-    way the whole model in view, no name cut, and no line from the input behind a node."""
+    (they stood above the encoder, the lines to the decoder crossing it). Either way the whole
+    model in view, no name cut, no label under a node, and no line from the input behind a
+    node."""
     context, page, errors = open_offline(browser, bart_page, width, height)
     seen = page.evaluate(SEEN)
     shoot(page, f"encdec_bart_one_input_{width}x{height}")
@@ -239,6 +239,7 @@ def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height
         for _, src, dst, pts in seen["lines"]:
             if src == "input:input_ids" and dst.startswith("model.decoder"):
                 assert max(pts[1::2]) < stack[1], f"input_ids' line to {dst} goes round the encoder"
+    _labels_clear(page, boxes)  # (at 1024 its "cross-attention" in two lines: "cross-")
     lines = [(dst, pts) for _, src, dst, pts in seen["lines"] if src == "input:input_ids"]
     assert len(lines) >= 2, seen["lines"]  # into the encoder and the decoder
     for dst, pts in lines:
@@ -253,6 +254,14 @@ def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height
 LABEL_BOXES = """() => [...document.querySelectorAll(".nfw-bus-label")].map((t) => {
   const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom];
 })"""
+
+
+def _labels_clear(page, boxes) -> None:
+    """Every bus label on screen runs under no node (its real text, as drawn)."""
+    for text, *r in page.evaluate(LABEL_BOXES):
+        for sid, b in boxes.items():
+            clear = r[2] <= b[0] or r[0] >= b[2] or r[3] <= b[1] or r[1] >= b[3]
+            assert clear, f"the label {text!r} runs under {sid}"
 
 
 @pytest.mark.parametrize(
@@ -285,10 +294,7 @@ def test_folded_stacks_stand_as_two_columns(browser, tmp_path, name, width, heig
         for sid, box in boxes.items():
             if sid != src and not dst.endswith(sid) and not src.endswith(sid):
                 assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
-    for text, *r in page.evaluate(LABEL_BOXES):
-        for sid, b in boxes.items():
-            clear = r[2] <= b[0] or r[0] >= b[2] or r[3] <= b[1] or r[1] >= b[3]
-            assert clear, f"the label {text!r} runs under {sid}"
+    _labels_clear(page, boxes)
     if name == "nn_transformer":
         assert [t for t, *_ in page.evaluate(LABEL_BOXES)] == ["cross-attention"]
     context.close()

@@ -12,7 +12,7 @@ import { at } from "../wire_check";
 import type { Arranged, FlowGroup } from "./flow";
 import { arrangeNarrow } from "./spine";
 
-export const COLUMN_GAP = 72; // between two columns: room for a bus between them
+export const COLUMN_GAP = 84; // between two columns: room for a bus and its label ("cross-" over "attention")
 
 /** `column[v]`: the column of item v (0, 1, ...); null when a column's strands tangle. */
 export function arrangeColumns(g: FlowGroup, column: readonly number[]): Arranged | null {

@@ -19,7 +19,7 @@ const TAP_SEP = 8; // between the taps of two buses into one reader
 const TAP_CLEAR = 24; // a tap passes a node no closer than this along the flow
 const GAP_CLEAR = 10; // a lane in a gap keeps this far from what is on either side
 const LABEL_PX = 14; // a bus's label: its font size (.nfw-bus-label, view/styles.ts)
-const LABEL_EM = 0.66; // and its characters' widest mean width (bold sans), in em
+const LABEL_EM = 0.6; // and its characters' mean width, in em (bold system-ui: 0.575 in Chromium)
 
 export function drawBuses(
   buses: Map<string, DrawnEdge[]>,
@@ -364,7 +364,16 @@ export function drawBuses(
     const [x, y] = [(x0 + x1) / 2, (y0 + y1) / 2];
     if (vertical) return { text, x: x - 5, y, vertical };
     const wide = text.length * LABEL_EM * LABEL_PX;
-    if (!level || wide + 12 <= Math.abs(x1 - x0)) return { text, x, y: y - 5, vertical };
+    if (!level || wide + 8 <= Math.abs(x1 - x0)) return { text, x, y: y - 5, vertical };
+    // in two lines where it breaks ("cross-" over "attention") and so fits the stretch
+    const cut = [...text.matchAll(/[- ]/g)]
+      .map((m) => m.index + 1)
+      .sort((p, q) => Math.abs(2 * p - text.length) - Math.abs(2 * q - text.length))[0];
+    if (cut !== undefined) {
+      const lines: [string, string] = [text.slice(0, cut).trimEnd(), text.slice(cut)];
+      if (Math.max(...lines.map((l) => l.length)) * LABEL_EM * LABEL_PX + 8 <= Math.abs(x1 - x0))
+        return { text, lines, x, y: y - 5, vertical };
+    }
     const next = pts[best + 5]; // where the line goes after the stretch: up, down or nowhere
     const below = next !== undefined && next < y1;
     return { text, x: x0 + Math.sign(x1 - x0) * (6 + wide / 2), y: below ? y + 5 + LABEL_PX * 0.75 : y - 5, vertical };

@@ -91,8 +91,9 @@ export interface SceneBus {
   points: number[]; // the line, from the source to the last tap
   taps: number[]; // flat x, y where each tap leaves the line (its dot)
   /** What it carries, written along its lane ("cross-attention"): centred on x, y, beside the
-   * lane away from its readers (in TB reading upwards, its baseline along the lane). */
-  label?: { text: string; x: number; y: number; vertical: boolean };
+   * lane away from its readers (in TB reading upwards, its baseline along the lane); in two
+   * `lines` where the lane is too short for it, the second's baseline at y. */
+  label?: { text: string; x: number; y: number; vertical: boolean; lines?: [string, string] };
 }
 
 export interface Scene {

@@ -79,16 +79,18 @@ export function busEl(b: SceneBus): SVGGElement {
   for (let i = 0; i < b.taps.length; i += 2)
     g.append(s("circle", { class: "nfw-bus-dot", cx: b.taps[i], cy: b.taps[i + 1], r: 2.6 }));
   const l = b.label;
-  if (l)
-    g.append(
-      svgText(l.text, {
-        class: "nfw-bus-label",
-        x: l.x,
-        y: l.y,
-        "text-anchor": "middle",
-        ...(l.vertical ? { transform: `rotate(-90 ${l.x} ${l.y})` } : {}),
-      }),
-    );
+  if (l) {
+    const attrs = { class: "nfw-bus-label", x: l.x, y: l.y, "text-anchor": "middle" };
+    const turned = l.vertical ? { transform: `rotate(-90 ${l.x} ${l.y})` } : {};
+    const text = svgText(l.lines ? "" : l.text, { ...attrs, ...turned });
+    // two lines: the first a line above the second, whose baseline is the label's
+    for (const [i, line] of (l.lines ?? []).entries()) {
+      const span = s("tspan", { x: l.x, dy: i === 0 ? "-1.15em" : "1.15em" });
+      span.textContent = line;
+      text.append(span);
+    }
+    g.append(text);
+  }
   return g;
 }
 
