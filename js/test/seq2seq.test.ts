@@ -9,7 +9,7 @@ import { type Box, computeLayout, type Direction } from "../src/layout/layout";
 import { counterpart, stackable, wrappers } from "../src/model/stack";
 import { buildTree, type CallTree, holds } from "../src/model/tree";
 import { buildView, stackedRuns, type ViewGraph, type ViewState } from "../src/model/view_model";
-import { initialState } from "../src/model/view_state";
+import { initialState, levelStates } from "../src/model/view_state";
 import { fitsAt } from "../src/app/framing";
 import { buildScene, drawnOf, layoutRequest, MINIMAP_STRIP, READ_K } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
@@ -262,6 +262,24 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
       expect(e.points.at(-2), e.srcId).toBeCloseTo(box("decoder")[0], 0);
       expect(Math.min(...e.points.filter((_, i) => i % 2 === 1)), e.srcId).toBeGreaterThanOrEqual(box(e.srcId)[1]);
     }
+  });
+
+  it("Whisper folded in a notebook's cell: WhisperModel, around both stacks, boxless, so encoder and decoder stand in columns", () => {
+    // WhisperForConditionalGeneration.forward: model(input_features, decoder_input_ids) ->
+    // proj_out; WhisperModel.forward: encoder(input_features), decoder(input_ids=
+    // decoder_input_ids, encoder_hidden_states=...). The level with only `model` open (a
+    // canvas too small for the stacks) drew it as a box, the two lines from above crossing
+    // in it; it wraps the stacks only, so it is drawn without a box, as where they open
+    const level = levelStates(whisper).find((s) => s.expanded.size === 1 && !s.stacked)!;
+    expect([...level.expanded].map((c) => at(whisper.graph.calls, c).id)).toEqual(["model"]);
+    expect(level.inlined).toEqual(level.expanded);
+    const { view, req } = sceneOf(whisper, level);
+    const column = (id: string) =>
+      req.root.columns?.[req.root.items.findIndex((it) => it.key === view.nodes.find((n) => n.id === id)!.key)];
+    for (const id of ["input:input_features", "model.encoder", "output:encoder_last_hidden_state"])
+      expect(column(id), id).toBe(0);
+    for (const id of ["input:decoder_input_ids", "model.decoder", "proj_out", "output:logits"])
+      expect(column(id), id).toBe(1);
   });
 
   it("one column where the chains meet, or where one model output is all (GPT-2, a U-Net)", () => {

@@ -91,9 +91,10 @@ type Chains = {
 
 /**
  * The model's columns: its root items fall apart, by the edges drawn between them (a bus'
- * hidden ones and a model input's aside), into chains of which two or more hold a stage and
- * end in a model output (an encoder whose output reaches the decoder only through the
- * cross-attention bus, and the decoder; BART's, whose one input feeds both; nn.Transformer's
+ * hidden ones, a merge into a stage and a model input's aside), into chains of which two or
+ * more hold a stage and end in a model output (an encoder whose output reaches the decoder
+ * only as a merge: the cross-attention bus, or T5's folded decoder reading it; the decoder;
+ * BART's, whose one input feeds both; nn.Transformer's
  * encoder, whose output is the decoder's bus alone, no model output): each such chain
  * a column, the one the first input enters first on the left. An input stands in the column
  * of the first chain it enters (in call order); what ends in no output (a mask read through
@@ -108,8 +109,10 @@ export function columnsOf(root: Chains, inputs: ReadonlySet<string>, outputs: Re
   };
   const port = (i: number) => inputs.has(root.items[i]!.key) || outputs.has(root.items[i]!.key);
   const fromInput = (e: Chains["edges"][number]) => inputs.has(root.items[e.src]!.key);
-  // a merge joins no chains: T5's encoder output into its decoder, whose trunk is its own ids
-  const joins = (e: Chains["edges"][number]) => !e.hidden && e.kind !== "merge" && !fromInput(e);
+  // a merge into a stage joins no chains: T5's encoder output into its decoder, whose trunk is
+  // its own ids; one into a junction or an output does (CLIP's towers meet in the similarity)
+  const into = (e: Chains["edges"][number]) => /^j:/.test(root.items[e.dst]!.key) || port(e.dst);
+  const joins = (e: Chains["edges"][number]) => !e.hidden && (e.kind !== "merge" || into(e)) && !fromInput(e);
   for (const e of root.edges) if (joins(e)) part[find(e.src)] = find(e.dst);
   const staged = new Set<number>();
   for (let i = 0; i < n; i++) if (!port(i)) staged.add(find(i));

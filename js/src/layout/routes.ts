@@ -81,6 +81,7 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
 
   const gapLanes = new Map<string, number>(); // per gap between two bands: the lanes in it
   const entered = new Map<number, number>(); // per item: the merges from another band into it
+  const laneOf = new Map<string, number>(); // per gap and source: its lane
   const route = (u: End, v: End, kind: EdgeKind): number[] => {
     const out: [number, number] = [u.box[0] + u.box[2], u.cout];
     const inn: [number, number] = [v.box[0], v.cin];
@@ -196,8 +197,11 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const to = at(bandBox, v.band);
     const right = to[1] > from[1];
     const key = right ? `${u.band}>${v.band}` : `${v.band}>${u.band}`;
-    const k = gapLanes.get(key) ?? 0;
-    const lane = (right ? from[3] + to[1] : to[3] + from[1]) / 2 + (k % 2 ? 1 : -1) * Math.ceil(k / 2) * LANE_STEP;
+    // one lane per source in a gap: its merges into several readers share it to their turns
+    const own = laneOf.get(`${key}:${u.index}`);
+    const k = gapLanes.get(key) ?? 1; // (not the gap's middle: a band's connector runs there)
+    const lane =
+      own ?? (right ? from[3] + to[1] : to[3] + from[1]) / 2 + (k % 2 ? 1 : -1) * Math.ceil(k / 2) * LANE_STEP;
     const [ua, va] = [mid(u), mid(v)];
     const exit = right ? u.box[1] + u.box[3] : u.box[1];
     const hits = (pts: number[]) => {
@@ -227,7 +231,8 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     ];
     const pts = outs.flatMap((o) => ins.map((i) => [...o, ...i])).find((p) => !hits(p));
     if (!pts) return null;
-    gapLanes.set(key, k + 1);
+    if (own === undefined) gapLanes.set(key, k + 1);
+    laneOf.set(`${key}:${u.index}`, lane);
     entered.set(v.index, j + 1);
     return rounded(pts, CORNER);
   }

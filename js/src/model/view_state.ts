@@ -94,8 +94,12 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
   const fits = (s: ViewState) =>
     visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
   const around = wrappers(tree, stacks); // the calls around the stacks: opened from the first, boxless
+  // a plain level that opens only such wrappers draws them boxless too (WhisperModel around
+  // its encoder and decoder, folded: the two stand in columns, not in a box)
+  const unboxed = (s: ViewState): ViewState =>
+    s.expanded.size > 0 && [...s.expanded].every((c) => around.has(c)) ? { ...s, inlined: s.expanded } : s;
   const levels = [
-    ...chain(undefined),
+    ...chain(undefined).map(unboxed),
     ...(stacks.size ? chain(undefined, around).filter(fits) : []),
     ...(stacks.size ? chain(stacks, around).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
   ];
