@@ -299,3 +299,27 @@ def test_folded_stacks_stand_as_two_columns(browser, tmp_path, name, width, heig
         assert [t for t, *_ in page.evaluate(LABEL_BOXES)] == ["cross-attention"]
     context.close()
     assert errors == []
+
+
+def test_one_column_where_two_do_not_fit_the_target_enters_above_its_decoder(browser, tmp_path):
+    """nn.Transformer in a narrow notebook cell (600 x 520): its two columns do not fit, so
+    they stand as one. The decoder's target (its flow edge) stands just above the decoder,
+    under the encoder's column, not at the top beside the source with its line run down round
+    the encoder; the cross-attention label covers no node (it lay over the encoder's norm)."""
+    from fixture_models import nn_transformer
+
+    model, inputs = nn_transformer(layers=6)
+    nfw.NeuralFlowWidget(model, inputs).to_html(tmp_path / "page.html")
+    context, page, errors = open_offline(browser, tmp_path / "page.html", 600, 520)
+    seen = page.evaluate(SEEN)
+    shoot(page, "encdec_nn_transformer_one_column_600x520")
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    assert boxes["input:1"][1] > boxes["encoder.norm"][3], "the target not under the encoder"
+    for _, src, dst, pts in seen["lines"]:
+        for sid, box in boxes.items():
+            if sid != src and not dst.endswith(sid) and not src.endswith(sid):
+                assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
+    _labels_clear(page, boxes)
+    context.close()
+    assert errors == []

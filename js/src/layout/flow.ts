@@ -142,14 +142,19 @@ export function segmentHitsBox(
   return true;
 }
 
-/** Topological order of n items by DFS over in-edges, the lower index first where free. */
-export function topoOrder(n: number, edges: FlowEdge[]): number[] {
+/** Topological order of n items by DFS over in-edges, the lower index first where free; with
+ * `late`, a source that something reads just before its first reader, not first of all (one
+ * column of an encoder and a decoder: the decoder's target level with the decoder). */
+export function topoOrder(n: number, edges: FlowEdge[], late = false): number[] {
   const ins: number[][] = Array.from({ length: n }, () => []);
   for (const e of edges) if (e.src >= 0 && e.dst >= 0 && e.src !== e.dst) at(ins, e.dst).push(e.src);
   for (const list of ins) list.sort((a, b) => a - b);
   const state = new Uint8Array(n);
   const order: number[] = [];
-  for (let root = 0; root < n; root++) {
+  const read = new Uint8Array(n);
+  if (late) for (const list of ins) for (const u of list) read[u] = 1;
+  const roots = [...Array(n).keys()].filter((v) => !read[v] || at(ins, v).length > 0);
+  for (const root of [...roots, ...Array(n).keys()]) {
     if (state[root]) continue;
     const stack: [number, number][] = [[root, 0]];
     state[root] = 1;

@@ -52,7 +52,7 @@ function localSpine(g: FlowGroup, order: number[]): number[] {
 export function arrange(g: FlowGroup): Arranged | null {
   const { items, edges } = g;
   const n = items.length;
-  let order = topoOrder(n, edges);
+  let order = topoOrder(n, edges, true);
   const spine = new Uint8Array(n);
   let trunk = order.filter((v) => at(items, v).spine);
   if (trunk.length === 0) trunk = localSpine(g, order);

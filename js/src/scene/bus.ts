@@ -11,6 +11,7 @@ import type { Box, Direction } from "../layout/layout";
 import { rounded, segmentHitsBox } from "../layout/flow";
 import type { DrawnEdge } from "../model/junctions";
 import type { ViewGraph } from "../model/view_model";
+import { labelOn } from "./bus_label";
 import type { SceneBus, SceneEdge } from "./types";
 
 const OFF = 16; // the line's distance from what it passes
@@ -18,8 +19,6 @@ const STEP = 10; // between two buses on one side
 const TAP_SEP = 8; // between the taps of two buses into one reader
 const TAP_CLEAR = 24; // a tap passes a node no closer than this along the flow
 const GAP_CLEAR = 10; // a lane in a gap keeps this far from what is on either side
-const LABEL_PX = 14; // a bus's label: its font size (.nfw-bus-label, view/styles.ts)
-const LABEL_EM = 0.6; // and its characters' mean width, in em (bold system-ui: 0.575 in Chromium)
 
 export function drawBuses(
   buses: Map<string, DrawnEdge[]>,
@@ -310,7 +309,7 @@ export function drawBuses(
       kind,
       points: xy(rounded(line, 10)),
       taps: dots,
-      ...(text ? { label: labelOn(line, text) } : {}),
+      ...(text ? { label: labelOn(xy(line), text, tb, obstacles) } : {}),
     });
   }
   // buses round a U nest: the one further out on its side passes further under and outside
@@ -346,38 +345,6 @@ export function drawBuses(
     });
   }
   return { buses: result, taps };
-
-  /** A label along the longest straight stretch of a line (flow coordinates), centred on it,
-   * 5 px beside it (above a line across the flow, left of one along it in TB). A level label
-   * longer than its stretch would run under the node the line leaves: it begins 6 px from the
-   * line's start instead, on the side away from where the line turns next (its overhang then
-   * crosses no part of the line). */
-  function labelOn(line: number[], text: string): NonNullable<SceneBus["label"]> {
-    const pts = xy(line);
-    const length = (i: number) => Math.hypot(pts[i + 2]! - pts[i]!, pts[i + 3]! - pts[i + 1]!);
-    let best = 0;
-    for (let i = 2; i + 3 < pts.length; i += 2) if (length(i) > length(best)) best = i;
-    const [x0, y0, x1, y1] = [pts[best]!, pts[best + 1]!, pts[best + 2]!, pts[best + 3]!];
-    const level = Math.abs(y1 - y0) < Math.abs(x1 - x0);
-    // along the flow in TB is vertical: the text turned; across it (or any line in LR), level
-    const vertical = tb && !level;
-    const [x, y] = [(x0 + x1) / 2, (y0 + y1) / 2];
-    if (vertical) return { text, x: x - 5, y, vertical };
-    const wide = text.length * LABEL_EM * LABEL_PX;
-    if (!level || wide + 8 <= Math.abs(x1 - x0)) return { text, x, y: y - 5, vertical };
-    // in two lines where it breaks ("cross-" over "attention") and so fits the stretch
-    const cut = [...text.matchAll(/[- ]/g)]
-      .map((m) => m.index + 1)
-      .sort((p, q) => Math.abs(2 * p - text.length) - Math.abs(2 * q - text.length))[0];
-    if (cut !== undefined) {
-      const lines: [string, string] = [text.slice(0, cut).trimEnd(), text.slice(cut)];
-      if (Math.max(...lines.map((l) => l.length)) * LABEL_EM * LABEL_PX + 8 <= Math.abs(x1 - x0))
-        return { text, lines, x, y: y - 5, vertical };
-    }
-    const next = pts[best + 5]; // where the line goes after the stretch: up, down or nowhere
-    const below = next !== undefined && next < y1;
-    return { text, x: x0 + Math.sign(x1 - x0) * (6 + wide / 2), y: below ? y + 5 + LABEL_PX * 0.75 : y - 5, vertical };
-  }
 
   function tapOf(e: DrawnEdge, src: string, points: number[]): SceneEdge {
     const ve = e.edge!;
