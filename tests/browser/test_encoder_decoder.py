@@ -224,11 +224,8 @@ def test_one_input_feeding_encoder_and_decoder(browser, bart_page, width, height
     (they stood above the encoder, the lines to the decoder crossing it). Either way the whole
     model in view, no name cut, no label under a node, and no line from the input behind a
     node."""
-    context, page, errors = open_offline(browser, bart_page, width, height)
-    seen = page.evaluate(SEEN)
-    shoot(page, f"encdec_bart_one_input_{width}x{height}")
-    check_view(page.evaluate(COVERED), "first", whole=True)
-    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    shot = f"encdec_bart_one_input_{width}x{height}"
+    context, page, errors, seen, boxes = _first_view(browser, bart_page, width, height, shot)
     encoder = [b for sid, b in boxes.items() if sid.startswith("model.encoder")]
     decoder = [b for sid, b in boxes.items() if sid.startswith("model.decoder")]
     assert len(encoder) >= 3 and len(decoder) >= 3, boxes.keys()
@@ -256,6 +253,24 @@ LABEL_BOXES = """() => [...document.querySelectorAll(".nfw-bus-label")].map((t) 
 })"""
 
 
+def _first_view(browser, path, width: int, height: int, shot: str):
+    """The page's first view, whole and legible: (context, page, errors, seen, boxes by id)."""
+    context, page, errors = open_offline(browser, path, width, height)
+    seen = page.evaluate(SEEN)
+    shoot(page, shot)
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    return context, page, errors, seen, boxes
+
+
+def _no_line_behind(seen, boxes) -> None:
+    """No drawn line passes behind a node other than its ends."""
+    for _, src, dst, pts in seen["lines"]:
+        for sid, box in boxes.items():
+            if sid != src and not dst.endswith(sid) and not src.endswith(sid):
+                assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
+
+
 def _labels_clear(page, boxes) -> None:
     """Every bus label on screen runs under no node (its real text, as drawn)."""
     for text, *r in page.evaluate(LABEL_BOXES):
@@ -279,21 +294,17 @@ def test_folded_stacks_stand_as_two_columns(browser, tmp_path, name, width, heig
 
     model, inputs = nn_transformer(layers=6) if name == "nn_transformer" else t5(layers=3)
     nfw.NeuralFlowWidget(model, inputs).to_html(tmp_path / "page.html")
-    context, page, errors = open_offline(browser, tmp_path / "page.html", width, height)
-    seen = page.evaluate(SEEN)
-    shoot(page, f"encdec_{name}_folded_{width}x{height}")
-    check_view(page.evaluate(COVERED), "first", whole=True)
-    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    shot = f"encdec_{name}_folded_{width}x{height}"
+    context, page, errors, seen, boxes = _first_view(
+        browser, tmp_path / "page.html", width, height, shot
+    )
     encoder = [b for sid, b in boxes.items() if sid.startswith("encoder")]
     decoder = [b for sid, b in boxes.items() if sid.startswith("decoder")]
     assert encoder and decoder, sorted(boxes)
     assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "not two columns"
     target = "input:1" if name == "nn_transformer" else "input:decoder_input_ids"
     assert boxes[target][0] > max(b[2] for b in encoder), f"{target} not in the decoder's column"
-    for _, src, dst, pts in seen["lines"]:
-        for sid, box in boxes.items():
-            if sid != src and not dst.endswith(sid) and not src.endswith(sid):
-                assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
+    _no_line_behind(seen, boxes)
     _labels_clear(page, boxes)
     if name == "nn_transformer":
         assert [t for t, *_ in page.evaluate(LABEL_BOXES)] == ["cross-attention"]
@@ -310,16 +321,12 @@ def test_one_column_where_two_do_not_fit_the_target_enters_above_its_decoder(bro
 
     model, inputs = nn_transformer(layers=6)
     nfw.NeuralFlowWidget(model, inputs).to_html(tmp_path / "page.html")
-    context, page, errors = open_offline(browser, tmp_path / "page.html", 600, 520)
-    seen = page.evaluate(SEEN)
-    shoot(page, "encdec_nn_transformer_one_column_600x520")
-    check_view(page.evaluate(COVERED), "first", whole=True)
-    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    shot = "encdec_nn_transformer_one_column_600x520"
+    context, page, errors, seen, boxes = _first_view(
+        browser, tmp_path / "page.html", 600, 520, shot
+    )
     assert boxes["input:1"][1] > boxes["encoder.norm"][3], "the target not under the encoder"
-    for _, src, dst, pts in seen["lines"]:
-        for sid, box in boxes.items():
-            if sid != src and not dst.endswith(sid) and not src.endswith(sid):
-                assert not crosses(pts, box), f"{src} -> {dst} passes behind {sid}"
+    _no_line_behind(seen, boxes)
     _labels_clear(page, boxes)
     context.close()
     assert errors == []

@@ -1,11 +1,12 @@
 /**
  * Columns side by side: which chains of the model's items stand in columns (columnsOf), and
- * their arrangement: a group whose items fall apart into chains that meet by no drawn
- * edge (an encoder and a decoder, whose only link is the cross-attention bus, scene/bus.ts)
- * is drawn as the paper draws it, each chain in its own column, the first (the one the model's
- * input enters) on the left, all starting at the top. Each column is arranged as a trunk with
- * its strands (spine.ts); together they read as bands of one arrangement (routes.ts routes
- * each column's edges among its own items). Flow coordinates; pure, no DOM.
+ * their arrangement: a group whose items fall apart into chains that meet only by merges (an
+ * encoder and a decoder, whose only link is the cross-attention: a bus, scene/bus.ts, or one
+ * edge into a folded decoder) is drawn as the paper draws it, each chain in its own column,
+ * the first (the one the model's input enters) on the left, all starting at the top. Each
+ * column is arranged as a trunk with its strands (spine.ts); together they read as bands of
+ * one arrangement (routes.ts routes each column's edges among its own items, and a merge
+ * from one column into another along the gap between them). Flow coordinates; pure, no DOM.
  */
 import type { EdgeKind } from "../wire";
 import { at } from "../wire_check";
@@ -94,9 +95,9 @@ type Chains = {
  * hidden ones, a merge into a stage and a model input's aside), into chains of which two or
  * more hold a stage and end in a model output (an encoder whose output reaches the decoder
  * only as a merge: the cross-attention bus, or T5's folded decoder reading it; the decoder;
- * BART's, whose one input feeds both; nn.Transformer's
- * encoder, whose output is the decoder's bus alone, no model output): each such chain
- * a column, the one the first input enters first on the left. An input stands in the column
+ * BART's, whose one input feeds both; nn.Transformer's encoder, whose output is the decoder's
+ * bus alone, no model output): each such chain a column, the one the first input enters
+ * first on the left. An input stands in the column
  * of the first chain it enters (in call order); what ends in no output (a mask read through
  * a bus) stands in the first. Null: one column.
  */
