@@ -1,6 +1,6 @@
 // Playback: the steps walk the view in execution order, one level deeper than drawn.
 import { describe, expect, it } from "vitest";
-import { type Asked, playbackSteps, relays, sameState, stepGroup } from "../src/model/playback";
+import { type Asked, drawnOn, playbackSteps, relays, sameState, standIn, stepGroup } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
@@ -92,5 +92,44 @@ describe("relays: whether a step of playback lays the view out again", () => {
     expect(relays(step("s:lm_head"), drawn(false, folded, foldedView), asked)).toBe(false);
     // a step whose node is folded away is laid out again
     expect(relays(step("s:layers.0.attn"), drawn(true, folded, foldedView), asked)).toBe(true);
+  });
+});
+
+describe("a step drawn on the group that holds it (folded to fit beside the inspector)", () => {
+  // the walk opens enc1 to visit its layers; app/framing.ts may draw enc1 folded instead
+  const start = { ...initialState(unet), auto: false };
+  const steps = playbackSteps(unet, start);
+  const step = (id: string) => steps.find((s) => s.id === id)!;
+  const view = buildView(unet, start); // enc1 folded: one node
+
+  it("stands on the nearest drawn node that holds it, its name inside that node its part", () => {
+    expect(view.byKey.has(step("enc1.conv2").key)).toBe(false);
+    expect(standIn(view, step("enc1.conv2"))).toBe("s:enc1");
+    expect(drawnOn(view, step("enc1.conv2"))).toEqual({ key: "s:enc1", part: "conv2" });
+    // its own node where that is drawn; an input always
+    const open = buildView(unet, step("enc1.conv2").state);
+    expect(standIn(open, step("enc1.conv2"))).toBe(step("enc1.conv2").key);
+    expect(standIn(view, steps[0]!)).toBe(steps[0]!.key);
+  });
+
+  it("names a fold's member in it past the members' parent", () => {
+    const state = { ...initialState(gpt), stacked: undefined };
+    const folded = buildView(gpt, state); // "Block x 12"
+    const call = gpt.byId.get("layers.3.attn")!;
+    const inside = { key: "s:layers.3.attn", id: "layers.3.attn", call, state, depth: 1 };
+    const on = drawnOn(folded, inside);
+    expect(folded.byKey.get(on.key)?.kind).toBe("fold");
+    expect(on.part).toBe("layers.3.attn");
+  });
+
+  it("is not laid out again while the walk stays in that group, and is when it leaves it", () => {
+    const first = step("enc1.conv1");
+    const asked: Asked = { state: first.state, drew: start, group: stepGroup(view, first.key), holder: "s:enc1" };
+    const drawn = { state: start, view, whole: true };
+    expect(relays(step("enc1.act1"), drawn, asked)).toBe(false);
+    expect(relays(step("enc1.act2"), drawn, asked)).toBe(false);
+    expect(relays(step("enc2.conv1"), drawn, asked)).toBe(true); // another group opens
+    // a group folded away for another step (the accordion, no holder): laid out again
+    expect(relays(step("enc1.act1"), drawn, { ...asked, holder: undefined })).toBe(true);
   });
 });

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from live import open_offline, settle, shoot
+from test_view_whole import COVERED, check_view
 
 import neural_flow_widget as nfw
 from neural_flow_widget import demos
@@ -126,7 +127,11 @@ def _expected_walk(flow) -> list[str]:
     return [*flow.inputs, *ids, *flow.outputs]
 
 
-def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(browser, tmp_path):
+def test_playback_walks_the_forward_pass_in_order_through_each_block(browser, tmp_path):
+    """The walk visits each block's layers in execution order with the whole U in view beside
+    the inspector: a block being executed is open where that fits, else (the demo's U at
+    1280x720: a block open left 4 to 10 of its 19 nodes out of view) it is the node marked
+    current, folded, its part line naming the layer ("▸ relu1"); the inspector on the layer."""
     demo = demos.load("unet")
     flow = nfw.trace(demo.model, demo.inputs)
     expected = _expected_walk(flow)
@@ -143,42 +148,41 @@ def test_playback_walks_the_forward_pass_in_order_opening_each_block_on_the_way(
     play = page.get_by_role("button", name="Play", exact=True)
     play.click()
     page.get_by_role("button", name="Pause", exact=True).click()  # paused on the first step
-    current = "() => [...document.querySelectorAll('[data-current]')].map(e => e.dataset.stageId)"
+    current = """() => [...document.querySelectorAll('[data-current]')].map(e => [e.dataset.stageId,
+      e.querySelector('.nfw-part')?.textContent ?? null])"""
+    where = "() => document.querySelector('.nfw-where').textContent.split(' · ')[1]"
     page.wait_for_function(f"() => ({current})().length === 1")
-    seen, opened = [], []
+    seen, folded = [], 0
     for i in range(len(expected)):
-        ids = page.evaluate(current)
-        assert len(ids) == 1, ids
-        seen.append(ids[0])
-        group = parent.get(ids[0])
+        settle(page)
+        step = page.evaluate(where)
+        seen.append(step)
+        [(sid, part)] = page.evaluate(current)
+        group = parent.get(step)
         clusters = page.eval_on_selector_all(
             "[data-cluster-id]", "els => els.map(e => e.dataset.clusterId)"
         )
-        opened.append(clusters)
-        if group is not None:  # a block being executed is open, and only that one
-            assert clusters == [group], (ids, clusters)
-        else:
-            assert clusters == [], (ids, clusters)
-        if ids[0] == "dec1.conv1":  # the data coming in flows: the skip and up1 into the cat
+        if group is None:
+            assert (sid, part, clusters) == (step, None, []), (step, sid, part, clusters)
+        elif sid == step:  # its block open, and only that one
+            assert clusters == [group], (step, clusters)
+        else:  # its block folded, marked current, naming the layer
+            assert (sid, part, clusters) == (group, f"▸ {step[len(group) + 1 :]}", []), step
+            folded += 1
+        assert page.locator(".nfw-ins-title b").text_content() == step
+        got = page.evaluate(COVERED)
+        check_view(got, f"step {step}", whole=True)
+        if step == "dec1.conv1":  # the data coming in flows: the skip and up1 into the cat
             assert page.locator(".nfw-edge.nfw-live").count() >= 2
-            settle(page)  # the view has moved to it
-            box = page.locator("[data-current]").bounding_box()
-            canvas = page.locator(".nfw-canvas").bounding_box()
-            assert (
-                box["y"] >= canvas["y"]
-                and box["y"] + box["height"] <= canvas["y"] + canvas["height"]
-            )
             page.screenshot(path=str(ARTIFACTS / "demo_unet_playback_dec1.png"))
         if i + 1 < len(expected):
-            before = ids[0]
             page.locator(".nfw-canvas").press("ArrowRight")
-            page.wait_for_function(f"(b) => ({current})()[0] !== b", arg=before)
+            page.wait_for_function(f"(b) => ({where})() !== b", arg=step)
     assert seen == expected
-    # the inspector shows the stage being played
-    assert page.locator(".nfw-ins-title b").text_content() == expected[-1]
+    assert folded > 0
     # Space plays and pauses; Esc ends playback and closes what it opened
     page.locator(".nfw-canvas").press("ArrowLeft")
-    page.wait_for_function(f"() => ({current})()[0] === {expected[-2]!r}")
+    page.wait_for_function(f"() => ({where})() === {expected[-2]!r}")
     page.locator(".nfw-canvas").press(" ")
     assert page.get_by_role("button", name="Pause", exact=True).count() == 1
     page.locator(".nfw-canvas").press(" ")

@@ -166,3 +166,54 @@ def test_turned_on_its_side_the_u_is_refit_whole(browser, pages):
     assert outside == [], outside
     context.close()
     assert errors == []
+
+
+#: the node playback marks current: its stage id, and its part line where it stands for a
+#: group folded to fit ("▸ resnets.1")
+CURRENT = """() => { const g = document.querySelector(".nfw-node.nfw-current");
+  const p = g && g.querySelector(".nfw-part");
+  return g ? [g.dataset.stageId, p ? p.textContent : null] : null; }"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_playback_walks_into_every_block_with_the_whole_u_in_view(browser, pages, width, height):
+    """Stable Diffusion's shape beside the inspector: the U folded is as tall as the canvas,
+    so a block the walk passes through cannot open and fit; every step keeps the whole U in
+    view at 12 px, the block that holds the step marked current, its part line naming the
+    step ("▸ attentions.0"), the inspector on the step's own stage. (Opened, such a block
+    left up to 18 of the U's 26 nodes out of view.)"""
+    context, page, errors = open_offline(browser, pages[(4, 2)], width, height)
+    page.click(".nfw-play")
+    page.keyboard.press(" ")  # paused: the arrows step
+    page.wait_for_function(
+        "() => !document.querySelector('.nfw-play').textContent.includes('Pause')"
+    )
+    stood_in = 0
+    while True:
+        settle(page)
+        page.mouse.move(2, 2)
+        where = page.locator(".nfw-where").text_content() or ""
+        at, total = where.split(" · ")[0].split(" / ")
+        step = where.split(" · ", 1)[1]
+        got = page.evaluate(COVERED)
+        check_view(got, f"step {where}", whole=True)
+        sid, part = page.evaluate(CURRENT)
+        block = step.split(".")[0] + "." + step.split(".")[1] if "blocks." in step else None
+        if block and step.count(".") >= 3:  # a step inside a block (down_blocks.1.resnets.0)
+            assert sid == block, f"{step}: {sid} current"
+            assert part == "▸ " + step[len(block) + 1 :], f"{step}: {part}"
+            ins = page.locator(".nfw-ins-title b").text_content()
+            assert ins == step, f"{step}: the inspector on {ins}"
+            stood_in += 1
+            if step == "down_blocks.1.attentions.0":
+                shoot(page, f"unet2d_4x2_play_{width}x{height}")
+        if at == total:
+            break
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+    assert stood_in >= 30
+    context.close()
+    assert errors == []

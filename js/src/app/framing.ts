@@ -149,6 +149,11 @@ export class Framing {
           if (least && better(shows(least.lay), shows(best), GAIN)) folded = least;
         }
       }
+      // playback's step in a group that fits open in no way: drawn on that group folded
+      if (!folded?.fits && reason === "playback" && focus !== undefined) {
+        const shut = await this.shut(state, view, focus, (v) => trial(v, fit, true));
+        if (shut) folded = shut;
+      }
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
@@ -297,6 +302,35 @@ export class Framing {
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
     }
     return { lay: leastLay, state: least, view: leastView, fits: true };
+  }
+
+  /** Playback's step in groups that do not fit open beside the inspector, however the
+   * others fold (a block of diffusers' U: the U folded is as tall as the canvas): the state
+   * with the groups round the step folded, the innermost first, until it fits; the step is
+   * then drawn on the one that holds it (model/playback.ts standIn), the whole model in view.
+   * null where none fits. */
+  private async shut(
+    state: ViewState,
+    view: ViewGraph,
+    focus: string,
+    layOut: (v: ViewGraph) => Promise<LayoutResult>,
+  ): Promise<Folded | null> {
+    const { tree } = view;
+    let s = state;
+    for (const key of [...(view.byKey.get(focus)?.path ?? [])].reverse()) {
+      const call = key.startsWith("c:") ? tree.byId.get(key.slice(2)) : undefined;
+      if (call !== undefined) s = { ...s, expanded: new Set([...s.expanded].filter((c) => c !== call)) };
+      else if (key.startsWith("r:") || key.startsWith("k:")) {
+        // a run unfolded, or drawn as a stack: one "N x" node
+        const run = key.slice(2);
+        const stacked = new Map([...(s.stacked ?? [])].filter(([r]) => r !== run));
+        s = { ...s, stacked, unfolded: new Set([...s.unfolded].filter((r) => r !== run)) };
+      } else return null;
+      const v = buildView(tree, s);
+      const lay = await layOut(v);
+      if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
+    }
+    return null;
   }
 }
 

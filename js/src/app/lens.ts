@@ -138,8 +138,8 @@ export class Lens {
       // are the first layer's)
       if (s.part) return [s.call, this.last[s.call] ?? s.call];
       const members = s.key.startsWith("f:") ? this.host.shown()?.view.byKey.get(s.key)?.run?.members : null;
-      const end = members?.length ? members[members.length - 1]! : s.call;
-      return [s.call, this.last[end] ?? end];
+      const [first, end] = members?.length ? [members[0]!, members[members.length - 1]!] : [s.call, s.call];
+      return [first, this.last[end] ?? end];
     };
     const ranges = steps.map(range);
     const atEnd = this.graph!.outputs.includes(steps[at]?.id ?? "");

@@ -10,7 +10,7 @@
  */
 import type { Box } from "../layout/layout";
 import { endTarget, type EndTarget } from "../model/ends";
-import { type Asked, playbackSteps, relays, sameState, type Step, stepGroup } from "../model/playback";
+import { type Asked, drawnOn, playbackSteps, relays, sameState, type Step, stepGroup } from "../model/playback";
 import type { CallTree } from "../model/tree";
 import type { ViewGraph, ViewState } from "../model/view_model";
 import type { Scene } from "../scene/types";
@@ -317,23 +317,22 @@ export class Player {
       await host.setState(step.state, this.anchor(), step.key);
       const drawn = host.shown();
       if (seq !== this.seq || !drawn) return; // a later step is drawn meanwhile
-      this.asked = { state: step.state, drew: host.state(), group: stepGroup(drawn.view, step.key) };
+      const on = drawnOn(drawn.view, step);
+      const holder = on.part === undefined ? undefined : on.key;
+      this.asked = { state: step.state, drew: host.state(), group: stepGroup(drawn.view, step.key), holder };
     }
-    host.graphView.setCurrent(step.key, this.backward);
+    // its own node, or the group that holds it, folded to fit: its part line names the step
+    const { key, part } = drawnOn(host.shown()?.view ?? shown.view, step);
+    host.graphView.setCurrent(key, this.backward, part);
     const { graph } = shown.tree;
-    const target =
-      step.call < 0
-        ? endTarget(graph, step.id)
-        : step.key.startsWith("f:") && !step.part
-          ? null
-          : graph.calls[step.call];
+    const target = step.call < 0 ? endTarget(graph, step.id) : graph.calls[step.call];
     if (target) host.open(target);
     // in view with the edges bringing its data, or backwards its gradient: the nodes they come
     // from (a no-op while the whole graph is)
-    const n = host.graphView.node(step.key);
+    const n = host.graphView.node(key);
     const around = host.graphView
-      .edgesAt(step.key)
-      .filter((e) => (this.backward ? e.src : e.dst) === step.key)
+      .edgesAt(key)
+      .filter((e) => (this.backward ? e.src : e.dst) === key)
       .map((e) => host.graphView.node(this.backward ? e.dst : e.src)?.box);
     if (n)
       host.camera.keepInView(

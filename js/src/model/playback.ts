@@ -15,6 +15,7 @@ import {
   inputKey,
   outputKey,
   runKey,
+  stageKey,
   viewItems,
   type Item,
   type ViewGraph,
@@ -24,8 +25,8 @@ import { at } from "../wire_check";
 
 export interface Step {
   key: string; // the node the step shows, in the view of `state`
-  id: string; // its stage id (a fold: its run's key; a sublayer: its last stage's), or the input / output name
-  call: number; // its call index; -1 for an input or output, a fold's first member
+  id: string; // its stage id (a fold's, a sublayer's: its last stage's), or the input / output name
+  call: number; // its call index (a fold's, a sublayer's: its last stage's); -1 for an input or output
   state: ViewState; // the expansion state that draws it
   depth: number; // 0: drawn in the starting view; 1: inside a group the walk opened
   part?: true; // a folded sublayer (model/parts.ts): `call` is its last stage, whose data it shows
@@ -97,7 +98,10 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
         const call = map?.get(last) ?? last;
         steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth, part: true });
       } else if (it.kind === "fold") {
-        steps.push({ key: it.key, id: it.run.key, call: at(it.run.members, 0), state: inState, depth });
+        // a fold the walk does not open (inside a group it opened): its last member's data,
+        // what leaves it
+        const call = at(it.run.members, it.run.members.length - 1);
+        steps.push({ key: it.key, id: at(calls, call).id, call, state: inState, depth });
       } else if (open && at(tree.children, it.call).length > 0) {
         const inner = withExpanded(inState, it.call);
         walk(containerItems(inner, clusterKey(at(calls, it.call).id)), inner, false);
@@ -131,6 +135,7 @@ export interface Asked {
   state: ViewState;
   drew: ViewState;
   group: string;
+  holder?: string; // the node the step was drawn on, where not its own (its group folded: standIn)
 }
 
 /** The group a step's node is drawn in (its containers' keys), a model's input or output
@@ -145,8 +150,38 @@ export function stepGroup(view: ViewGraph, key: string): string {
  * or the view does not show the whole model (`whole`: the camera shows it all) and the step
  * is in another group than that step (the groups folded to fit are folded around it). */
 export function relays(step: Step, drawn: { state: ViewState; view: ViewGraph; whole: boolean }, asked: Asked | null) {
-  if (!drawn.view.byKey.has(step.key)) return true;
-  if (sameState(step.state, drawn.state) && drawn.whole) return false;
+  const own = drawn.view.byKey.has(step.key);
+  if (own && sameState(step.state, drawn.state) && drawn.whole) return false;
   const kept = asked !== null && sameState(step.state, asked.state) && sameState(drawn.state, asked.drew);
+  // a step drawn on the group that holds it (folded to fit: standIn), as the one before it was
+  if (!own) return !(kept && asked.holder !== undefined && standIn(drawn.view, step) === asked.holder);
   return !(kept && (drawn.whole || asked.group === stepGroup(drawn.view, step.key)));
+}
+
+/** The node a step is drawn on (standIn) and, where that is not its own, the step's name in
+ * it: its id past the dotted prefix the two share ("resnets.1" in down_blocks.0), in a fold
+ * past its members' parent ("layers.1.self_attn" in model.decoder.layers.0's fold). */
+export function drawnOn(view: ViewGraph, step: Step): { key: string; part?: string } {
+  const key = standIn(view, step);
+  const holder = key === step.key ? undefined : view.byKey.get(key);
+  if (!holder) return { key };
+  const a = holder.id.split(".").slice(0, holder.kind === "fold" ? -2 : undefined);
+  const b = step.id.split(".");
+  let k = 0;
+  while (k < a.length && k < b.length - 1 && a[k] === b[k]) k++;
+  return { key, part: b.slice(k).join(".") };
+}
+
+/** The node a step is drawn on: its own, else (the groups round it folded to fit beside the
+ * inspector: app/framing.ts shut) the nearest drawn that holds it: a group's stage, a fold. */
+export function standIn(view: ViewGraph, step: Step): string {
+  if (view.byKey.has(step.key) || step.call < 0) return step.key;
+  const { calls } = view.tree.graph;
+  for (let c = step.call; c >= 0; c = at(calls, c).parent) {
+    const key = stageKey(at(calls, c).id);
+    if (view.byKey.has(key)) return key;
+    const fold = view.nodes.find((n) => n.kind === "fold" && n.run?.members.includes(c));
+    if (fold) return fold.key;
+  }
+  return step.key;
 }

@@ -48,6 +48,7 @@ export interface CardLook {
   selected: boolean;
   focused: boolean;
   current: boolean; // the stage playback shows
+  part?: string; // ... where it is inside this node (a group folded to fit: its name in it)
   match: boolean; // a search hit
   fill: NodeFill | undefined;
   thumb: ((id: string) => Thumb | null | undefined) | null; // each stage's picture (undefined: coming); null: no data on the graph
@@ -179,8 +180,9 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   // Line 2: type (or the folded range) and the output shape.
   const left1 = fold ? n.type : n.title;
   const right1 = fold ? `× ${n.foldCount}` : n.params;
-  const left2 = fold ? (n.range ?? n.path) : n.type;
-  const right2 = fold ? n.params : n.shape;
+  // (playback's step inside it, where the group is folded to fit: "▸ resnets.1", its shape)
+  const left2 = look.part !== undefined ? `▸ ${look.part}` : fold ? (n.range ?? n.path) : n.type;
+  const right2 = look.part !== undefined ? "" : fold ? n.params : n.shape;
   const avail = cw - 18 - 10;
   const y1 = Math.round(ch / 2 - 3);
   const y2 = Math.round(ch / 2 + 13);
@@ -190,7 +192,9 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   if (right1)
     g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
   const shapeFits = r2w < avail * 0.62;
-  g.append(svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 }));
+  const t2 = svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 });
+  if (look.part !== undefined) t2.classList.add("nfw-part");
+  g.append(t2);
   if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
   if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0, n.mirror === true));
   // the expand badge top right, top left where a residual arc runs round the right (mirrored)

@@ -43,6 +43,7 @@ export class GraphView {
   private selected: string | null = null;
   private focused: string | null = null;
   private current: string | null = null; // the stage playback shows (data-current)
+  private part: string | undefined; // ... where inside it the step is (a group folded to fit)
   private backward = false; // playback walks the backward pass: the edges out of the current node carry its gradient
   private thumbOf: ((id: string) => Thumb | null | undefined) | null = null; // data on the graph
   private matches = new Set<string>();
@@ -150,7 +151,7 @@ export class GraphView {
     this.chipLayer.replaceChildren();
     this.hover(null);
     this.cull();
-    if (this.current !== null) this.setCurrent(this.current);
+    if (this.current !== null) this.setCurrent(this.current, this.backward, this.part);
   }
 
   setFills(fills: Map<string, NodeFill> | null, strokes: Map<string, string> | null = this.strokes) {
@@ -272,6 +273,7 @@ export class GraphView {
       selected: n.key === this.selected,
       focused: n.key === this.focused,
       current: n.key === this.current,
+      part: n.key === this.current ? this.part : undefined,
       match: this.matches.has(n.key),
       fill: this.fills?.get(n.key),
       thumb: this.thumbOf,
@@ -361,24 +363,20 @@ export class GraphView {
   /**
    * The node playback is at (null: none): it carries data-current, the live edges flow
    * (nfw-live: into it, or into the junction whose stub feeds it; walking backwards, out of
-   * it), the rest dims.
+   * it), the rest dims. `part`: where in the node the step is, where it stands for a group
+   * folded to fit (its part line reads "▸ resnets.1").
    */
-  setCurrent(key: string | null, backward = this.backward) {
+  setCurrent(key: string | null, backward = this.backward, part?: string) {
     this.backward = backward;
     this.svg.classList.toggle("nfw-backward", backward && key !== null);
-    const old = this.current;
-    if (old) {
-      const el = this.nodeEls.get(old);
-      el?.classList.remove("nfw-current");
-      if (el) delete el.dataset.current;
-    }
-    this.current = key;
+    // the node current so far and the new one drawn again (data-current, the part line)
+    const was = this.current;
+    [this.current, this.part] = [key, part];
+    for (const k of [was, key]) if (k !== null) this.nodeEls.delete(k);
+    this.cull();
     this.svg.classList.toggle("nfw-stepping", key !== null);
     for (const el of this.svg.querySelectorAll(".nfw-live")) el.classList.remove("nfw-live");
     if (key === null) return;
-    const el = this.nodeEls.get(key);
-    el?.classList.add("nfw-current");
-    if (el) el.dataset.current = "";
     for (const e of this.scene?.edges ?? []) if (this.live(e, key)) this.edgeEls.get(e.key)?.classList.add("nfw-live");
     for (const stub of this.stubLayer.querySelectorAll<SVGElement>(".nfw-stub"))
       if (stub.dataset.stub === key && !backward) stub.classList.add("nfw-live");

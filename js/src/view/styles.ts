@@ -89,14 +89,14 @@ export const GRAPH_CSS = `
 .nfw-bus-dot { fill: var(--nfw-merge); }
 .nfw-bus-label { fill: var(--nfw-merge); font-size: 14px; font-weight: 600; }
 .nfw-bus[data-bus-kind="skip"] .nfw-bus-dot { fill: var(--nfw-skip); }
-.nfw-hovering .nfw-bus, .nfw-hovering .nfw-stub { opacity: 0.18; }
-.nfw-hovering .nfw-edge { opacity: 0.18; }
+.nfw-hovering .nfw-bus, .nfw-hovering .nfw-stub, .nfw-hovering .nfw-edge { opacity: 0.18; }
 .nfw-hovering .nfw-edge.nfw-hl { opacity: 1; stroke-width: 2.4; }
 .nfw-hovering .nfw-node { opacity: 0.45; }
 .nfw-hovering .nfw-node.nfw-hl { opacity: 1; }
 .nfw-stepping .nfw-node:not(.nfw-current) { opacity: 0.5; }
 .nfw-stepping .nfw-edge:not(.nfw-live), .nfw-stepping .nfw-bus { opacity: 0.3; }
 .nfw-node.nfw-current .nfw-card { stroke: var(--nfw-accent); stroke-width: 3.5; }
+.nfw-node .nfw-t2.nfw-part { fill: var(--nfw-accent); font-weight: 600; }
 .nfw-edge.nfw-live { opacity: 1; stroke-width: 2.6; stroke-dasharray: 8 5; animation: nfw-flow 0.65s linear infinite; }
 @keyframes nfw-flow { to { stroke-dashoffset: -13; } }
 @media (prefers-reduced-motion: reduce) { .nfw-edge.nfw-live { animation: none; } }
