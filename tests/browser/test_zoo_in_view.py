@@ -254,3 +254,38 @@ def test_a_model_too_large_for_a_notebook_s_cell_comes_back_as_it_opened(browser
     assert presented["px"] >= 12 - 0.05
     context.close()
     assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("model", ["whisper", "t5", "resnet50"])
+def test_every_step_of_playback_keeps_the_whole_model_in_view(browser, pages, model, width, height):
+    """The whole walk, not its first steps: beside the inspector each step shows the whole
+    model at 12 px. A step in a block that does not fit open is drawn on that block folded,
+    the others folded as the walk's start folds them (Whisper's layers: 3 or 4 nodes out of
+    view on 9 and 15 of its 27 steps before); a model input is drawn with the first stage
+    that reads it open (T5's attention mask, read by both stacks, opened both: 2 and 3 out)."""
+    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
+    page.click(".nfw-play")
+    page.keyboard.press(" ")  # paused: the arrows step
+    problems, steps = [], 0
+    while True:
+        settle(page)
+        page.mouse.move(2, 2)
+        where = page.locator(".nfw-where").text_content() or ""
+        at, total = where.split(" · ")[0].split(" / ")
+        try:
+            check_view(page.evaluate(COVERED), f"step {where}", whole=True)
+        except AssertionError as e:
+            problems.append(str(e))
+        steps += 1
+        if at == total:
+            break
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
+            arg=at,
+        )
+    context.close()
+    assert steps > 20
+    assert errors == []
+    assert problems == [], problems

@@ -318,17 +318,22 @@ export class Framing {
     const { tree } = view;
     let s = state;
     for (const key of [...(view.byKey.get(focus)?.path ?? [])].reverse()) {
-      const call = key.startsWith("c:") ? tree.byId.get(key.slice(2)) : undefined;
-      if (call !== undefined) s = { ...s, expanded: new Set([...s.expanded].filter((c) => c !== call)) };
+      let holder = key.startsWith("c:") ? tree.byId.get(key.slice(2)) : undefined;
+      if (holder !== undefined) s = { ...s, expanded: new Set([...s.expanded].filter((c) => c !== holder)) };
       else if (key.startsWith("r:") || key.startsWith("k:")) {
         // a run unfolded, or drawn as a stack: one "N x" node
         const run = key.slice(2);
+        holder = tree.runs.get(run)?.members[0];
         const stacked = new Map([...(s.stacked ?? [])].filter(([r]) => r !== run));
         s = { ...s, stacked, unfolded: new Set([...s.unfolded].filter((r) => r !== run)) };
-      } else return null;
+      }
+      if (holder === undefined) return null;
       const v = buildView(tree, s);
       const lay = await layOut(v);
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
+      // ... with the others folded as a step beside the inspector folds them (the start did)
+      const f = await this.accordion(s, v, layOut, [holder]);
+      if (f?.fits) return f;
     }
     return null;
   }
@@ -349,8 +354,9 @@ function openedSince(tree: CallTree, before: ViewState, state: ViewState): numbe
 }
 
 /** The calls a node of the view stands for, to keep open around it: its own (in a stack,
- * member 0's, whose groups the state opens), or for a model's input or output the calls of
- * the nodes beside it. */
+ * member 0's, whose groups the state opens), or for a model's input or output the call of the
+ * first node beside it (T5's attention mask, read by both stacks, beside the encoder's open
+ * and the decoder one node, as the step before it and the step after it draw them). */
 function focusCalls(view: ViewGraph, key: string): number[] {
   const of = (k: string) => {
     const n = view.byKey.get(k);
@@ -358,5 +364,8 @@ function focusCalls(view: ViewGraph, key: string): number[] {
   };
   const own = of(key);
   if (own.length || !view.byKey.has(key)) return own;
-  return view.edges.filter((e) => e.src === key || e.dst === key).flatMap((e) => of(e.src === key ? e.dst : e.src));
+  const beside = view.edges
+    .filter((e) => e.src === key || e.dst === key)
+    .flatMap((e) => of(e.src === key ? e.dst : e.src));
+  return beside.length ? [Math.min(...beside)] : [];
 }
