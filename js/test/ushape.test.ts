@@ -39,6 +39,29 @@ describe("the demo U-Net keeps its U", () => {
   });
 });
 
+describe("the demo U-Net beside the inspector at 1024 px", () => {
+  const unet = buildTree(loadGraph("wire_unet.json"));
+  const fit: FitTarget = { w: 1024 - INSPECTOR_MIN, h: 768 - 48, k: READ_K, reserve: MINIMAP_STRIP };
+  it("raises its head up the decoder's side: the whole U at 12 px, still a U", () => {
+    const lay = computeLayout(layoutRequest(buildView(unet, initialState(unet)), "TB", fit));
+    expect(lay.width * READ_K + 2 * FIT_MARGIN).toBeLessThanOrEqual(fit.w);
+    expect(lay.height * READ_K + 2 * FIT_MARGIN).toBeLessThanOrEqual(fit.h);
+    const box = (key: string) => must(lay.boxes, key);
+    const mid = (b: Box) => b[0] + b[2] / 2;
+    const level = (b: Box) => b[1] + b[3] / 2;
+    const [head, dec1, enc1] = [box("s:head"), box("s:dec1"), box("s:enc1")];
+    expect(Math.abs(mid(head) - mid(dec1))).toBeLessThan(1); // over the decoder's top
+    expect(head[1] + head[3]).toBeLessThan(dec1[1]);
+    expect(mid(enc1)).toBeLessThan(mid(dec1));
+    // the level's skip straight across into the concatenation under dec1
+    const joins = Object.entries(lay.boxes).filter(([k]) => k.startsWith("j:"));
+    expect(joins.some(([, j]) => Math.abs(level(j) - level(enc1)) < 0.5 && mid(j) > mid(enc1))).toBe(true);
+    // the canvas without the inspector: the head on to the side, as the paper draws it
+    const wide = computeLayout(layoutRequest(buildView(unet, initialState(unet)), "TB", { ...fit, w: 1280 }));
+    expect(wide.boxes["s:head"]![0]).toBeGreaterThan(wide.boxes["s:dec1"]![0] + wide.boxes["s:dec1"]![2]);
+  });
+});
+
 describe("a diffusers UNet2DConditionModel is a U", () => {
   const tree = goldenTree("unet2d_condition");
   const centre = (b: Box): [number, number] => [b[0] + b[2] / 2, b[1] + b[3] / 2];

@@ -124,7 +124,9 @@ def test_a_forward_that_raises_shows_its_partial_graph_in_jupyterlab(browser, tm
 def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(browser, tmp_path):
     """``w.selected = "dec1"; w``: the first view shows dec1 selected, in view, its inspector
     open. Then ``w.step()`` in Python walks the forward pass in the view (``data-current``
-    moves, the block being executed opens) and the view reports where it is back to Python."""
+    moves, the block being executed opens where it fits beside the inspector, else is marked
+    current folded, its part line naming the layer) and the view reports where it is back to
+    Python."""
     write_notebook(
         tmp_path,
         "playback.ipynb",
@@ -161,8 +163,19 @@ def test_playback_from_python_and_a_selection_made_before_display_in_jupyterlab(
             page.locator(".jp-Cell").nth(cell).click()
             page.keyboard.press("Shift+Enter")
             if cell == 1:
-                page.wait_for_function(f"() => ({current})()[0] === 'enc1.bn1'", timeout=30_000)
-                assert page.locator('[data-cluster-id="enc1"]').count() == 1  # opened on the way
+                page.wait_for_function(
+                    "() => document.querySelector('.nfw-where')?.textContent.endsWith('enc1.bn1')",
+                    timeout=30_000,
+                )
+                settle(page)
+                [at] = page.evaluate(current)
+                if at == "enc1.bn1":  # opened on the way
+                    assert page.locator('[data-cluster-id="enc1"]').count() == 1
+                else:  # ... or the block marked, folded to fit: "▸ bn1" on it
+                    assert at == "enc1", at
+                    part = page.locator(".nfw-node[data-current] .nfw-part").text_content()
+                    assert part == "▸ bn1", part
+                assert page.locator(".nfw-ins-title b").text_content() == "enc1.bn1"
                 page.mouse.move(5, 5)
                 settle(page)
                 page.screenshot(path=str(ARTIFACTS / "jupyterlab_playback.png"))

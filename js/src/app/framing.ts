@@ -152,7 +152,8 @@ export class Framing {
       // playback's step in a group that fits open in no way: drawn on that group folded
       if (!folded?.fits && reason === "playback" && focus !== undefined) {
         const shut = await this.shut(state, view, focus, (v) => trial(v, fit, true));
-        if (shut) folded = shut;
+        // ... or, where nothing fits, that shows more of the model (the demo's U at 1024 px)
+        if (shut && (shut.fits || better(shows(shut.lay), shows((folded ?? { lay: last! }).lay), GAIN))) folded = shut;
       }
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
@@ -308,7 +309,7 @@ export class Framing {
    * others fold (a block of diffusers' U: the U folded is as tall as the canvas): the state
    * with the groups round the step folded, the innermost first, until it fits; the step is
    * then drawn on the one that holds it (model/playback.ts standIn), the whole model in view.
-   * null where none fits. */
+   * Where none fits, the one that shows most of it (`fits` false); null where none folds. */
   private async shut(
     state: ViewState,
     view: ViewGraph,
@@ -317,6 +318,11 @@ export class Framing {
   ): Promise<Folded | null> {
     const { tree } = view;
     let s = state;
+    let best: Folded | null = null;
+    const keep = (f: Folded) => {
+      const shows = (l: LayoutResult) => shownAt(l.width, l.height, this.target!);
+      if (!best || better(shows(f.lay), shows(best.lay), 1)) best = { ...f, fits: false };
+    };
     for (const key of [...(view.byKey.get(focus)?.path ?? [])].reverse()) {
       let holder = key.startsWith("c:") ? tree.byId.get(key.slice(2)) : undefined;
       if (holder !== undefined) s = { ...s, expanded: new Set([...s.expanded].filter((c) => c !== holder)) };
@@ -327,15 +333,17 @@ export class Framing {
         const stacked = new Map([...(s.stacked ?? [])].filter(([r]) => r !== run));
         s = { ...s, stacked, unfolded: new Set([...s.unfolded].filter((r) => r !== run)) };
       }
-      if (holder === undefined) return null;
+      if (holder === undefined) break;
       const v = buildView(tree, s);
       const lay = await layOut(v);
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
+      keep({ lay, state: s, view: v, fits: false });
       // ... with the others folded as a step beside the inspector folds them (the start did)
       const f = await this.accordion(s, v, layOut, [holder]);
       if (f?.fits) return f;
+      if (f) keep(f);
     }
-    return null;
+    return best;
   }
 }
 

@@ -17,7 +17,8 @@
  * narrower, above the encoder's first stage, the chains starting level (a short one over the
  * decoder's tail: diffusers' U beside the inspector at 1024 px). Then the tail rises up the
  * decoder's side (the bus enters the decoder from outside, scene/bus.ts) instead of running on
- * to the side.
+ * to the side; so it does in a U without conditioning where that is narrower (`rise`: a U-Net
+ * beside the inspector at 1024 px, its head over the decoder's top).
  *
  * Open groups keep the U: one on the encoder's side flows down like it, and a skip from it
  * leaves below it, where its data leaves; one at the bottom is entered from above and left
@@ -42,7 +43,7 @@ const BUS_STEP = 10; // ... and between two buses
  * (narrower still: beside the inspector). */
 export type Conditioning = "beside" | "stacked" | "above";
 
-export function placeU(g: FlowGroup, where: Conditioning = "beside"): FlowPlacement | null {
+export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = false): FlowPlacement | null {
   const beside = where !== "stacked";
   const { items: all, edges } = g;
   if (all.length < 6 || g.exits.length) return null;
@@ -123,7 +124,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside"): FlowPlacem
   const leftEnd = bottom >= 0 ? bottom - 1 : sk + m / 2;
   const rightStart = bottom >= 0 ? bottom + 1 : leftEnd + 1;
   const rEnd = item(t1).junction && t1 + 1 < n ? t1 + 1 : t1;
-  const rises = aside.length > 0; // the tail up the decoder's side
+  const rises = aside.length > 0 || rise; // the tail up the decoder's side (narrower)
   // a skip ends on the rising side (at a junction, a node, or an open group: upside down,
   // entered from below); the tail is plain
   for (const [s, t] of all_skips) if (s > leftEnd || t < rightStart || t > rEnd) return null;

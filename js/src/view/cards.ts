@@ -180,10 +180,10 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   // Line 2: type (or the folded range) and the output shape.
   const left1 = fold ? n.type : n.title;
   const right1 = fold ? `× ${n.foldCount}` : n.params;
-  // (playback's step inside it, where the group is folded to fit: "▸ resnets.1", its shape)
-  const left2 = look.part !== undefined ? `▸ ${look.part}` : fold ? (n.range ?? n.path) : n.type;
+  // (playback's step inside it, where the group is folded to fit: "▸ resnets.1", no shape)
   const right2 = look.part !== undefined ? "" : fold ? n.params : n.shape;
   const avail = cw - 18 - 10;
+  const left2 = look.part !== undefined ? partLine(look.part, avail, font("t2")) : fold ? (n.range ?? n.path) : n.type;
   const y1 = Math.round(ch / 2 - 3);
   const y2 = Math.round(ch / 2 + 13);
   const r1w = right1 ? textWidth(right1, fold ? font("t1") : font("num")) + 8 : 0;
@@ -208,4 +208,15 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const flags = flagsOf(n.mark);
   if (flags.length) g.append(drawFlags(flags, badgeLeft && n.expandable ? 12 : -4, -FLAG_H / 2, font("flag")));
   return g;
+}
+
+/** Playback's step on the node that holds it: its name there, or as much of its end as fits
+ * in bold ("▸ albert_layers.0.attention", else "▸ attention"), never cut. */
+function partLine(part: string, room: number, font: string): string {
+  const names = part.split(".");
+  for (let k = 0; k < names.length; k++) {
+    const line = `▸ ${names.slice(k).join(".")}`;
+    if (!/^\d/.test(names[k]!) && textWidth(line, font) * 1.1 <= room) return line;
+  }
+  return `▸ ${names[names.length - 1]}`;
 }
