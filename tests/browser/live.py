@@ -58,6 +58,31 @@ def settle(page, timeout: float = 15_000) -> None:
     page.wait_for_function(SETTLED, polling="raf", timeout=timeout)
 
 
+#: playback has stepped on from step `at` (the transport's "at / steps · stage" says another)
+STEPPED = "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')"
+
+
+def walk(page):
+    """Playback's walk from its first step, paused (the arrows step): yields each step's
+    place (``"15 / 49 · down_blocks.1.attentions.0"``) once the view has settled on it, the
+    pointer off the graph, then steps on with the right arrow, up to the last step."""
+    page.click(".nfw-play")
+    page.keyboard.press(" ")
+    page.wait_for_function(
+        "() => !document.querySelector('.nfw-play').textContent.includes('Pause')"
+    )
+    while True:
+        settle(page)
+        page.mouse.move(2, 2)
+        where = page.locator(".nfw-where").text_content() or ""
+        yield where
+        at, total = where.split(" · ")[0].split(" / ")
+        if at == total:
+            return
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function(STEPPED, arg=at)
+
+
 def shoot(page, name: str, *, pointer_away: bool = False) -> pathlib.Path:
     """A screenshot once the view has settled: test-artifacts/<name>.png; ``pointer_away``
     moves the pointer off the graph first (no hover highlight in it)."""

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fixture_models import unet2d
-from live import open_offline, painted_after, paints, settle, shoot
+from live import open_offline, painted_after, paints, settle, shoot, walk
 from test_view_whole import COVERED, check_view
 
 import neural_flow_widget as nfw
@@ -183,17 +183,8 @@ def test_playback_walks_into_every_block_with_the_whole_u_in_view(browser, pages
     step ("▸ attentions.0"), the inspector on the step's own stage. (Opened, such a block
     left up to 18 of the U's 26 nodes out of view.)"""
     context, page, errors = open_offline(browser, pages[(4, 2)], width, height)
-    page.click(".nfw-play")
-    page.keyboard.press(" ")  # paused: the arrows step
-    page.wait_for_function(
-        "() => !document.querySelector('.nfw-play').textContent.includes('Pause')"
-    )
     stood_in = 0
-    while True:
-        settle(page)
-        page.mouse.move(2, 2)
-        where = page.locator(".nfw-where").text_content() or ""
-        at, total = where.split(" · ")[0].split(" / ")
+    for where in walk(page):
         step = where.split(" · ", 1)[1]
         got = page.evaluate(COVERED)
         check_view(got, f"step {where}", whole=True)
@@ -207,13 +198,6 @@ def test_playback_walks_into_every_block_with_the_whole_u_in_view(browser, pages
             stood_in += 1
             if step == "down_blocks.1.attentions.0":
                 shoot(page, f"unet2d_4x2_play_{width}x{height}")
-        if at == total:
-            break
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
     assert stood_in >= 30
     context.close()
     assert errors == []

@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 import torch
-from live import open_offline, settle
+from live import STEPPED, open_offline, settle
 
 import neural_flow_widget as nfw
 from neural_flow_widget import demos
@@ -144,10 +144,7 @@ def test_playback_ended_and_the_inspector_closed_at_once_give_the_first_view_bac
     for _ in range(3):
         at = _where(page).split(" /")[0]
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
+        page.wait_for_function(STEPPED, arg=at)
     settle(page)
     page.keyboard.press("Escape")
     page.keyboard.press("Escape")
@@ -252,10 +249,7 @@ def test_every_action_ends_with_the_whole_model_in_view(browser, pages, model, w
     for _ in range(6):  # each step taken before the next key
         at = _where(page).split(" /")[0]
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
+        page.wait_for_function(STEPPED, arg=at)
     check("play")
     page.keyboard.press("Escape")  # playback off, the view it began from
     assert page.locator(".nfw-transport").is_hidden()

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 import torch
-from live import open_offline, settle
+from live import STEPPED, open_offline, settle, walk
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import fixture_models
@@ -137,10 +137,7 @@ def play_three_steps(page):
     for _ in range(3):
         at = (page.locator(".nfw-where").text_content() or "").split(" /")[0]
         page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
+        page.wait_for_function(STEPPED, arg=at)
 
 
 @pytest.fixture(scope="module")
@@ -265,26 +262,13 @@ def test_every_step_of_playback_keeps_the_whole_model_in_view(browser, pages, mo
     view on 9 and 15 of its 27 steps before); a model input is drawn with the first stage
     that reads it open (T5's attention mask, read by both stacks, opened both: 2 and 3 out)."""
     context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
-    page.click(".nfw-play")
-    page.keyboard.press(" ")  # paused: the arrows step
     problems, steps = [], 0
-    while True:
-        settle(page)
-        page.mouse.move(2, 2)
-        where = page.locator(".nfw-where").text_content() or ""
-        at, total = where.split(" · ")[0].split(" / ")
+    for where in walk(page):
         try:
             check_view(page.evaluate(COVERED), f"step {where}", whole=True)
         except AssertionError as e:
             problems.append(str(e))
         steps += 1
-        if at == total:
-            break
-        page.keyboard.press("ArrowRight")
-        page.wait_for_function(
-            "(at) => !document.querySelector('.nfw-where').textContent.startsWith(at + ' /')",
-            arg=at,
-        )
     context.close()
     assert steps > 20
     assert errors == []

@@ -223,8 +223,8 @@ function placeGroup(
     // the conditioning's chains side by side beside the encoder (a lower U), one under the
     // other (a narrower one), or above the encoder (narrower still, taller: diffusers' U beside
     // the inspector at 1024 px); without conditioning, the tail risen (narrower, taller): the
-    // first that fits the canvas; else of those as high as it,
-    // the narrowest (the inspector beside it gives way: app/viewfinder.ts); else the largest
+    // first that fits the canvas; else of those as high as it, the narrowest (the inspector
+    // beside it gives way: app/viewfinder.ts); else the largest
     const more = isRoot && fit ? [placeU(uFlow, "stacked"), placeU(uFlow, "above"), placeU(uFlow, "beside", true)] : [];
     const us = [u, ...more].filter((p): p is FlowPlacement => p !== null);
     const high = (p: FlowPlacement) => (tb ? p.al : p.ac) * fit!.k + 2 * FIT_MARGIN <= fit!.h + 1e-9;

@@ -148,7 +148,8 @@ export function stepGroup(view: ViewGraph, key: string): string {
 /** Whether a step wants the view laid out again: its node is not drawn, or its state is
  * neither the one drawn nor the one the last step laid out asked for (drawn as it was then),
  * or the view does not show the whole model (`whole`: the camera shows it all) and the step
- * is in another group than that step (the groups folded to fit are folded around it). */
+ * is in another group than that step (the groups folded to fit are folded around it); a
+ * step drawn on the group that holds it (standIn) is not while the one before was too. */
 export function relays(step: Step, drawn: { state: ViewState; view: ViewGraph; whole: boolean }, asked: Asked | null) {
   const own = drawn.view.byKey.has(step.key);
   if (own && sameState(step.state, drawn.state) && drawn.whole) return false;

@@ -31,6 +31,8 @@ export const NODE_H = 50;
 /** The widest a stage grows: a type of some 40 characters beside its shape
  * ("SegformerOverlapPatchEmbeddings  1×64×16" whole). */
 const STAGE_MAX = 380;
+/** ... and a fold: two types of some 20 characters ("(ResnetBlock2D → Transformer2DModel) × 3"). */
+const FOLD_MAX = 440;
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
@@ -151,12 +153,13 @@ export function foldLine(calls: readonly WireCall[], run: Run): { path: string; 
 
 /** A fold is as wide as its two lines need: its title ("(Linear → ReLU)  × 200" in 14 px
  * bold) and its range and parameters (13 px, 13 px mono), so that both are whole, within
- * reason (a longer one is cut, whole in its tip). */
+ * reason (FOLD_MAX: an up block of diffusers' U opened); a longer one is cut, whole in its
+ * tip. */
 export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = estimate): number {
   const title = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
   const { range, params } = foldLine(calls, run);
   const second = 40 + m(range, "t2") + (params ? m(params, "num") + 10 : 0);
-  return Math.round(Math.min(340, Math.max(NODE_W, 64 + m(title, "t1"), second)));
+  return Math.round(Math.min(FOLD_MAX, Math.max(NODE_W, 64 + m(title, "t1"), second)));
 }
 
 /** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its
