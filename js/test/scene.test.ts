@@ -10,7 +10,8 @@ import { segmentHitsBox } from "../src/layout/flow";
 import { estimate, type Measure, PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
-import { loadGraph } from "./fixtures";
+import { loadGraph, loadRaw } from "./fixtures";
+import { decodeGraph } from "../src/wire";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
@@ -198,6 +199,28 @@ describe("a port's width", () => {
 });
 
 describe("a stage's width", () => {
+  it('holds the title of every pass a stack steps through (ALBERT\'s shared layer: "full_layer_layer_norm #3")', () => {
+    const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+    const albert = buildTree(decodeGraph(golden.cases.find((c) => c.name === "albert")!.graph));
+    // every block open, the layer group's four passes one stack (as ALBERT's first view draws it)
+    const open = new Set(albert.graph.calls.map((_, i) => i).filter((i) => albert.children[i]!.length));
+    const view = buildView(albert, { ...initialState(albert), expanded: open });
+    const req = layoutRequest(view, "TB");
+    const leaves = new Map<string, number>();
+    const walk = (g: { items: ({ key: string; w: number } | { items: unknown[] })[] }) => {
+      for (const x of g.items)
+        if ("items" in x) walk(x as never);
+        else leaves.set(x.key, x.w);
+    };
+    walk(req.root as never);
+    const norms = view.nodes.filter((n) => n.id.includes(".full_layer_layer_norm"));
+    expect(norms.length).toBeGreaterThan(0);
+    const passes = albert.graph.calls.filter((c) => c.module.endsWith("full_layer_layer_norm"));
+    const last = passes.reduce((a, b) => (b.call > a.call ? b : a));
+    expect(last.call).toBeGreaterThan(0);
+    for (const n of norms) expect(leaves.get(n.key)).toBeGreaterThanOrEqual(stageWidth(last));
+  });
+
   it("holds a long type beside its shape (Segformer's patch embeddings), cut only past some 40 characters", () => {
     const call = (type: string) =>
       ({ module: "segformer.encoder.patch_embeddings.0", call: 0, params: 2400, type, shapes: [[1, 64, 16]] }) as never;

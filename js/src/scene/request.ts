@@ -91,9 +91,24 @@ export function stageTitle(c: WireCall): string {
 /** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
  * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
  * up to STAGE_MAX (a longer one is cut, whole in its tip). */
-export function stageWidth(c: WireCall, m: Measure = estimate): number {
-  return twoLines(stageTitle(c), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
+export function stageWidth(c: WireCall, m: Measure = estimate, again = c.call): number {
+  const title = lastPart(c.module) + (again > 0 ? ` #${again}` : "");
+  return twoLines(title, formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
 }
+
+/** The most a module is called again in the run (ALBERT's shared layer: "attention #3"): a
+ * stack stepping through its passes draws each pass's title on the one node, as wide as the
+ * longest. */
+function mostCalls(calls: readonly WireCall[]): Map<string, number> {
+  let most = mostMemo.get(calls);
+  if (!most) {
+    most = new Map();
+    for (const c of calls) most.set(c.module, Math.max(most.get(c.module) ?? 0, c.call));
+    mostMemo.set(calls, most);
+  }
+  return most;
+}
+const mostMemo = new WeakMap<readonly WireCall[], Map<string, number>>();
 
 /** A card's width for its two lines (view/cards.ts nodeCard): the name and, right of it, the
  * parameters; the type and, right of it, the shape; at least NODE_W, up to STAGE_MAX. */
@@ -271,9 +286,11 @@ export function layoutRequest(
     groups.set(key, g);
     g.items.push(...ports);
     for (const it of items) {
-      if (it.kind === "stage")
-        g.items.push(leaf(it.key, Math.max(least, stageWidth(view.tree.graph.calls[it.call]!, m)), NODE_H + extra));
-      else if (it.kind === "fold" && it.run.part) {
+      if (it.kind === "stage") {
+        const c = view.tree.graph.calls[it.call]!;
+        const width = stageWidth(c, m, mostCalls(view.tree.graph.calls).get(c.module) ?? c.call);
+        g.items.push(leaf(it.key, Math.max(least, width), NODE_H + extra));
+      } else if (it.kind === "fold" && it.run.part) {
         const width = partWidth(partLines(view.tree, it.run), m);
         g.items.push(leaf(it.key, Math.max(least, width), NODE_H));
       } else if (it.kind === "fold")
