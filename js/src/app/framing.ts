@@ -288,7 +288,10 @@ export class Framing {
     const least = others.reduce((s, f) => f.fold(s), state);
     const leastView = buildView(tree, least);
     const leastLay = await layOut(leastView);
-    if (!fitsAt(leastLay, this.target!)) return { lay: leastLay, state: least, view: leastView, fits: false };
+    const fits = fitsAt(leastLay, this.target!);
+    // (for playback the folds are tried still: all of them folded is not always the smallest,
+    // a shorter column no longer wrapping: ResNet-50's stem as one node in a notebook's cell)
+    if (!fits && !focus) return { lay: leastLay, state: least, view: leastView, fits };
     let s = state;
     let tries = 0;
     for (const f of others) {
@@ -302,7 +305,7 @@ export class Framing {
       const lay = await layOut(v);
       if (fitsAt(lay, this.target!)) return { lay, state: s, view: v, fits: true };
     }
-    return { lay: leastLay, state: least, view: leastView, fits: true };
+    return { lay: leastLay, state: least, view: leastView, fits };
   }
 
   /** Playback's step in groups that do not fit open beside the inspector, however the
@@ -323,6 +326,13 @@ export class Framing {
       const shows = (l: LayoutResult) => shownAt(l.width, l.height, this.target!);
       if (!best || better(shows(f.lay), shows(best.lay), 1)) best = { ...f, fits: false };
     };
+    // the view on screen, where it fits and draws the step inside a folded node (the step
+    // before was the node that reads the block: ResNet-50's maxpool, layer1 one node)
+    const drawn = this.shown && buildView(tree, this.shown);
+    if (drawn && !drawn.byKey.has(focus) && view.byKey.has(focus)) {
+      const lay = await layOut(drawn);
+      if (fitsAt(lay, this.target!)) return { lay, state: this.shown!, view: drawn, fits: true };
+    }
     for (const key of [...(view.byKey.get(focus)?.path ?? [])].reverse()) {
       let holder = key.startsWith("c:") ? tree.byId.get(key.slice(2)) : undefined;
       if (holder !== undefined) s = { ...s, expanded: new Set([...s.expanded].filter((c) => c !== holder)) };
