@@ -83,17 +83,17 @@ function lastPart(name: string): string {
   return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
 }
 
-/** A stage's name on its node: the module's short name, and which call of it ("#1"). */
-export function stageTitle(c: WireCall): string {
-  return lastPart(c.module) + (c.call > 0 ? ` #${c.call}` : "");
+/** A stage's name on its node: the module's short name, and which call of it ("#1"; `again`:
+ * another call's, for the widest of them: stageWidth). */
+export function stageTitle(c: WireCall, again = c.call): string {
+  return lastPart(c.module) + (again > 0 ? ` #${again}` : "");
 }
 
 /** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
  * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
  * up to STAGE_MAX (a longer one is cut, whole in its tip). */
 export function stageWidth(c: WireCall, m: Measure = estimate, again = c.call): number {
-  const title = lastPart(c.module) + (again > 0 ? ` #${again}` : "");
-  return twoLines(title, formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
+  return twoLines(stageTitle(c, again), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
 }
 
 /** The most a module is called again in the run (ALBERT's shared layer: "attention #3"): a
