@@ -10,7 +10,7 @@ import { playbackSteps } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
-import { READ_K } from "../src/scene/scene";
+import { layoutRequest, NODE_H, pictureBox, READ_K, SIDE_W, THUMB_H } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";
 
@@ -50,6 +50,37 @@ describe("Framing.lay", () => {
     const pictured = await f.lay(opened, buildView(unet, opened), "TB", true, READ_K);
     expect(pictured.state.auto).toBe(true);
     expect(pictured.view.nodes.length).toBeLessThan(kept.view.nodes.length);
+  });
+});
+
+describe("Framing.lay with data on the graph", () => {
+  it("puts the pictures beside the words where no level fits with them under (a U: as tall as without)", async () => {
+    const c = canvas(1100, 440);
+    const fit = { w: 1100, h: 440, k: READ_K, reserve: 0 };
+    const start = initialState(unet);
+    const plain = await framing(c).lay(start, buildView(unet, start), "TB", true);
+    const f = framing(c);
+    f.thumbs = true;
+    const pictured = await f.lay(start, buildView(unet, start), "TB", true);
+    // no level fits with the pictures under the words: they go beside them, the whole U in view
+    expect(fitsAt(pictured, fit)).toBe(true);
+    expect(pictured.view.nodes.length).toBe(plain.view.nodes.length);
+    const stages = pictured.view.nodes.filter((n) => n.kind === "stage").map((n) => pictured.boxes[n.key]!);
+    expect(stages.length).toBeGreaterThan(4);
+    for (const [, , w, h] of stages) {
+      expect(h).toBe(NODE_H);
+      expect(pictureBox(w, h, NODE_H)[0]).toBe(w - SIDE_W); // drawn on the right end
+    }
+    const under = await client.layout(layoutRequest(pictured.view, "TB", fit, "under"));
+    expect(fitsAt(under, fit)).toBe(false);
+    // a view laid out again (the inspector opened) keeps them beside
+    const again = await f.lay(pictured.state, pictured.view, "TB", false, READ_K, "canvas");
+    expect(again.boxes[pictured.view.nodes.find((n) => n.kind === "stage")!.key]![3]).toBe(NODE_H);
+    // where they fit under (a wide canvas), they are under
+    const wide = framing(canvas(1600, 1400));
+    wide.thumbs = true;
+    const tall = await wide.lay(start, buildView(unet, start), "TB", true);
+    expect(tall.boxes[tall.view.nodes.find((n) => n.kind === "stage")!.key]![3]).toBe(NODE_H + THUMB_H + 8);
   });
 });
 

@@ -68,10 +68,10 @@ MODELS = {
 }
 
 #: the steps after which the whole model must be in view besides the first (Data and Present
-#: fit it with pictures or at their larger type, folding what the user opened where needed);
-#: diffusers' U is still too tall for Data (its compact form is open in issue 20)
+#: fit it with pictures or at their larger type, folding what the user opened where needed;
+#: diffusers' U, too tall with its pictures under the words, with them beside the words)
 WHOLE_AFTER: dict[str, set] = {
-    "data": set(MODELS) - {"unet2d"},
+    "data": set(MODELS),
     "present": set(MODELS),
     "esc": set(MODELS),
 }

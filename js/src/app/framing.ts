@@ -17,7 +17,7 @@ import { allParts, partsOf } from "../model/parts";
 import type { CallTree, Run } from "../model/tree";
 import { buildView, clusterKey, type ViewGraph, type ViewState } from "../model/view_model";
 import { levelStates } from "../model/view_state";
-import { estimate, type Measure, MINIMAP_STRIP, READ_K, layoutRequest } from "../scene/scene";
+import { estimate, type Measure, MINIMAP_STRIP, type Pictures, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
 
 export type Framed = LayoutResult & { state: ViewState; view: ViewGraph };
@@ -55,6 +55,9 @@ export class Framing {
 
   /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
   thumbs = false;
+  /** ... under each node's words, or beside them where no level fits so (a U-Net's column of
+   * blocks: as tall as without pictures): the way the last layout drew them. */
+  private look: Pictures = "none";
 
   /** Whether the canvas has changed size by RELAY_PX or more since the view was laid out: its
    * wrapping (or its level) was chosen for another canvas. */
@@ -100,11 +103,17 @@ export class Framing {
     else this.target = { ...this.target, ...room };
     const fit = this.target;
     const tries = fresh && fit.k > READ_K ? [fit, { ...fit, k: READ_K }] : [fit];
+    // pictures under the words, then beside them for an overview with data that fits no level
+    // so; a view laid out again keeps the way it drew them
+    const again = !fresh && this.look !== "none";
+    const looks: Pictures[] = this.thumbs ? (again ? [this.look] : ["under", "beside"]) : ["none"];
+    let look = looks[0]!;
     const trial = (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> =>
-      wrap ? this.fitted(v, f) : client.layout(layoutRequest(v, dir, f, this.thumbs, this.measure));
+      wrap ? this.fitted(v, f, look) : client.layout(layoutRequest(v, dir, f, look, this.measure));
     const done = (lay: LayoutResult, f: FitTarget, s: ViewState, v: ViewGraph): Framed => {
       this.target = f;
       this.shown = s;
+      this.look = look;
       return { ...lay, state: s, view: v };
     };
     if (!state.auto || relaid) {
@@ -162,14 +171,16 @@ export class Framing {
     }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
     const levels = levelStates(view.tree);
-    for (const f of tries) {
-      for (let i = levels.length - 1; i >= 0; i--) {
-        const level = { ...at(levels, i), auto: true };
-        const v = buildView(view.tree, level);
-        const lay = await trial(v, f, false);
-        if (fitsAt(lay, f)) return done(lay, f, level, v);
+    for (look of looks) {
+      for (const f of tries) {
+        for (let i = levels.length - 1; i >= 0; i--) {
+          const level = { ...at(levels, i), auto: true };
+          const v = buildView(view.tree, level);
+          const lay = await trial(v, f, false);
+          if (fitsAt(lay, f)) return done(lay, f, level, v);
+        }
       }
-    }
+    } // (the shallowest then drawn the way that shows the most: the last)
     const root = { ...at(levels, 0), auto: true };
     const v = buildView(view.tree, root);
     const f = at(tries, tries.length - 1);
@@ -181,10 +192,10 @@ export class Framing {
    * other beside the inspector), or every group's but the root's (its mask then beside the
    * trunk, a row less: BERT's walk at 1024 px), then wrapped as far as that helps
    * (layout/wrapping.ts). */
-  private async fitted(v: ViewGraph, f: FitTarget): Promise<LayoutResult> {
+  private async fitted(v: ViewGraph, f: FitTarget, look: Pictures): Promise<LayoutResult> {
     const { client } = this;
     const layout = (req: LayoutRequest) => client.layout(req);
-    const req = layoutRequest(v, this.dir, f, this.thumbs, this.measure) as LayoutRequest & { fit: FitTarget };
+    const req = layoutRequest(v, this.dir, f, look, this.measure) as LayoutRequest & { fit: FitTarget };
     const lay = await client.layout(req);
     if (fitsAt(lay, f)) return lay;
     const shown = (l: LayoutResult) => shownAt(l.width, l.height, f);
@@ -210,7 +221,7 @@ export class Framing {
     if (parts.size === 0 || [...parts].every((p) => state.parts?.has(p))) return state;
     const fit: FitTarget = { w, h: this.canvas.clientHeight || 600, k: READ_K, reserve: MINIMAP_STRIP };
     const shows = async (s: ViewState) => {
-      const { width, height } = await this.fitted(buildView(tree, s), fit);
+      const { width, height } = await this.fitted(buildView(tree, s), fit, this.look);
       return shownAt(width, height, fit);
     };
     const asIs = await shows(state);

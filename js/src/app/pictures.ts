@@ -1,8 +1,9 @@
 /**
  * Data on the graph (the toolbar's "Data" toggle): every stage and port carries its default
  * view as a picture, like a textbook figure of a network at work. On, the layout makes the
- * nodes taller (app/framing.ts, scene/request.ts) and the pictures are asked for as nodes are
- * drawn (view/thumbnails.ts); off, the nodes are plain again.
+ * nodes taller, or wider where the model is too tall for that (app/framing.ts,
+ * scene/request.ts), and the pictures are asked for as nodes are drawn (view/thumbnails.ts);
+ * off, the nodes are plain again.
  */
 import type { Scene } from "../scene/types";
 import type { StageRequest } from "../wire";

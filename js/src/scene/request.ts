@@ -39,6 +39,18 @@ export const JUNCTION_D = 22;
 /** With data on the graph: the picture's height on a node, at scale 1 (the node grows by it). */
 export const THUMB_H = 72;
 const THUMB_PAD = 8;
+/** Data on the graph: no pictures, a picture under each node's words (the node THUMB_H
+ * taller), or beside them (a model too tall for that: each node as tall as without pictures,
+ * SIDE_W wider, a port as tall as a stage). */
+export type Pictures = "none" | "under" | "beside";
+export const SIDE_W = 64;
+
+/** Where a node of size `w` x `h` draws its picture ([x, y, w, h] in the node): under its
+ * words (`top`: their band's height) or, where the node is not tall enough for that, beside
+ * them on its right. */
+export function pictureBox(w: number, h: number, top: number): [number, number, number, number] {
+  return h >= top + THUMB_H ? [10, top - 2, w - 20, THUMB_H] : [w - SIDE_W, 6, SIDE_W - 8, h - 12];
+}
 /** The size of a node's name at scale 1 (styles.ts .nfw-t1), the least it may be drawn at, and
  * so the least scale a first view uses. */
 export const NAME_PX = 14;
@@ -219,9 +231,10 @@ export function portHeight(id: string): number {
 
 /** A port (a model input or output) is as wide as its name's longer line needs
  * ("input:input_ids" in 13 px), up to PORT_MAX; with a picture on it, at least as wide as a stage. */
-export function portWidth(id: string, thumbs = false, m: Measure = estimate): number {
+export function portWidth(id: string, pictures: Pictures = "none", m: Measure = estimate): number {
   const line = Math.max(...portLines(id).map((l) => m(l, "port")));
-  return Math.round(Math.min(PORT_MAX, Math.max(thumbs ? NODE_W : PORT_W, 28 + line)));
+  const width = Math.round(Math.min(PORT_MAX, Math.max(pictures === "under" ? NODE_W : PORT_W, 28 + line)));
+  return pictures === "beside" ? width + SIDE_W : width;
 }
 
 /** A junction's size: a round glyph, or a pill that holds a short function name. */
@@ -247,16 +260,17 @@ export function projectEdge(view: ViewGraph, src: string, dst: string): [string,
   return [pa[l - 1]!, pa[l]!, pb[l]!];
 }
 
-/** `thumbs`: data on the graph, each stage and port taller by a picture; `m`: how wide the
- * page draws a text (each node as wide as its words need). */
+/** `pictures`: data on the graph, each stage and port taller or wider by a picture; `m`: how
+ * wide the page draws a text (each node as wide as its words need). */
 export function layoutRequest(
   view: ViewGraph,
   dir: Direction,
   fit?: FitTarget,
-  thumbs = false,
+  pictures: Pictures = "none",
   m: Measure = estimate,
 ): LayoutRequest {
-  const extra = thumbs ? THUMB_H + THUMB_PAD : 0;
+  const extra = pictures === "under" ? THUMB_H + THUMB_PAD : 0;
+  const side = pictures === "beside" ? SIDE_W : 0;
   const { drawing, trunk } = drawnOf(view);
   const groups = new Map<string, LayoutGroup>();
   const index = new Map<string, Map<string, number>>(); // group key -> item key -> index
@@ -289,7 +303,7 @@ export function layoutRequest(
       if (it.kind === "stage") {
         const c = view.tree.graph.calls[it.call]!;
         const width = stageWidth(c, m, mostCalls(view.tree.graph.calls).get(c.module) ?? c.call);
-        g.items.push(leaf(it.key, Math.max(least, width), NODE_H + extra));
+        g.items.push(leaf(it.key, Math.max(least, width + side), NODE_H + extra));
       } else if (it.kind === "fold" && it.run.part) {
         const width = partWidth(partLines(view.tree, it.run), m);
         g.items.push(leaf(it.key, Math.max(least, width), NODE_H));
@@ -312,7 +326,8 @@ export function layoutRequest(
     index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
     return g;
   };
-  const port = (n: VisibleNode) => leaf(n.key, portWidth(n.id, thumbs, m), portHeight(n.id) + extra);
+  const port = (n: VisibleNode) =>
+    leaf(n.key, portWidth(n.id, pictures, m), side ? Math.max(NODE_H, portHeight(n.id)) : portHeight(n.id) + extra);
   const ins = view.nodes.filter((n) => n.kind === "input").map(port);
   const outs = view.nodes.filter((n) => n.kind === "output").map(port);
   const root = build(ROOT, view.items, ins, outs);

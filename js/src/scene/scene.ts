@@ -41,6 +41,9 @@ export {
   projectEdge,
   READ_K,
   ROOT,
+  type Pictures,
+  pictureBox,
+  SIDE_W,
   THUMB_H,
 } from "./request";
 

@@ -5,7 +5,7 @@
  * text, never HTML.
  */
 import type { Direction } from "../layout/layout";
-import { NODE_H, PORT_LINE, portHeight, portLines, THUMB_H } from "../scene/scene";
+import { NODE_H, PORT_LINE, pictureBox, portHeight, portLines, SIDE_W, THUMB_H } from "../scene/scene";
 import type { SceneCluster, SceneNode } from "../scene/types";
 import { fitText, s, svgText, textWidth } from "./dom";
 import { badge, markData, type Thumb, thumbEl } from "./figure";
@@ -134,21 +134,23 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
     ? n.id
     : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
   g.append(title);
-  // with data on the graph, the words take the top band and the picture the rest
+  // with data on the graph, the words take the top band and the picture the rest, or the
+  // picture the right end where the node is no taller (scene/request.ts pictureBox)
   const thumb = look.thumb;
   const pic = thumb !== null && n.kind !== "fold";
-  const picture = () =>
-    pic ? [thumbEl(10, (port ? portHeight(n.id) : NODE_H) - 2, w - 20, THUMB_H, thumb!(n.id), font("t2"))] : [];
+  const top = port ? portHeight(n.id) : NODE_H;
+  const side = pic && h < top + THUMB_H ? SIDE_W : 0;
+  const picture = () => (pic ? [thumbEl(...pictureBox(w, h, top), thumb!(n.id), font("t2"))] : []);
   if (port) {
-    const band = pic ? portHeight(n.id) : h;
+    const band = pic && !side ? top : h;
     g.append(s("rect", { class: "nfw-card", width: w, height: h, rx: pic ? 12 : Math.min(h / 2, 20) }), ...picture());
     // its name, on two lines where it is long (an output's field on the second: scene/request.ts)
     const lines = portLines(n.title);
     for (const [i, line] of lines.entries())
       g.append(
-        svgText(fitText(line, w - 20, font("port")), {
+        svgText(fitText(line, w - 20 - side, font("port")), {
           class: "nfw-t1",
-          x: w / 2,
+          x: (w - side) / 2,
           y: band / 2 + 4 + (i - (lines.length - 1) / 2) * PORT_LINE,
           "text-anchor": "middle",
         }),
@@ -182,7 +184,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const right1 = fold ? `× ${n.foldCount}` : n.params;
   // (playback's step inside it, where the group is folded to fit: "▸ resnets.1", no shape)
   const right2 = look.part !== undefined ? "" : fold ? n.params : n.shape;
-  const avail = cw - 18 - 10;
+  const avail = cw - 18 - 10 - side;
   const left2 = look.part !== undefined ? partLine(look.part, avail, font("t2")) : fold ? (n.range ?? n.path) : n.type;
   const y1 = Math.round(ch / 2 - 3);
   const y2 = Math.round(ch / 2 + 13);
@@ -190,12 +192,13 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const r2w = right2 ? textWidth(right2, font("num")) + 8 : 0;
   g.append(svgText(fitText(left1, avail - r1w, font("t1")), { class: "nfw-t1", x: 18, y: y1 }));
   if (right1)
-    g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10, y: y1, "text-anchor": "end" }));
+    g.append(svgText(right1, { class: fold ? "nfw-t1" : "nfw-num", x: cw - 10 - side, y: y1, "text-anchor": "end" }));
   const shapeFits = r2w < avail * 0.62;
   const t2 = svgText(fitText(left2, avail - (shapeFits ? r2w : 0), font("t2")), { class: "nfw-t2", x: 18, y: y2 });
   if (look.part !== undefined) t2.classList.add("nfw-part");
   g.append(t2);
-  if (right2 && shapeFits) g.append(svgText(right2, { class: "nfw-num", x: cw - 10, y: y2, "text-anchor": "end" }));
+  if (right2 && shapeFits)
+    g.append(svgText(right2, { class: "nfw-num", x: cw - 10 - side, y: y2, "text-anchor": "end" }));
   if (n.residual) g.append(residualEl(n.residual, cw, pic ? h : ch, look.dir, fold ? 6 : 0, n.mirror === true));
   // the expand badge top right, top left where a residual arc runs round the right (mirrored)
   const badgeLeft = n.residual !== undefined && n.mirror === true && look.dir === "TB";
