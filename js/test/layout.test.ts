@@ -5,6 +5,8 @@ import { buildView } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { buildScene, edgePath, layoutRequest } from "../src/scene/scene";
 import { loadGraph, must } from "./fixtures";
+import { arrange } from "../src/layout/spine";
+import type { FlowGroup, FlowItem } from "../src/layout/flow";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
@@ -229,5 +231,45 @@ describe("a group as wide as its header", () => {
     const lay = computeLayout(layoutRequest(view, "LR"));
     const box = must(lay.boxes, "k:layers.0");
     expect(box[2]).toBeGreaterThanOrEqual(tb.minW! - 1e-6); // the header whole along the flow
+  });
+});
+
+describe("the trunk layout's twins", () => {
+  // an attention's projections: query, key and value read the group's entry, the junction
+  // (item 3) reads all three, the output projection (item 4) reads it; query on the trunk
+  const item = (spine: boolean, junction = false): FlowItem => ({
+    al: junction ? 20 : 50,
+    ac: junction ? 80 : 180,
+    ain: junction ? 40 : 90,
+    aout: junction ? 40 : 90,
+    spine,
+    junction,
+    group: false,
+  });
+  const group = (trunk: number, mirror = false): FlowGroup => ({
+    mirror,
+    items: [0, 1, 2].map((i) => item(i === trunk)).concat([item(true, true), item(true)]),
+    edges: [
+      ...[0, 1, 2].map((i) => ({ src: -1, dst: i, kind: "flow" as const })),
+      ...[0, 1, 2].map((i) => ({ src: i, dst: 3, kind: i === trunk ? ("flow" as const) : ("merge" as const) })),
+      { src: 3, dst: 4, kind: "flow" },
+    ],
+    entries: [0, 1, 2],
+    exits: [4],
+    lead: 0,
+    trail: 0,
+  });
+  it("stand in their run's order, the middle on the trunk: query | key | value, whichever the trunk ran through", () => {
+    for (const trunk of [0, 1, 2]) {
+      const a = arrange(group(trunk))!;
+      expect([0, 1, 2, 3, 4].map((i) => a.col[i])).toEqual([-1, 0, 1, 0, 0]);
+      const across = [0, 1, 2].map((i) => a.c[i]!);
+      expect(across[0]).toBeLessThan(across[1]!);
+      expect(across[1]).toBeLessThan(across[2]!);
+      expect([0, 1, 2].map((i) => a.row[i])).toEqual([0, 0, 0]);
+      // ... in a mirrored column (a decoder's) too
+      const m = arrange(group(trunk, true))!;
+      expect([0, 1, 2].map((i) => m.col[i])).toEqual([-1, 0, 1]);
+    }
   });
 });

@@ -24,6 +24,8 @@ interface Strand {
   r0: number;
   r1: number;
   side: number;
+  keep?: number; // a twin of a trunk item: how far from it in their run (placed nearer first),
+  // farther out on its side before the other
 }
 
 /** The longest path over flow edges, in order (the trunk of a group the global one misses). */
@@ -69,6 +71,10 @@ export function arrange(g: FlowGroup): Arranged | null {
   }
   const entered = new Uint8Array(n);
   for (const v of g.entries) entered[v] = 1;
+  // twins of a trunk item (fed by the same items, read by the same: an attention's query, key
+  // and value) stand in their run's order, the middle one on the trunk: "query | key | value"
+  // as the paper draws them, never "value | query | key"
+  const twinOf = twinsOnTrunk(items, order, trunk, spine, entered, ins, outs);
   if (g.sourcesInline) [trunk, order] = inline(trunk, order, ins, outs, spine, entered);
 
   // rows: the longest path, the trunk strictly in order
@@ -118,16 +124,31 @@ export function arrange(g: FlowGroup): Arranged | null {
     const fed = entered[v] || feeds.length > 0;
     const beside = feeds.length > 0 && feeds.every((u) => !spine[u] && at(strands, strandOf[u]!).side === sources);
     strandOf[v] = strands.length;
-    strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed && !beside ? m : sources });
+    // a twin on the side its place in the run puts it, farther out after another
+    const twin = twinOf[v]!;
+    if (twin >= 0 && row[v] === row[twin])
+      strands.push({
+        items: [v],
+        r0: row[v]!,
+        r1: row[v]!,
+        side: pos[v]! < pos[twin]! ? -1 : 1, // (in a mirrored column too: read left to right)
+        keep: Math.abs(pos[v]! - pos[twin]!),
+      });
+    else strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed && !beside ? m : sources });
   }
   const col = new Int32Array(n);
   const taken = new Map<number, [number, number][]>();
-  const byStart = strands.map((_, i) => i).sort((x, y) => at(strands, x).r0 - at(strands, y).r0 || x - y);
+  const byStart = strands
+    .map((_, i) => i)
+    .sort(
+      (x, y) =>
+        at(strands, x).r0 - at(strands, y).r0 || (at(strands, x).keep ?? 0) - (at(strands, y).keep ?? 0) || x - y,
+    );
   for (const s of byStart) {
     const st = at(strands, s);
     let chosen = 0;
     for (let k = 1; k <= MAX_COL && !chosen; k++) {
-      for (const cand of [k * st.side, -k * st.side]) {
+      for (const cand of st.keep !== undefined ? [k * st.side] : [k * st.side, -k * st.side]) {
         const list = taken.get(cand) ?? [];
         if (list.every(([a, b]) => b < st.r0 || st.r1 < a)) {
           chosen = cand;
@@ -135,6 +156,8 @@ export function arrange(g: FlowGroup): Arranged | null {
         }
       }
     }
+    for (let k = 1; k <= MAX_COL && !chosen && st.keep !== undefined; k++)
+      if ((taken.get(-k * st.side) ?? []).every(([a, b]) => b < st.r0 || st.r1 < a)) chosen = -k * st.side;
     if (!chosen) return null;
     (taken.get(chosen) ?? taken.set(chosen, []).get(chosen)!).push([st.r0, st.r1]);
     for (const v of st.items) col[v] = chosen;
@@ -253,4 +276,33 @@ function width(arr: Arranged): number {
     hi = Math.max(hi, arr.c[v]! + at(arr.items, v).ac);
   }
   return hi - lo;
+}
+
+/** The twins of the trunk's items (items fed by the same items as one, read by the same, an
+ * attention's query, key and value): the middle of each run of them put on the trunk in its
+ * place; per item, the trunk item of its run (-1: none). */
+function twinsOnTrunk(
+  items: FlowGroup["items"],
+  order: number[],
+  trunk: number[],
+  spine: Uint8Array,
+  entered: Uint8Array,
+  ins: number[][],
+  outs: number[][],
+): Int32Array {
+  const twinOf = new Int32Array(items.length).fill(-1);
+  const ends = (list: number[]) => [...new Set(list)].sort((x, y) => x - y).join(",");
+  const key = (v: number) => `${entered[v]}|${ends(at(ins, v))}|${ends(at(outs, v))}`;
+  for (const [i, t] of trunk.entries()) {
+    if (at(items, t).junction || (!entered[t] && !at(ins, t).length)) continue;
+    const k = key(t);
+    const run = order.filter((v) => v === t || (!spine[v] && !at(items, v).junction && key(v) === k));
+    if (run.length < 2) continue;
+    const mid = run[(run.length - 1) >> 1]!;
+    spine[t] = 0;
+    spine[mid] = 1;
+    trunk[i] = mid;
+    for (const v of run) if (v !== mid) twinOf[v] = mid;
+  }
+  return twinOf;
 }
