@@ -5,6 +5,8 @@ does not import beside this project's torch build), for the corpus
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -163,3 +165,70 @@ class EmbeddedLoop(nn.Module):
         for t in range(ids.shape[1]):
             state = self.cell(e[:, t], state)
         return self.head(state if self.kind == "gru" else state[0])
+
+
+# -- MobileNetV2, as torchvision writes it ------------------------------------------------------
+
+
+class Conv2dNormActivation(nn.Sequential):
+    """torchvision.ops.Conv2dNormActivation: a convolution, its batch norm and a ReLU6."""
+
+    def __init__(
+        self, cin: int, cout: int, kernel: int = 3, stride: int = 1, groups: int = 1
+    ) -> None:
+        super().__init__(
+            nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU6(inplace=True),
+        )
+
+
+class InvertedResidual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
+        super().__init__()
+        hidden = round(cin * expand)
+        self.use_res_connect = stride == 1 and cin == cout
+        layers: list[nn.Module] = []
+        if expand != 1:
+            layers.append(Conv2dNormActivation(cin, hidden, kernel=1))
+        layers += [
+            Conv2dNormActivation(hidden, hidden, stride=stride, groups=hidden),
+            nn.Conv2d(hidden, cout, 1, 1, 0, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
+        self.conv = nn.Sequential(*layers)
+
+    def forward(self, x):
+        if self.use_res_connect:
+            return x + self.conv(x)
+        return self.conv(x)
+
+
+class MobileNetV2(nn.Module):
+    #: (expansion, channels, blocks, stride) per stage, torchvision's table
+    SETTING: ClassVar[list[tuple[int, int, int, int]]] = [
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    ]
+
+    def __init__(self, classes: int = 1000) -> None:
+        super().__init__()
+        features: list[nn.Module] = [Conv2dNormActivation(3, 32, stride=2)]
+        cin = 32
+        for t, c, n, s in self.SETTING:
+            for i in range(n):
+                features.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                cin = c
+        features.append(Conv2dNormActivation(cin, 1280, kernel=1))
+        self.features = nn.Sequential(*features)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
+
+    def forward(self, x):
+        x = self.features(x)
+        x = nn.functional.adaptive_avg_pool2d(x, (1, 1))
+        return self.classifier(torch.flatten(x, 1))

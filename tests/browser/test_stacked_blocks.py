@@ -232,3 +232,60 @@ def test_in_a_live_widget_the_stepper_moves_widget_selected_to_layer_2_and_pytho
     assert state(page, "selected") == "transformer.h.3.attn"
     context.close()
     assert errors == []
+
+
+class _InvertedResidual(torch.nn.Module):
+    """MobileNetV2's block as tutorials write it: one Sequential of its layers, expand (1x1),
+    depthwise (3x3), project (1x1), each convolution followed by its norm (and a ReLU6)."""
+
+    def __init__(self, c: int, expand: int = 4) -> None:
+        super().__init__()
+        nn, h = torch.nn, c * expand
+        self.conv = nn.Sequential(
+            nn.Conv2d(c, h, 1), nn.BatchNorm2d(h), nn.ReLU6(),
+            nn.Conv2d(h, h, 3, padding=1, groups=h), nn.BatchNorm2d(h), nn.ReLU6(),
+            nn.Conv2d(h, c, 1), nn.BatchNorm2d(c),
+        )  # fmt: skip
+
+    def forward(self, x):
+        return x + self.conv(x)
+
+
+class _Mobile(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1), *[_InvertedResidual(16) for _ in range(4)]
+        )
+        self.classifier = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.classifier(self.features(x).mean((2, 3)))
+
+
+def test_a_stack_too_tall_with_its_layers_opens_with_each_layer_and_its_norm_one_node(
+    browser, tmp_path
+):
+    """Four inverted residuals on a 720-line canvas: the stack, open with its eight layers, is
+    too tall at 12 px; the first view opens it with each convolution, its norm and its
+    activation one node (the paper's "1x1 expand, 3x3 depthwise, 1x1 project",
+    model/units.ts), not the four blocks folded away to three nodes on an empty canvas."""
+    import neural_flow_widget as nfw
+
+    torch.manual_seed(0)
+    path = tmp_path / "mobile.html"
+    nfw.NeuralFlowWidget(_Mobile().eval(), torch.randn(1, 3, 32, 32)).to_html(path)
+    context, page, errors = open_offline(browser, path, 1280, 720)
+    seen = page.evaluate(SEEN)
+    shoot(page, "stack_units_1280x720")
+    assert len(seen["stacks"]) == 1, seen["stacks"]
+    assert seen["stacks"][0]["inside"]
+    titles = page.evaluate(
+        "() => [...document.querySelectorAll('.nfw-node .nfw-t1')].map((t) => t.textContent)"
+    )
+    assert {"0 → 1 → 2", "3 → 4 → 5", "6 → 7"} <= set(titles), titles
+    assert all(inside and px >= 12 - 0.05 for _, _, px, inside in seen["nodes"]), seen["nodes"]
+    assert "+" in seen["joins"] or page.locator(".nfw-junction").count() > 0
+    context.close()
+    assert errors == []

@@ -54,6 +54,11 @@ def _resnet50():
     return written_out.resnet50(classes=10).eval(), torch.randn(1, 3, 64, 64)
 
 
+def _mobilenet_v2():
+    torch.manual_seed(0)
+    return written_out.MobileNetV2(classes=10).eval(), torch.randn(1, 3, 64, 64)
+
+
 #: per model: its builder and the block a lecturer opens (a stage id's start; the first block
 #: that can open where none matches)
 MODELS = {
@@ -65,6 +70,7 @@ MODELS = {
     "vit": (_vit, "vit.encoder.layer.0.attention"),
     "llama": (_llama, "model.layers.0.self_attn"),
     "t5": (lambda: fixture_models.t5(layers=4), "decoder.block"),
+    "mobilenetv2": (_mobilenet_v2, "features.2"),
 }
 
 #: the steps after which the whole model must be in view besides the first (Data and Present
@@ -85,6 +91,8 @@ WHOLE_AFTER: dict[str, set] = {
 #: embeddings one under the other, where beside each other they do not fit: layout/spine.ts
 #: sourcesInline, its mask beside the trunk at 1024); the others show the step and what feeds
 #: it, the note the rest
+#: (MobileNetV2's seventeen blocks beside the inspector: two columns of nine, the last 1 or 2
+#: out of view, the note counting them)
 WHOLE_AFTER["play"] = {
     "resnet50",
     "llama",

@@ -19,7 +19,7 @@ import itertools
 import pytest
 import torch
 from corpus import edge_list, seeded
-from written_out import DenseNet, EmbeddedLoop, ResNet
+from written_out import DenseNet, EmbeddedLoop, MobileNetV2, ResNet
 
 import neural_flow_widget as nfw
 
@@ -72,6 +72,30 @@ def test_resnet_blocks_chain_and_the_stem_leads_in():
 
 
 # -- DenseNet, as torchvision writes it: each layer receives the list of earlier features ---------
+
+
+def test_mobilenet_v2_inverted_residuals_add_their_input_back_where_the_stride_is_one():
+    """``features.2`` (24 channels, stride 2: ``self.conv(x)``, no residual) ->
+    ``features.3`` (stride 1, 24 -> 24: ``x + self.conv(x)``): ``features.4`` reads that sum,
+    whose deepest source is ``features.3.conv`` -> flow; ``features.2`` is on conv's chain (conv
+    read it) -> skip. The stem and ``features.1`` are walked through, as is everything after
+    ``features.4`` (its stride 2 adds nothing back)."""
+    model = seeded(lambda: MobileNetV2(classes=10)).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        before = model(x)
+    flow = nfw.trace(model, x, stages=["features.2", "features.3.conv", "features.4"])
+    assert edge_list(flow) == sorted(
+        [
+            ("input:0", "features.2", "flow"),
+            ("features.2", "features.3.conv", "flow"),
+            ("features.3.conv", "features.4", "flow"),
+            ("features.2", "features.4", "skip"),
+            ("features.4", "output:0", "flow"),
+        ]
+    )
+    with torch.no_grad():
+        assert torch.equal(model(x), before)
 
 
 def test_densenet_layers_given_a_list_draw_as_a_chain_with_skips():

@@ -143,3 +143,9 @@ export function partLines(tree: CallTree, part: Run): { title: string; type: str
 export function allParts(tree: CallTree): ReadonlySet<string> {
   return new Set(partsOf(tree).list.flatMap((p) => (p.unit ? [] : [p.key])));
 }
+
+/** The keys of every block's units (model/units.ts: "conv1 → bn1 → relu"), for a starting
+ * level that fits only with them folded. */
+export function allUnits(tree: CallTree): ReadonlySet<string> {
+  return new Set(partsOf(tree).list.flatMap((p) => (p.unit ? [p.key] : [])));
+}

@@ -5,8 +5,10 @@
  * run of sibling calls where every member after the first is a norm, an activation or a
  * dropout reading the one before it and nothing else, and every member but the last is read
  * by the next one alone (a unit folded hides no branch). A unit is drawn as one node only as
- * the last resort of a block opened that does not fit (app/framing.ts accordion), never on a
- * first view. Computed once per tree with the parts (model/parts.ts). Pure and DOM-free.
+ * the last resort of a block opened that does not fit (app/framing.ts accordion), or on a
+ * first view whose level fits only so, before a shallower level (view_state.ts levelStates:
+ * a stack of inverted residuals open on a 720-line canvas rather than folded away). Computed
+ * once per tree with the parts (model/parts.ts). Pure and DOM-free.
  */
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";

@@ -3,7 +3,7 @@
  * that stays readable, or the stages the user chose), whether a call is drawn in a state,
  * expanding, unfolding and stepping by view key, and revealing a call. Pure and DOM-free.
  */
-import { allParts, partsOf } from "./parts";
+import { allParts, allUnits, partsOf } from "./parts";
 import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
 import type { CallTree } from "./tree";
 import {
@@ -104,12 +104,19 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
     ...(stacks.size ? chain(stacks, around).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
   ];
   // each level that opens residual blocks is preceded by the same with their sublayers folded
-  // (model/parts.ts): tried where it does not fit, before a shallower level
+  // (model/parts.ts), and that by the same with its blocks' units folded too (model/units.ts:
+  // MobileNetV2's inverted residual as "1×1 expand, 3×3 depthwise, 1×1 project", its stack
+  // open beside a 720-line canvas rather than folded away): tried where it does not fit,
+  // before a shallower level
   const parts = allParts(tree);
-  if (parts.size === 0) return levels;
+  const units = new Set([...parts, ...allUnits(tree)]);
   return levels.flatMap((s) => {
-    const folded = { ...s, parts };
-    return visibleCount(tree, folded) < visibleCount(tree, s) ? [folded, s] : [s];
+    const tries = [s];
+    for (const folding of [parts, units]) {
+      const folded = { ...s, parts: folding };
+      if (visibleCount(tree, folded) < visibleCount(tree, tries[0]!)) tries.unshift(folded);
+    }
+    return tries;
   });
 }
 
