@@ -266,9 +266,24 @@ def test_data_on_the_graph_puts_each_stage_view_on_its_node(browser, unet_page):
     drawn = {sid: thumb for sid, _, thumb in got}
     for sid in pictured:
         assert sid in drawn and drawn[sid] == "data:image/png;base64", (sid, drawn.get(sid))
-    taller = {sid: h for sid, h, _ in got}
-    assert taller["enc1"] > {s: h for s, h, _ in plain}["enc1"] + 50  # room for it
     shoot(page, "demo_unet_data_on_graph")
+    # room for it: the card taller by the picture, or (the U too tall with them under its
+    # words at 720 lines) as tall with the picture on its right
+    taller = {sid: h for sid, h, _ in got}
+    before = {s: h for s, h, _ in plain}
+    boxes = page.evaluate(
+        """(ids) => ids.map((id) => {
+      const g = document.querySelector(`.nfw-node[data-stage-id='${id}']`);
+      const card = g.querySelector('.nfw-card').getBoundingClientRect();
+      const pic = g.querySelector('image.nfw-thumb').getBoundingClientRect();
+      const words = g.querySelector('.nfw-t1').getBoundingClientRect();
+      return [pic.top >= words.bottom - 1 || pic.left >= words.right - 1,
+              pic.right <= card.right + 1 && pic.bottom <= card.bottom + 1];
+    })""",
+        list(pictured),
+    )
+    assert all(clear and inside for clear, inside in boxes), boxes
+    assert taller["enc1"] > before["enc1"] + 50 or page.evaluate(COVERED)["out"] == []
     toggle.click()
     page.wait_for_function("() => !document.querySelector('image.nfw-thumb')", timeout=10_000)
     context.close()

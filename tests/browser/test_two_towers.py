@@ -63,6 +63,20 @@ def test_clip_first_paints_two_towers_side_by_side(browser, page_path, width, he
     level = (("input:pixel_values", "input:input_ids"), ("visual_projection", "text_projection"))
     for a, b in level:
         assert abs(boxes[a][1] - boxes[b][1]) < 2, (boxes[a], boxes[b])
+    # each tower's outputs on its own side (the image embeds beside the vision tower, never
+    # across the text tower's line)
+    middle = (min(right.values()) + max(left.values())) / 2
+    vision_left = right["vision"] < left["text"]
+    outs = {
+        "vision": ("output:image_embeds", "output:vision_model_output"),
+        "text": ("output:text_embeds", "output:text_model_output"),
+    }
+    for name, ids in outs.items():
+        mine = [k for k in boxes if k.startswith(ids)]
+        assert mine, boxes.keys()
+        for k in mine:
+            centre = (boxes[k][0] + boxes[k][2]) / 2
+            assert (centre < middle) == (vision_left == (name == "vision")), (k, boxes[k], middle)
     # no line from one tower passes through the other
     for _kind, src, dst, pts in seen["lines"]:
         for name, ids in towers.items():

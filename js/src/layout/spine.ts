@@ -138,26 +138,28 @@ export function arrange(g: FlowGroup): Arranged | null {
   }
   const col = new Int32Array(n);
   const taken = new Map<number, [number, number][]>();
+  // the strands starting in a row: a twin nearer its trunk item first, then the one fed from
+  // nearer above (a longer edge passes outside a shorter one), then in the model's order (its
+  // outputs': CLIP's image embeds beside the similarity, its projected pooled output beyond)
+  const from = strands.map((st) => Math.max(-1, ...at(ins, at(st.items, 0)).map((u) => row[u]!)));
   const byStart = strands
     .map((_, i) => i)
     .sort(
       (x, y) =>
-        at(strands, x).r0 - at(strands, y).r0 || (at(strands, x).keep ?? 0) - (at(strands, y).keep ?? 0) || x - y,
+        at(strands, x).r0 - at(strands, y).r0 ||
+        (at(strands, x).keep ?? 0) - (at(strands, y).keep ?? 0) ||
+        at(from, y) - at(from, x) ||
+        at(at(strands, x).items, 0) - at(at(strands, y).items, 0),
     );
+  const outward = (side: number) => Array.from({ length: MAX_COL }, (_, k) => (k + 1) * side);
   for (const s of byStart) {
     const st = at(strands, s);
-    let chosen = 0;
-    for (let k = 1; k <= MAX_COL && !chosen; k++) {
-      for (const cand of st.keep !== undefined ? [k * st.side] : [k * st.side, -k * st.side]) {
-        const list = taken.get(cand) ?? [];
-        if (list.every(([a, b]) => b < st.r0 || st.r1 < a)) {
-          chosen = cand;
-          break;
-        }
-      }
-    }
-    for (let k = 1; k <= MAX_COL && !chosen && st.keep !== undefined; k++)
-      if ((taken.get(-k * st.side) ?? []).every(([a, b]) => b < st.r0 || st.r1 < a)) chosen = -k * st.side;
+    // a twin stays on its side, as does a branch of strands on one side (CLIP's image embeds
+    // beside its vision tower, never across the text tower's trunk); the others alternate
+    const sides = new Set(at(ins, at(st.items, 0)).map((u) => (spine[u] ? 0 : Math.sign(col[u]!))));
+    const stay = st.keep !== undefined ? st.side : sides.size === 1 && !sides.has(0) ? [...sides][0]! : 0;
+    const cands = stay ? [...outward(stay), ...outward(-stay)] : outward(st.side).flatMap((c) => [c, -c]);
+    const chosen = cands.find((c) => (taken.get(c) ?? []).every(([a, b]) => b < st.r0 || st.r1 < a)) ?? 0;
     if (!chosen) return null;
     (taken.get(chosen) ?? taken.set(chosen, []).get(chosen)!).push([st.r0, st.r1]);
     for (const v of st.items) col[v] = chosen;
