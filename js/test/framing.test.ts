@@ -10,7 +10,8 @@ import { playbackSteps } from "../src/model/playback";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded } from "../src/model/view_state";
-import { layoutRequest, NODE_H, pictureBox, READ_K, SIDE_W, THUMB_H } from "../src/scene/scene";
+import { better, shownAt } from "../src/layout/bands";
+import { layoutRequest, MINIMAP_STRIP, NODE_H, pictureBox, READ_K, SIDE_W, THUMB_H } from "../src/scene/scene";
 import { decodeGraph } from "../src/wire";
 import { loadGraph, loadRaw } from "./fixtures";
 
@@ -81,6 +82,28 @@ describe("Framing.lay with data on the graph", () => {
     wide.thumbs = true;
     const tall = await wide.lay(start, buildView(unet, start), "TB", true);
     expect(tall.boxes[tall.view.nodes.find((n) => n.kind === "stage")!.key]![3]).toBe(NODE_H + THUMB_H + 8);
+  });
+});
+
+describe("Framing.lay with data on the graph where nothing fits", () => {
+  it("draws the shallowest level's pictures the way that shows more of it (under where it is too wide)", async () => {
+    // the 12 blocks' column on a wide, low canvas (under shows more), the U on a small one (beside)
+    for (const [tree, w, h] of [
+      [gpt, 900, 160],
+      [unet, 600, 300],
+    ] as const) {
+      const fit = { w, h, k: READ_K, reserve: MINIMAP_STRIP };
+      const f = framing(canvas(w, h));
+      f.thumbs = true;
+      const start = initialState(tree);
+      const got = await f.lay(start, buildView(tree, start), "TB", true);
+      expect(fitsAt(got, fit)).toBe(false);
+      const shows = (l: { width: number; height: number }) => shownAt(l.width, l.height, fit);
+      for (const look of ["under", "beside"] as const) {
+        const other = await client.layout(layoutRequest(got.view, "TB", fit, look));
+        expect(better(shows(other), shows(got), 1)).toBe(false);
+      }
+    }
   });
 });
 

@@ -14,9 +14,9 @@ import type { Direction, FitTarget, LayoutRequest, LayoutResult } from "../layou
 import { better, shownAt } from "../layout/bands";
 import { wrapToFit } from "../layout/wrapping";
 import { allParts, partsOf } from "../model/parts";
-import type { CallTree, Run } from "../model/tree";
+import type { CallTree } from "../model/tree";
 import { buildView, clusterKey, type ViewGraph, type ViewState } from "../model/view_model";
-import { levelStates } from "../model/view_state";
+import { levelStates, openedSince } from "../model/view_state";
 import { estimate, type Measure, MINIMAP_STRIP, type Pictures, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
 
@@ -53,10 +53,9 @@ export class Framing {
   private shown: ViewState | null = null; // the state laid out last
   private dir: Direction = "TB"; // its direction
 
-  /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest). */
+  /** Data on the graph: nodes with pictures (scene/request.ts layoutRequest), under each
+   * node's words or beside them where no level fits so (`look`: as the last layout drew them). */
   thumbs = false;
-  /** ... under each node's words, or beside them where no level fits so (a U-Net's column of
-   * blocks: as tall as without pictures): the way the last layout drew them. */
   private look: Pictures = "none";
 
   /** Whether the canvas has changed size by RELAY_PX or more since the view was laid out: its
@@ -108,8 +107,8 @@ export class Framing {
     const again = !fresh && this.look !== "none";
     const looks: Pictures[] = this.thumbs ? (again ? [this.look] : ["under", "beside"]) : ["none"];
     let look = looks[0]!;
-    const trial = (v: ViewGraph, f: FitTarget, wrap: boolean): Promise<LayoutResult> =>
-      wrap ? this.fitted(v, f, look) : client.layout(layoutRequest(v, dir, f, look, this.measure));
+    const trial = (v: ViewGraph, f: FitTarget, wrap: boolean, l = look): Promise<LayoutResult> =>
+      wrap ? this.fitted(v, f, l) : client.layout(layoutRequest(v, dir, f, l, this.measure));
     const done = (lay: LayoutResult, f: FitTarget, s: ViewState, v: ViewGraph): Framed => {
       this.target = f;
       this.shown = s;
@@ -180,11 +179,17 @@ export class Framing {
           if (fitsAt(lay, f)) return done(lay, f, level, v);
         }
       }
-    } // (the shallowest then drawn the way that shows the most: the last)
+    }
     const root = { ...at(levels, 0), auto: true };
     const v = buildView(view.tree, root);
     const f = at(tries, tries.length - 1);
-    return done(await trial(v, f, false), f, root, v);
+    // the shallowest, its pictures drawn the way that shows more of it (under the words where
+    // it is too wide: CLIP's outputs side by side; beside them where it is too tall)
+    const lays = await Promise.all(looks.map((l) => trial(v, f, false, l)));
+    const shows = (l: LayoutResult) => shownAt(l.width, l.height, f);
+    const i = lays.reduce((b, l, j) => (better(shows(l), shows(at(lays, b)), 1) ? j : b), 0);
+    look = at(looks, i);
+    return done(at(lays, i), f, root, v);
   }
 
   /** `v` laid out for `f` as a chosen state is: as it is where it fits, else with every
@@ -366,20 +371,6 @@ export class Framing {
     }
     return best;
   }
-}
-
-/** The calls `state` opens that `before` did not: groups, stacks (their first member), the
- * sublayers and units drawn open again (their first member). */
-function openedSince(tree: CallTree, before: ViewState, state: ViewState): number[] {
-  const groups = [...state.expanded].filter((c) => !before.expanded.has(c));
-  const stacks = [...(state.stacked?.keys() ?? [])].filter((r) => !before.stacked?.has(r));
-  const parts = [...(before.parts ?? [])].filter((p) => !state.parts?.has(p));
-  const first = (run: Run | undefined) => (run ? [at(run.members, 0)] : []);
-  return [
-    ...groups,
-    ...stacks.flatMap((r) => first(tree.runs.get(r))),
-    ...parts.flatMap((p) => first(partsOf(tree).byKey.get(p))),
-  ];
 }
 
 /** The calls a node of the view stands for, to keep open around it: its own (in a stack,

@@ -5,7 +5,7 @@
  */
 import { allParts, allUnits, partsOf } from "./parts";
 import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
-import type { CallTree } from "./tree";
+import type { CallTree, Run } from "./tree";
 import {
   buildView,
   clusterKey,
@@ -267,4 +267,18 @@ export function revealCall(tree: CallTree, state: ViewState, call: number): View
   }
   expanded.delete(call);
   return { expanded, unfolded, stacked, inlined: state.inlined, ...(state.parts ? { parts } : {}) };
+}
+
+/** The calls `state` opens that `before` did not: groups, stacks (their first member), the
+ * sublayers and units drawn open again (their first member). */
+export function openedSince(tree: CallTree, before: ViewState, state: ViewState): number[] {
+  const groups = [...state.expanded].filter((c) => !before.expanded.has(c));
+  const stacks = [...(state.stacked?.keys() ?? [])].filter((r) => !before.stacked?.has(r));
+  const parts = [...(before.parts ?? [])].filter((p) => !state.parts?.has(p));
+  const first = (run: Run | undefined) => (run ? [at(run.members, 0)] : []);
+  return [
+    ...groups,
+    ...stacks.flatMap((r) => first(tree.runs.get(r))),
+    ...parts.flatMap((p) => first(partsOf(tree).byKey.get(p))),
+  ];
 }
