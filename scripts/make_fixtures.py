@@ -114,7 +114,8 @@ def _trace(model, inputs=(), topology: str = "auto", **kwargs):
 
 def flat_mlp() -> torch.nn.Module:
     """A flat nn.Sequential: (Linear -> ReLU) x 5, a Linear of another width, then three equal
-    Linears in a row (too few to fold) and a head: what the pattern runs fold."""
+    Linears in a row (too few calls for a pattern; indexed ``11``..``13``, a run of three) and
+    a head: what the pattern runs and the indexed runs at a model's top fold."""
     torch.manual_seed(0)
     nn = torch.nn
     layers: list[nn.Module] = []
@@ -219,7 +220,8 @@ def visible(flow, expanded: set[int]) -> list[int]:
 class Folds:
     """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): one module
     called again and again (consecutive sibling calls of one module, type and signature, at
-    least 3: ALBERT's shared layer); sibling calls ``prefix.N``, N consecutive, of equal type
+    least 3: ALBERT's shared layer); sibling calls ``prefix.N`` (or ``N``, the children of a
+    model that is an nn.Sequential), N consecutive, of equal type
     and signature (the first may hold the
     others' structure and more: :meth:`holds`), at least 3; and, among the
     siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
@@ -231,7 +233,7 @@ class Folds:
     MIN_RUN = 3
     MIN_PATTERN_CALLS = 6
     MAX_PERIOD = 8
-    INDEXED = re.compile(r"^(.*)\.(\d+)$")
+    INDEXED = re.compile(r"^(?:(.*)\.)?(\d+)$")  # "layers.3", or "3" (a model that is a Sequential)
 
     def __init__(self, flow) -> None:
         calls = flow.calls

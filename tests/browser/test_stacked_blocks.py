@@ -264,21 +264,32 @@ class _Mobile(torch.nn.Module):
         return self.classifier(self.features(x).mean((2, 3)))
 
 
+def _mobile_sequential() -> torch.nn.Module:
+    nn = torch.nn
+    head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, 2, 1), *[_InvertedResidual(16) for _ in range(4)], head
+    )
+
+
+@pytest.mark.parametrize("build", [_Mobile, _mobile_sequential], ids=["features", "sequential"])
 def test_a_stack_too_tall_with_its_layers_opens_with_each_layer_and_its_norm_one_node(
-    browser, tmp_path
+    browser, tmp_path, build
 ):
     """Four inverted residuals on a 720-line canvas: the stack, open with its eight layers, is
     too tall at 12 px; the first view opens it with each convolution, its norm and its
     activation one node (the paper's "1x1 expand, 3x3 depthwise, 1x1 project",
-    model/units.ts), not the four blocks folded away to three nodes on an empty canvas."""
+    model/units.ts), not the four blocks folded away to three nodes on an empty canvas. The
+    same where the model is an nn.Sequential, its blocks "1" to "4" (each was drawn opened
+    on its own, no "x 4")."""
     import neural_flow_widget as nfw
 
     torch.manual_seed(0)
     path = tmp_path / "mobile.html"
-    nfw.NeuralFlowWidget(_Mobile().eval(), torch.randn(1, 3, 32, 32)).to_html(path)
+    nfw.NeuralFlowWidget(build().eval(), torch.randn(1, 3, 32, 32)).to_html(path)
     context, page, errors = open_offline(browser, path, 1280, 720)
     seen = page.evaluate(SEEN)
-    shoot(page, "stack_units_1280x720")
+    shoot(page, f"stack_units_{build.__name__.strip('_')}_1280x720")
     assert len(seen["stacks"]) == 1, seen["stacks"]
     assert seen["stacks"][0]["inside"]
     titles = page.evaluate(

@@ -48,7 +48,7 @@ export const MIN_RUN = 3;
 export const MIN_PATTERN_CALLS = 6;
 /** The longest repeated pattern looked for. */
 export const MAX_PERIOD = 8;
-const INDEXED = /^(.*)\.(\d+)$/;
+const INDEXED = /^(?:(.*)\.)?(\d+)$/; // "layers.3", or "3" (a model that is an nn.Sequential)
 
 /**
  * The calls of block b standing for those of block a (a's subtree onto b's, each call to the
@@ -143,7 +143,7 @@ function indexedRuns(graph: WireGraph, children: number[][], siblings: number[])
     }
     if (m && j - i >= MIN_RUN) {
       const members = siblings.slice(i, j);
-      runs.push({ key: first.id, members, type: first.type, prefix: m[1]!, period: 1, count: members.length });
+      runs.push({ key: first.id, members, type: first.type, prefix: m[1] ?? "", period: 1, count: members.length });
       i = j;
     } else {
       i++;
