@@ -45,11 +45,15 @@ const THUMB_PAD = 8;
 export type Pictures = "none" | "under" | "beside";
 export const SIDE_W = 64;
 
+/** Whether a node `h` tall, its words' band `top` high, has its picture beside them. */
+export function pictureBeside(h: number, top: number): boolean {
+  return h < top + THUMB_H;
+}
+
 /** Where a node of size `w` x `h` draws its picture ([x, y, w, h] in the node): under its
- * words (`top`: their band's height) or, where the node is not tall enough for that, beside
- * them on its right. */
+ * words (`top`: their band's height) or beside them on its right. */
 export function pictureBox(w: number, h: number, top: number): [number, number, number, number] {
-  return h >= top + THUMB_H ? [10, top - 2, w - 20, THUMB_H] : [w - SIDE_W, 6, SIDE_W - 8, h - 12];
+  return pictureBeside(h, top) ? [w - SIDE_W, 6, SIDE_W - 8, h - 12] : [10, top - 2, w - 20, THUMB_H];
 }
 /** The size of a node's name at scale 1 (styles.ts .nfw-t1), the least it may be drawn at, and
  * so the least scale a first view uses. */

@@ -42,6 +42,7 @@ export {
   READ_K,
   ROOT,
   type Pictures,
+  pictureBeside,
   pictureBox,
   SIDE_W,
   THUMB_H,

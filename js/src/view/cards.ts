@@ -5,7 +5,7 @@
  * text, never HTML.
  */
 import type { Direction } from "../layout/layout";
-import { NODE_H, PORT_LINE, pictureBox, portHeight, portLines, SIDE_W, THUMB_H } from "../scene/scene";
+import { NODE_H, PORT_LINE, pictureBeside, pictureBox, portHeight, portLines, SIDE_W } from "../scene/scene";
 import type { SceneCluster, SceneNode } from "../scene/types";
 import { fitText, s, svgText, textWidth } from "./dom";
 import { badge, markData, type Thumb, thumbEl } from "./figure";
@@ -139,7 +139,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   const thumb = look.thumb;
   const pic = thumb !== null && n.kind !== "fold";
   const top = port ? portHeight(n.id) : NODE_H;
-  const side = pic && h < top + THUMB_H ? SIDE_W : 0;
+  const side = pic && pictureBeside(h, top) ? SIDE_W : 0;
   const picture = () => (pic ? [thumbEl(...pictureBox(w, h, top), thumb!(n.id), font("t2"))] : []);
   if (port) {
     const band = pic && !side ? top : h;
