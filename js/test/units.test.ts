@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { Framing, fitsAt } from "../src/app/framing";
 import { LayoutClient } from "../src/layout/client";
-import { allParts, partsOf } from "../src/model/parts";
+import { allParts, allUnits, partsOf } from "../src/model/parts";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView } from "../src/model/view_model";
 import { initialState, levelStates, toggleExpanded } from "../src/model/view_state";
@@ -61,6 +61,20 @@ describe("the units of a block", () => {
     );
     expect([...allParts(t)].filter((k) => keys.has(k))).toEqual([]);
     for (const s of levelStates(t)) expect([...(s.parts ?? [])].filter((k) => keys.has(k))).toEqual([]);
+  });
+
+  it("a unit that is all of its block (a ConvBlock's conv -> act) folds on no starting level, a part of one does", () => {
+    // tests/zoo.py ConvBlock.forward: act(conv(x)); torchvision's Bottleneck: three units and
+    // its downsample (Sequential(conv1x1, BatchNorm2d): all of it)
+    const whole = goldenTree("unet");
+    expect(units(whole).length).toBe(5);
+    expect([...allUnits(whole)]).toEqual([]);
+    for (const s of levelStates(whole)) expect([...(s.parts ?? [])]).toEqual([]);
+    const t = goldenTree("torchvision_resnet");
+    const kept = [...allUnits(t)];
+    expect(kept).toContain("layer1.0.relu#0");
+    expect(kept).not.toContain("layer1.0.downsample.1");
+    expect(levelStates(t).some((s) => kept.some((k) => s.parts?.has(k)))).toBe(true);
   });
 
   // block(x) = conv -> bn -> relu, as a hand-made graph; `branch`: the block's own add also

@@ -144,8 +144,16 @@ export function allParts(tree: CallTree): ReadonlySet<string> {
   return new Set(partsOf(tree).list.flatMap((p) => (p.unit ? [] : [p.key])));
 }
 
-/** The keys of every block's units (model/units.ts: "conv1 → bn1 → relu"), for a starting
+/** The keys of the blocks' units (model/units.ts: "conv1 → bn1 → relu") that are not all of
+ * their block (a ConvBlock's "conv → act" reads best as the block folded), for a starting
  * level that fits only with them folded. */
 export function allUnits(tree: CallTree): ReadonlySet<string> {
-  return new Set(partsOf(tree).list.flatMap((p) => (p.unit ? [p.key] : [])));
+  const { calls } = tree.graph;
+  const siblings = (c: number) => {
+    const parent = at(calls, c).parent;
+    return parent < 0 ? tree.roots : at(tree.children, parent);
+  };
+  return new Set(
+    partsOf(tree).list.flatMap((p) => (p.unit && p.members.length < siblings(at(p.members, 0)).length ? [p.key] : [])),
+  );
 }
