@@ -221,7 +221,8 @@ class Folds:
     """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): one module
     called again and again (consecutive sibling calls of one module, type and signature, at
     least 3: ALBERT's shared layer); sibling calls ``prefix.N`` (or ``N``, the children of a
-    model that is an nn.Sequential), N consecutive, of equal type
+    model that is an nn.Sequential), N consecutive, of equal type (at least 2 where an
+    attention runs in the first: a 2-layer transformer's layers)
     and signature (the first may hold the
     others' structure and more: :meth:`holds`), at least 3; and, among the
     siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
@@ -231,6 +232,10 @@ class Folds:
     selections."""
 
     MIN_RUN = 3
+    MIN_LAYERS = 2  # an indexed run of layers that attend
+    ATTENTION = frozenset(
+        {"scaled_dot_product_attention", "attention", "multi_head_attention_forward"}
+    )
     MIN_PATTERN_CALLS = 6
     MAX_PERIOD = 8
     INDEXED = re.compile(r"^(?:(.*)\.)?(\d+)$")  # "layers.3", or "3" (a model that is a Sequential)
@@ -241,9 +246,16 @@ class Folds:
         self.roots: list[int] = []
         for c, parent in enumerate(flow.graph.call_parents):
             (self.children[parent] if parent >= 0 else self.roots).append(c)
+        self.attends: set[int] = set()  # the calls an attention runs in
+        graph = flow.graph
+        for op, kind in graph.joins:
+            c = graph.owners[op]
+            while kind in self.ATTENTION and c >= 0 and c not in self.attends:
+                self.attends.add(c)
+                c = graph.call_parents[c]
         self.runs: list[list[int]] = []
         for siblings in [self.roots, *self.children]:
-            if len(siblings) >= self.MIN_RUN:
+            if len(siblings) >= self.MIN_LAYERS:
                 self.runs.extend(self._runs(calls, siblings))
         self.run_of = {c: r for r, run in enumerate(self.runs) for c in run}
 
@@ -312,7 +324,8 @@ class Folds:
                     if c.type != first.type or c.sig != sig:
                         break
                     n, j = n + 1, j + 1
-            if m and j - i >= self.MIN_RUN:
+            least = self.MIN_LAYERS if siblings[i] in self.attends else self.MIN_RUN
+            if m and j - i >= least:
                 runs.append(siblings[i:j])
                 i = j
             else:

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from live import open_live, open_offline, push, shoot, state, tap
+from live import open_live, open_offline, push, search_and_open, shoot, state, tap
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -120,7 +120,9 @@ def test_gpt2_shows_the_next_token_and_the_ids_as_words_and_its_token_maps_label
     chips = page.eval_on_selector_all(".nfw-tok", "els => els.map((e) => e.lastChild.textContent)")
     assert chips == tokenizer.convert_ids_to_tokens(inputs["input_ids"][0].tolist())
     assert HOSTILE in chips and page.locator("img").count() == 0  # tokens stay text
-    tap(page, '[data-stage-id="transformer.h.0"]')
+    # its two blocks a run, folded two levels deep ("GPT2Block x 2"): found by name
+    assert page.locator('.nfw-node[data-kind="fold"][data-stage-id="transformer.h.0"]').count() == 1
+    search_and_open(page, "transformer.h.0")
     tokens = page.locator('canvas[data-view-kind="tokens"]')
     tokens.wait_for(timeout=15_000)
     height = tokens.evaluate("(c) => c.getBoundingClientRect().height")

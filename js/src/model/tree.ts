@@ -44,6 +44,11 @@ export interface CallTree {
 }
 
 export const MIN_RUN = 3;
+/** ... or two where they are layers that attend (GPT-2's `h.0`, `h.1` built from a 2-layer
+ * config: "GPT2Block × 2", the paper's figure; two ResNet blocks stay two). */
+export const MIN_LAYERS = 2;
+/** The join kinds of an attention (tracing/joins.py; model/junctions.ts draws them). */
+const ATTENTION = new Set(["scaled_dot_product_attention", "attention", "multi_head_attention_forward"]);
 /** A pattern run holds at least this many calls (so q_proj, k_proj, v_proj never fold). */
 export const MIN_PATTERN_CALLS = 6;
 /** The longest repeated pattern looked for. */
@@ -101,7 +106,16 @@ function sameModule(graph: WireGraph, first: WireCall, c: number): boolean {
   return x.module === first.module && x.type === first.type && x.sig === first.sig;
 }
 
-function indexedRuns(graph: WireGraph, children: number[][], siblings: number[]): Run[] {
+/** Per call, whether an attention runs in it (its own ops or those of a call within it). */
+function attending(graph: WireGraph): Uint8Array {
+  const attends = new Uint8Array(graph.calls.length);
+  for (const [op, kind] of graph.joins)
+    if (ATTENTION.has(kind))
+      for (let c = at(graph.ops, op)[0]; c >= 0 && !attends[c]; c = at(graph.calls, c).parent) attends[c] = 1;
+  return attends;
+}
+
+function indexedRuns(graph: WireGraph, children: number[][], siblings: number[], attends: Uint8Array): Run[] {
   const runs: Run[] = [];
   let i = 0;
   while (i < siblings.length) {
@@ -141,7 +155,7 @@ function indexedRuns(graph: WireGraph, children: number[][], siblings: number[])
         j++;
       }
     }
-    if (m && j - i >= MIN_RUN) {
+    if (m && j - i >= (attends[at(siblings, i)] ? MIN_LAYERS : MIN_RUN)) {
       const members = siblings.slice(i, j);
       runs.push({ key: first.id, members, type: first.type, prefix: m[1] ?? "", period: 1, count: members.length });
       i = j;
@@ -196,8 +210,14 @@ function patternRuns(graph: WireGraph, stretch: number[], parent: string): Run[]
 }
 
 /** The runs among one call's children (or the roots), in sibling order. */
-function findRuns(graph: WireGraph, children: number[][], siblings: number[], parent: string): Run[] {
-  const indexed = indexedRuns(graph, children, siblings);
+function findRuns(
+  graph: WireGraph,
+  children: number[][],
+  siblings: number[],
+  parent: string,
+  attends: Uint8Array,
+): Run[] {
+  const indexed = indexedRuns(graph, children, siblings, attends);
   const taken = new Set(indexed.flatMap((r) => r.members));
   const runs = [...indexed];
   let stretch: number[] = [];
@@ -228,8 +248,9 @@ export function buildTree(graph: WireGraph): CallTree {
     [roots, ""],
     ...children.map((kids, c): [number[], string] => [kids, at(graph.calls, c).module]),
   ];
+  const attends = attending(graph);
   for (const [sibs, parent] of lists)
-    if (sibs.length >= MIN_RUN) runList.push(...findRuns(graph, children, sibs, parent));
+    if (sibs.length >= MIN_LAYERS) runList.push(...findRuns(graph, children, sibs, parent, attends));
   const runOf = new Int32Array(graph.calls.length).fill(-1);
   for (const [k, r] of runList.entries()) for (const c of r.members) runOf[c] = k;
   const runs = new Map(runList.map((r) => [r.key, r]));
