@@ -221,15 +221,13 @@ class Folds:
     """The front end's call tree and the runs it folds (``js/src/model/tree.ts``): one module
     called again and again (consecutive sibling calls of one module, type and signature, at
     least 3: ALBERT's shared layer); sibling calls ``prefix.N`` (or ``N``, the children of a
-    model that is an nn.Sequential), N consecutive, of equal type (at least 2 where an
-    attention runs in the first: a 2-layer transformer's layers)
-    and signature (the first may hold the
-    others' structure and more: :meth:`holds`), at least 3; and, among the
-    siblings no such run holds, a pattern of up to 8 calls (by type and signature) repeated
-    back to back at least 3 times and 6 calls in all (the shortest period that covers the most
-    calls, left to right). Also the calls a view state draws (``view_model.ts``: a folded run
-    stands for all its members). The JS test checks that it finds the same runs and
-    selections."""
+    model that is an nn.Sequential), N consecutive, of equal type and signature (the first may
+    hold the others' structure and more: :meth:`holds`), at least 3, or 2 where an attention
+    runs in the first (a 2-layer transformer's layers); and, among the siblings no such run
+    holds, a pattern of up to 8 calls (by type and signature) repeated back to back at least 3
+    times and 6 calls in all (the shortest period that covers the most calls, left to right).
+    Also the calls a view state draws (``view_model.ts``: a folded run stands for all its
+    members). The JS test checks that it finds the same runs and selections."""
 
     MIN_RUN = 3
     MIN_LAYERS = 2  # an indexed run of layers that attend

@@ -42,6 +42,11 @@ export type WireOp = GraphMessage["ops"][number];
  * function's name; text, never HTML): the junctions of the drawing (model/junctions.ts). */
 export type Join = GraphMessage["joins"][number];
 
+/** The join kinds of an attention: by its function, or written out (softmax(q kᵀ / √d) v,
+ * tracing/joins.py join_kinds). */
+const ATTENTION_JOINS = new Set(["scaled_dot_product_attention", "attention", "multi_head_attention_forward"]);
+export const isAttentionJoin = (what: string) => ATTENTION_JOINS.has(what);
+
 /** The `graph` traitlet, decoded: the message (wire_schema.ts), each call's stats either both
  * finite or null, and the `comparison`, `intervention` and `patching` traitlets decoded
  * against its calls. */

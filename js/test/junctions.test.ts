@@ -4,7 +4,7 @@
 // Expected from each model's code: the attention reads its q, k and v projections (T5's also
 // its relative position bias, the demo's a mask), and the output projection reads it.
 import { describe, expect, it } from "vitest";
-import { junctions } from "../src/model/junctions";
+import { glyphOf, junctions } from "../src/model/junctions";
 import { showMember } from "../src/model/stack";
 import { buildTree } from "../src/model/tree";
 import { buildView, stageKey } from "../src/model/view_model";
@@ -75,5 +75,15 @@ describe("an attention's junction in a stack", () => {
       const pill = junctions(tree, buildView(tree, state)).junctions.find((j) => j.glyph === "attention");
       expect(pill?.stage, `layer ${k}`).toBe(`layers.${k}.attn`);
     }
+  });
+});
+
+describe("a junction's glyph", () => {
+  it("names every attention kind of the wire 'attention', the arithmetic by its sign", () => {
+    for (const what of ["scaled_dot_product_attention", "attention", "multi_head_attention_forward"])
+      expect(glyphOf(what)).toBe("attention");
+    expect(["add", "sub", "mul", "cat", "matmul"].map(glyphOf)).toEqual(["+", "−", "×", "⧺", "@"]);
+    expect(glyphOf("where")).toBe("where");
+    expect(glyphOf("index_put")).toBe("index_…");
   });
 });

@@ -184,6 +184,20 @@ describe("the member shown only changes the data", () => {
 });
 
 describe("which runs stack", () => {
+  it("two layers that attend are a run (T5's two blocks a side, BART's), two blocks that do not are two", () => {
+    // T5Block: self-attention (F.scaled_dot_product_attention) and feed-forward; torchvision's
+    // Bottleneck has no attention: layer1.0 and layer1.1 stay two nodes
+    const ids = (t: ReturnType<typeof goldenTree>) => t.runList.map((r) => r.members.map((m) => t.graph.calls[m]!.id));
+    const t5 = goldenTree("t5");
+    expect(ids(t5)).toEqual([
+      ["encoder.block.0", "encoder.block.1"],
+      ["decoder.block.0", "decoder.block.1"],
+    ]);
+    expect(t5.runList.every((r) => stackable(t5, r))).toBe(true);
+    expect(ids(goldenTree("bart")).length).toBe(2);
+    expect(ids(goldenTree("torchvision_resnet"))).toEqual([]);
+  });
+
   it("a run that is not a pure chain keeps today's fold", () => {
     // random_23: blocks.4.layers.0 feeds layers.2 (a skip over layers.1) and output:1 (an
     // intermediate output); random_3: blocks.7 reads blocks.3, not blocks.6 (no chain).

@@ -23,7 +23,7 @@
  *      members 1..n-1 goes on from what member 1 reads (member 0's output), so the node after
  *      the stack reads member 0's last junction; such ops are never junctions themselves.
  */
-import type { EdgeKind } from "../wire";
+import { isAttentionJoin, type EdgeKind } from "../wire";
 import { counterpart } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, foldKey, inputKey, type Item, type ViewEdge, type ViewGraph } from "./view_model";
@@ -64,15 +64,12 @@ const GLYPHS: Record<string, string> = {
   concat: "⧺",
   stack: "⧺",
   matmul: "@",
-  // softmax(q kᵀ / √d) v, by its function or written out (tracing/joins.py join_kinds): the
-  // paper's own box between q, k, v and the output projection
-  scaled_dot_product_attention: "attention",
-  attention: "attention",
 };
 const MAX_CANDIDATES = 8;
-/** Whether a join is an attention: drawn between q, k, v and what reads them even where those
- * come from one node (a fused qkv projection). */
-const isAttention = (what: string) => GLYPHS[what] === "attention";
+/** Whether a join is an attention (the paper's own box between q, k, v and the output
+ * projection): drawn between them and what reads them even where those come from one node (a
+ * fused qkv projection). */
+const isAttention = isAttentionJoin;
 const RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
 
 /** What a junction's sign says in a legend. */
@@ -94,6 +91,7 @@ export function signsDrawn(junctions: Iterable<{ glyph: string }>): [string, str
 
 /** The glyph of a join: a sign for the arithmetic ones, else the function's name, short. */
 export function glyphOf(what: string): string {
+  if (isAttention(what)) return "attention";
   return GLYPHS[what] ?? (what.length > 7 ? `${what.slice(0, 6)}…` : what);
 }
 

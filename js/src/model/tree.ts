@@ -5,7 +5,7 @@
  * ("(Linear → ReLU) × 200"). Built once per graph; view_model.ts reads it for every
  * expansion state. Pure and DOM-free.
  */
-import type { WireCall, WireGraph } from "../wire";
+import { isAttentionJoin, type WireCall, type WireGraph } from "../wire";
 import { topologyIndex, type TopologyIndex } from "./topology";
 import { at } from "../wire_check";
 
@@ -47,8 +47,6 @@ export const MIN_RUN = 3;
 /** ... or two where they are layers that attend (GPT-2's `h.0`, `h.1` built from a 2-layer
  * config: "GPT2Block × 2", the paper's figure; two ResNet blocks stay two). */
 export const MIN_LAYERS = 2;
-/** The join kinds of an attention (tracing/joins.py; model/junctions.ts draws them). */
-const ATTENTION = new Set(["scaled_dot_product_attention", "attention", "multi_head_attention_forward"]);
 /** A pattern run holds at least this many calls (so q_proj, k_proj, v_proj never fold). */
 export const MIN_PATTERN_CALLS = 6;
 /** The longest repeated pattern looked for. */
@@ -110,7 +108,7 @@ function sameModule(graph: WireGraph, first: WireCall, c: number): boolean {
 function attending(graph: WireGraph): Uint8Array {
   const attends = new Uint8Array(graph.calls.length);
   for (const [op, kind] of graph.joins)
-    if (ATTENTION.has(kind))
+    if (isAttentionJoin(kind))
       for (let c = at(graph.ops, op)[0]; c >= 0 && !attends[c]; c = at(graph.calls, c).parent) attends[c] = 1;
   return attends;
 }
