@@ -74,8 +74,10 @@ COVERED = """() => {
     if (t.classList.contains("nfw-ct")) group = Math.min(group, size);
     else small = Math.min(small, size);
   }
-  // the texts on nodes cut short ("…" at their end; a fold's range has one in its middle)
-  const cut = [...document.querySelectorAll(".nfw-node .nfw-t1, .nfw-node .nfw-t2")]
+  // the texts on nodes and the groups' and stacks' headers cut short ("…" at their end; a
+  // fold's range has one in its middle)
+  const cut = [...document.querySelectorAll(
+    ".nfw-node .nfw-t1, .nfw-node .nfw-t2, .nfw-cluster .nfw-ct")]
     .map((t) => t.textContent).filter((t) => t.endsWith("…"));
   const note = shown(document.querySelector(".nfw-offview"));
   const cur = document.querySelector(".nfw-node.nfw-current");

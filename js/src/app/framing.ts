@@ -16,6 +16,7 @@ import { wrapToFit } from "../layout/wrapping";
 import { allParts, partsOf } from "../model/parts";
 import type { CallTree } from "../model/tree";
 import { buildView, clusterKey, type ViewGraph, type ViewState } from "../model/view_model";
+import { focusCalls } from "../model/playback";
 import { levelStates, openedSince } from "../model/view_state";
 import { estimate, type Measure, MINIMAP_STRIP, type Pictures, READ_K, layoutRequest } from "../scene/scene";
 import { at } from "../wire_check";
@@ -163,24 +164,25 @@ export class Framing {
         // ... or, where nothing fits, that shows more of the model (the demo's U at 1024 px)
         if (shut && (shut.fits || better(shows(shut.lay), shows((folded ?? { lay: last! }).lay), GAIN))) folded = shut;
       }
+      // playback's step that fits beside the inspector in no folding of the view's: the
+      // deepest starting level that draws it and fits (ResNet-50 in a notebook's cell: its
+      // four stages open on the canvas; beside the inspector, folded, its stem is one wide
+      // node that keeps the column from wrapping in two)
+      if (!folded?.fits && around && focus !== undefined)
+        folded = (await this.deepest(view.tree, fit, (v) => trial(v, fit, true), focus)) ?? folded;
       if (folded) return done(folded.lay, fit, folded.state, folded.view);
       // a chosen state (or a level laid out again) gives way to a starting level only for an
       // overview (Present, Data)
       if (!(fresh && (fit.k > READ_K || this.thumbs))) return done(last!, fit, state, view);
     }
     // the deepest level of at most 40 nodes that fits, however many layers (bands wrap them)
-    const levels = levelStates(view.tree);
     for (look of looks) {
       for (const f of tries) {
-        for (let i = levels.length - 1; i >= 0; i--) {
-          const level = { ...at(levels, i), auto: true };
-          const v = buildView(view.tree, level);
-          const lay = await trial(v, f, false);
-          if (fitsAt(lay, f)) return done(lay, f, level, v);
-        }
+        const deepest = await this.deepest(view.tree, f, (v) => trial(v, f, false));
+        if (deepest) return done(deepest.lay, f, deepest.state, deepest.view);
       }
     }
-    const root = { ...at(levels, 0), auto: true };
+    const root = { ...at(levelStates(view.tree), 0), auto: true };
     const v = buildView(view.tree, root);
     const f = at(tries, tries.length - 1);
     // the shallowest, its pictures drawn the way that shows more of it (under the words where
@@ -233,6 +235,24 @@ export class Framing {
     if (asIs.fits) return state;
     const folded = { ...state, parts };
     return better(await shows(folded), asIs, GAIN) ? folded : state;
+  }
+
+  /** The deepest starting level (levelStates) that fits `f` as `layOut` lays it out (and
+   * draws the node `key`). */
+  private async deepest(
+    tree: CallTree,
+    f: FitTarget,
+    layOut: (v: ViewGraph) => Promise<LayoutResult>,
+    key?: string,
+  ): Promise<Folded | null> {
+    for (const level of levelStates(tree).reverse()) {
+      const state = { ...level, auto: true };
+      const view = buildView(tree, state);
+      if (key !== undefined && !view.byKey.has(key)) continue;
+      const lay = await layOut(view);
+      if (fitsAt(lay, f)) return { lay, state, view, fits: true };
+    }
+    return null;
   }
 
   /**
@@ -371,21 +391,4 @@ export class Framing {
     }
     return best;
   }
-}
-
-/** The calls a node of the view stands for, to keep open around it: its own (in a stack,
- * member 0's, whose groups the state opens), or for a model's input or output the call of the
- * first node beside it (T5's attention mask, read by both stacks, beside the encoder's open
- * and the decoder one node, as the step before it and the step after it draw them). */
-function focusCalls(view: ViewGraph, key: string): number[] {
-  const of = (k: string) => {
-    const n = view.byKey.get(k);
-    return n && n.call >= 0 ? [n.base ?? n.call] : [];
-  };
-  const own = of(key);
-  if (own.length || !view.byKey.has(key)) return own;
-  const beside = view.edges
-    .filter((e) => e.src === key || e.dst === key)
-    .flatMap((e) => of(e.src === key ? e.dst : e.src));
-  return beside.length ? [Math.min(...beside)] : [];
 }

@@ -186,3 +186,20 @@ export function standIn(view: ViewGraph, step: Step): string {
   }
   return step.key;
 }
+
+/** The calls a node of the view stands for, to keep open around it: its own (in a stack,
+ * member 0's, whose groups the state opens), or for a model's input or output the call of the
+ * first node beside it (T5's attention mask, read by both stacks, beside the encoder's open
+ * and the decoder one node, as the step before it and the step after it draw them). */
+export function focusCalls(view: ViewGraph, key: string): number[] {
+  const of = (k: string) => {
+    const n = view.byKey.get(k);
+    return n && n.call >= 0 ? [n.base ?? n.call] : [];
+  };
+  const own = of(key);
+  if (own.length || !view.byKey.has(key)) return own;
+  const beside = view.edges
+    .filter((e) => e.src === key || e.dst === key)
+    .flatMap((e) => of(e.src === key ? e.dst : e.src));
+  return beside.length ? [Math.min(...beside)] : [];
+}

@@ -171,9 +171,35 @@ export function wrappers(tree: CallTree, stacked: ReadonlyMap<string, number>): 
     const m0 = tree.runs.get(key)?.members[0];
     if (m0 === undefined) continue;
     for (let c = at(tree.graph.calls, m0).parent; c >= 0; c = at(tree.graph.calls, c).parent) out.add(c);
-    for (let kids = at(tree.children, m0); kids.length === 1 && at(tree.children, at(kids, 0)).length > 0; ) {
-      out.add(at(kids, 0));
-      kids = at(tree.children, at(kids, 0));
+    loneChildren(tree, m0, out);
+  }
+  return out;
+}
+
+/** Adds to `out` the lone child of `call` that holds something, its own, and so on. */
+function loneChildren(tree: CallTree, call: number, out: Set<number>) {
+  for (let kids = at(tree.children, call); kids.length === 1 && at(tree.children, at(kids, 0)).length > 0; ) {
+    out.add(at(kids, 0));
+    kids = at(tree.children, at(kids, 0));
+  }
+}
+
+/** The wrappers and their kin: each call beside a wrapper (a sibling) of its type whose
+ * children are of the types the wrapper's are, with its lone children (wrappers), so that all
+ * the stages of a network open alike: torchvision ResNet-50's layer1 and layer4 (two and
+ * three Bottlenecks, no stack) as its layer2 and layer3 (a block and a stack), Hugging
+ * Face's ResNetStage 0 and 3 as 1 and 2. `around` itself where none is added. */
+export function withKin(tree: CallTree, around: ReadonlySet<number>): Set<number> {
+  const { calls } = tree.graph;
+  const types = (c: number) => [...new Set(at(tree.children, c).map((k) => at(calls, k).type))].sort().join("|");
+  const out = new Set(around);
+  for (const w of around) {
+    const parent = at(calls, w).parent;
+    for (const s of parent < 0 ? tree.roots : at(tree.children, parent)) {
+      if (out.has(s) || at(calls, s).type !== at(calls, w).type || !at(tree.children, s).length) continue;
+      if (types(s) !== types(w)) continue;
+      out.add(s);
+      loneChildren(tree, s, out);
     }
   }
   return out;

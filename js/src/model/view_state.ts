@@ -4,7 +4,7 @@
  * expanding, unfolding and stepping by view key, and revealing a call. Pure and DOM-free.
  */
 import { allParts, allUnits, partsOf } from "./parts";
-import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, wrappers } from "./stack";
+import { counterpart, showMember, stackable, stackedAt, stackedMember, stackedRuns, withKin, wrappers } from "./stack";
 import type { CallTree, Run } from "./tree";
 import {
   buildView,
@@ -98,10 +98,19 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
   // its encoder and decoder, folded: the two stand in columns, not in a box)
   const unboxed = (s: ViewState): ViewState =>
     s.expanded.size > 0 && [...s.expanded].every((c) => around.has(c)) ? { ...s, inlined: s.expanded } : s;
+  // ... and then with their kin opened alike (model/stack.ts withKin: all four stages of a
+  // ResNet, not the two that stack)
+  const kin = withKin(tree, around);
   const levels = [
     ...chain(undefined).map(unboxed),
-    ...(stacks.size ? chain(undefined, around).filter(fits) : []),
-    ...(stacks.size ? chain(stacks, around).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)) : []),
+    ...[around, ...(kin.size > around.size ? [kin] : [])].flatMap((wrapped) =>
+      stacks.size
+        ? [
+            ...chain(undefined, wrapped).filter(fits),
+            ...chain(stacks, wrapped).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)),
+          ]
+        : [],
+    ),
   ];
   // each level that opens residual blocks is preceded by the same with their sublayers folded
   // (model/parts.ts), and that by the same with its blocks' units folded too (model/units.ts:

@@ -23,6 +23,7 @@ import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
+import { contextOf, lastPart, stageTitle } from "./names";
 import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
@@ -92,24 +93,11 @@ export function drawnOf(view: ViewGraph): Drawn {
   return d;
 }
 
-/** The short name of a module: its last part, or the last two when that is an index ("layers.3"). */
-function lastPart(name: string): string {
-  const parts = name.split(".");
-  const last = parts[parts.length - 1]!;
-  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last || name;
-}
-
-/** A stage's name on its node: the module's short name, and which call of it ("#1"; `again`:
- * another call's, for the widest of them: stageWidth). */
-export function stageTitle(c: WireCall, again = c.call): string {
-  return lastPart(c.module) + (again > 0 ? ` #${again}` : "");
-}
-
 /** A stage is as wide as its two lines need: the name and parameter count (14 px bold, 13 px
  * mono), the type and output shape (13 px, 13 px mono), so that both are whole on the node;
  * up to STAGE_MAX (a longer one is cut, whole in its tip). */
-export function stageWidth(c: WireCall, m: Measure = estimate, again = c.call): number {
-  return twoLines(stageTitle(c, again), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
+export function stageWidth(c: WireCall, m: Measure = estimate, again = c.call, context = ""): number {
+  return twoLines(stageTitle(c, again, context), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
 }
 
 /** The most a module is called again in the run (ALBERT's shared layer: "attention #3"): a
@@ -166,12 +154,16 @@ export function clusterHeaderWidth(label: string, type: string, m: Measure = est
 /** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
  * (the last two names of its first member: "layers.0 … 2"), and, right of it, the parameters
  * of all its members; one module called again: "albert_layer_groups.0 · shared", its own. */
-export function foldLine(calls: readonly WireCall[], run: Run): { path: string; range: string; params: string } {
+export function foldLine(
+  calls: readonly WireCall[],
+  run: Run,
+  context = "", // names.ts contextOf
+): { path: string; range: string; params: string } {
   const first = calls[run.members[0]!]!.module;
   const last = calls[run.members[run.members.length - 1]!]!.module;
   const end = last.slice(last.lastIndexOf(".") + 1);
   const params = run.members.reduce((s, m) => s + calls[m]!.params, 0);
-  const short = first.split(".").slice(-2).join(".");
+  const short = context + lastPart(first);
   // one module called again: its name, its weights once
   if (run.shared)
     return {
@@ -186,9 +178,9 @@ export function foldLine(calls: readonly WireCall[], run: Run): { path: string; 
  * bold) and its range and parameters (13 px, 13 px mono), so that both are whole, within
  * reason (FOLD_MAX: an up block of diffusers' U opened); a longer one is cut, whole in its
  * tip. */
-export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = estimate): number {
+export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = estimate, context = ""): number {
   const title = `${run.period > 1 ? `(${run.type})` : run.type} × ${run.count}`;
-  const { range, params } = foldLine(calls, run);
+  const { range, params } = foldLine(calls, run, context);
   const second = 40 + m(range, "t2") + (params ? m(params, "num") + 10 : 0);
   return Math.round(Math.min(FOLD_MAX, Math.max(NODE_W, 64 + m(title, "t1"), second)));
 }
@@ -210,7 +202,7 @@ export function stackLabel(run: Run, view: ViewGraph): string {
 
 /** What a stack's header needs: its label in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
 export function stackHeaderWidth(run: Run, label: string, m: Measure = estimate): number {
-  return Math.round(Math.min(340, 130 + m(label, "st") + 14 * String(run.count).length));
+  return Math.round(Math.min(HEADER_MAX, 130 + m(label, "st") + 14 * String(run.count).length));
 }
 
 /** The widest a port grows: a name of some 65 characters; a longer one is cut, whole in its tip. */
@@ -306,14 +298,17 @@ export function layoutRequest(
     for (const it of items) {
       if (it.kind === "stage") {
         const c = view.tree.graph.calls[it.call]!;
-        const width = stageWidth(c, m, mostCalls(view.tree.graph.calls).get(c.module) ?? c.call);
+        const again = mostCalls(view.tree.graph.calls).get(c.module) ?? c.call;
+        const width = stageWidth(c, m, again, contextOf(view, c.module));
         g.items.push(leaf(it.key, Math.max(least, width + side), NODE_H + extra));
       } else if (it.kind === "fold" && it.run.part) {
         const width = partWidth(partLines(view.tree, it.run), m);
         g.items.push(leaf(it.key, Math.max(least, width), NODE_H));
-      } else if (it.kind === "fold")
-        g.items.push(leaf(it.key, Math.max(least, foldWidth(it.run, view.tree.graph.calls, m)), NODE_H + 6));
-      else {
+      } else if (it.kind === "fold") {
+        const { calls } = view.tree.graph;
+        const context = contextOf(view, calls[it.run.members[0]!]!.module);
+        g.items.push(leaf(it.key, Math.max(least, foldWidth(it.run, calls, m, context)), NODE_H + 6));
+      } else {
         const calls = view.tree.graph.calls;
         const header =
           it.kind === "stack"

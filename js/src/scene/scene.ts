@@ -14,7 +14,8 @@ import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
-import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stackLabel, stageTitle } from "./request";
+import { contextOf, stageTitle } from "./names";
+import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stackLabel } from "./request";
 export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
@@ -24,7 +25,6 @@ export {
   drawnOf,
   estimate,
   itemPath,
-  stageTitle,
   stageWidth,
   JUNCTION_D,
   layoutRequest,
@@ -106,7 +106,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     } else if (n.run) {
       const members = n.run.members;
       const last = at(calls, at(members, members.length - 1));
-      const { path, range, params } = foldLine(calls, n.run);
+      const { path, range, params } = foldLine(calls, n.run, contextOf(view, at(calls, at(members, 0)).module));
       const err = members.map((m) => at(calls, m).error).find((e) => e !== null) ?? null;
       const node: SceneNode = {
         key: n.key,
@@ -136,7 +136,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         kind: "stage",
         call: n.call,
         box,
-        title: stageTitle(c),
+        title: stageTitle(c, c.call, contextOf(view, c.module)),
         path: c.module,
         type: c.type,
         shape: formatShape(c.shapes[0]),

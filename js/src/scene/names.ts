@@ -1,0 +1,64 @@
+/**
+ * The names on a view's nodes: a module's short name ("attn", "layers.3"), and where that
+ * alone does not say which block a node is in, the block around it: Hugging Face's ResNet
+ * draws the layers of its four stages with their stages opened boxless (model/stack.ts
+ * withKin), so "layers.0" four times; they read "stages.1.layers.0". A block drawn as a box
+ * (an expanded call, a stack's member) names its own: inside diffusers' `down_blocks.1`,
+ * "resnets.0". Pure and DOM-free.
+ */
+import type { Item, ViewGraph } from "../model/view_model";
+import type { WireCall } from "../wire";
+import { at } from "../wire_check";
+
+const INDEX = /^\d+$/;
+
+/** How many trailing parts of a module path its short name shows: the last, and the names of
+ * the indices before it ("layers.3", SegFormer's "block.0.1"). */
+function shortParts(parts: readonly string[]): number {
+  let n = 1;
+  while (n < parts.length && INDEX.test(at(parts, parts.length - n))) n++;
+  return n;
+}
+
+/** The short name of a module: its last part, or with the name an index belongs to ("layers.3"). */
+export function lastPart(name: string): string {
+  const parts = name.split(".");
+  return parts.slice(-shortParts(parts)).join(".") || name;
+}
+
+/** A stage's name on its node: `context` (contextOf), the module's short name, and which call
+ * of it ("#1"; `again`: another call's, for the widest of them: request.ts stageWidth). */
+export function stageTitle(c: WireCall, again = c.call, context = ""): string {
+  return context + lastPart(c.module) + (again > 0 ? ` #${again}` : "");
+}
+
+const boxedMemo = new WeakMap<ViewGraph, Set<string>>();
+
+/** The modules a view draws as boxes that name them: its expanded calls, its stacks' members. */
+function boxedModules(view: ViewGraph): Set<string> {
+  let out = boxedMemo.get(view);
+  if (!out) {
+    const { calls } = view.tree.graph;
+    const found = new Set<string>();
+    const walk = (items: readonly Item[]) => {
+      for (const it of items) {
+        if (it.kind === "cluster") found.add(at(calls, it.call).module);
+        if (it.kind === "stack") for (const m of it.run.members) found.add(at(calls, m).module);
+        if ("items" in it) walk(it.items);
+      }
+    };
+    walk(view.items);
+    boxedMemo.set(view, found);
+    out = found;
+  }
+  return out;
+}
+
+/** What goes before a module's short name on its node: the indexed block around it
+ * ("stages.1.") where no box of the view names that block, else "". */
+export function contextOf(view: ViewGraph, module: string): string {
+  const parts = module.split(".");
+  const rest = parts.slice(0, parts.length - shortParts(parts));
+  if (rest.length < 2 || !INDEX.test(at(rest, rest.length - 1)) || boxedModules(view).has(rest.join("."))) return "";
+  return `${rest.slice(-shortParts(rest)).join(".")}.`;
+}

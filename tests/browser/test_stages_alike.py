@@ -1,0 +1,96 @@
+"""A network of stages opens them alike on its first view (model/stack.ts withKin): ResNet-50
+as torchvision writes it draws the blocks of all four layers (layer1 and layer4, with no run
+of three to stack, were one folded node each beside layer2's and layer3's blocks), and Hugging
+Face's ResNet-50, whose ResNetStage wraps its `layers`, draws the blocks of all four stages,
+each named with its stage where the stage has no box of its own (scene/names.ts: four
+"layers.0" before). Expected from the models' code: torchvision's layerN.M and Hugging Face's
+stages.N.layers.M for depths 3, 4, 6, 3, the first block of each stage apart and the others
+of layer2 / stages.1 and layer3 / stages.2 in a stack. Screenshots in
+test-artifacts/stages_<model>_<size>.png."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+from live import open_offline, settle
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+import written_out
+from test_view_whole import COVERED, check_view
+
+import neural_flow_widget as nfw
+
+ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "test-artifacts"
+
+#: the names drawn for each model: each stage's blocks apart from its stack (the first block,
+#: and the stages of fewer than four blocks whole)
+NAMES = {
+    "torchvision": [
+        "layer1.0",
+        "layer1.1",
+        "layer1.2",
+        "layer2.0",
+        "layer3.0",
+        "layer4.0",
+        "layer4.1",
+        "layer4.2",
+    ],
+    "huggingface": [
+        *(f"stages.0.layers.{i}" for i in range(3)),
+        "stages.1.layers.0",
+        "stages.2.layers.0",
+        *(f"stages.3.layers.{i}" for i in range(3)),
+    ],
+}
+
+TITLES = """() => [...document.querySelectorAll(
+  ".nfw-node[data-kind='stage'] .nfw-t1, .nfw-node[data-kind='fold'] .nfw-t1",
+)].map((t) => t.textContent)"""
+
+
+def _huggingface():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.ResNetConfig(
+        embedding_size=16, hidden_sizes=[32, 64, 128, 256], depths=[3, 4, 6, 3],
+        layer_type="bottleneck", num_labels=10,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return transformers.ResNetForImageClassification(config).eval(), torch.randn(1, 3, 64, 64)
+
+
+def _torchvision():
+    torch.manual_seed(0)
+    return written_out.resnet50(classes=10).eval(), torch.randn(1, 3, 64, 64)
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = tmp_path_factory.mktemp("stages")
+    for name, build in (("torchvision", _torchvision), ("huggingface", _huggingface)):
+        model, x = build()
+        nfw.NeuralFlowWidget(model, x).to_html(out / f"{name}.html")
+    return out
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("model", list(NAMES))
+def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, width, height):
+    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
+    settle(page)
+    page.mouse.move(2, 2)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"stages_{model}_{width}x{height}.png"))
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    titles = page.evaluate(TITLES)
+    stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
+    context.close()
+    assert errors == []
+    for name in NAMES[model]:
+        assert titles.count(name) == 1, f"{name} drawn {titles.count(name)} times: {titles}"
+    # the other blocks of the stages of four and six: one stack (or fold) each
+    assert stacks == 2, titles
