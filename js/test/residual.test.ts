@@ -3,7 +3,7 @@
 // collapsed blocks and folds that hold them.
 import { describe, expect, it } from "vitest";
 import { computeLayout, type Direction } from "../src/layout/layout";
-import { residualBlocks, residualOf } from "../src/model/residual";
+import { residualBlocks, residualInside, residualOf } from "../src/model/residual";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState } from "../src/model/view_state";
@@ -130,6 +130,21 @@ describe("the marks on the drawing", () => {
     const layer1 = t.byId.get("layer1")!;
     const state = { ...initialState(t), expanded: new Set([...initialState(t).expanded].filter((c) => c !== layer1)) };
     expect(marked(t, state)).toEqual(["layer1 mixed"]);
+  });
+
+  it("a wrapper round such a Sequential alone says so too (Hugging Face's ResNetStage: `layers(x)`)", () => {
+    // torchvision's ResNet with layer1 put inside a module of its own, as Hugging Face's
+    // ResNetStage holds its `layers`: folded, it marks the residual blocks inside
+    const g = decodeGraph(golden.cases.find((c) => c.name === "torchvision_resnet")!.graph);
+    const layer1 = g.calls.findIndex((c) => c.id === "layer1");
+    const stage = { ...at(g.calls, layer1), id: "stage", module: "stage", type: "ResNetStage" };
+    const calls = [...g.calls, stage];
+    calls[layer1] = { ...at(g.calls, layer1), parent: calls.length - 1 };
+    const t = buildTree({ ...g, calls });
+    expect(residualInside(t, calls.length - 1)).toBe("mixed");
+    expect(residualInside(t, layer1)).toBe("mixed");
+    expect(residualInside(t, t.byId.get("layer1.1")!)).toBe("identity");
+    expect(residualInside(t, t.byId.get("conv1")!)).toBeNull();
   });
 
   it("an expanded bottleneck shows its real junction instead", () => {

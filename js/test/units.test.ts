@@ -34,19 +34,44 @@ describe("the units of a block", () => {
     expect(units(t)).toEqual([["conv1", "bn1", "relu"], ...block("layer1.0", true), ...block("layer1.1", false)]);
   });
 
-  it("DenseNet: conv1 -> norm2 -> relu2 in each layer, never a unit headed by a norm", () => {
+  it("DenseNet: each layer's BN -> ReLU -> Conv twice, the paper's composite function", () => {
     // _DenseLayer: bottleneck = conv1(relu1(norm1(cat(inputs)))); new = conv2(relu2(norm2(bottleneck)))
-    // norm1 -> relu1 shapes the concatenation (a norm heads no unit); conv2's output leaves the layer
+    // (Huang et al.: "H is BN-ReLU-Conv(1x1)-BN-ReLU-Conv(3x3)"): norm1 -> relu1 -> conv1 (norm1
+    // reads the concatenation: a head reads what it likes) and norm2 -> relu2 -> conv2; the stem's
+    // conv0 -> norm0 -> relu0 ends in its activation (pool0 is no activation); _Transition is
+    // Sequential(norm, relu, conv, pool): norm -> relu -> conv
     const t = goldenTree("torchvision_densenet");
     const layer = (b: number, l: number) => {
       const p = `features.denseblock${b}.denselayer${l}`;
-      return [`${p}.conv1`, `${p}.norm2`, `${p}.relu2`];
+      return [
+        [`${p}.norm1`, `${p}.relu1`, `${p}.conv1`],
+        [`${p}.norm2`, `${p}.relu2`, `${p}.conv2`],
+      ];
     };
     expect(units(t)).toEqual([
       ["features.conv0", "features.norm0", "features.relu0"],
-      ...[1, 2, 3].map((l) => layer(1, l)),
-      ...[1, 2, 3].map((l) => layer(2, l)),
+      ...[1, 2, 3].flatMap((l) => layer(1, l)),
+      ["features.transition1.norm", "features.transition1.relu", "features.transition1.conv"],
+      ...[1, 2, 3].flatMap((l) => layer(2, l)),
     ]);
+  });
+
+  it("diffusers' UNet2DConditionModel: GroupNorm -> SiLU -> Conv in each ResnetBlock2D and its head", () => {
+    // ResnetBlock2D.forward: h = conv1(nonlinearity(norm1(x))); temb = time_emb_proj(nonlinearity(temb));
+    // h = h + temb; h = conv2(dropout(nonlinearity(norm2(h)))); UNet2DConditionModel.forward ends
+    // conv_out(conv_act(conv_norm_out(sample)))
+    const t = goldenTree("unet2d_condition");
+    const got = units(t);
+    expect(got).toContainEqual(["conv_norm_out", "conv_act", "conv_out"]);
+    const b = "down_blocks.0.resnets.0";
+    const resnet = got.filter((u) => u[0]!.startsWith(`${b}.`));
+    expect(resnet).toEqual([
+      [`${b}.norm1`, `${b}.nonlinearity#0`, `${b}.conv1`],
+      [`${b}.nonlinearity#1`, `${b}.time_emb_proj`],
+      [`${b}.norm2`, `${b}.nonlinearity#2`, `${b}.dropout`, `${b}.conv2`],
+    ]);
+    // the timestep's MLP (linear_1 -> act -> linear_2): linear_1 -> act, a layer and its activation
+    expect(got).toContainEqual(["time_embedding.linear_1", "time_embedding.act"]);
   });
 
   it("GPT-2's MLP: c_fc -> act, not c_proj -> dropout (no norm, no activation); a starting level folds none", () => {

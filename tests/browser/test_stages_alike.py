@@ -51,6 +51,13 @@ TITLES = """() => [...document.querySelectorAll(
   ".nfw-node[data-kind='stage'] .nfw-t1, .nfw-node[data-kind='fold'] .nfw-t1",
 )].map((t) => t.textContent)"""
 
+#: each named block's residual mark: the first block of a stage projects its shortcut
+#: (torchvision's `downsample`, Hugging Face's ResNetShortCut: channels change), the others
+#: add their input as it is (no downsample; Hugging Face's `shortcut = nn.Identity()`)
+MARKS = """() => Object.fromEntries([...document.querySelectorAll(".nfw-node[data-kind='stage']")]
+  .map((n) => [n.querySelector(".nfw-t1").textContent,
+    n.querySelector(".nfw-residual")?.dataset.residual ?? null]))"""
+
 
 def _huggingface():
     transformers = pytest.importorskip("transformers")
@@ -87,6 +94,7 @@ def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, wid
     page.screenshot(path=str(ARTIFACTS / f"stages_{model}_{width}x{height}.png"))
     check_view(page.evaluate(COVERED), "first", whole=True)
     titles = page.evaluate(TITLES)
+    marks = page.evaluate(MARKS)
     stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
     context.close()
     assert errors == []
@@ -94,3 +102,6 @@ def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, wid
         assert titles.count(name) == 1, f"{name} drawn {titles.count(name)} times: {titles}"
     # the other blocks of the stages of four and six: one stack (or fold) each
     assert stacks == 2, titles
+    for name in NAMES[model]:
+        first = name.endswith(".0")
+        assert marks[name] == ("projected" if first else "identity"), (name, marks)

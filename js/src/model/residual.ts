@@ -8,8 +8,9 @@
  * own forward (not a child's), through at most a few single-input leaves after it (the
  * Bottleneck's `relu(out + identity)`). An add op J owned by c is a residual add when
  *   - one operand (the shortcut) reaches the stream, walking back, through ops of c itself
- *     only (`x`, `x[:, :k]`: an identity shortcut), or through exactly one child whose
- *     subtree is smaller than the other branch's (`downsample(x)`: a projected shortcut);
+ *     only (`x`, `x[:, :k]`: an identity shortcut, or through one child without weights, an
+ *     `nn.Identity()`), or through exactly one child with weights whose subtree is smaller
+ *     than the other branch's (`downsample(x)`: a projected shortcut);
  *   - another operand (the branch) reaches the same stream op through at least one child of
  *     c (other children than the shortcut's): `f(x)`;
  * where the stream is c's input ops and c's earlier residual adds (a pre-norm block's second
@@ -180,8 +181,11 @@ function findResidualBlocks(tree: CallTree): Found {
             continue;
           if ([...s.kids].some((k) => f.kids.has(k))) continue;
           const branch = [...f.kids].reduce((t, k) => t + size(k), 0);
-          if (s.kids.size === 0) kind = "identity";
-          else if (size([...s.kids][0]!) < branch) kind = "projected"; // its one child
+          // its one child: a projection where it has weights (`downsample(x)`), else the
+          // identity as a module (Hugging Face's ResNet: `shortcut = nn.Identity()`)
+          const one = s.kids.size ? [...s.kids][0]! : -1;
+          if (one < 0 || at(calls, one).params === 0) kind = "identity";
+          else if (size(one) < branch) kind = "projected";
         }
       }
       if (kind !== null) {
@@ -265,4 +269,18 @@ export function residualOf(tree: CallTree, calls: readonly number[]): Shortcut |
     kind = kind === null || kind === r.shortcut ? r.shortcut : "mixed";
   }
   return kind;
+}
+
+/** What a stage drawn folded says of the residuals inside it: its own shortcut, else "mixed"
+ * where it only chains residual blocks: a Sequential of two or more (torchvision ResNet's
+ * layer1, "residual in each block"), or a wrapper round one, alone (Hugging Face's ResNetStage
+ * and its `layers`); not a U-Net's down block, whose forward does more than chain them. */
+export function residualInside(tree: CallTree, call: number): Shortcut | "mixed" | null {
+  const own = residualOf(tree, [call]);
+  if (own) return own;
+  let c = call;
+  while (at(tree.children, c).length === 1) c = at(at(tree.children, c), 0);
+  const kids = at(tree.children, c);
+  const chain = at(tree.graph.calls, c).type === "Sequential" && kids.length >= 2;
+  return chain && residualOf(tree, kids) !== null ? "mixed" : null;
 }

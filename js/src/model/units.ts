@@ -1,10 +1,13 @@
 /**
  * The units of a block: a layer and the normalizations and activations that only pass its
  * output on, each a leaf call (torchvision's Bottleneck: `conv1 → bn1 → relu`,
- * `conv2 → bn2 → relu`, `conv3 → bn3`, the paper's "1×1, 64 / 3×3, 64 / 1×1, 256"). Each is a
- * run of sibling calls where every member after the first is a norm, an activation or a
- * dropout reading the one before it and nothing else, and every member but the last is read
- * by the next one alone (a unit folded hides no branch). A unit is drawn as one node only as
+ * `conv2 → bn2 → relu`, `conv3 → bn3`, the paper's "1×1, 64 / 3×3, 64 / 1×1, 256"), or the
+ * norms and activations that only shape a layer's input, with it (a pre-activation unit:
+ * DenseNet's "BN-ReLU-Conv", diffusers' ResnetBlock2D and head `GroupNorm → SiLU → Conv2d`).
+ * Each is a run of sibling calls where every member after the first reads the one before it
+ * and nothing else, and every member but the last is read by the next one alone (a unit
+ * folded hides no branch): a layer, then norms, activations or dropouts; or norms,
+ * activations or dropouts (a norm or an activation first), then a layer. A unit is drawn as one node only as
  * the last resort of a block opened that does not fit (app/framing.ts accordion), or on a
  * first view whose level fits only so, before a shallower level (view_state.ts levelStates:
  * a stack of inverted residuals open on a 720-line canvas rather than folded away). Computed
@@ -69,17 +72,25 @@ export function findUnits(tree: CallTree, taken: Int32Array): Run[] {
     const kids = c < 0 ? tree.roots : at(tree.children, c);
     for (let i = 0; i < kids.length; ) {
       const head = at(kids, i);
+      const follows = (k: number) => FOLLOWER.test(type(k)) || PASS.test(type(k));
+      // the next sibling, where it reads the one before it alone and is its only reader
+      const next = (j: number) => {
+        if (j >= kids.length) return false;
+        const k = at(kids, j);
+        const prev = at(kids, j - 1);
+        return free(k) && source[k] === prev && reader[prev] === k;
+      };
       let j = i + 1;
-      if (free(head) && !FOLLOWER.test(type(head)) && !PASS.test(type(head)))
-        while (j < kids.length) {
-          const k = at(kids, j);
-          const prev = at(kids, j - 1);
-          const follows = FOLLOWER.test(type(k)) || PASS.test(type(k));
-          if (!free(k) || !follows || source[k] !== prev || reader[prev] !== k) break;
-          j++;
-        }
+      let pre = false; // a pre-activation unit: norms and activations, then the layer they feed
+      if (free(head) && !follows(head)) while (next(j) && follows(at(kids, j))) j++;
+      else if (free(head) && FOLLOWER.test(type(head))) {
+        while (next(j) && follows(at(kids, j))) j++;
+        pre = next(j); // a layer (not a follower: the loop stopped before it)
+        j = pre ? j + 1 : i + 1;
+      }
       const members = kids.slice(i, j);
-      if (members.length >= 2 && members.slice(1).some((m) => FOLLOWER.test(type(m))))
+      const shaping = pre ? members.slice(0, -1) : members.slice(1);
+      if (members.length >= 2 && shaping.some((m) => FOLLOWER.test(type(m))))
         units.push({
           key: at(calls, at(members, members.length - 1)).id, // its output's stage
           members,

@@ -8,7 +8,7 @@
 import type { Box, Direction, LayoutResult } from "../layout/layout";
 import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
-import { residualOf } from "../model/residual";
+import { residualInside, residualOf } from "../model/residual";
 import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
 import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
@@ -146,11 +146,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         error: c.error,
         mark: mark(n.key),
       };
-      // a residual block, or a Sequential of them only (ResNet's layer1: "residual in each
-      // block"; not a U-Net's down block, whose forward does more than chain its children)
-      const kids = at(tree.children, n.base ?? n.call);
-      const chain = c.type === "Sequential" && kids.length >= 2 && residualOf(tree, kids) !== null;
-      const residual = residualOf(tree, [n.base ?? n.call]) ?? (chain ? "mixed" : null);
+      const residual = residualInside(tree, n.base ?? n.call);
       if (residual) node.residual = residual;
       if (columnOf(n.key) > 0) node.mirror = true;
       nodes.push(node);
