@@ -5,7 +5,9 @@ Face's ResNet-50, whose ResNetStage wraps its `layers`, draws the blocks of all 
 each named with its stage where the stage has no box of its own (scene/names.ts: four
 "layers.0" before). Expected from the models' code: torchvision's layerN.M and Hugging Face's
 stages.N.layers.M for depths 3, 4, 6, 3, the first block of each stage apart and the others
-of layer2 / stages.1 and layer3 / stages.2 in a stack. Screenshots in
+of layer2 / stages.1 and layer3 / stages.2 in a stack, its header naming the stage where no
+box does; each block marked residual, its shortcut projected in the first block of a stage
+only (a shortcut through `nn.Identity()` is none). Screenshots in
 test-artifacts/stages_<model>_<size>.png."""
 
 from __future__ import annotations
@@ -51,6 +53,18 @@ TITLES = """() => [...document.querySelectorAll(
   ".nfw-node[data-kind='stage'] .nfw-t1, .nfw-node[data-kind='fold'] .nfw-t1",
 )].map((t) => t.textContent)"""
 
+#: the stacks' headers (or folds' titles): Hugging Face's name their stage (no box does),
+#: torchvision's blocks say it in their names ("layer2.0" above its fold)
+HEADS = {
+    "torchvision": ["Bottleneck × 3", "Bottleneck × 5"],
+    "huggingface": ["ResNetBottleNeckLayer × 3 · stages.1", "ResNetBottleNeckLayer × 5 · stages.2"],
+}
+HEADER = """() => [
+  ...[...document.querySelectorAll(".nfw-stacked > .nfw-ct")].map((t) => t.textContent),
+  ...[...document.querySelectorAll(".nfw-node[data-kind='fold']")].map((n) =>
+    [...n.querySelectorAll(".nfw-t1")].map((t) => t.textContent).join(" ")),
+]"""
+
 #: each named block's residual mark: the first block of a stage projects its shortcut
 #: (torchvision's `downsample`, Hugging Face's ResNetShortCut: channels change), the others
 #: add their input as it is (no downsample; Hugging Face's `shortcut = nn.Identity()`)
@@ -95,6 +109,7 @@ def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, wid
     check_view(page.evaluate(COVERED), "first", whole=True)
     titles = page.evaluate(TITLES)
     marks = page.evaluate(MARKS)
+    heads = page.evaluate(HEADER)
     stacks = page.locator(".nfw-stacked, .nfw-node[data-kind='fold']").count()
     context.close()
     assert errors == []
@@ -102,6 +117,7 @@ def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, wid
         assert titles.count(name) == 1, f"{name} drawn {titles.count(name)} times: {titles}"
     # the other blocks of the stages of four and six: one stack (or fold) each
     assert stacks == 2, titles
+    assert sorted(heads) == HEADS[model]
     for name in NAMES[model]:
         first = name.endswith(".0")
         assert marks[name] == ("projected" if first else "identity"), (name, marks)

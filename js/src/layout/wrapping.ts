@@ -32,14 +32,17 @@ export function scaleOn(lay: { width: number; height: number }, fit: FitTarget):
 /** The open groups of a request, the largest first, each with the most bands it may take: two
  * where a bus taps it (its readers are entered from the side the bus comes from, and a band
  * beyond the second would put a reader behind the bands before it; a transformer block's
- * cross-attention is read in its first half). */
+ * cross-attention is read in its first half), none where it is entered from outside in its
+ * second half too (a U-Net's up block, each ResNet tapped by the timestep, each transformer
+ * by the text: a reader in the second band would be tapped through the first). */
 function openGroups(root: LayoutGroup): { g: LayoutGroup; most: number }[] {
   const out: { g: LayoutGroup; most: number }[] = [];
   const walk = (g: LayoutGroup) => {
     for (const [i, it] of g.items.entries()) {
       if (!("items" in it)) continue;
       const tapped = g.edges.some((e) => e.hidden && e.dst === i);
-      if (it.items.length >= 2) out.push({ g: it, most: tapped ? 2 : MAX_WRAP });
+      const late = (it.entries ?? []).some((k) => k >= it.items.length / 2);
+      if (it.items.length >= 2 && !(tapped && late)) out.push({ g: it, most: tapped ? 2 : MAX_WRAP });
       walk(it);
     }
   };

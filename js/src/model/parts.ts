@@ -112,13 +112,15 @@ function findParts(tree: CallTree): Parts {
   return { list, byKey: new Map(list.map((p) => [p.key, p])), of };
 }
 
-/** The members a part's node names: all but a leading norm (the sublayer's pre-norm) and its
+/** The members a part's node names: all but a sublayer's leading norm (its pre-norm) and its
  * dropouts (named in the node's tip; the paper's figure draws "Self-Attention", "MLP";
- * Segformer's "attention → hidden_dropout → drop_path" is "attention"). */
-function bodyOf(tree: CallTree, members: number[]): number[] {
+ * Segformer's "attention → hidden_dropout → drop_path" is "attention"); a unit's norm is
+ * named (diffusers' "conv_norm_out → conv_act → conv_out", GroupNorm → SiLU → Conv2d). */
+function bodyOf(tree: CallTree, part: Run): number[] {
   const { calls } = tree.graph;
+  const { members } = part;
   const first = at(calls, at(members, 0));
-  const body = members.length > 1 && NORM.test(first.type) ? members.slice(1) : members;
+  const body = members.length > 1 && !part.unit && NORM.test(first.type) ? members.slice(1) : members;
   const kept = body.filter((m) => !PASS.test(at(calls, m).type));
   return kept.length ? kept : body;
 }
@@ -134,7 +136,7 @@ export function partLines(tree: CallTree, part: Run): { title: string; type: str
     const name = at(calls, m).module;
     return name.slice(name.lastIndexOf(".") + 1);
   };
-  const named = bodyOf(tree, part.members);
+  const named = bodyOf(tree, part);
   return { title: named.map(short).join(" → "), type: named.map((m) => at(calls, m).type).join(" → "), params, shape };
 }
 

@@ -3,7 +3,9 @@
  * output on, each a leaf call (torchvision's Bottleneck: `conv1 → bn1 → relu`,
  * `conv2 → bn2 → relu`, `conv3 → bn3`, the paper's "1×1, 64 / 3×3, 64 / 1×1, 256"), or the
  * norms and activations that only shape a layer's input, with it (a pre-activation unit:
- * DenseNet's "BN-ReLU-Conv", diffusers' ResnetBlock2D and head `GroupNorm → SiLU → Conv2d`).
+ * DenseNet's "BN-ReLU-Conv", diffusers' ResnetBlock2D `GroupNorm → SiLU → Conv2d`; in a
+ * block only: diffusers' own head, folded so, is wider than its U's column beside the
+ * inspector, which it then pushes out of view).
  * Each is a run of sibling calls where every member after the first reads the one before it
  * and nothing else, and every member but the last is read by the next one alone (a unit
  * folded hides no branch): a layer, then norms, activations or dropouts; or norms,
@@ -83,7 +85,7 @@ export function findUnits(tree: CallTree, taken: Int32Array): Run[] {
       let j = i + 1;
       let pre = false; // a pre-activation unit: norms and activations, then the layer they feed
       if (free(head) && !follows(head)) while (next(j) && follows(at(kids, j))) j++;
-      else if (free(head) && FOLLOWER.test(type(head))) {
+      else if (c >= 0 && free(head) && FOLLOWER.test(type(head))) {
         while (next(j) && follows(at(kids, j))) j++;
         pre = next(j); // a layer (not a follower: the loop stopped before it)
         j = pre ? j + 1 : i + 1;

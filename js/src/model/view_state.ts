@@ -58,7 +58,10 @@ export function layerCount(view: ViewGraph): number {
  * maxLayers layers), runs folded; then the same from the calls around the runs that stack
  * (model/stack.ts) opened, boxless, the runs folded (an encoder and a decoder side by side,
  * each "Layer × 6"), and again with the runs drawn as stacks one level open (inside, only what
- * is asked). Later is preferred: a stack that fits before any fold, boxless before boxed.
+ * is asked); then both again with the wrappers' kin opened alike (model/stack.ts withKin: all
+ * four stages of a ResNet). Each level is preceded by itself with its residual blocks'
+ * sublayers folded, and with their units too (tried where it does not fit). Later is
+ * preferred: a stack that fits before any fold, boxless before boxed.
  */
 export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinity): ViewState[] {
   const chain = (stacked: Map<string, number> | undefined, around = new Set<number>()): ViewState[] => {

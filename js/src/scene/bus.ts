@@ -194,8 +194,9 @@ export function drawBuses(
       obstacles.filter(
         (b) => !around(b) && b !== sb && segmentHitsBox(...(xy(pts) as [number, number, number, number]), b, 2),
       ).length;
+    // A line down to its readers turns onto its lane below what its way across would cross
+    // (diffusers' U with its head one node: the text's bus under it), above its first tap.
     const exit = (at: number): { under: number | null; hits: number } => {
-      if (down) return { under: null, hits: 0 };
       const side = hitsOn([a1, leave(at), a1, at]);
       if (side === 0) return { under: null, hits: 0 };
       let under = out[0] + 12;
@@ -213,6 +214,7 @@ export function drawBuses(
       }
       const hits =
         hitsOn([out[0], out[1], under, out[1]]) + hitsOn([under, out[1], under, at]) + hitsOn([under, at, aMin, at]);
+      if (down && under > Math.min(...tapAt) - GAP_CLEAR) return { under: null, hits: side };
       return hits < side ? { under, hits } : { under: null, hits: side };
     };
     const plan = (sgn: number, straight: boolean, at = lane(sgn)) => {
@@ -255,8 +257,8 @@ export function drawBuses(
         bottom,
         far,
         cost,
-        under: null,
-        hard: behind(at, far, isFar, 0),
+        under,
+        hard: behind(at, far, isFar, 0) + hits,
         soft: behind(at, far, isFar, TAP_CLEAR),
       };
     };
@@ -283,7 +285,8 @@ export function drawBuses(
     const round = nFar(best) > 0;
     used.push({ side: sgn, at, a0: aMin, a1: round ? best.bottom : aMax });
     if (round) {
-      rounds.push({ sgn, at, bottom: best.bottom, far: best.far, a0, out, ends, tapAt, isFar: best.isFar, src });
+      const turn = best.under ?? a0;
+      rounds.push({ sgn, at, bottom: best.bottom, far: best.far, a0: turn, out, ends, tapAt, isFar: best.isFar, src });
       continue;
     }
     const kind = edges[0]!.kind; // a bus has two or more edges

@@ -24,6 +24,7 @@ import type { Run } from "../model/tree";
 import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
 import { contextOf, lastPart, stageTitle } from "./names";
+import { at } from "../wire_check";
 import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
@@ -152,12 +153,12 @@ export function clusterHeaderWidth(label: string, type: string, m: Measure = est
 }
 
 /** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
- * (the last two names of its first member: "layers.0 … 2"), and, right of it, the parameters
- * of all its members; one module called again: "albert_layer_groups.0 · shared", its own. */
+ * (its first member's short name after `context`, names.ts: "stages.2.layers.0 … 8"), and,
+ * right of it, its members' parameters; one module called again: "… · shared", its own. */
 export function foldLine(
   calls: readonly WireCall[],
   run: Run,
-  context = "", // names.ts contextOf
+  context = "",
 ): { path: string; range: string; params: string } {
   const first = calls[run.members[0]!]!.module;
   const last = calls[run.members[run.members.length - 1]!]!.module;
@@ -193,11 +194,15 @@ export function partWidth({ title, type, params, shape }: ReturnType<typeof part
 }
 
 /** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
- * stack says the same (T5's two columns: "T5Block × 4 · encoder", "… · decoder"). */
+ * stack says the same (T5's two columns: "T5Block × 4 · encoder", "… · decoder"), else with
+ * the indexed block it is in where no box names that (names.ts contextOf: Hugging Face's
+ * ResNet, "ResNetBottleNeckLayer × 3 · stages.1"). */
 export function stackLabel(run: Run, view: ViewGraph): string {
   const label = (r: Run) => `${r.period > 1 ? `(${r.type})` : r.type} × ${r.count}`;
   const twin = run.prefix && view.stacks.some((st) => st.run !== run && label(st.run) === label(run));
-  return twin ? `${label(run)} · ${run.prefix.split(".")[0]}` : label(run);
+  if (twin) return `${label(run)} · ${run.prefix.split(".")[0]}`;
+  const context = contextOf(view, at(view.tree.graph.calls, at(run.members, 0)).module).slice(0, -1);
+  return context ? `${label(run)} · ${context}` : label(run);
 }
 
 /** What a stack's header needs: its label in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */
