@@ -105,6 +105,18 @@ describe("the sublayers of a residual block", () => {
     // T5Block's are its T5LayerSelfAttention's and T5LayerFF's; a Bottleneck has one add
     for (const name of ["bert_padded", "t5_3", "torchvision_resnet"]) expect(names(goldenTree(name)), name).toEqual([]);
   });
+
+  it("ALBERT: the feed-forward after an attention that adds its own", () => {
+    // AlbertLayer.forward: a = attention(h) (AlbertAttention: LayerNorm(h + dropout(dense(ctx))));
+    // ffn_output = ffn_output(activation(ffn(a))); out = full_layer_layer_norm(ffn_output + a)
+    const t = goldenTree("albert");
+    const layer = "encoder.albert_layer_groups.0.albert_layers.0";
+    // the shared layer called once per layer (the golden config: 4 layers, one group)
+    const calls = names(t);
+    expect(calls.length).toBe(4);
+    for (const [i, part] of calls.entries())
+      expect(part).toEqual([`${layer}.ffn#${i}`, `${layer}.activation#${i}`, `${layer}.ffn_output#${i}`]);
+  });
 });
 
 describe("a view that folds them", () => {

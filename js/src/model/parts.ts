@@ -10,7 +10,7 @@
  * Computed once per tree. Pure and DOM-free.
  */
 import { formatParams, formatShape } from "./format";
-import { residualAdds } from "./residual";
+import { residualAdds, residualBlocks } from "./residual";
 import type { CallTree, Run } from "./tree";
 import { findUnits } from "./units";
 import { at } from "../wire_check";
@@ -51,7 +51,12 @@ function findParts(tree: CallTree): Parts {
     const kids = at(tree.children, c);
     if (kids.length < 3) continue;
     const adds = residualAdds(tree, c);
-    if (adds.length < 2) continue;
+    // or one add of its own (not a child's "Add & Norm": BERT's BertOutput) whose shortcut is
+    // a child that adds its own: ALBERT's `LN(ffn_output(act(ffn(a))) + a)`, a its attention's
+    // output, the feed-forward after it one part (not a Transformer2DModel's inside, whose
+    // shortcut is its input)
+    const single = adds.length === 1 && at(ops, at(adds, 0))[0] === c;
+    if (adds.length < 2 && !single) continue;
     // each child's sublayer: how many adds ran before it (one without ops: its sibling's before it)
     const segments: number[][] = adds.map(() => []);
     segments.push([]); // after the last add
@@ -89,7 +94,8 @@ function findParts(tree: CallTree): Parts {
         let cut = -1;
         for (let j = 0; j < segment.length - 1; j++) if (read.has(at(segment, j))) cut = j;
         members = segment.slice(cut + 1);
-      }
+        if (single && !(cut >= 0 && residualBlocks(tree).has(at(segment, cut)))) continue;
+      } else if (single) continue; // (what follows its one add: the layer's norm)
       if (members.length < 2 || members.some((m) => tree.runOf[m]! >= 0)) continue;
       const part: Run = {
         key: at(calls, at(members, members.length - 1)).id, // its output's stage: the attention, fc2
