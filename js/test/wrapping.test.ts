@@ -124,4 +124,21 @@ describe("open groups wrapped for the whole (layout/wrapping.ts)", () => {
     expect(await wrapsFor(false)).toBeGreaterThan(2);
     expect(await wrapsFor(true)).toBe(2);
   });
+
+  it("wraps none that a bus taps where it is entered in its second half too (a U-Net's up block)", async () => {
+    // each ResNet of diffusers' up block tapped by the timestep, each transformer by the text:
+    // a reader in the second band would be tapped through the first
+    const wrapsFor = async (late: boolean) => {
+      const req = request(12);
+      const block = req.root.items[1] as LayoutGroup;
+      if (late) block.entries = [0, 8];
+      req.root.items.push({ key: "bus", w: 120, h: 36 });
+      req.root.edges.push({ src: 3, dst: 1, weight: 1, kind: "merge", hidden: true });
+      const fit: FitTarget = { w: 1600, h: 420, k: 1, reserve: 0 };
+      await wrapToFit({ ...req, fit }, computeLayout(req), lay);
+      return block.wrap ?? 1;
+    };
+    expect(await wrapsFor(false)).toBe(2);
+    expect(await wrapsFor(true)).toBe(1);
+  });
 });
