@@ -142,6 +142,18 @@ describe("the marks on the drawing", () => {
     calls[layer1] = { ...at(g.calls, layer1), parent: calls.length - 1 };
     const t = buildTree({ ...g, calls });
     expect(residualInside(t, calls.length - 1)).toBe("mixed");
+    // ... beside a leaf without weights (ConvNeXt's first stage: `downsampling_layer` an
+    // nn.Identity()); beside a layer with weights, it says nothing (the stage does more)
+    const leaf = (params: number) => ({
+      ...at(g.calls, layer1),
+      id: "stage.down",
+      module: "stage.down",
+      type: params ? "Conv2d" : "Identity",
+      parent: calls.length - 1,
+      params,
+    });
+    expect(residualInside(buildTree({ ...g, calls: [...calls, leaf(0)] }), calls.length - 1)).toBe("mixed");
+    expect(residualInside(buildTree({ ...g, calls: [...calls, leaf(64)] }), calls.length - 1)).toBeNull();
     expect(residualInside(t, layer1)).toBe("mixed");
     expect(residualInside(t, t.byId.get("layer1.1")!)).toBe("identity");
     expect(residualInside(t, t.byId.get("conv1")!)).toBeNull();

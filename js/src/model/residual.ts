@@ -273,14 +273,19 @@ export function residualOf(tree: CallTree, calls: readonly number[]): Shortcut |
 
 /** What a stage drawn folded says of the residuals inside it: its own shortcut, else "mixed"
  * where it only chains residual blocks: a Sequential of two or more (torchvision ResNet's
- * layer1, "residual in each block"), or a wrapper round one, alone (Hugging Face's ResNetStage
- * and its `layers`); not a U-Net's down block, whose forward does more than chain them. */
+ * layer1, "residual in each block"), or a wrapper round one, alone but for leaves without
+ * weights (Hugging Face's ResNetStage and its `layers`; ConvNeXt's first stage, whose
+ * `downsampling_layer` is an nn.Identity()); not a U-Net's down block, whose forward does
+ * more than chain them. */
 export function residualInside(tree: CallTree, call: number): Shortcut | "mixed" | null {
   const own = residualOf(tree, [call]);
   if (own) return own;
+  const { calls } = tree.graph;
+  const held = (c: number) =>
+    at(tree.children, c).filter((k) => at(calls, k).params > 0 || at(tree.children, k).length > 0);
   let c = call;
-  while (at(tree.children, c).length === 1) c = at(at(tree.children, c), 0);
+  while (held(c).length === 1) c = at(held(c), 0);
   const kids = at(tree.children, c);
-  const chain = at(tree.graph.calls, c).type === "Sequential" && kids.length >= 2;
+  const chain = at(calls, c).type === "Sequential" && kids.length >= 2;
   return chain && residualOf(tree, kids) !== null ? "mixed" : null;
 }
