@@ -5,11 +5,11 @@
  * norms and activations that only shape a layer's input, with it (a pre-activation unit:
  * DenseNet's "BN-ReLU-Conv", diffusers' ResnetBlock2D `GroupNorm → SiLU → Conv2d`; in a
  * block only: diffusers' own head, folded so, is wider than its U's column beside the
- * inspector, which it then pushes out of view).
- * Each is a run of sibling calls where every member after the first reads the one before it
- * and nothing else, and every member but the last is read by the next one alone (a unit
- * folded hides no branch): a layer, then norms, activations or dropouts; or norms,
- * activations or dropouts (a norm or an activation first), then a layer. A unit is drawn as one node only as
+ * inspector, which it then pushes out of view). Each is a run of sibling calls where every
+ * member after the first reads the one before it and nothing else, and every member but the
+ * last is read by the next one alone (a unit folded hides no branch): a layer, then norms,
+ * activations or dropouts; or norms, activations or dropouts (a norm or an activation
+ * first), then a layer. A unit is drawn as one node only as
  * the last resort of a block opened that does not fit (app/framing.ts accordion), or on a
  * first view whose level fits only so, before a shallower level (view_state.ts levelStates:
  * a stack of inverted residuals open on a 720-line canvas rather than folded away). Computed
@@ -70,18 +70,18 @@ export function findUnits(tree: CallTree, taken: Int32Array): Run[] {
   // a leaf (a block and the norm after it are no unit: T5's last block and final_layer_norm)
   const free = (c: number) => taken[c]! < 0 && tree.runOf[c]! < 0 && at(tree.children, c).length === 0;
   const type = (c: number) => at(calls, c).type;
+  const follows = (k: number) => FOLLOWER.test(type(k)) || PASS.test(type(k));
   for (let c = -1; c < n; c++) {
     const kids = c < 0 ? tree.roots : at(tree.children, c);
+    // the j-th sibling, where it reads the one before it alone and is its only reader
+    const next = (j: number) => {
+      if (j >= kids.length) return false;
+      const k = at(kids, j);
+      const prev = at(kids, j - 1);
+      return free(k) && source[k] === prev && reader[prev] === k;
+    };
     for (let i = 0; i < kids.length; ) {
       const head = at(kids, i);
-      const follows = (k: number) => FOLLOWER.test(type(k)) || PASS.test(type(k));
-      // the next sibling, where it reads the one before it alone and is its only reader
-      const next = (j: number) => {
-        if (j >= kids.length) return false;
-        const k = at(kids, j);
-        const prev = at(kids, j - 1);
-        return free(k) && source[k] === prev && reader[prev] === k;
-      };
       let j = i + 1;
       let pre = false; // a pre-activation unit: norms and activations, then the layer they feed
       if (free(head) && !follows(head)) while (next(j) && follows(at(kids, j))) j++;
