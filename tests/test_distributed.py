@@ -51,14 +51,27 @@ FSDP_EDGES = [
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> pathlib.Path:
-    """The folder the ranks wrote to (they run once for every test here)."""
+    """The folder the ranks wrote to (they run once for every test here). A rank killed by a
+    signal is run again once, in a fresh folder: gloo on a loaded machine has aborted a rank
+    ("terminate called without an active exception", SIGABRT) before any of our code failed;
+    an error of ours raises in the rank, the same each time, and fails at once."""
     import torch.multiprocessing as mp
 
-    out = tmp_path_factory.mktemp("ranks")
-    store = out / "store"
+    for attempt in range(2):
+        out = tmp_path_factory.mktemp("ranks")
+        try:
+            _run_ranks(mp, out)
+            return out
+        except mp.ProcessExitedException as err:
+            if attempt or not err.signal_name:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_ranks(mp, out: pathlib.Path) -> None:
     context = mp.start_processes(
         runs.rank_main,
-        args=(RANKS, str(out), str(store)),
+        args=(RANKS, str(out), str(out / "store")),
         nprocs=RANKS,
         join=False,
         start_method="spawn",
@@ -69,7 +82,6 @@ def ranks(tmp_path_factory) -> pathlib.Path:
             for process in context.processes:
                 process.kill()
             pytest.fail("the ranks did not finish in 300 s (a collective that one rank missed?)")
-    return out
 
 
 @pytest.fixture(scope="module")
