@@ -68,6 +68,7 @@ Layout = Literal["image", "sequence", "vector", "empty"]
 
 _FIRST, _TOPK = 4096, 16
 _F16_MAX_EXP = 15  # float16 maps are scaled so that their peak |x| < 2**15 < 65504
+_F32_MIN_EXP = -126  # ... by a scale no smaller than float32's smallest normal number
 #: a tensor's largest finite |x|: on the host (a float), on its device (a 0-d tensor), unknown
 Peak = float | torch.Tensor | None
 
@@ -221,15 +222,17 @@ def _retain_vector(
 def scale_for(peak: float) -> float:
     """The power of two that float16 maps are divided by, for a largest finite |x| of
     ``peak`` known on the host: 1 where float16 holds it well (2**-10 <= peak < 2**15) or
-    there is nothing to scale, else the one putting it in [2**14, 2**15) (the compiled path's
-    rule too).
+    there is nothing to scale, else the one putting it in [2**14, 2**15), but never below
+    float32's smallest normal number, so that it and its inverse stay float32 numbers (a
+    peak of 1e-44 next to an Inf: the scale of 2**-161 was 0 in float32, its inverse Inf,
+    and every kept value Inf or NaN). The compiled path's rule too.
 
-    >>> scale_for(3.0), scale_for(1e6), scale_for(1e-6)
-    (1.0, 32.0, 5.820766091346741e-11)
+    >>> scale_for(3.0), scale_for(1e6), scale_for(1e-6), scale_for(1e-44) == 2.0**-126
+    (1.0, 32.0, 5.820766091346741e-11, True)
     """
     if not math.isfinite(peak) or peak == 0.0 or 2.0**-10 <= peak < 2.0**_F16_MAX_EXP:
         return 1.0
-    return math.ldexp(1.0, math.frexp(peak)[1] - _F16_MAX_EXP)
+    return math.ldexp(1.0, max(math.frexp(peak)[1] - _F16_MAX_EXP, _F32_MIN_EXP))
 
 
 def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]], peak: Peak) -> Kept:
@@ -243,7 +246,8 @@ def _halves(maps: torch.Tensor, parts: list[tuple[str, tuple[int, ...]]], peak: 
         return Kept(half, parts, None if known == 1.0 else torch.tensor(known))
     largest = maps.abs().amax() if peak is None else peak
     largest = torch.nan_to_num(largest.to(torch.float32), nan=0.0, posinf=0.0)
-    scale = torch.exp2((torch.frexp(largest).exponent - _F16_MAX_EXP).to(torch.float32))
+    exponent = (torch.frexp(largest).exponent - _F16_MAX_EXP).clamp(min=_F32_MIN_EXP)
+    scale = torch.exp2(exponent.to(torch.float32))
     return Kept((maps / scale).to(torch.float16), parts, scale)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -9,8 +11,10 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neural_flow_widget.capture.dense import read_dense
+from neural_flow_widget.capture.host import to_host
 from neural_flow_widget.capture.plans import RANK_SAMPLE, rank_rows
-from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, retain
+from neural_flow_widget.capture.retained import DEFAULT_BUDGET_BYTES, retain, retain_pending
 from neural_flow_widget.capture.views import available_views, render_view
 
 
@@ -90,6 +94,24 @@ def test_large_and_tiny_values_survive_float16_storage(size):
     kept = retain(x)
     assert kept.parts["grid"].dtype == np.float16 and kept.scales["grid"] > 0
     np.testing.assert_allclose(kept.values("grid")[:, 0, 0], [size, -30 * size], rtol=1e-3)
+
+
+@pytest.mark.parametrize("size", [1e-40, 1e-44])
+@pytest.mark.parametrize("on_device", [False, True], ids=["host peak", "device peak"])
+def test_values_below_float32_normals_beside_an_inf_keep_their_size(size, on_device):
+    """A scale of 2**-161 was 0 in float32 and its inverse Inf: every kept value came back
+    Inf or NaN, and reading them warned. EfficientNet from a config with random weights."""
+    x = torch.full((1, 2, 4, 4), size)
+    x[0, 1] = torch.inf
+    finite = x[torch.isfinite(x)].abs().max()
+    pending = retain_pending(read_dense(x), peak=finite if on_device else float(finite.item()))
+    to_host([pending])
+    kept = pending.result()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        grid = kept.values("grid")[:, 0, 0]
+    assert np.isinf(grid[1])
+    np.testing.assert_allclose(grid[0], size, rtol=0.1)
 
 
 def test_sample_selects_the_batch_element():

@@ -109,15 +109,16 @@ int64_t nfw_to_half(const float *restrict src, int64_t n, float multiplier,
     return 0;
 }
 
-/* The power of two that float16 parts are divided by (the rule of retained.half_scale): 1 when
+/* The power of two that float16 parts are divided by (the rule of retained.scale_for): 1 when
  * float16 holds the peak |x| well (2**-10 <= peak < 2**15) or there is nothing to scale,
- * else the one putting the peak in [2**14, 2**15). */
+ * else the one putting the peak in [2**14, 2**15), and never below 2**-126 (float32's
+ * smallest normal number: the scale and its inverse stay float32 numbers). */
 static double half_scale(double lo, double hi) {
     double peak = -lo > hi ? -lo : hi;
     if (!isfinite(peak) || peak == 0.0 || (peak >= 0x1p-10 && peak < 0x1p15)) return 1.0;
     int exponent;
     frexp(peak, &exponent);
-    return ldexp(1.0, exponent - 15);
+    return ldexp(1.0, exponent - 15 < -126 ? -126 : exponent - 15);
 }
 
 /* stats <- min, max, sum, scale.  The float16 parts were written divided by `hint`, the scale
