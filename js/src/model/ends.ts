@@ -4,14 +4,16 @@
  * the view), and the comparison's figures of a call. Pure and DOM-free.
  */
 import type { StageDiff, WireCall, WireEnd, WireGraph } from "../wire";
+import { portOf } from "./ports";
 import { inputKey, outputKey } from "./view_model";
 import { at } from "../wire_check";
 
-/** The view key of a model input or output with captured data, or null. */
+/** The view key of a model input or output with captured data (an item of a tuple returned:
+ * its port, model/ports.ts), or null. */
 export function endKey(graph: WireGraph, id: string | null): string | null {
   if (id === null || !Object.hasOwn(graph.ends, id)) return null;
   if (graph.inputs.includes(id)) return inputKey(id);
-  return graph.outputs.includes(id) ? outputKey(id) : null;
+  return graph.outputs.includes(id) ? outputKey(portOf(graph, id)) : null;
 }
 
 /** Two graphs of the same model: the same calls (ids and nesting), in the same order. */

@@ -191,7 +191,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     if (e.kind !== "order") (incoming.get(e.dst) ?? incoming.set(e.dst, []).get(e.dst)!).push(e);
   const startsOf = (key: string): number[] => {
     const n = view.byKey.get(key)!;
-    if (n.kind === "output") return outputOps.get(n.id) ?? [];
+    if (n.kind === "output") return (n.family?.members ?? [n.id]).flatMap((o) => outputOps.get(o) ?? []);
     if (n.kind === "stage") return at(calls, n.base ?? n.call).in;
     if (n.kind === "fold" && n.run) return at(calls, n.run.members[0]!).in;
     return [];
@@ -306,11 +306,13 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     const j = junctionFor(op);
     const d = direct.get(op)!;
     let src: string | null = d.nodes.has(e.src) ? e.src : null;
-    if (src === null) for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
+    // (a tuple's items, model/ports.ts: another item's source comes straight, not through the sum)
+    if (src === null && !view.byKey.get(e.dst)?.family)
+      for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
     if (src === null) edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
-    else if (src === e.src) edges.push({ src, dst: j.key, kind: e.kind, edge: e });
     else {
-      // the stream between two junctions (a residual's), drawn once, of the strongest kind
+      // drawn once, of the strongest kind: the stream between two junctions (a residual's), a
+      // source of a sum that two nodes read (GPT-2's last block: ln_f and the hidden states)
       const k = `${src}>${j.key}`;
       const prev = relayed.get(k);
       if (prev && RANK[prev.kind] <= RANK[e.kind]) continue;

@@ -8,6 +8,7 @@
  * draws it, so the view opens and closes groups as the walk passes through them. Pure and
  * DOM-free.
  */
+import { portOf } from "./ports";
 import { counterpart, showMember } from "./stack";
 import type { CallTree } from "./tree";
 import {
@@ -112,7 +113,9 @@ export function playbackSteps(tree: CallTree, start: ViewState): Step[] {
     }
   };
   walk(viewItems(tree, state), state, true);
-  for (const name of outputs) steps.push({ key: outputKey(name), id: name, call: -1, state, depth: 0 });
+  // the items of a tuple returned one by one on their port (model/ports.ts)
+  for (const name of outputs)
+    steps.push({ key: outputKey(portOf(tree.graph, name)), id: name, call: -1, state, depth: 0 });
   return steps;
 }
 

@@ -1,7 +1,8 @@
 /**
  * The view model for an expansion state: what each container shows (stages, folds, stacks,
  * clusters, unfolded runs), the visible nodes, and the edges between them (the topology walk
- * over the drawn stages, fold members mapped to their fold, a stack's spliced). The states
+ * over the drawn stages, fold members mapped to their fold, a stack's spliced, the items of a
+ * tuple returned to their one port: ports.ts). The states
  * themselves (the starting one, toggles, revealing a call) are in view_state.ts. Pure and
  * DOM-free.
  */
@@ -9,6 +10,7 @@ import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
 import { counterpart, lastMemberEdges, located, stackedMember } from "./stack";
 import { partsOf } from "./parts";
+import { type Family, familyOf, portOf } from "./ports";
 import type { CallTree, Run } from "./tree";
 import { at } from "../wire_check";
 export { searchCalls } from "./tree";
@@ -58,6 +60,7 @@ export interface VisibleNode {
   base?: number; // in a stack: member 0's call it stands for (the edges and junctions are member 0's)
   run: Run | null;
   path: string[]; // keys of the containers that hold it, outermost first ("" = root)
+  family?: Family; // an output drawn for the items of one tuple (model/ports.ts)
 }
 
 export interface ViewEdge {
@@ -93,6 +96,9 @@ export const foldKey = (runKey: string) => `f:${runKey}`;
 export const clusterKey = (id: string) => `c:${id}`;
 export const runKey = (key: string) => `r:${key}`;
 export const stackKey = (key: string) => `k:${key}`;
+
+/** A port's name: a model input's or output's, or the items' of a tuple returned ("output:hidden_states.0 … 12"). */
+export const portName = (n: Pick<VisibleNode, "id" | "family">) => n.family?.label ?? n.id;
 
 export const inputKey = (name: string) => `i:${name}`;
 export const outputKey = (name: string) => `o:${name}`;
@@ -238,16 +244,31 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   const ins = graph.inputs.map(
     (name): VisibleNode => ({ key: inputKey(name), id: name, kind: "input", call: -1, run: null, path: [""] }),
   );
-  const outs = graph.outputs.map(
-    (name): VisibleNode => ({ key: outputKey(name), id: name, kind: "output", call: -1, run: null, path: [""] }),
-  );
+  const families = familyOf(graph);
+  const outs = graph.outputs
+    .filter((name) => portOf(graph, name) === name) // a family's other items: its port
+    .map((name): VisibleNode => {
+      const family = families.get(name);
+      return {
+        key: outputKey(name),
+        id: name,
+        kind: "output",
+        call: -1,
+        run: null,
+        path: [""],
+        ...(family ? { family } : {}),
+      };
+    });
   for (const n of [...ins, ...outs]) keyOfId.set(n.id, n.key);
+  for (const [name, family] of families) keyOfId.set(name, outputKey(family.head));
   const all = [...ins, ...nodes, ...outs];
 
   const best = new Map<string, ViewEdge>();
   const read = new Map<string, Set<string>>(); // view edge -> the stages it stands for reading
+  const ports = new Set(outs.filter((n) => n.family).map((n) => n.key));
   const add = (src: string, dst: string, kind: EdgeKind, reader = dst) => {
     if (src === dst) return; // both ends inside one fold: internal
+    if (kind !== "flow" && ports.has(dst)) return; // a tuple's items: each from the stage that made it
     const k = `${src}\u0000${dst}`;
     const prev = best.get(k);
     if (!prev) best.set(k, { src, dst, kind, readers: 1 });

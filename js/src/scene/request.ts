@@ -21,7 +21,7 @@ import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { partLines } from "../model/parts";
 import { trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
-import type { Item, ViewGraph, VisibleNode } from "../model/view_model";
+import { type Item, portName, type ViewGraph, type VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
 import { contextOf, lastPart, stageTitle } from "./names";
 import { at } from "../wire_check";
@@ -330,10 +330,10 @@ export function layoutRequest(
     index.set(key, new Map(g.items.map((x, i) => [x.key, i])));
     return g;
   };
-  const port = (n: VisibleNode) =>
-    leaf(n.key, portWidth(n.id, pictures, m), side ? Math.max(NODE_H, portHeight(n.id)) : portHeight(n.id) + extra);
-  const ins = view.nodes.filter((n) => n.kind === "input").map(port);
-  const outs = view.nodes.filter((n) => n.kind === "output").map(port);
+  const port = (n: VisibleNode, name = portName(n)) =>
+    leaf(n.key, portWidth(name, pictures, m), side ? Math.max(NODE_H, portHeight(name)) : portHeight(name) + extra);
+  const ins = view.nodes.filter((n) => n.kind === "input").map((n) => port(n));
+  const outs = view.nodes.filter((n) => n.kind === "output").map((n) => port(n));
   const root = build(ROOT, view.items, ins, outs);
   const bused = new Set([...trunk.buses.values()].flat());
   const seen = new Map<string, LayoutEdge>();

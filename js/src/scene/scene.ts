@@ -11,7 +11,7 @@ import { problemsOf, viewMarks } from "../model/problems";
 import { residualInside, residualOf } from "../model/residual";
 import { counterpart } from "../model/stack";
 import type { CallTree, Run } from "../model/tree";
-import { nextMemberKey, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
+import { nextMemberKey, portName, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
 import { contextOf, stageTitle } from "./names";
@@ -69,7 +69,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         kind: n.kind,
         call: -1,
         box,
-        title: n.id,
+        title: portName(n),
         path: n.id,
         type: n.kind,
         shape: "",

@@ -138,7 +138,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   // picture the right end where the node is no taller (scene/request.ts pictureBox)
   const thumb = look.thumb;
   const pic = thumb !== null && n.kind !== "fold";
-  const top = port ? portHeight(n.id) : NODE_H;
+  const top = port ? portHeight(n.title) : NODE_H;
   const side = pic && pictureBeside(h, top) ? SIDE_W : 0;
   const picture = () => (pic ? [thumbEl(...pictureBox(w, h, top), thumb!(n.id), font("t2"))] : []);
   if (port) {

@@ -221,16 +221,9 @@ export class Inspector {
   private showState(state: "loading" | "error", message = "", retry = true) {
     const meta = this.leadSections();
     if (state === "loading") {
-      this.body.replaceChildren(
-        ...meta,
-        h(
-          "div",
-          { class: "nfw-state", role: "status" },
-          h("div", { class: "nfw-spinner" }),
-          `Loading ${this.target?.id ?? ""} …`,
-        ),
-      );
-      return;
+      const spinner = h("div", { class: "nfw-spinner" });
+      const wait = h("div", { class: "nfw-state", role: "status" }, spinner, `Loading ${this.target?.id ?? ""} …`);
+      return this.body.replaceChildren(...meta, wait);
     }
     const box = h(
       "div",
@@ -250,7 +243,11 @@ export class Inspector {
   }
 
   private leadSections(): HTMLElement[] {
-    return leadSections(this.target!, this.run, this.graph);
+    // an item of a tuple returned: its tabs open the others (the selection follows)
+    return leadSections(this.target!, this.run, this.graph, (t) => {
+      this.open(t);
+      this.onOpen?.(t.id);
+    });
   }
 
   private show(reply: StageReply) {

@@ -3,7 +3,8 @@
  * forward raised (selectable text), the facts of the stage or model input / output (shape,
  * dtype, parameters, NaN / Inf), and, comparing two runs, how its output differs in run B.
  */
-import { diffOf, onlyInA } from "../model/ends";
+import { diffOf, endTarget, onlyInA } from "../model/ends";
+import { familyOf } from "../model/ports";
 import { formatNumber, formatParams, formatShape } from "../model/format";
 import { originPhrases, type Problems } from "../model/problems";
 import type { WireCall, WireEnd, WireGraph } from "../wire";
@@ -49,7 +50,12 @@ export function runMarks(graph: WireGraph, p: Problems): RunMarks {
 }
 
 /** The failure's full message when the forward raised here, then the facts, then run A vs B. */
-export function leadSections(t: Target, run: RunMarks, graph: WireGraph | null): HTMLElement[] {
+export function leadSections(
+  t: Target,
+  run: RunMarks,
+  graph: WireGraph | null,
+  go: (t: Target) => void = () => {},
+): HTMLElement[] {
   const out: HTMLElement[] = [];
   const failed = run.failure !== null && run.failed.has(t.id);
   if (failed) {
@@ -63,6 +69,8 @@ export function leadSections(t: Target, run: RunMarks, graph: WireGraph | null):
     );
   }
   out.push(metaSection(t, run, failed));
+  const items = graph && t.kind === "output" ? itemTabs(graph, t.id, go) : null;
+  if (items) out.push(items);
   const versus = graph ? versusSection(t, graph) : null;
   if (versus) out.push(versus);
   return out;
@@ -100,6 +108,29 @@ function metaSection(t: Target, run: RunMarks, failed: boolean): HTMLElement {
   }
   if (c.error && !failed) row("error", c.error);
   return h("section", { class: "nfw-section" }, meta);
+}
+
+/** An output that is an item of a tuple returned (model/ports.ts, drawn as one port): the
+ * tuple's items, a tab each, that open in the inspector. */
+function itemTabs(graph: WireGraph, id: string, go: (t: Target) => void): HTMLElement | null {
+  const family = familyOf(graph).get(id);
+  if (!family) return null;
+  const bar = h("div", { class: "nfw-tabs nfw-subtabs", role: "tablist", "aria-label": "items of the tuple" });
+  for (const name of family.members) {
+    const attrs = { class: "nfw-tab", role: "tab", "aria-selected": String(name === id), title: name };
+    const tab = h("button", { ...attrs, "data-item": name }, name.slice(name.lastIndexOf(".") + 1));
+    const end = endTarget(graph, name);
+    if (end) tab.addEventListener("click", () => go(end));
+    else tab.disabled = true; // (no data captured for it)
+    bar.append(tab);
+  }
+  const label = family.label.slice(family.label.indexOf(":") + 1, family.label.lastIndexOf("."));
+  return h(
+    "section",
+    { class: "nfw-section", "data-items": "" },
+    heading(`${label}: ${family.members.length} items`),
+    bar,
+  );
 }
 
 /** How this stage's output differs in run B (the comparison's figures). */
