@@ -20,13 +20,17 @@ const families = (outputs: string[]) =>
 const HIDDEN = [0, 1, 2, 3, 4].map((k) => `output:hidden_states.${k}`);
 
 describe("a tuple of outputs is one port", () => {
-  it("finds runs of three or more items of one name, numbered in a row", () => {
+  it("finds runs of two or more items of one name, numbered in a row", () => {
     expect(families(["output:logits", ...HIDDEN])).toEqual([HIDDEN]);
     expect(families(["output:0", "output:1", "output:2"])).toEqual([]); // a plain tuple's items differ
-    expect(families(["output:a.0", "output:a.1"])).toEqual([]);
-    expect(families(["output:a.0", "output:a.1", "output:a.3"])).toEqual([]);
-    expect(families(["output:a.0", "output:a.1", "output:b.2", "output:b.3", "output:b.4"])).toEqual([
+    expect(families(["output:a.0", "output:b.1"])).toEqual([]);
+    expect(families(["output:a.0", "output:a.2", "output:a.4"])).toEqual([]);
+    expect(families(["output:a.0", "output:x", "output:b.2", "output:b.3", "output:b.4"])).toEqual([
       ["output:b.2", "output:b.3", "output:b.4"],
+    ]);
+    expect(families(["output:a.0", "output:a.1", "output:a.3", "output:a.4"])).toEqual([
+      ["output:a.0", "output:a.1"],
+      ["output:a.3", "output:a.4"],
     ]);
     const [family] = familyOf({ outputs: HIDDEN } as unknown as WireGraph).values();
     expect(family!.label).toBe("output:hidden_states.0 … 4");

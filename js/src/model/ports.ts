@@ -7,8 +7,8 @@
  */
 import type { WireGraph } from "../wire";
 
-/** At least this many items make a family: two outputs stay two ports. */
-export const MIN_FAMILY = 3;
+/** At least this many items make a family (a 2-layer model's attentions). */
+export const MIN_FAMILY = 2;
 const ITEM = /^(output:.+)\.(\d+)$/; // "output:hidden_states.3" (not "output:0": a plain tuple's items differ)
 
 export interface Family {
