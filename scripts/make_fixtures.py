@@ -203,6 +203,8 @@ def flows():
     # every layer's hidden state returned: a tuple of outputs, one port (js/src/model/ports.ts)
     model, ids = fixture_models.gpt2()
     yield "gpt2_hidden_states", _trace(model, (), input_ids=ids, output_hidden_states=True)
+    model.config._attn_implementation = "eager"  # (the sdpa kernel returns no weights)
+    yield "gpt2_attentions", _trace(model, (), input_ids=ids, output_attentions=True)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

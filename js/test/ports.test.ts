@@ -59,6 +59,19 @@ describe("a tuple of outputs is one port", () => {
     expect(trunk.spine.has("s:transformer.drop")).toBe(true);
   });
 
+  it("GPT-2's attention weights: one port fed by the attention drawn in the stack, not by a sum", () => {
+    const tree = goldenTree("gpt2_attentions");
+    const view = buildView(tree, initialState(tree));
+    const port = outputKey("output:attentions.0");
+    expect(view.nodes.filter((n) => n.kind === "output").map((n) => n.key)).toEqual([outputKey("output:logits"), port]);
+    const { drawing, trunk } = drawnOf(view);
+    const into = drawing.edges.filter((e) => e.dst === port).map((e) => `${e.src} ${e.kind}`);
+    expect(into).toEqual(["s:transformer.h.0.attn flow"]);
+    const plain = goldenTree("gpt2");
+    const pairs = (r: Set<string>) => [...r].map((p) => p.replace(/j:\d+/g, "⊕")).sort();
+    expect(pairs(trunk.residual)).toEqual(pairs(drawnOf(buildView(plain, initialState(plain))).trunk.residual));
+  });
+
   it("selecting an item marks the port; playback shows every item on it", () => {
     const tree = goldenTree("gpt2_hidden_states");
     const captured = { ...tree.graph, ends: { "output:hidden_states.3": {} } } as unknown as WireGraph;

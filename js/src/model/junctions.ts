@@ -241,7 +241,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       const { nodes } = reach(at(ops, o)[1], junctionKey(o), null);
       if (nodes.size < 2) continue;
       for (const [d, edges] of incoming) {
-        if (junctionOf.has(d) || inside(d) || !edges.some((e) => inside(e.src))) continue;
+        // (a tuple's port: its other items come from the other members, not through this sum)
+        if (junctionOf.has(d) || inside(d) || view.byKey.get(d)?.family || !edges.some((e) => inside(e.src))) continue;
         if (!readsOp(startsOf(d), o, (q) => sourceAt(q, d) !== null, parentsOf)) continue;
         junctionOf.set(d, o);
         if (!fed.has(o)) fed.set(o, { d, nodes });

@@ -306,13 +306,20 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     const dst = keyOfId.get(e.dst);
     if (src && dst) add(src, dst, e.kind, e.dst);
   }
+  // what a stack's last member hands on; into a tuple's port (its attention weights, its hidden
+  // state) only where no node drawn for member 0 feeds that port already (GPT-2's attn does)
+  const later: [string, string, EdgeKind][] = [];
+  const spliced = (src: string, dst: string, kind: EdgeKind) =>
+    ports.has(dst) ? later.push([src, dst, kind]) : add(src, dst, kind);
   for (const [st, list] of into)
-    for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) add(src, dst, kind);
+    for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) spliced(src, dst, kind);
   for (const [c, id, kind] of out) {
     const src = keyOfId.get(at(graph.calls, c).id);
     const dst = keyOfId.get(id);
-    if (src && dst) add(src, dst, kind);
+    if (src && dst) spliced(src, dst, kind);
   }
+  const fed = new Set([...best.values()].map((e) => e.dst));
+  for (const [src, dst, kind] of later) if (!fed.has(dst)) add(src, dst, kind);
   for (const [k, e] of best) {
     const st = inStack.get(e.dst);
     e.readers =
