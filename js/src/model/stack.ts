@@ -3,10 +3,10 @@
  * one member stand for the others'. A run stacks when it is a pure chain: with every member
  * drawn whole, member j feeds member j + 1 and nothing else runs between members, and only
  * the last member feeds anything outside the run but the model's outputs (each layer's
- * hidden state returned: output_hidden_states=True, drawn leaving the stack). The stack draws member 0's children; the
- * member shown (k) only changes the data: counterpart() maps member 0's calls to member k's
- * (same module path relative to the member, same call ordinal), located() the way back.
- * Memoized per tree. Pure and DOM-free.
+ * hidden state returned: output_hidden_states=True, drawn leaving the stack). The stack draws
+ * member 0's children; the member shown (k) only changes the data: counterpart() maps member
+ * 0's calls to member k's (same module path relative to the member, same call ordinal),
+ * located() the way back. Memoized per tree. Pure and DOM-free.
  */
 import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";

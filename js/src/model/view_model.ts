@@ -2,9 +2,8 @@
  * The view model for an expansion state: what each container shows (stages, folds, stacks,
  * clusters, unfolded runs), the visible nodes, and the edges between them (the topology walk
  * over the drawn stages, fold members mapped to their fold, a stack's spliced, the items of a
- * tuple returned to their one port: ports.ts). The states
- * themselves (the starting one, toggles, revealing a call) are in view_state.ts. Pure and
- * DOM-free.
+ * tuple returned to their one port: ports.ts). The states themselves (the starting one,
+ * toggles, revealing a call) are in view_state.ts. Pure and DOM-free.
  */
 import type { EdgeKind } from "../wire";
 import { stageEdges } from "./topology";
@@ -97,7 +96,8 @@ export const clusterKey = (id: string) => `c:${id}`;
 export const runKey = (key: string) => `r:${key}`;
 export const stackKey = (key: string) => `k:${key}`;
 
-/** A port's name: a model input's or output's, or the items' of a tuple returned ("output:hidden_states.0 … 12"). */
+/** A port's name: a model input's or output's, or the items' of a tuple returned
+ * ("output:hidden_states.0 … 12"). */
 export const portName = (n: Pick<VisibleNode, "id" | "family">) => n.family?.label ?? n.id;
 
 export const inputKey = (name: string) => `i:${name}`;
