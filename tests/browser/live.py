@@ -237,6 +237,20 @@ def search_and_open(page, stage: str) -> None:
     )
 
 
+def write_pages(folder: pathlib.Path, builders) -> pathlib.Path:
+    """One offline page per model, `<name>.html` in `folder`, from `builders` (name ->
+    a function returning the model and its input), with no download (HF_HUB_OFFLINE)."""
+    import os
+
+    import neural_flow_widget as nfw
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    for name, build in builders.items():
+        model, x = build()
+        nfw.NeuralFlowWidget(model, x).to_html(folder / f"{name}.html")
+    return folder
+
+
 def open_offline(browser, path, width, height):
     """An exported page opened from disk with the network refused; returns (context, page,
     errors) once its graph is painted and the view has settled."""

@@ -12,15 +12,11 @@ test-artifacts/tuple_<model>_<size>.png."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
-from live import open_offline, settle
+from live import open_offline, settle, write_pages
 from test_view_whole import COVERED, check_view
 from test_zoo_in_view import ARTIFACTS
-
-import neural_flow_widget as nfw
 
 PORTS = """() => [...document.querySelectorAll(".nfw-node[data-kind='output']")].map((n) =>
   [...n.querySelectorAll(".nfw-t1")].map((t) => t.textContent).join(""))"""
@@ -61,12 +57,7 @@ def _controlnet():
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = tmp_path_factory.mktemp("tuple")
-    for name, build in (("gpt2", _gpt2), ("controlnet", _controlnet)):
-        model, x = build()
-        nfw.NeuralFlowWidget(model, x).to_html(out / f"{name}.html")
-    return out
+    return write_pages(tmp_path_factory.mktemp("tuple"), {"gpt2": _gpt2, "controlnet": _controlnet})
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])

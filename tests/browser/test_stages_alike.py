@@ -12,19 +12,16 @@ test-artifacts/stages_<model>_<size>.png."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
 import pytest
 import torch
-from live import open_offline, settle
+from live import open_offline, settle, write_pages
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import written_out
 from test_view_whole import COVERED, check_view
-
-import neural_flow_widget as nfw
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -90,12 +87,8 @@ def _torchvision():
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = tmp_path_factory.mktemp("stages")
-    for name, build in (("torchvision", _torchvision), ("huggingface", _huggingface)):
-        model, x = build()
-        nfw.NeuralFlowWidget(model, x).to_html(out / f"{name}.html")
-    return out
+    builders = {"torchvision": _torchvision, "huggingface": _huggingface}
+    return write_pages(tmp_path_factory.mktemp("stages"), builders)
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])

@@ -10,20 +10,17 @@ test-artifacts/zoo_<model>_<size>_<step>.png."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
 import pytest
 import torch
-from live import STEPPED, open_offline, settle, walk
+from live import STEPPED, open_offline, settle, walk, write_pages
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import fixture_models
 import written_out
 from test_view_whole import COVERED, check_view
-
-import neural_flow_widget as nfw
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -152,12 +149,8 @@ def play_three_steps(page):
 def pages(tmp_path_factory):
     pytest.importorskip("transformers")
     pytest.importorskip("diffusers")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    out = tmp_path_factory.mktemp("zoo")
-    for name, (build, _) in MODELS.items():
-        model, x = build()
-        nfw.NeuralFlowWidget(model, x).to_html(out / f"{name}.html")
-    return out
+    builders = {name: build for name, (build, _) in MODELS.items()}
+    return write_pages(tmp_path_factory.mktemp("zoo"), builders)
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
