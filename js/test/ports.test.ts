@@ -59,6 +59,19 @@ describe("a tuple of outputs is one port", () => {
     expect(trunk.spine.has("s:transformer.drop")).toBe(true);
   });
 
+  it("a lone output read from a middle layer keeps the layers from stacking (a stack would drop its edge)", () => {
+    const raw = structuredClone(golden.cases.find((c) => c.name === "gpt2_hidden_states")!.graph) as {
+      outputs: string[];
+      output_ops: [string, number[]][];
+    };
+    const keep = (name: string) => name === "output:logits" || name === "output:hidden_states.2";
+    const rename = (name: string) => (name === "output:hidden_states.2" ? "output:middle" : name);
+    raw.outputs = raw.outputs.filter(keep).map(rename);
+    raw.output_ops = raw.output_ops.filter(([name]) => keep(name)).map(([name, ops]) => [rename(name), ops]);
+    const tree = buildTree(decodeGraph(raw));
+    expect(tree.runList.map((r) => stackable(tree, r))).toEqual([false]);
+  });
+
   it("GPT-2's attention weights: one port fed by the attention drawn in the stack, not by a sum", () => {
     const tree = goldenTree("gpt2_attentions");
     const view = buildView(tree, initialState(tree));

@@ -2,13 +2,14 @@
  * Runs drawn as a stack (the paper's "N×" figure): which runs may be, and how the calls of
  * one member stand for the others'. A run stacks when it is a pure chain: with every member
  * drawn whole, member j feeds member j + 1 and nothing else runs between members, and only
- * the last member feeds anything outside the run but the model's outputs (each layer's
- * hidden state returned: output_hidden_states=True, drawn leaving the stack). The stack draws
+ * the last member feeds anything outside the run but the items of a tuple the model returns
+ * (each layer's hidden state: output_hidden_states=True, one port: ports.ts). The stack draws
  * member 0's children; the member shown (k) only changes the data: counterpart() maps member
  * 0's calls to member k's (same module path relative to the member, same call ordinal),
  * located() the way back. Memoized per tree. Pure and DOM-free.
  */
 import type { EdgeKind } from "../wire";
+import { familyOf } from "./ports";
 import { stageEdges } from "./topology";
 import { type CallTree, holds, type Run } from "./tree";
 import { at } from "../wire_check";
@@ -63,7 +64,7 @@ function isChain(tree: CallTree, run: Run): boolean {
   const index = new Map(run.members.map((m, j) => [at(calls, m).id, j]));
   const last = run.members.length - 1;
   const linked = new Uint8Array(run.members.length);
-  const outputs = new Set(tree.graph.outputs);
+  const items = familyOf(tree.graph); // (a lone output read from a middle member: no chain)
   for (const e of stageEdges(tree.topo, selection)) {
     if (e.kind === "order") continue;
     const a = index.get(e.src);
@@ -72,7 +73,7 @@ function isChain(tree: CallTree, run: Run): boolean {
     if (b !== undefined) {
       if (b !== a + 1) return false; // a skip between members, or a member reading a later one
       linked[b] = 1;
-    } else if (a !== last && !outputs.has(e.dst)) {
+    } else if (a !== last && !items.has(e.dst)) {
       return false; // an intermediate output read outside the run
     }
   }
