@@ -6,7 +6,7 @@ import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_
 import { buildScene, edgePath, layoutRequest } from "../src/scene/scene";
 import { loadGraph, must } from "./fixtures";
 import { arrange } from "../src/layout/spine";
-import type { FlowGroup, FlowItem } from "../src/layout/flow";
+import { type FlowGroup, type FlowItem, segmentHitsBox } from "../src/layout/flow";
 
 const unet = buildTree(loadGraph("wire_unet.json"));
 const gpt = buildTree(loadGraph("wire_transformer12.json"));
@@ -179,6 +179,62 @@ describe("a source that feeds the trunk (a position embedding: it reads no data)
     expect(Math.abs(mid(pos) - mid(tok))).toBeLessThan(1);
     expect(pos[1]).toBeGreaterThan(tok[1] + tok[3]);
     expect(pos[1] + pos[3]).toBeLessThan(sum[1]);
+  });
+});
+
+describe("sources that feed one reader, where side by side they do not fit (Flux's six inputs at 1024 px)", () => {
+  // x -> emb -> block -> out; a, b -> cond -> block (Flux's timestep and pooled text into their
+  // embedding), c, d -> cat -> block (its text and image ids into the rotary embedding)
+  const leaf = (key: string, spine = false) => ({ key, w: 200, h: 40, spine });
+  const root: LayoutGroup = {
+    key: "root",
+    items: [leaf("x", true), leaf("emb", true), leaf("block", true), leaf("out", true), leaf("a"), leaf("b")].concat([
+      leaf("cond"),
+      leaf("c"),
+      leaf("d"),
+      leaf("cat"),
+    ]),
+    edges: [
+      { src: 0, dst: 1, weight: 1 },
+      { src: 1, dst: 2, weight: 1 },
+      { src: 2, dst: 3, weight: 1 },
+      { src: 4, dst: 6, weight: 1 },
+      { src: 5, dst: 6, weight: 1, kind: "merge" },
+      { src: 6, dst: 2, weight: 1, kind: "merge" },
+      { src: 7, dst: 9, weight: 1 },
+      { src: 8, dst: 9, weight: 1, kind: "merge" },
+      { src: 9, dst: 2, weight: 1, kind: "merge" },
+    ],
+  };
+  const mid = (b: Box) => b[0] + b[2] / 2;
+
+  it("stand one above the other in their reader's column (the one it continues lowest), each edge round the one below only", () => {
+    const wide = computeLayout({ dir: "TB", root });
+    const fit = { w: wide.width - 100, h: wide.height + 400, k: 1, reserve: 0 };
+    const lay = computeLayout({ dir: "TB", root, fit });
+    expect(wide.width).toBeGreaterThan(fit.w); // side by side: too wide
+    expect(lay.width + 2 * 16).toBeLessThanOrEqual(fit.w);
+    for (const [upper, lower, reader] of [
+      ["b", "a", "cond"], // a -> cond is the flow: a stands just above cond, b above a
+      ["d", "c", "cat"],
+    ] as const) {
+      const [u, l, r] = [must(lay.boxes, upper), must(lay.boxes, lower), must(lay.boxes, reader)];
+      expect(Math.abs(mid(u) - mid(l))).toBeLessThan(1);
+      expect(u[1] + u[3]).toBeLessThan(l[1]);
+      expect(l[1] + l[3]).toBeLessThan(r[1]);
+      const route = must(lay.routes, `${upper}>${reader}`);
+      const xs = route.filter((_, i) => i % 2 === 0);
+      expect(Math.max(...xs)).toBeLessThan(l[0] + l[2] + 40); // beside the lower source, not round the row
+      expect(Math.min(...xs)).toBeGreaterThan(l[0] - 40);
+      for (const key of ["x", "emb", "a", "b", "c", "d", "cond", "cat"].filter((k) => k !== upper && k !== reader)) {
+        const box = must(lay.boxes, key);
+        for (let i = 0; i + 3 < route.length; i += 2)
+          expect(
+            segmentHitsBox(route[i + 1]!, route[i]!, route[i + 3]!, route[i + 2]!, [box[1], box[0], box[3], box[2]]),
+            key,
+          ).toBe(false);
+      }
+    }
   });
 });
 

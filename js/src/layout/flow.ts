@@ -38,6 +38,9 @@ export interface FlowGroup {
   /** Sources that feed the trunk on the trunk, each just above what it feeds (layout.ts: at
    * the root, where the group does not fit with them beside it). */
   sourcesInline?: boolean;
+  /** Sources that feed one reader first one above the other, in its column (layout.ts: at the
+   * root, where side by side they do not fit: Flux's timestep over its pooled text). */
+  sourcesStacked?: boolean;
   lead: number; // along distance from the group's in side to its content (header, padding)
   trail: number; // ... from the content to its out side
 }

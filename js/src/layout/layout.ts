@@ -244,6 +244,14 @@ function placeGroup(
       const lined = routeArranged(onTrunk, flow);
       if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
     }
+    // ... or with the sources that feed one reader one above the other (Flux at 1024 px)
+    const piled = { ...flow, sourcesStacked: true };
+    const stacked = small(placed) && !inline && hasSources(flow) ? arrange(piled) : null;
+    if (stacked) {
+      const wrapped = wrapBands(stacked, fit, dir);
+      const lined = routeArranged(stacked, piled);
+      if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
+    }
     return toGroup(placed, dir, pad, header, bands);
   }
   if (arranged) {

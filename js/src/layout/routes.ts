@@ -147,6 +147,24 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const m = afterOut(Math.min(gapBelow(u) / 2, Math.max(4, (inn[0] - out[0]) / 2)));
     const s = rounded([...out, m, out[1], m, inn[1], ...inn], CORNER);
     if (!blocked(s, u, v)) return s;
+    // sources stacked in a column (spine.ts): beside what is in the way only (the source
+    // under it), not round the whole rows between, where that passes no node
+    if (g.sourcesStacked && u.index >= 0 && v.index >= 0) {
+      const [c0, c1] = [Math.min(out[1], inn[1]), Math.max(out[1], inn[1])];
+      let [lo, hi] = [c0, c1];
+      for (let r = u.row + 1; r < v.row; r++)
+        for (const w of at(byRow, r))
+          if (arr.band[w] === u.band && c[w]! < c1 + 1 && c[w]! + at(items, w).ac > c0 - 1) {
+            lo = Math.min(lo, c[w]!);
+            hi = Math.max(hi, c[w]! + at(items, w).ac);
+          }
+      const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));
+      const p2 = beforeIn(Math.min(17, Math.max(4, (inn[0] - out[0]) / 4)));
+      for (const lane of [hi + LANE_SEP, lo - LANE_SEP].sort((x, y) => Math.abs(x - c0) - Math.abs(y - c0))) {
+        const pts = rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);
+        if (!blocked(pts, u, v)) return pts;
+      }
+    }
     // a lane beside everything in the rows between
     let loEdge = Math.min(out[1], inn[1]);
     let hiEdge = Math.max(out[1], inn[1]);

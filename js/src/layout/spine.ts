@@ -96,6 +96,25 @@ export function arrange(g: FlowGroup): Arranged | null {
     for (const w of at(outs, v)) r = Math.min(r, row[w]! - 1);
     if (Number.isFinite(r)) row[v] = Math.max(row[v]!, r);
   }
+  // sources that feed one reader first, one above the other, the one it continues lowest
+  const stackedOn = new Int32Array(n).fill(-1); // the source above each such source
+  if (g.sourcesStacked) {
+    const byReader = new Map<number, number[]>();
+    for (const v of order) {
+      if (spine[v] || entered[v] || at(ins, v).length > 0 || at(outs, v).length === 0) continue;
+      const w = at(outs, v).reduce((x, y) => (row[y]! < row[x]! ? y : x));
+      if (row[v] === row[w]! - 1) (byReader.get(w) ?? byReader.set(w, []).get(w)!).push(v);
+    }
+    for (const [w, vs] of byReader) {
+      if (vs.length < 2) continue;
+      const last = (x: number) => (x === flowIn[w] ? 1 : 0);
+      vs.sort((x, y) => last(x) - last(y) || pos[x]! - pos[y]!);
+      vs.forEach((v, k) => {
+        row[v] = row[w]! - (vs.length - k);
+        if (k > 0) stackedOn[v] = at(vs, k - 1);
+      });
+    }
+  }
   // no empty rows
   const used = [...new Set(row)].sort((x, y) => x - y);
   const remap = new Map(used.map((r, i) => [r, i]));
@@ -105,9 +124,11 @@ export function arrange(g: FlowGroup): Arranged | null {
   // strands and their columns
   const strandOf = new Int32Array(n).fill(-1);
   const strands: Strand[] = [];
-  for (const v of order) {
+  // (stacked sources: the upper first, so the lower one continues its strand)
+  const seq = g.sourcesStacked ? [...order].sort((x, y) => row[x]! - row[y]! || pos[x]! - pos[y]!) : order;
+  for (const v of seq) {
     if (spine[v]) continue;
-    const u = flowIn[v]!;
+    const u = stackedOn[v]! >= 0 ? stackedOn[v]! : flowIn[v]!;
     const s = u >= 0 && !spine[u] ? strandOf[u]! : -1;
     const strand = s >= 0 ? at(strands, s) : null;
     if (strand && strand.items[strand.items.length - 1] === u && row[v]! > row[u]!) {
