@@ -7,8 +7,9 @@
  * a second tower's outputs) to the left (to the right in the first of two columns: beside its
  * blocks' branches); a strand's
  * column clears what is beside it in its rows only, so a sublayer sits next to the residual
- * stream, not beyond the widest node. Too many columns (a tangle): null, and the layered
- * solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
+ * stream, not beyond the widest node; where the root is too wide so (layout.ts), the sources
+ * that feed one reader stand one above the other in its column (`sourcesStacked`). Too many
+ * columns (a tangle): null, and the layered solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
  * Flow coordinates (flow.ts); pure, no DOM.
  */
 import { at } from "../wire_check";
