@@ -251,6 +251,17 @@ def write_pages(folder: pathlib.Path, builders) -> pathlib.Path:
     return folder
 
 
+def open_first(browser, path, width, height, shot: pathlib.Path):
+    """An offline page's first view with the pointer away from it, its screenshot saved as
+    `shot`: (context, page, errors), as open_offline."""
+    context, page, errors = open_offline(browser, path, width, height)
+    settle(page)
+    page.mouse.move(2, 2)
+    shot.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(shot))
+    return context, page, errors
+
+
 def open_offline(browser, path, width, height):
     """An exported page opened from disk with the network refused; returns (context, page,
     errors) once its graph is painted and the view has settled."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from live import open_offline, settle, write_pages
+from live import open_first, write_pages
 from test_view_whole import COVERED, check_view
 from test_zoo_in_view import ARTIFACTS
 
@@ -47,11 +47,8 @@ def pages(tmp_path_factory):
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_many_inputs_fit_the_first_view(browser, pages, width, height):
-    context, page, errors = open_offline(browser, pages / "flux.html", width, height)
-    settle(page)
-    page.mouse.move(2, 2)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"inputs_flux_{width}x{height}.png"))
+    shot = ARTIFACTS / f"inputs_flux_{width}x{height}.png"
+    context, page, errors = open_first(browser, pages / "flux.html", width, height, shot)
     check_view(page.evaluate(COVERED), "first", whole=True)
     boxes = page.evaluate(BOXES)
     if width == 1024:  # too narrow for the six side by side: the pairs stacked

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from live import open_offline, settle, write_pages
+from live import open_first, open_offline, settle, write_pages
 from test_view_whole import COVERED, check_view
 from test_zoo_in_view import ARTIFACTS
 
@@ -65,11 +65,8 @@ def pages(tmp_path_factory):
 def test_a_tuple_returned_is_one_port_and_the_figure_stays_whole(
     browser, pages, model, width, height
 ):
-    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
-    settle(page)
-    page.mouse.move(2, 2)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"tuple_{model}_{width}x{height}.png"))
+    shot = ARTIFACTS / f"tuple_{model}_{width}x{height}.png"
+    context, page, errors = open_first(browser, pages / f"{model}.html", width, height, shot)
     check_view(page.evaluate(COVERED), "first", whole=True)
     assert sorted(page.evaluate(PORTS)) == sorted(EXPECTED[model])
     if model == "gpt2":

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 import torch
-from live import open_offline, settle, write_pages
+from live import open_first, write_pages
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import written_out
@@ -94,11 +94,8 @@ def pages(tmp_path_factory):
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 @pytest.mark.parametrize("model", list(NAMES))
 def test_every_stage_opens_alike_and_names_its_blocks(browser, pages, model, width, height):
-    context, page, errors = open_offline(browser, pages / f"{model}.html", width, height)
-    settle(page)
-    page.mouse.move(2, 2)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"stages_{model}_{width}x{height}.png"))
+    shot = ARTIFACTS / f"stages_{model}_{width}x{height}.png"
+    context, page, errors = open_first(browser, pages / f"{model}.html", width, height, shot)
     check_view(page.evaluate(COVERED), "first", whole=True)
     titles = page.evaluate(TITLES)
     marks = page.evaluate(MARKS)

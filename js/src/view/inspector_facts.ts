@@ -1,7 +1,8 @@
 /**
  * The inspector's lead sections, above a stage's data: the failure's full message where the
  * forward raised (selectable text), the facts of the stage or model input / output (shape,
- * dtype, parameters, NaN / Inf), and, comparing two runs, how its output differs in run B.
+ * dtype, parameters, NaN / Inf), for an item of a tuple returned the tuple's items (a tab
+ * each), and, comparing two runs, how its output differs in run B.
  */
 import { diffOf, endTarget, onlyInA } from "../model/ends";
 import { familyOf } from "../model/ports";
