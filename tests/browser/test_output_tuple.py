@@ -20,6 +20,8 @@ from test_zoo_in_view import ARTIFACTS
 
 PORTS = """() => [...document.querySelectorAll(".nfw-node[data-kind='output']")].map((n) =>
   [...n.querySelectorAll(".nfw-t1")].map((t) => t.textContent).join(""))"""
+TIPS = """() => [...document.querySelectorAll(".nfw-node[data-kind='output'] > title")].map((t) =>
+  t.textContent)"""
 STACKS = (
     """() => [...document.querySelectorAll(".nfw-stacked > .nfw-ct")].map((t) => t.textContent)"""
 )
@@ -69,6 +71,7 @@ def test_a_tuple_returned_is_one_port_and_the_figure_stays_whole(
     context, page, errors = open_first(browser, pages / f"{model}.html", width, height, shot)
     check_view(page.evaluate(COVERED), "first", whole=True)
     assert sorted(page.evaluate(PORTS)) == sorted(EXPECTED[model])
+    assert sorted(page.evaluate(TIPS)) == sorted(EXPECTED[model])  # the tooltips say the same
     if model == "gpt2":
         assert page.evaluate(STACKS) == ["GPT2Block × 6"]
         assert page.locator(".nfw-junction").count() >= 2  # the block's two sums

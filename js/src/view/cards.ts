@@ -131,7 +131,7 @@ export function nodeCard(n: SceneNode, look: CardLook, font: (kind: FontKind) =>
   if (!port) g.style.setProperty("--nfw-type", typeColor(n.type));
   const title = s("title");
   title.textContent = port
-    ? n.id
+    ? n.title // (a tuple's port: its items' range, not its first item's name)
     : `${n.path}\n${n.type}${n.shape ? `  ${n.shape}` : ""}${n.params ? `  ${n.params} params` : ""}${n.error ? `\nerror: ${n.error}` : ""}${n.residual ? `\n${residualWords(n.residual)}` : ""}`;
   g.append(title);
   // with data on the graph, the words take the top band and the picture the rest, or the
