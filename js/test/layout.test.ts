@@ -238,6 +238,45 @@ describe("sources that feed one reader, where side by side they do not fit (Flux
   });
 });
 
+describe("a group under a wider node, where centred on it the root does not fit (Gemma's attention opened at 1024 px)", () => {
+  // x -> emb (wide) -> block (its residual stream at its left, a branch to its right) -> t1 -> t2 -> t3
+  const leaf = (key: string, w: number, spine = true) => ({ key, w, h: 40, spine });
+  const block: LayoutGroup = {
+    key: "block",
+    spine: true,
+    items: [leaf("n1", 100), leaf("side", 300, false), leaf("n2", 100)],
+    edges: [
+      { src: 0, dst: 1, weight: 1 },
+      { src: 1, dst: 2, weight: 1 },
+      { src: 0, dst: 2, weight: 1, kind: "skip" },
+    ],
+    entries: [0],
+    exits: [2],
+  };
+  const root: LayoutGroup = {
+    key: "root",
+    items: [leaf("x", 80), leaf("emb", 420), block, leaf("t1", 120), leaf("t2", 120), leaf("t3", 120)],
+    edges: [0, 1, 2, 3, 4].map((i) => ({ src: i, dst: i + 1, weight: 1 })),
+  };
+  const mid = (b: Box) => b[0] + b[2] / 2;
+
+  it("stands flush with the node's near side, wrapped beside its tail, the edge between them an S", () => {
+    const free = computeLayout({ dir: "TB", root });
+    expect(mid(must(free.boxes, "n1"))).toBeCloseTo(mid(must(free.boxes, "emb")), 5); // one straight line
+    const fit = { w: 700, h: 460, k: 1, reserve: 0 };
+    const lay = computeLayout({ dir: "TB", root, fit });
+    expect(lay.width + 2 * 16).toBeLessThanOrEqual(fit.w);
+    expect(lay.height + 2 * 16).toBeLessThanOrEqual(fit.h);
+    const [emb, g, t1] = [must(lay.boxes, "emb"), must(lay.boxes, "block"), must(lay.boxes, "t1")];
+    expect(g[0]).toBeCloseTo(emb[0], 5);
+    expect(t1[0]).toBeGreaterThan(g[0] + g[2]); // the tail in a band of its own, beside
+    const route = must(lay.routes, "emb>block");
+    expect(route.at(-1)! - route[1]!).toBeGreaterThan(0); // down, from the middle of emb to the stream
+    expect(Math.abs(route[0]! - mid(emb))).toBeLessThan(1);
+    expect(Math.abs(route.at(-2)! - mid(must(lay.boxes, "n1")))).toBeLessThan(1);
+  });
+});
+
 describe("a group as wide as its header", () => {
   // three nodes side by side under a header wider than any of them: the group takes the
   // header's width, the nodes keep their own (ALBERT's attention opened: key, query, value

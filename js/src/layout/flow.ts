@@ -41,6 +41,10 @@ export interface FlowGroup {
   /** Sources that feed one reader first one above the other, in its column (layout.ts: at the
    * root, where side by side they do not fit: Flux's timestep over its pooled text). */
   sourcesStacked?: boolean;
+  /** A group on the trunk under a wider node flush with the node's near side, the edge between
+   * them an S (layout.ts: at the root, where centred on the node's middle it does not fit:
+   * Gemma's wide embedding over its layers' residual stream, their attention opened). */
+  flush?: boolean;
   lead: number; // along distance from the group's in side to its content (header, padding)
   trail: number; // ... from the content to its out side
 }

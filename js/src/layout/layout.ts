@@ -237,19 +237,21 @@ function placeGroup(
   if (arranged && isRoot && fit) {
     let bands = wrapBands(arranged, fit, dir);
     let placed = routeArranged(arranged, flow);
-    // too small on the canvas: its sources on the trunk where that shows it larger
-    const onTrunk = small(placed) && !inline && hasSources(flow) ? arrange({ ...flow, sourcesInline: true }) : null;
-    if (onTrunk) {
-      const wrapped = wrapBands(onTrunk, fit, dir);
-      const lined = routeArranged(onTrunk, flow);
-      if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
-    }
-    // ... or with the sources that feed one reader one above the other (Flux at 1024 px)
-    const piled = { ...flow, sourcesStacked: true };
-    const stacked = small(placed) && !inline && hasSources(flow) ? arrange(piled) : null;
-    if (stacked) {
-      const wrapped = wrapBands(stacked, fit, dir);
-      const lined = routeArranged(stacked, piled);
+    // too small on the canvas: its sources on the trunk where that shows it larger; or those
+    // that feed one reader one above the other (Flux at 1024 px); or a group under a wider
+    // node flush with it (Gemma's embedding over its layers, their attention opened at 1024 px)
+    const sourced = hasSources(flow) && !inline;
+    const tries: FlowGroup[] = sourced
+      ? [
+          { ...flow, sourcesInline: true },
+          { ...flow, sourcesStacked: true },
+        ]
+      : [];
+    for (const f of [...tries, { ...flow, flush: true }]) {
+      const alt = small(placed) ? arrange(f) : null;
+      if (!alt) continue;
+      const wrapped = wrapBands(alt, fit, dir);
+      const lined = routeArranged(alt, f);
       if (scale(lined) > scale(placed) + 1e-9) [placed, bands] = [lined, wrapped];
     }
     return toGroup(placed, dir, pad, header, bands);

@@ -8,7 +8,8 @@
  * blocks' branches); a strand's
  * column clears what is beside it in its rows only, so a sublayer sits next to the residual
  * stream, not beyond the widest node; where the root is too wide so (layout.ts), the sources
- * that feed one reader stand one above the other in its column (`sourcesStacked`). Too many
+ * that feed one reader stand one above the other in its column (`sourcesStacked`), or a group
+ * under a wider node stands flush with the node's near side (`flush`). Too many
  * columns (a tangle): null, and the layered solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
  * Flow coordinates (flow.ts); pure, no DOM.
  */
@@ -214,6 +215,8 @@ export function arrange(g: FlowGroup): Arranged | null {
     const v = trunkAt[r]!;
     if (v >= 0) {
       c[v] = line - at(items, v).ain;
+      const u = r > 0 ? trunkAt[r - 1]! : -1;
+      if (g.flush && u >= 0 && at(items, v).group && !at(items, u).group) c[v] = Math.min(c[v], c[u]!);
       line = c[v] + at(items, v).aout;
       hi[r] = c[v] + at(items, v).ac;
       lo[r] = c[v];
