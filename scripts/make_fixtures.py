@@ -205,6 +205,9 @@ def flows():
     yield "gpt2_hidden_states", _trace(model, (), input_ids=ids, output_hidden_states=True)
     model.config._attn_implementation = "eager"  # (the sdpa kernel returns no weights)
     yield "gpt2_attentions", _trace(model, (), input_ids=ids, output_attentions=True)
+    # attention and MLP side by side, one sum with the residual: its skip round the whole layer
+    model, kwargs = fixture_models.phi()
+    yield "phi", _trace(model, (), **kwargs)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

@@ -320,3 +320,15 @@ def nn_transformer(layers: int = 3):
                            num_decoder_layers=layers, dim_feedforward=64,
                            batch_first=True).eval()  # fmt: skip
     return model, (torch.randn(1, 10, 32), torch.randn(1, 7, 32))
+
+
+def phi(layers: int = 3):
+    """transformers' Phi: each layer's attention and MLP read one norm and add to the residual
+    in one sum (``x + attn(ln(x)) + mlp(ln(x))``), width 32, on 6 tokens."""
+    from transformers import PhiConfig, PhiForCausalLM
+
+    config = PhiConfig(vocab_size=64, hidden_size=32, num_hidden_layers=layers,
+                       num_attention_heads=4, intermediate_size=64)  # fmt: skip
+    torch.manual_seed(0)
+    model = PhiForCausalLM(config).eval()
+    return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}

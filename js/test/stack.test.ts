@@ -267,6 +267,28 @@ describe("which runs stack", () => {
     expect(into.sort()).toEqual(["s:backbone.embeddings skip", "s:backbone.layers.0.mixer flow"]);
   });
 
+  it("Phi: attention and MLP in one sum with the residual: the stream from before the stack skips round the layer into its ⊕", () => {
+    // PhiDecoderLayer.forward: residual = x; h = ln(x); return attn(h) + mlp(h) + residual
+    // (both dropped out first). The residual of layer k + 1 is layer k's sum, read by no node
+    // of layer k's: drawn, it is the stream that enters the stack (embed_dropout), dashed into
+    // the ⊕ that adds attention and MLP, which feeds final_layernorm.
+    const tree = goldenTree("phi");
+    const v = buildView(tree, stacked(tree, 0, [tree.byId.get("model")!]));
+    expect(v.stacks.map((st) => st.key)).toEqual(["k:model.layers.0"]);
+    expect(edgeText(v).filter((x) => x.includes("final_layernorm ") || x.endsWith("final_layernorm skip"))).toContain(
+      "model.embed_dropout -> model.final_layernorm skip",
+    );
+    const d = junctions(tree, v);
+    const mine = d.junctions.filter((j) => j.path.at(-1) === "k:model.layers.0");
+    expect(mine.map((j) => j.outs)).toEqual([["s:model.final_layernorm"]]);
+    const into = d.edges.filter((e) => mine.some((j) => j.key === e.dst)).map((e) => `${e.src} ${e.kind}`);
+    expect(into.sort()).toEqual([
+      "s:model.embed_dropout skip",
+      "s:model.layers.0.resid_dropout#0 flow",
+      "s:model.layers.0.resid_dropout#1 merge",
+    ]);
+  });
+
   it("BERT: the attention mask enters member 0's attention; the last layer's output leaves", () => {
     const tree = goldenTree("bert_padded");
     const v = buildView(tree, stacked(tree, 1, [tree.byId.get("encoder")!]));

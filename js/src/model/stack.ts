@@ -31,7 +31,7 @@ export interface Stacking {
 const stackMemo = new WeakMap<CallTree, Map<string, boolean>>();
 const partMemo = new WeakMap<CallTree, Map<string, Map<number, number> | null>>();
 const whereMemo = new WeakMap<CallTree, Map<number, { run: Run; member: number; base: number }>>();
-const lastMemo = new WeakMap<CallTree, Map<string, { out: [number, string, EdgeKind][]; shifted: Set<Run> }>>();
+const lastMemo = new WeakMap<CallTree, Map<string, ShiftedEdges>>();
 
 /** Whether a run may be drawn as a stack: indexed blocks (period 1) with children, a pure chain. */
 export function stackable(tree: CallTree, run: Run): boolean {
@@ -208,6 +208,15 @@ export function withKin(tree: CallTree, around: ReadonlySet<number>): Set<number
   return out;
 }
 
+/** `lastMemberEdges`' answer. */
+export interface ShiftedEdges {
+  out: [number, string, EdgeKind][];
+  /** [run, destination id, kind]: the last member's input round it (a skip from the member
+   * before it, whole): drawn from what feeds member 0 (Phi's residual round its layer). */
+  round: [Run, string, EdgeKind][];
+  shifted: Set<Run>;
+}
+
 /**
  * The edges out of stacked runs, as their last members make them: each run shifted to its
  * last member (its calls drawn for member 0's, the members before it whole), one more walk,
@@ -221,7 +230,7 @@ export function lastMemberEdges(
   tree: CallTree,
   selection: number[],
   stacks: { run: Run; drawn: number[] }[],
-): { out: [number, string, EdgeKind][]; shifted: Set<Run> } {
+): ShiftedEdges {
   // (a view's edges are walked more than once for a state: remembered per selection)
   let memo = lastMemo.get(tree);
   if (!memo) {
@@ -237,11 +246,7 @@ export function lastMemberEdges(
   return found;
 }
 
-function shiftedEdges(
-  tree: CallTree,
-  selection: number[],
-  stacks: { run: Run; drawn: number[] }[],
-): { out: [number, string, EdgeKind][]; shifted: Set<Run> } {
+function shiftedEdges(tree: CallTree, selection: number[], stacks: { run: Run; drawn: number[] }[]): ShiftedEdges {
   const { calls } = tree.graph;
   const back = new Map<number, number>(); // the last member's call -> member 0's
   const swap = new Map<number, number>(); // a drawn call -> the last member's
@@ -262,7 +267,8 @@ function shiftedEdges(
     for (const m of run.members) runOfCall.set(m, run);
   }
   const out: [number, string, EdgeKind][] = [];
-  if (shifted.size === 0) return { out, shifted };
+  const round: [Run, string, EdgeKind][] = [];
+  if (shifted.size === 0) return { out, round, shifted };
   const sel = selection.filter((c) => !members.has(c)).map((c) => swap.get(c) ?? c);
   for (const run of shifted) sel.push(...run.members.slice(0, -1));
   // a destination inside a shifted run: the run's members or their calls
@@ -273,8 +279,11 @@ function shiftedEdges(
   for (const e of stageEdges(tree.topo, sel)) {
     const from = tree.byId.get(e.src);
     const c = from === undefined ? undefined : back.get(from);
-    if (c === undefined || e.kind === "order" || inRun(e.dst)) continue;
-    out.push([c, e.dst, e.kind]);
+    if (e.kind === "order" || inRun(e.dst)) continue;
+    const before = from === undefined ? undefined : runOfCall.get(from); // the member before the last, whole
+    if (c === undefined && before && e.kind === "skip" && before.members.at(-2) === from)
+      round.push([before, e.dst, e.kind]);
+    if (c !== undefined) out.push([c, e.dst, e.kind]);
   }
-  return { out, shifted };
+  return { out, round, shifted };
 }

@@ -166,7 +166,8 @@ const KIND_RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order:
  * (model/stack.ts): edges between members and into members 1..n-1 are dropped (the
  * conditioning they read is shown entering member 0's calls), an edge c -> member 1 becomes
  * c -> Y for each edge member n-1 -> Y out of the run (c -> member 1's kind), other edges out
- * of members 1..n-2 are dropped.
+ * of members 1..n-2 are dropped; the last member's input skipping round it comes from what
+ * flows into member 0 (Phi's residual round a layer whose attention and MLP add in one sum).
  */
 export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   const { graph } = tree;
@@ -278,7 +279,8 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
   const alike = new Map<string, number>(); // source key + stack key -> members 1..n-1 reading it
   const into = new Map<Stack, [string, EdgeKind][]>(); // c -> member 1, c drawn in the stack
   const outOf = new Map<Stack, string[]>(); // member n-1 -> Y
-  const { out, shifted } = lastMemberEdges(
+  const entering = new Map<Stack, Set<string>>(); // what feeds member 0's drawn calls (flow)
+  const { out, round, shifted } = lastMemberEdges(
     tree,
     selection,
     stacks.map((st) => ({ run: st.run, drawn: drawnIn.get(st) ?? [] })),
@@ -305,6 +307,8 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     const src = keyOfId.get(e.src);
     const dst = keyOfId.get(e.dst);
     if (src && dst) add(src, dst, e.kind, e.dst);
+    const st = dst && src && e.kind === "flow" ? inStack.get(dst) : undefined;
+    if (st && src && inStack.get(src) !== st) (entering.get(st) ?? entering.set(st, new Set()).get(st)!).add(src);
   }
   // what a stack's last member hands on; into a tuple's port (its attention weights, its hidden
   // state) only where no node drawn for member 0 feeds that port already (GPT-2's attn does)
@@ -313,6 +317,11 @@ export function buildView(tree: CallTree, state: ViewState): ViewGraph {
     ports.has(dst) ? later.push([src, dst, kind]) : add(src, dst, kind);
   for (const [st, list] of into)
     for (const [src, kind] of list) for (const dst of outOf.get(st) ?? []) spliced(src, dst, kind);
+  for (const [run, id, kind] of round) {
+    const st = stacks.find((s) => s.run === run);
+    const dst = keyOfId.get(id);
+    for (const src of (st && entering.get(st)) ?? []) if (dst) spliced(src, dst, kind);
+  }
   for (const [c, id, kind] of out) {
     const src = keyOfId.get(at(graph.calls, c).id);
     const dst = keyOfId.get(id);
