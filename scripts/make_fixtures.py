@@ -208,6 +208,10 @@ def flows():
     # attention and MLP side by side, one sum with the residual: its skip round the whole layer
     model, kwargs = fixture_models.phi()
     yield "phi", _trace(model, (), **kwargs)
+    # a UNet whose conditioning merges before its blocks read it (SDXL's, Kandinsky's)
+    for kind in ("text_time", "image"):
+        model, kwargs = fixture_models.unet2d_added(kind)
+        yield f"unet2d_{kind}", _trace(model, (), **kwargs)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

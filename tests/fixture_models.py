@@ -332,3 +332,37 @@ def phi(layers: int = 3):
     torch.manual_seed(0)
     model = PhiForCausalLM(config).eval()
     return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}
+
+
+def unet2d_added(kind: str):
+    """diffusers' UNet2DConditionModel (two levels, 32 and 64 channels) with an added
+    conditioning whose parts merge before the blocks read them: ``"text_time"`` (SDXL: text
+    embeds and time ids concatenated, embedded, added to the time embedding) or ``"image"``
+    (Kandinsky 2.2: image embeds into the added embedding, added to the time embedding, and
+    into the projection the cross-attention reads)."""
+    from diffusers import UNet2DConditionModel
+
+    torch.manual_seed(0)
+    config = dict(sample_size=16, in_channels=4, out_channels=4, block_out_channels=(32, 64),
+                  layers_per_block=1, cross_attention_dim=32, attention_head_dim=8,
+                  norm_num_groups=8)  # fmt: skip
+    inputs = {"sample": torch.randn(1, 4, 16, 16), "timestep": torch.tensor([3])}
+    if kind == "text_time":
+        config.update(down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                      up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+                      addition_embed_type="text_time", addition_time_embed_dim=8,
+                      projection_class_embeddings_input_dim=16 + 6 * 8)  # fmt: skip
+        inputs["encoder_hidden_states"] = torch.randn(1, 6, 32)
+        inputs["added_cond_kwargs"] = {
+            "text_embeds": torch.randn(1, 16),
+            "time_ids": torch.randn(1, 6),
+        }
+    else:
+        config.update(down_block_types=("ResnetDownsampleBlock2D", "SimpleCrossAttnDownBlock2D"),
+                      up_block_types=("SimpleCrossAttnUpBlock2D", "ResnetUpsampleBlock2D"),
+                      mid_block_type="UNetMidBlock2DSimpleCrossAttn",
+                      resnet_time_scale_shift="scale_shift", encoder_hid_dim=16,
+                      encoder_hid_dim_type="image_proj", addition_embed_type="image")  # fmt: skip
+        inputs["encoder_hidden_states"] = None
+        inputs["added_cond_kwargs"] = {"image_embeds": torch.randn(1, 16)}
+    return UNet2DConditionModel(**config).eval(), inputs

@@ -87,3 +87,26 @@ describe("a junction's glyph", () => {
     expect(glyphOf("index_put")).toBe("index_…");
   });
 });
+
+describe("a sum of conditioning alone conditions what reads it", () => {
+  // SDXL: emb = time_embedding(t) + add_embedding(cat(text_embeds, add_time_proj(time_ids))),
+  // read by every block beside its data: the sum's lines are conditioning, as its sources'
+  // were; GPT-2's residual sums, whose sources carry the data, feed on as flow
+  it("SDXL's time plus text-time embedding: merge out of the sum; GPT-2's residual: flow", () => {
+    const sdxl = goldenTree("unet2d_text_time");
+    const d = junctions(sdxl, buildView(sdxl, initialState(sdxl)));
+    const sum = d.junctions.find((j) => j.glyph === "+")!;
+    expect(sum.outs.length).toBeGreaterThanOrEqual(4);
+    const out = d.edges.filter((e) => e.src === sum.key);
+    expect(out.map((e) => e.kind)).toEqual(out.map(() => "merge"));
+    expect(d.edges.filter((e) => e.dst === sum.key).map((e) => [e.src, e.kind])).toEqual([
+      ["s:time_embedding", "merge"],
+      ["s:add_embedding", "merge"],
+    ]);
+    const gpt2 = goldenTree("gpt2");
+    const g = junctions(gpt2, buildView(gpt2, initialState(gpt2)));
+    const outs = g.edges.filter((e) => e.src.startsWith("j:") && !e.dst.startsWith("j:"));
+    expect(outs.length).toBeGreaterThan(0);
+    expect(new Set(outs.map((e) => e.kind))).toEqual(new Set(["flow"]));
+  });
+});

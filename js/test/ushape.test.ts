@@ -218,3 +218,47 @@ describe("a diffusers UNet2DConditionModel is a U", () => {
     expect(c("mid_block")[0]).toBeGreaterThan(c("down_blocks.1")[0]);
   });
 });
+
+describe("a UNet whose conditioning merges before its blocks read it (SDXL's, Kandinsky's)", () => {
+  // SDXL: time_ids -> add_time_proj, with text_embeds, concatenated -> add_embedding, added
+  // to time_embedding: the sum every block reads. Kandinsky: image_embeds -> add_embedding
+  // (added to time_embedding) and -> encoder_hid_proj (what the cross-attention reads).
+  const centre = (b: Box): [number, number] => [b[0] + b[2] / 2, b[1] + b[3] / 2];
+  it.each([
+    ["unet2d_text_time", ["add_time_proj", "add_embedding", "time_embedding"]],
+    ["unet2d_image", ["encoder_hid_proj", "add_embedding", "time_embedding"]],
+  ])("%s: a U, the conditioning laid out whole beside it, the sum of embeddings a bus", (name, conditioning) => {
+    const tree = goldenTree(name);
+    const view = buildView(tree, initialState(tree));
+    for (const fit of [undefined, { w: 1280, h: 674, k: READ_K, reserve: MINIMAP_STRIP }]) {
+      const lay = computeLayout(layoutRequest(view, "TB", fit));
+      const c = (id: string) => centre(must(lay.boxes, `s:${id}`));
+      expect(Math.abs(c("down_blocks.0")[1] - c("up_blocks.1")[1])).toBeLessThan(0.5);
+      expect(c("down_blocks.0")[0]).toBeLessThan(c("mid_block")[0]);
+      expect(c("mid_block")[0]).toBeLessThan(c("up_blocks.1")[0]);
+      for (const id of conditioning) expect(c(id)[1], id).toBeLessThan(c("down_blocks.0")[1]);
+      const scene = buildScene(tree, view, lay, "TB");
+      const sum = scene.buses.find((b) => b.src.startsWith("j:"));
+      expect(sum, "the sum of embeddings is a bus").toBeDefined();
+      expect(scene.edges.filter((e) => e.from === `b:${sum!.src}`).length).toBeGreaterThanOrEqual(4);
+      // every drawn line passes behind no node but its own ends
+      const lines = [
+        ...scene.buses.map((b) => ({ what: `bus ${b.srcId}`, ends: [b.src], pts: b.points })),
+        ...scene.edges.map((e) => ({
+          what: `${e.from} -> ${e.to}`,
+          ends: [e.src, e.dst, e.from, e.to],
+          pts: e.points,
+        })),
+      ];
+      for (const { what, ends, pts } of lines)
+        for (const n of scene.nodes) {
+          if (ends.includes(n.key)) continue;
+          for (let i = 0; i + 3 < pts.length; i += 2)
+            expect(
+              segmentHitsBox(pts[i]!, pts[i + 1]!, pts[i + 2]!, pts[i + 3]!, n.box, 2),
+              `${what} behind ${n.id}`,
+            ).toBe(false);
+        }
+    }
+  });
+});

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
-from fixture_models import unet2d
+from fixture_models import unet2d, unet2d_added
 from live import open_offline, painted_after, paints, settle, shoot, walk
 from test_view_whole import COVERED, check_view
 
@@ -87,6 +87,11 @@ def pages(tmp_path_factory):
         path = tmp_path_factory.mktemp("unet") / f"unet2d_{levels}x{layers}.html"
         nfw.NeuralFlowWidget(model, inputs).to_html(path)
         out[(levels, layers)] = path
+    for kind in ("text_time", "image"):
+        model, inputs = unet2d_added(kind)
+        path = tmp_path_factory.mktemp("unet") / f"unet2d_{kind}.html"
+        nfw.NeuralFlowWidget(model, inputs).to_html(path)
+        out[kind] = path
     return out
 
 
@@ -201,3 +206,32 @@ def test_playback_walks_into_every_block_with_the_whole_u_in_view(browser, pages
     assert stood_in >= 30
     context.close()
     assert errors == []
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+@pytest.mark.parametrize("kind", ["text_time", "image"])
+def test_a_unet_whose_conditioning_merges_first_paints_as_a_u(browser, pages, kind, width, height):
+    """SDXL's added text-time conditioning and Kandinsky's image conditioning are no chains:
+    two parts merge (a concatenation, a sum with the time embedding) and one input feeds two.
+    The conditioning still stands beside (or above) the U, laid out whole, and the sum of
+    embeddings that every block reads is a bus: the U is drawn, not one column of nested
+    skips."""
+    got = see(browser, pages[kind], width, height, f"unet2d_{kind}_{width}x{height}.png")
+    for sid, kind_, *_box, px, inside in got["nodes"]:
+        assert inside, f"{sid} is not inside the canvas"
+        assert px >= (12 if kind_ in ("stage", "fold") else 11) - 0.05, f"{sid}: {px:.1f} px"
+    at = centres(got)
+    assert abs(at["down_blocks.0"][1] - at["up_blocks.1"][1]) < 2, (
+        at["down_blocks.0"],
+        at["up_blocks.1"],
+    )
+    assert at["down_blocks.0"][0] < at["mid_block"][0] < at["up_blocks.1"][0]
+    assert at["down_blocks.1"][0] < at["mid_block"][0] < at["up_blocks.0"][0]
+    assert at["mid_block"][1] > at["down_blocks.1"][1]
+    # the conditioning above the first level, the sum of embeddings tapped by a bus
+    for cond in ("time_embedding", "add_embedding"):
+        assert at[cond][1] < at["down_blocks.0"][1], cond
+    assert any(k == "bus" and s.startswith("j:") for k, s, _d, _p in got["lines"]), (
+        "the sum is no bus"
+    )
+    assert_buses_pass_behind_no_node(got)

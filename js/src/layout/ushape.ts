@@ -12,7 +12,7 @@
  *
  * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
  * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in columns
- * beside the encoder (one per chain of them, side by side, or one under the other), above its
+ * beside the encoder (one per part, side by side, or one under the other; aside.ts), above its
  * first skip, so that the bus runs down the outside of the U and its taps pass no node; or,
  * narrower, above the encoder's first stage, the chains starting level (a short one over the
  * decoder's tail: diffusers' U beside the inspector at 1024 px). Then the tail rises up the
@@ -27,6 +27,7 @@
  * spine.ts lays it out). Flow coordinates; pure, no DOM.
  */
 import { at } from "../wire_check";
+import { slotsOf } from "./aside";
 import { type FlowGroup, type FlowPlacement, RANKSEP, rounded, topoOrder } from "./flow";
 
 export const U_GAP = 120; // between the two sides (room for the skips' arrows)
@@ -78,8 +79,8 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
   for (const [k, e] of edges.entries()) {
     if (e.src < 0 || e.dst < 0) return null;
     if (sideAt[e.src]! >= 0 || sideAt[e.dst]! >= 0) {
-      // the conditioning feeds the trunk through buses only; inside it, straight down its column
-      if (sideAt[e.src]! < 0 || sideAt[e.dst] !== sideAt[e.src]! + 1) return null;
+      // the conditioning feeds the trunk through buses only (inside it: aside.ts)
+      if (sideAt[e.src]! < 0 || sideAt[e.dst]! < 0) return null;
       sideChain.push(k);
       continue;
     }
@@ -180,21 +181,24 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
   // up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
+  const slots = slotsOf(all, edges, aside, find, sideChain, where !== "beside");
+  if (!slots) return null;
+  const slotTop = new Float64Array(slots.length);
   let sEnd = where === "above" ? A[0]! - item(0).al / 2 : A[head] - item(head).al / 2;
   for (let i = rightStart; i <= rEnd && where !== "above"; i++) sEnd = Math.min(sEnd, A[i]! - item(i).al / 2);
   sEnd -= RANKSEP;
   const parts = beside ? [...new Set(aside.map(find))] : [find(aside[0] ?? 0)]; // the first nearest the U
   const partOf = aside.map((v) => Math.max(0, parts.indexOf(find(v))));
+  const colOf = slots.map((sl) => partOf[at(sl.qs, 0)]!);
   const upTo = parts.map(() => sEnd);
-  for (let q = aside.length - 1; q >= 0; q--) {
-    const p = partOf[q]!;
-    sTop[q] = upTo[p]! - node(aside[q]!).al;
-    upTo[p] = sTop[q]! - RANKSEP;
+  for (let q = slots.length - 1; q >= 0; q--) {
+    slotTop[q] = upTo[colOf[q]!]! - at(slots, q).al;
+    upTo[colOf[q]!] = slotTop[q]! - RANKSEP;
   }
   if (where === "above") {
     // above the encoder its columns start level (a short one stands above the decoder's tail)
     const lift = Math.min(...upTo);
-    for (const [q, p] of partOf.entries()) sTop[q] = sTop[q]! - (upTo[p]! - lift);
+    for (const [q, p] of colOf.entries()) slotTop[q] = slotTop[q]! - (upTo[p]! - lift);
   }
   // the tail on up the decoder's side (the buses enter it from outside), or level with the
   // decoder's last item (above it when that is an open group: its data leaves at its top)
@@ -304,7 +308,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
   let minC0 = Infinity;
   for (let i = 0; i < n; i++) minC0 = Math.min(minC0, lo(i));
   const wide = parts.map(() => 0);
-  for (const [q, v] of aside.entries()) wide[partOf[q]!] = Math.max(wide[partOf[q]!]!, node(v).ac);
+  for (const [q, sl] of slots.entries()) wide[colOf[q]!] = Math.max(wide[colOf[q]!]!, sl.ac);
   const mid: number[] = [];
   for (const [p, w] of wide.entries())
     mid.push(p === 0 ? minC0 - SIDE_GAP - w / 2 : mid[p - 1]! - wide[p - 1]! / 2 - PART_GAP - w / 2);
@@ -316,16 +320,26 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
       mid[p] = (p === 0 ? minC0 : mid[p - 1]! + wide[p - 1]! / 2 + PART_GAP) + w / 2;
       let a0 = Infinity;
       let a1 = -Infinity;
-      for (const [q, v] of aside.entries())
-        if (partOf[q] === p) [a0, a1] = [Math.min(a0, sTop[q]!), Math.max(a1, sTop[q]! + node(v).al)];
+      for (const [q, sl] of slots.entries())
+        if (colOf[q] === p) [a0, a1] = [Math.min(a0, slotTop[q]!), Math.max(a1, slotTop[q]! + sl.al)];
       for (let i = rightStart; i < n; i++)
         if (top(i) < a1 + RANKSEP / 2 && low(i) > a0 - RANKSEP / 2)
           over = Math.max(over, mid[p]! + w / 2 + PART_GAP - lo(i));
     }
     for (let p = 0; p < mid.length; p++) mid[p] = mid[p]! - over;
   }
-  for (const [q, v] of aside.entries()) sLo[q] = mid[partOf[q]!]! - (node(v).group ? node(v).ain : node(v).ac / 2);
-  for (const e of sideChain) {
+  for (const [q, sl] of slots.entries()) {
+    const it = node(aside[at(sl.qs, 0)]!);
+    const lo = mid[colOf[q]!]! - (sl.whole ? sl.ac / 2 : it.group ? it.ain : it.ac / 2);
+    for (const [k, r] of sl.qs.entries()) {
+      sTop[r] = slotTop[q]! + (sl.whole?.placed.pos[2 * k] ?? 0);
+      sLo[r] = lo + (sl.whole?.placed.pos[2 * k + 1] ?? 0);
+    }
+    for (const [k, e] of sl.whole?.edges.entries() ?? [])
+      routes[e] = at(sl.whole!.placed.routes, k).map((x, i) => x + (i % 2 ? lo : slotTop[q]!));
+  }
+  const whole = new Set(slots.flatMap((sl) => sl.whole?.edges ?? []));
+  for (const e of sideChain.filter((e) => !whole.has(e))) {
     const u = sideAt[edges[e]!.src]!;
     const w = sideAt[edges[e]!.dst]!;
     const iu = node(aside[u]!);

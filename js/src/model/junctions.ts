@@ -298,6 +298,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   };
   const edges: DrawnEdge[] = [];
   const relayed = new Map<string, DrawnEdge>(); // J' -> J: one line, whichever sources it carries
+  const data = new Set<string>(); // nodes that a sum brings data, not conditioning alone
   for (const e of view.edges) {
     const op = junctionOf.get(e.dst);
     if (op === undefined || e.kind === "order") {
@@ -312,6 +313,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
     if (src === null) edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
     else {
+      if (e.kind !== "merge") data.add(e.dst);
       // drawn once, of the strongest kind: the stream between two junctions (a residual's), a
       // source of a sum that two nodes read (GPT-2's last block: ln_f and the hidden states)
       const k = `${src}>${j.key}`;
@@ -328,7 +330,8 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   for (const [d, op] of junctionOf) {
     const j = junctionFor(op);
     j.outs.push(d);
-    edges.push({ src: j.key, dst: d, kind: "flow", edge: null });
+    // a sum of conditioning alone (SDXL's time embedding plus its added text-time one) conditions
+    edges.push({ src: j.key, dst: d, kind: data.has(d) ? "flow" : "merge", edge: null });
   }
   // 2b's junctions: the sources they add that no edge of their node brought (the stream: a
   // skip from before the stack into the node after it, as member k + 1 reads member k's input)

@@ -85,7 +85,8 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
     for (const e of list) readers.set(e.dst, Math.max(readers.get(e.dst) ?? 0, e.edge?.readers ?? 1));
     let n = 0;
     for (const r of readers.values()) n += r;
-    if (n >= BUS_MIN && !drawing.byKey.has(src)) buses.set(src, list);
+    // (a sum of conditioning alone is one too: SDXL's time embedding plus its text-time one)
+    if (n >= BUS_MIN && (!drawing.byKey.has(src) || list.every((e) => e.kind === "merge"))) buses.set(src, list);
   }
   const labels = crossing(view, drawing, buses);
   const bused = new Set([...buses.values()].flat());

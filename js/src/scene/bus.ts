@@ -350,7 +350,7 @@ export function drawBuses(
   return { buses: result, taps };
 
   function tapOf(e: DrawnEdge, src: string, points: number[]): SceneEdge {
-    const ve = e.edge!;
+    const ve = e.edge ?? { src, dst: e.dst }; // (a sum of conditioning alone: the junction's own)
     const node = view.byKey.get(src);
     return {
       key: `${ve.src}>${ve.dst}`,

@@ -275,7 +275,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         dst: e.dst,
         srcId: "",
         dstId: view.byKey.get(e.dst)?.id ?? e.dst,
-        kind: "flow",
+        kind: e.kind,
         points,
         from: e.src,
         to: e.dst,
