@@ -334,12 +334,13 @@ def phi(layers: int = 3):
     return model, {"input_ids": torch.tensor([[0, 5, 6, 7, 8, 9]])}
 
 
-def unet2d_added(kind: str):
+def unet2d_added(kind: str, levels: int = 2):
     """diffusers' UNet2DConditionModel (two levels, 32 and 64 channels) with an added
     conditioning whose parts merge before the blocks read them: ``"text_time"`` (SDXL: text
     embeds and time ids concatenated, embedded, added to the time embedding) or ``"image"``
     (Kandinsky 2.2: image embeds into the added embedding, added to the time embedding, and
-    into the projection the cross-attention reads)."""
+    into the projection the cross-attention reads). SDXL's own shape: three levels of two
+    layers (``levels=3``)."""
     from diffusers import UNet2DConditionModel
 
     torch.manual_seed(0)
@@ -348,8 +349,10 @@ def unet2d_added(kind: str):
                   norm_num_groups=8)  # fmt: skip
     inputs = {"sample": torch.randn(1, 4, 16, 16), "timestep": torch.tensor([3])}
     if kind == "text_time":
-        config.update(down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-                      up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross = ("CrossAttnDownBlock2D",) * (levels - 1)
+        config.update(block_out_channels=(32, 64, 64)[:levels], layers_per_block=1 + (levels > 2),
+                      down_block_types=("DownBlock2D", *cross),
+                      up_block_types=(*(b.replace("Down", "Up") for b in cross), "UpBlock2D"),
                       addition_embed_type="text_time", addition_time_embed_dim=8,
                       projection_class_embeddings_input_dim=16 + 6 * 8)  # fmt: skip
         inputs["encoder_hidden_states"] = torch.randn(1, 6, 32)

@@ -262,3 +262,22 @@ describe("a UNet whose conditioning merges before its blocks read it (SDXL's, Ka
     }
   });
 });
+
+describe("a U that fits no way: the arrangement that shows the most of it (layout/ushape_fit.ts)", () => {
+  it("SDXL's U a little too large for the canvas: its conditioning one column, not side by side and cut", () => {
+    // at this scale one column of conditioning shows 97 % of the U (a few px off its bottom),
+    // the conditioning side by side (as high as the canvas, the earlier choice) three quarters
+    const tree = goldenTree("unet2d_text_time");
+    const view = buildView(tree, initialState(tree));
+    const fit = { w: 1280, h: 674, k: 0.945, reserve: 0 };
+    const lay = computeLayout(layoutRequest(view, "TB", fit));
+    const shown =
+      Math.min(1, (fit.w - 2 * FIT_MARGIN) / (lay.width * fit.k)) *
+      Math.min(1, (fit.h - 2 * FIT_MARGIN) / (lay.height * fit.k));
+    expect(shown).toBeLessThan(1);
+    expect(shown).toBeGreaterThanOrEqual(0.95);
+    const [text, added] = [must(lay.boxes, "i:input:encoder_hidden_states"), must(lay.boxes, "s:add_embedding")];
+    expect(text[1]).toBeGreaterThan(added[1] + added[3]); // one under the other
+    expect(must(lay.boxes, "s:time_embedding")[0]).toBeLessThan(must(lay.boxes, "s:down_blocks.0")[0]);
+  });
+});

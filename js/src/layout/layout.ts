@@ -28,6 +28,7 @@ import { placeLayered, type GroupPlacement } from "./layered";
 import { routeArranged } from "./routes";
 import { arrange, arrangeNarrow, hasSources } from "./spine";
 import { placeU } from "./ushape";
+import { fittedU } from "./ushape_fit";
 
 export { RANKSEP, type Direction, type FitTarget };
 
@@ -220,17 +221,7 @@ function placeGroup(
   const uFlow = { ...flow, edges: drawn.map((i) => at(flow.edges, i)) };
   const u = placeU(uFlow);
   if (u) {
-    // the conditioning's chains side by side beside the encoder (a lower U), one under the
-    // other (a narrower one), or above the encoder (narrower still, taller: diffusers' U beside
-    // the inspector at 1024 px); without conditioning, the tail risen (narrower, taller): the
-    // first that fits the canvas; else of those as high as it, the narrowest (the inspector
-    // beside it gives way: app/viewfinder.ts); else the largest
-    const more = isRoot && fit ? [placeU(uFlow, "stacked"), placeU(uFlow, "above"), placeU(uFlow, "beside", true)] : [];
-    const us = [u, ...more].filter((p): p is FlowPlacement => p !== null);
-    const high = (p: FlowPlacement) => (tb ? p.al : p.ac) * fit!.k + 2 * FIT_MARGIN <= fit!.h + 1e-9;
-    const largest = (ps: FlowPlacement[]) => ps.reduce((a, b) => (scale(b) > scale(a) + 1e-9 ? b : a));
-    const low = isRoot && fit ? us.filter(high) : [];
-    const best = !(isRoot && fit) ? u : (us.find((p) => !small(p)) ?? (low.length ? largest(low) : largest(us)));
+    const best = isRoot && fit ? fittedU(uFlow, u, fit, tb) : u; // (ushape_fit.ts)
     return widen(toGroup(best, dir, pad, header, 1));
   }
   const arranged = arrangeNarrow(flow);

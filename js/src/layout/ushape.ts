@@ -7,8 +7,7 @@
  * conv_in and down_blocks.0 both into up_blocks.1); each target's deepest source is its
  * level, straight across (its junction level with it, the decoder stage above), and the
  * other skips into it come down the middle of the U from their source. Where a side holds
- * fewer items between two levels than the other, its items spread out so that both stay
- * level.
+ * fewer items between two levels than the other, its items spread out to stay level.
  *
  * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
  * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in columns
@@ -41,10 +40,16 @@ const BUS_STEP = 10; // ... and between two buses
 
 /** Where the conditioning stands: its chains side by side beside the encoder (a lower U),
  * one under the other there (narrower), or side by side above the encoder's first stage
- * (narrower still: beside the inspector). */
+ * (narrower still: beside the inspector); `narrow`: a part of it that branches or merges
+ * with its sources on its trunk (aside.ts). */
 export type Conditioning = "beside" | "stacked" | "above";
 
-export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = false): FlowPlacement | null {
+export function placeU(
+  g: FlowGroup,
+  where: Conditioning = "beside",
+  rise = false,
+  narrow = false,
+): FlowPlacement | null {
   const beside = where !== "stacked";
   const { items: all, edges } = g;
   if (all.length < 6 || g.exits.length) return null;
@@ -181,7 +186,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
   // up block reaches higher), so that it is above every stage it feeds
   const sTop = new Float64Array(aside.length);
   const sLo = new Float64Array(aside.length);
-  const slots = slotsOf(all, edges, aside, find, sideChain, where !== "beside");
+  const slots = slotsOf(all, edges, aside, find, sideChain, narrow);
   if (!slots) return null;
   const slotTop = new Float64Array(slots.length);
   let sEnd = where === "above" ? A[0]! - item(0).al / 2 : A[head] - item(head).al / 2;
@@ -216,10 +221,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
 
   // across: two sides, the bottom between them, the tail on to the right at the top
   // each side's line through its items' anchors (a group's entry need not be its centre)
-  let leftA = 0,
-    leftB = 0,
-    rightA = 0,
-    rightB = 0;
+  let [leftA, leftB, rightA, rightB] = [0, 0, 0, 0];
   for (let i = 0; i <= leftEnd; i++) {
     leftA = Math.max(leftA, item(i).ain);
     leftB = Math.max(leftB, item(i).ac - item(i).ain);
@@ -348,10 +350,7 @@ export function placeU(g: FlowGroup, where: Conditioning = "beside", rise = fals
   }
 
   // the content from 0, 0
-  let minA = Infinity,
-    minC = Infinity,
-    maxA = -Infinity,
-    maxC = -Infinity;
+  let [minA, minC, maxA, maxC] = [Infinity, Infinity, -Infinity, -Infinity];
   for (let i = 0; i < n; i++) {
     minA = Math.min(minA, top(i));
     maxA = Math.max(maxA, low(i));
