@@ -277,6 +277,49 @@ describe("a group under a wider node, where centred on it the root does not fit 
   });
 });
 
+describe("outputs one item feeds, where side by side they do not fit (BART's seven at 1024 px)", () => {
+  // x -> m -> head -> out on the trunk; m -> p0 ... p5, outputs of m alone
+  const leaf = (key: string, w: number, spine = false) => ({ key, w, h: 34, spine });
+  const ports = ["p0", "p1", "p2", "p3", "p4", "p5"];
+  const root: LayoutGroup = {
+    key: "root",
+    items: [leaf("x", 120, true), leaf("m", 200, true), leaf("head", 200, true), leaf("out", 120, true)].concat(
+      ports.map((p) => leaf(p, 240)),
+    ),
+    edges: [0, 1, 2]
+      .map((i) => ({ src: i, dst: i + 1, weight: 1 }))
+      .concat(ports.map((_, k) => ({ src: 1, dst: 4 + k, weight: 1 }))),
+  };
+
+  it("stand one under the other in a column beside the trunk, each edge down a lane between them", () => {
+    const wide = computeLayout({ dir: "TB", root });
+    const fit = { w: 900, h: 700, k: 1, reserve: 0 };
+    expect(wide.width + 32).toBeGreaterThan(fit.w); // side by side: too wide
+    const lay = computeLayout({ dir: "TB", root, fit });
+    expect(lay.width + 32).toBeLessThanOrEqual(fit.w);
+    expect(lay.height + 32).toBeLessThanOrEqual(fit.h);
+    const boxes = ports.map((p) => must(lay.boxes, p));
+    const [m, head] = [must(lay.boxes, "m"), must(lay.boxes, "head")];
+    for (const [k, b] of boxes.entries()) {
+      expect(b[0] + b[2] / 2).toBeCloseTo(boxes[0]![0] + boxes[0]![2] / 2, 5); // one column
+      if (k > 0) expect(b[1]).toBeGreaterThan(boxes[k - 1]![1] + boxes[k - 1]![3]); // in order
+      expect(b[0]).toBeGreaterThan(head[0] + head[2]); // beside the trunk
+      const route = must(lay.routes, `m>${ports[k]}`);
+      expect(route[1]).toBeGreaterThanOrEqual(m[1] + m[3] - 1); // out of m's bottom
+      const xs = route.filter((_, i) => i % 2 === 0);
+      expect(Math.min(...xs)).toBeGreaterThan(m[0]); // not round the trunk's far side
+      for (const key of ["x", "head", "out", ...ports.filter((p) => p !== ports[k])]) {
+        const box = must(lay.boxes, key);
+        for (let i = 0; i + 3 < route.length; i += 2)
+          expect(
+            segmentHitsBox(route[i + 1]!, route[i]!, route[i + 3]!, route[i + 2]!, [box[1], box[0], box[3], box[2]]),
+            `${ports[k]} through ${key}`,
+          ).toBe(false);
+      }
+    }
+  });
+});
+
 describe("a group as wide as its header", () => {
   // three nodes side by side under a header wider than any of them: the group takes the
   // header's width, the nodes keep their own (ALBERT's attention opened: key, query, value

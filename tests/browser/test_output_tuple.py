@@ -4,7 +4,9 @@ output_hidden_states=True, diffusers ControlNet's down_block_res_samples) draws 
 ports.ts): GPT-2's first view stays the paper's figure, its layers stacked "× 6" with the
 residual stream and its sums, all of it in view (seven ports side by side pushed the picture
 off the canvas and folded the layers); ControlNet's first view fits (its four residual outputs
-stood in a row beyond the right edge). The inspector lists the tuple's items, one tab each.
+stood in a row beyond the right edge); BART's seven outputs with its hidden states and attentions
+stand one under the other beside its trunk where a row of them does not fit (1024x768: 3 out
+of view before; layout/spine.ts sinksStacked). The inspector lists the tuple's items, one tab each.
 Expected from the models' code: GPT2Model appends the stream before each of its six blocks and
 ln_f's output after them (seven items); ControlNetModel returns one residual per down block
 resnet and downsampler plus conv_in's (four with two levels of one layer each). Screenshots in
@@ -30,6 +32,17 @@ STACKS = (
 EXPECTED = {
     "gpt2": ["output:logits", "output:hidden_states.0 … 6"],
     "controlnet": ["output:down_block_res_samples.0 … 3", "output:mid_block_res_sample"],
+    # BartForConditionalGeneration, two layers each side: its embeddings' and each layer's
+    # state per stack, each layer's self-attention weights and the decoder's cross-attention's
+    "bart": [
+        "output:logits",
+        "output:decoder_hidden_states.0 … 2",
+        "output:decoder_attentions.0 … 1",
+        "output:cross_attentions.0 … 1",
+        "output:encoder_last_hidden_state",
+        "output:encoder_hidden_states.0 … 2",
+        "output:encoder_attentions.0 … 1",
+    ],
 }
 
 
@@ -57,9 +70,19 @@ def _controlnet():
     }
 
 
+def _bart():
+    pytest.importorskip("transformers")
+    from fixture_models import bart
+
+    model, inputs = bart()
+    model.config._attn_implementation = "eager"  # (the sdpa kernel returns no weights)
+    return model, {**inputs, "output_hidden_states": True, "output_attentions": True}
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    return write_pages(tmp_path_factory.mktemp("tuple"), {"gpt2": _gpt2, "controlnet": _controlnet})
+    builders = {"gpt2": _gpt2, "controlnet": _controlnet, "bart": _bart}
+    return write_pages(tmp_path_factory.mktemp("tuple"), builders)
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])

@@ -41,6 +41,10 @@ export interface FlowGroup {
   /** Sources that feed one reader first one above the other, in its column (layout.ts: at the
    * root, where side by side they do not fit: Flux's timestep over its pooled text). */
   sourcesStacked?: boolean;
+  /** Outputs that one item feeds one under the other, in a column beside the trunk (layout.ts:
+   * at the root, where side by side they do not fit: BART's seven outputs with its hidden
+   * states and attentions). */
+  sinksStacked?: boolean;
   /** A group on the trunk under a wider node flush with the node's near side, the edge between
    * them an S (layout.ts: at the root, where centred on the node's middle it does not fit:
    * Gemma's wide embedding over its layers' residual stream, their attention opened). */

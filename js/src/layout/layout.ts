@@ -230,7 +230,8 @@ function placeGroup(
     let placed = routeArranged(arranged, flow);
     // too small on the canvas: its sources on the trunk where that shows it larger; or those
     // that feed one reader one above the other (Flux at 1024 px); or a group under a wider
-    // node flush with it (Gemma's embedding over its layers, their attention opened at 1024 px)
+    // node flush with it (Gemma's embedding over its layers, their attention opened at 1024 px);
+    // or the outputs one item feeds one under the other (BART's seven at 1024 px)
     const sourced = hasSources(flow) && !inline;
     const tries: FlowGroup[] = sourced
       ? [
@@ -238,7 +239,7 @@ function placeGroup(
           { ...flow, sourcesStacked: true },
         ]
       : [];
-    for (const f of [...tries, { ...flow, flush: true }]) {
+    for (const f of [...tries, { ...flow, flush: true }, { ...flow, sinksStacked: true }]) {
       const alt = small(placed) ? arrange(f) : null;
       if (!alt) continue;
       const wrapped = wrapBands(alt, fit, dir);

@@ -147,20 +147,27 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const m = afterOut(Math.min(gapBelow(u) / 2, Math.max(4, (inn[0] - out[0]) / 2)));
     const s = rounded([...out, m, out[1], m, inn[1], ...inn], CORNER);
     if (!blocked(s, u, v)) return s;
-    // sources stacked in a column (spine.ts): beside what is in the way only (the source
-    // under it), not round the whole rows between, where that passes no node
-    if (g.sourcesStacked && u.index >= 0 && v.index >= 0) {
+    // sources or outputs stacked in a column (spine.ts): beside what is in the way only (the
+    // source under it; the trunk's side of the outputs above it), not round the whole rows
+    // between, where that passes no node
+    if ((g.sourcesStacked || g.sinksStacked) && u.index >= 0 && v.index >= 0) {
       const [c0, c1] = [Math.min(out[1], inn[1]), Math.max(out[1], inn[1])];
       let [lo, hi] = [c0, c1];
+      let [near, far] = [Infinity, -Infinity]; // (the outputs' column above the target, across)
       for (let r = u.row + 1; r < v.row; r++)
         for (const w of at(byRow, r))
           if (arr.band[w] === u.band && c[w]! < c1 + 1 && c[w]! + at(items, w).ac > c0 - 1) {
             lo = Math.min(lo, c[w]!);
             hi = Math.max(hi, c[w]! + at(items, w).ac);
+            if (arr.col[w] === arr.col[v.index])
+              [near, far] = [Math.min(near, c[w]!), Math.max(far, c[w]! + at(items, w).ac)];
           }
       const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));
       const p2 = beforeIn(Math.min(17, Math.max(4, (inn[0] - out[0]) / 4)));
-      for (const lane of [hi + LANE_SEP, lo - LANE_SEP].sort((x, y) => Math.abs(x - c0) - Math.abs(y - c0))) {
+      const between =
+        g.sinksStacked && Number.isFinite(near) ? [inn[1] > out[1] ? near - LANE_SEP : far + LANE_SEP] : [];
+      const sides = [hi + LANE_SEP, lo - LANE_SEP].sort((x, y) => Math.abs(x - c0) - Math.abs(y - c0));
+      for (const lane of [...between, ...sides]) {
         const pts = rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);
         if (!blocked(pts, u, v)) return pts;
       }

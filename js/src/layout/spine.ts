@@ -8,8 +8,9 @@
  * blocks' branches); a strand's
  * column clears what is beside it in its rows only, so a sublayer sits next to the residual
  * stream, not beyond the widest node; where the root is too wide so (layout.ts), the sources
- * that feed one reader stand one above the other in its column (`sourcesStacked`), or a group
- * under a wider node stands flush with the node's near side (`flush`). Too many
+ * that feed one reader stand one above the other in its column (`sourcesStacked`), outputs
+ * that one item feeds one under the other in a column beside the trunk (`sinksStacked`), or a
+ * group under a wider node stands flush with the node's near side (`flush`). Too many
  * columns (a tangle): null, and the layered solver takes the group. Routing is routes.ts's, wrapping the root into bands bands.ts's.
  * Flow coordinates (flow.ts); pure, no DOM.
  */
@@ -117,6 +118,21 @@ export function arrange(g: FlowGroup): Arranged | null {
       });
     }
   }
+  // outputs that one item feeds first, one under the other, in its order
+  if (g.sinksStacked) {
+    const byFeeder = new Map<number, number[]>();
+    for (const v of order) {
+      if (spine[v] || entered[v] || at(outs, v).length > 0 || at(ins, v).length !== 1) continue;
+      const w = at(at(ins, v), 0);
+      if (row[v] === row[w]! + 1) (byFeeder.get(w) ?? byFeeder.set(w, []).get(w)!).push(v);
+    }
+    for (const [w, vs] of byFeeder)
+      if (vs.length > 2)
+        vs.forEach((v, k) => {
+          row[v] = row[w]! + 1 + k;
+          if (k > 0) stackedOn[v] = at(vs, k - 1);
+        });
+  }
   // no empty rows
   const used = [...new Set(row)].sort((x, y) => x - y);
   const remap = new Map(used.map((r, i) => [r, i]));
@@ -127,7 +143,8 @@ export function arrange(g: FlowGroup): Arranged | null {
   const strandOf = new Int32Array(n).fill(-1);
   const strands: Strand[] = [];
   // (stacked sources: the upper first, so the lower one continues its strand)
-  const seq = g.sourcesStacked ? [...order].sort((x, y) => row[x]! - row[y]! || pos[x]! - pos[y]!) : order;
+  const seq =
+    g.sourcesStacked || g.sinksStacked ? [...order].sort((x, y) => row[x]! - row[y]! || pos[x]! - pos[y]!) : order;
   for (const v of seq) {
     if (spine[v]) continue;
     const u = stackedOn[v]! >= 0 ? stackedOn[v]! : flowIn[v]!;
