@@ -344,8 +344,8 @@ button.nfw-banner-diverges:hover { background: color-mix(in srgb, var(--nfw-dive
   border: 1px solid var(--nfw-border); border-bottom-width: 2px; border-radius: 4px; background: var(--nfw-bg2);
 }
 .nfw-legend {
-  position: absolute; left: 10px; bottom: 10px; display: flex; gap: 4px 12px; align-items: center;
-  flex-wrap: wrap; max-width: min(430px, calc(100% - 20px)); padding: 5px 10px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;
+  position: absolute; left: 10px; bottom: 10px; display: flex; gap: 12px; align-items: center;
+  padding: 5px 10px; background: var(--nfw-bg1); border: 1px solid var(--nfw-border2); border-radius: 6px;
   color: var(--nfw-fg2); font-size: 11px; pointer-events: none; opacity: 0.95; transition: opacity .2s;
 }
 .nfw-legend.nfw-legend-faint { opacity: 0.35; }

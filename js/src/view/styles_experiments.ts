@@ -58,6 +58,7 @@ export const EXPERIMENT_CSS = `
 .nfw-head-toggle[aria-pressed="true"] { background: var(--nfw-error); border-color: var(--nfw-error); color: #fff; text-decoration: line-through; }
 .nfw-menu-apply { margin: 4px 12px 6px; align-self: flex-start; }
 
+.nfw-legend:has(.nfw-lens) { flex-wrap: wrap; row-gap: 4px; max-width: calc(100% - 20px); }
 .nfw-legend .nfw-lens { gap: 5px; white-space: nowrap; pointer-events: auto; }
 .nfw-legend .nfw-lens-sample {
   padding: 0 7px; height: 16px; border: 1.25px solid #b45309; border-radius: 8px; background: #fffbeb; color: #1f2937;
