@@ -332,13 +332,13 @@ export function placeU(
   }
   for (const [q, sl] of slots.entries()) {
     const it = node(aside[at(sl.qs, 0)]!);
-    const lo = mid[colOf[q]!]! - (sl.whole ? sl.ac / 2 : it.group ? it.ain : it.ac / 2);
+    const left = mid[colOf[q]!]! - (sl.whole ? sl.ac / 2 : it.group ? it.ain : it.ac / 2);
     for (const [k, r] of sl.qs.entries()) {
       sTop[r] = slotTop[q]! + (sl.whole?.placed.pos[2 * k] ?? 0);
-      sLo[r] = lo + (sl.whole?.placed.pos[2 * k + 1] ?? 0);
+      sLo[r] = left + (sl.whole?.placed.pos[2 * k + 1] ?? 0);
     }
     for (const [k, e] of sl.whole?.edges.entries() ?? [])
-      routes[e] = at(sl.whole!.placed.routes, k).map((x, i) => x + (i % 2 ? lo : slotTop[q]!));
+      routes[e] = at(sl.whole!.placed.routes, k).map((x, i) => x + (i % 2 ? left : slotTop[q]!));
   }
   const whole = new Set(slots.flatMap((sl) => sl.whole?.edges ?? []));
   for (const e of sideChain.filter((e) => !whole.has(e))) {
