@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { FIT_MARGIN } from "../src/layout/flow";
 import type { Box } from "../src/layout/layout";
 import { LEAST_K } from "../src/view/camera";
-import { placeWhole } from "../src/view/whole";
+import { chooseShape, placeWhole } from "../src/view/whole";
 import { partView } from "../src/view/part";
 
 const onScreen = (t: { x: number; y: number; k: number }, [x, y, w, h]: Box): Box => [
@@ -105,6 +105,51 @@ describe("placeWhole", () => {
     )!;
     expect(inside(onScreen(q.t, [0, 0, sw + 200, sh + 200]), 1000, 600)).toBe(true);
     expect(q.t.k).toBeCloseTo(600 / (sh + 200), 5);
+  });
+});
+
+describe("chooseShape: the legend in one row or wrapped, whichever leaves the graph largest and nearest the middle", () => {
+  // a language model's first view: a column as tall as the canvas, its output at the bottom
+  const column: Box[] = [0, 1, 2, 3, 4, 5].map((i) => [0, i * 100, 300, 50]);
+  const [W, H] = [1280, 720];
+  const row: Box = [10, H - 44, 780, 34]; // one row, 780 px wide
+  const wrapped: Box = [10, H - 63, 440, 53]; // wrapped into two rows
+  const place = (marks: Box[], w: number, h: number, shapes: Box[]) =>
+    shapes.map((o) => placeWhole(marks, w, h, { w: W, h: H, overlays: [o] }, 3, LEAST_K));
+  const middle = (t: { x: number; k: number }, core: Box) => {
+    const [l, r] = [t.x + core[0] * t.k, W - (t.x + (core[0] + core[2]) * t.k)];
+    return Math.abs(l - r);
+  };
+
+  it("takes the wrapped legend under a tall view that slides right to clear the row", () => {
+    const placed = place(column, 300, 550, [row, wrapped]);
+    const [r, w] = [placed[0]!, placed[1]!];
+    expect(r.clear && w.clear).toBe(true);
+    expect(w.t.k).toBeCloseTo(r.t.k, 3); // as large either way (the canvas' height decides)
+    expect(middle(r.t, [0, 0, 300, 550])).toBeGreaterThan(400); // slid aside beside the row
+    expect(chooseShape(placed, [0, 0, 300, 550], W, H)).toBe(1);
+    expect(middle(w.t, [0, 0, 300, 550])).toBeLessThan(100);
+  });
+
+  it("keeps the row under a view that is as much in the middle beside it (the first shape wins a tie)", () => {
+    const wide: Box[] = [
+      [0, 0, 1000, 50],
+      [0, 100, 1000, 50],
+    ];
+    const placed = place(wide, 1000, 150, [row, wrapped]);
+    expect(chooseShape(placed, [0, 0, 1000, 150], W, H)).toBe(0);
+  });
+
+  it("takes a shape that leaves the graph much larger, and one clear of the legend over one that is not", () => {
+    const at = (x: number, k: number, clear = true) => ({ t: { x, y: 0, k }, clear });
+    const core: Box = [0, 0, 300, 550];
+    expect(chooseShape([at(800, 1.0), at(490, 1.2)], core, W, H)).toBe(1); // 20 % larger
+    expect(chooseShape([at(490, 1.0), at(300, 1.05)], core, W, H)).toBe(0); // in the middle, 5 % smaller
+    expect(chooseShape([at(490, 1.0, false), at(800, 0.95)], core, W, H)).toBe(1);
+    expect(chooseShape([null, null], core, W, H)).toBe(-1);
+    // as near the middle either way: the shape the legend is in stays
+    expect(chooseShape([at(490, 1.0), at(495, 1.0)], core, W, H, undefined, 1)).toBe(1);
+    expect(chooseShape([at(490, 1.0), at(800, 1.0)], core, W, H, undefined, 1)).toBe(0);
   });
 });
 

@@ -14,6 +14,7 @@ import type { Scene } from "../scene/types";
 import type { Camera } from "../view/camera";
 import type { Chrome } from "../view/chrome";
 import type { GraphView } from "../view/graph_view";
+import { drawLegend, legendShapes, type LegendShape } from "../view/legend_shapes";
 import { MIN_K } from "../view/zoom";
 
 /** The reasons for a state that end with the whole graph in view where it fits at the
@@ -62,9 +63,12 @@ export class Viewfinder {
   private toggled: string | null = null; // the group or node opened or folded last
   private partKey: string | null = null; // what the part shown after an action centres on
   private relayTimer = 0;
+  private legend: LegendShape[] = []; // the legend's shapes (view/legend_shapes.ts), as the camera has them
   private growWhole = false; // the inspector narrowed: the canvas grown shows the whole graph (a step shown meanwhile or not)
 
-  constructor(private readonly host: ViewfinderHost) {}
+  constructor(private readonly host: ViewfinderHost) {
+    host.camera.onLegendShape = (i) => drawLegend(host.ui.legend, this.legend[i]); // as a whole view chose
+  }
 
   /** A scene was drawn for `reason`; `anchor`: the toggled thing, kept in place on the way.
    * After an action: the whole graph where it fits with names MIN_NAME_PX high, else the
@@ -136,10 +140,8 @@ export class Viewfinder {
     this.width = width;
     this.height = height;
     const c = canvas.getBoundingClientRect();
-    const r = legend.childElementCount ? legend.getBoundingClientRect() : null;
-    const moved = camera.setOverlays(
-      r && r.width > 0 && r.height > 0 ? [[r.left - c.left, r.top - c.top, r.width, r.height]] : [],
-    );
+    this.legend = legendShapes(legend, c);
+    const moved = camera.setLegend(this.legend.map((s) => s.box));
     const scene = this.host.scene();
     if (scene && !this.laying) {
       if (camera.attached && camera.needsFit) camera.firstView(scene, this.host.dir(), this.firstLeast);

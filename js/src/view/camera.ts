@@ -8,7 +8,7 @@ import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
 import { marksOf } from "./marks";
 import { partView } from "./part";
-import { CLEAR_WORTH, placeWhole, union } from "./whole";
+import { CLEAR_WORTH, chooseShape, placeWhole, union } from "./whole";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
@@ -38,8 +38,12 @@ export class Camera {
   framed = false;
   /** The least scale of a whole view after an action. */
   readonly least = LEAST_K;
+  /** The legend's shape chosen for a whole view (an index into setLegend's shapes): its
+   * owner draws the legend so (view/legend_shapes.ts). */
+  onLegendShape: (shape: number) => void = () => {};
   private part: Transform | null = null; // what showPart last showed
-  private overlays: Box[] = [];
+  private shapes: Box[] = [];
+  private shape = 0; // the shape the last whole view was placed beside
 
   constructor(
     private readonly surface: HTMLElement,
@@ -67,32 +71,41 @@ export class Camera {
     return this.zoom.viewport();
   }
 
-  /** The overlays over the canvas (canvas px) nodes are kept from under; whether they changed. */
-  setOverlays(boxes: Box[]): boolean {
+  /** The legend over the canvas nodes are kept from under: its box (canvas px) in each shape
+   * it can take, in order of preference (none: no legend); whether they changed. */
+  setLegend(shapes: Box[]): boolean {
     const same =
-      boxes.length === this.overlays.length &&
-      boxes.every((b, i) => b.every((v, j) => Math.abs(v - this.overlays[i]![j]!) < 0.5)); // same lengths, checked
-    this.overlays = boxes;
+      shapes.length === this.shapes.length &&
+      shapes.every((b, i) => b.every((v, j) => Math.abs(v - this.shapes[i]![j]!) < 0.5)); // same lengths, checked
+    this.shapes = shapes;
+    if (this.shape >= shapes.length) this.shape = 0;
     return !same;
   }
 
-  /** The transform of the whole graph in view, clear of the overlays where it can be, at a
-   * scale of `least` or more; null when it does not fit at `least`. */
+  /** The transform of the whole graph in view, clear of the legend where it can be (in the
+   * legend's shape that leaves it largest and nearest the middle, view/whole.ts chooseShape), at
+   * a scale of `least` or more; null when it does not fit at `least`. */
   whole(scene: Scene, least = this.least): Transform | null {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
-    return (
+    const marks = marksOf(scene);
+    const placed = (this.shapes.length ? this.shapes : [null]).map((o) =>
       placeWhole(
-        marksOf(scene),
+        marks,
         scene.width,
         scene.height,
-        { w, h, overlays: this.overlays },
+        { w, h, overlays: o ? [o] : [] },
         this.maxK,
         least,
         worth,
         scene.core,
-      )?.t ?? null
+      ),
     );
+    const core = scene.core ?? (marks.length ? union(marks) : ([0, 0, scene.width, scene.height] as Box));
+    const i = chooseShape(placed, core, w, h, worth, this.shape);
+    if (i < 0) return null;
+    this.shape = i;
+    return placed[i]!.t;
   }
 
   /** Show the whole graph when it fits at `least` or more; whether it did. */
@@ -100,6 +113,7 @@ export class Camera {
     if (!this.attached) return false;
     const t = this.whole(scene, least);
     if (!t) return false;
+    this.onLegendShape(this.shape);
     this.needsFit = false;
     this.framed = true;
     this.zoom.animateTo(t, ms);

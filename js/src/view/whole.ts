@@ -148,3 +148,44 @@ export function union(boxes: readonly Box[]): Box {
   const y1 = Math.max(...boxes.map((b) => b[1] + b[3]));
   return [x0, y0, x1 - x0, y1 - y0];
 }
+
+/** A legend shape whose whole view is this fraction of the largest one's scale, or more, is
+ * weighed by how near the middle it leaves the graph (a tall view beside a long legend slides
+ * aside to clear it; the legend wrapped into rows lets it stand in the middle). */
+export const SHAPE_WORTH = 0.92;
+/** Placements nearer the middle than this (px) are as good as each other: the shape the legend
+ * is in wins (it does not hop between corners for nothing), else the first. */
+const SHAPE_TIE = 16;
+
+/**
+ * Which of the whole views placed beside each of the legend's shapes (placeWhole's results,
+ * in the order of preference: the legend in one row first) to take: one clear of the legend
+ * where that costs little (CLEAR_WORTH of the largest scale), then of those within
+ * SHAPE_WORTH of the largest scale, the one that leaves the graph's core (graph coordinates)
+ * nearest the middle of a W × H canvas (`current`, the shape the legend is in, where it is as
+ * near); -1 when none fits. Pure.
+ */
+export function chooseShape(
+  placed: readonly ({ t: Transform; clear: boolean } | null)[],
+  core: Box,
+  W: number,
+  H: number,
+  worth = CLEAR_WORTH,
+  current = 0,
+): number {
+  const ok = placed.flatMap((p, i) => (p ? [{ ...p, i }] : []));
+  if (!ok.length) return -1;
+  const top = (ps: typeof ok) => Math.max(...ps.map((p) => p.t.k));
+  const clear = ok.filter((p) => p.clear);
+  const pool = clear.length && top(clear) >= top(ok) * worth ? clear : ok;
+  const k = top(pool);
+  const [cx, cy, cw, ch] = core;
+  const off = ({ t }: { t: Transform }) => {
+    const [l, u] = [t.x + cx * t.k, t.y + cy * t.k];
+    return Math.abs(l - (W - l - cw * t.k)) / 2 + Math.abs(u - (H - u - ch * t.k)) / 2;
+  };
+  let best = pool.find((p) => p.t.k >= k - 1e-6)!;
+  for (const p of pool) if (p.t.k >= k * SHAPE_WORTH && off(p) < off(best) - SHAPE_TIE) best = p;
+  const kept = pool.find((p) => p.i === current);
+  return kept && kept.t.k >= k * SHAPE_WORTH && off(kept) <= off(best) + SHAPE_TIE ? current : best.i;
+}
