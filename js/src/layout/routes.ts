@@ -254,6 +254,10 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
       [into, lane, into, right ? v.box[1] : v.box[1] + v.box[3]],
       [v.box[0] - 12, lane, v.box[0] - 12, v.cin, v.box[0], v.cin],
     ];
+    // a group is left from its end and entered over its top: its own routes (layout.ts exits,
+    // entries) go on from there, at its trunk
+    if (at(items, u.index).group) outs.shift();
+    if (at(items, v.index).group) ins.shift();
     const pts = outs.flatMap((o) => ins.map((i) => [...o, ...i])).find((p) => !hits(p));
     if (!pts) return null;
     if (own === undefined) gapLanes.set(key, k + 1);

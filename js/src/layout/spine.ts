@@ -162,7 +162,9 @@ export function arrange(g: FlowGroup): Arranged | null {
     const sources = g.sourcesBeside ? m : -m;
     const feeds = at(ins, v);
     const fed = entered[v] || feeds.length > 0;
-    const beside = feeds.length > 0 && feeds.every((u) => !spine[u] && at(strands, strandOf[u]!).side === sources);
+    const beside =
+      feeds.length > 0 &&
+      feeds.every((u) => !spine[u] && strandOf[u]! >= 0 && at(strands, strandOf[u]!).side === sources); // (placed)
     strandOf[v] = strands.length;
     // a twin on the side its place in the run puts it, farther out after another
     const twin = twinOf[v]!;

@@ -124,6 +124,14 @@ function setEnd(e: SceneEdge, pos: number, line: number, across: number, along: 
     p[across] = pos;
     p[along] = line + sign * Math.min(STUB, room / 2);
     stub.push(p);
+    // a long run along the flow to the end steps across to the port at the stub, square (a
+    // straight line from the stub to its far end would slant the whole run)
+    if (room > 2 * STUB) {
+      const q: [number, number] = [0, 0];
+      q[across] = next[across]!;
+      q[along] = p[along]!;
+      stub.push(q);
+    }
   }
   const result = [port, ...stub, ...rest];
   if (!out) result.reverse();
