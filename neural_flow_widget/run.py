@@ -28,6 +28,7 @@ from .graph import (
     TraceError,
     resolve,
 )
+from .graph.lens import head_input_leaf, on_the_stream
 from .graph.reads import without_unread
 from .request import Request, checked, split_inputs
 from .tracing import Watch, output_leaves
@@ -290,9 +291,8 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
     notes, nonfinite = tuple(ran.notes), tuple[str, ...]()
     if request.replaced:
         notes += (f"intervention: {'; '.join(request.replaced)}",)
-    if capture is not None and capture.readouts is not None and request.norm is None:
-        norm = _final_norm(request, records, graph)
-        capture.readouts.norm = weakref.ref(norm) if norm is not None else None
+    if capture is not None and capture.readouts is not None:
+        _fit_readouts(request, records, graph, capture.readouts)
     if capture is not None:
         calls = capture.mark(calls)
         notes += capture.notes
@@ -315,27 +315,23 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
     )
 
 
-def _final_norm(request: Request, records: list[Any], graph: OpGraph) -> torch.nn.Module | None:
-    """The norm a language model applies before its unembedding: the leaf module whose op
-    made the unembedding's input (through the reshapes of the modules around), when it is a
-    norm (its class says so); else None."""
-    table, head = request.modules, request.head
-    index = next((i for i, m in enumerate(table.modules) if m is head), None)
+def _fit_readouts(request: Request, records: list[Any], graph: OpGraph, found: Readouts) -> None:
+    """Keep the readouts of the stream the unembedding reads (an encoder-decoder's encoder
+    predicts no token: :mod:`.graph.lens`), and, unless ``readout=`` named it, read through
+    the norm whose op made the unembedding's input, when it is one (its class says so)."""
+    table = request.modules
+    index = next((i for i, m in enumerate(table.modules) if m is request.head), None)
     call = next((c for c in range(len(records) - 1, -1, -1) if records[c].module == index), None)
     if call is None or not graph.owners:
-        return None
-    todo, seen = list(graph.call_inputs[call]), set()
-    while todo:
-        op = todo.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        owner = graph.owners[op]
-        if owner >= 0 and table.infos[records[owner].module].leaf:
-            module = table.modules[records[owner].module]
-            return module if "norm" in type(module).__name__.lower() else None
-        todo.extend(graph.parents[op])
-    return None
+        return
+    read = on_the_stream(graph, call, found.kept)
+    found.kept = {c: h for c, h in found.kept.items() if c in read}
+    if request.norm is not None:
+        return
+    leaf = head_input_leaf(graph, call, lambda c: table.infos[records[c].module].leaf)
+    module = table.modules[records[leaf].module] if leaf >= 0 else None
+    norm = module if module is not None and "norm" in type(module).__name__.lower() else None
+    found.norm = weakref.ref(norm) if norm is not None else None
 
 
 def _trace_error(flow: Flow, run: Ran, grad: bool = False) -> TraceError:

@@ -67,6 +67,45 @@ def test_readouts_are_refused_where_there_are_none():
     assert given.readout("blocks.2", k=1).ids.shape == (3, 1)
 
 
+def t5():
+    torch.manual_seed(0)
+    config = transformers.T5Config(
+        vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+        decoder_start_token_id=0,
+    )  # fmt: skip
+    return transformers.T5ForConditionalGeneration(config).eval(), "encoder.block", "decoder.block"
+
+
+def bart():
+    torch.manual_seed(0)
+    config = transformers.BartConfig(
+        vocab_size=64, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+    )  # fmt: skip
+    model = transformers.BartForConditionalGeneration(config).eval()
+    return model, "model.encoder.layers", "model.decoder.layers"
+
+
+@pytest.mark.parametrize("make", [t5, bart])
+def test_an_encoder_decoders_encoder_has_no_readout(make):
+    """Its encoder's stream (as wide as the decoder's) reaches the decoder only as the
+    cross-attention's keys and values: read through the decoder's unembedding it predicts no
+    token. The decoder's blocks, and the sublayers that write its stream, have readouts."""
+    model, encoder, decoder = make()
+    ids = torch.randint(0, 64, (1, 6))
+    flow = nfw.trace(model, {"input_ids": ids, "decoder_input_ids": ids[:, :4]})
+    read = {flow.calls[i].id for i in flow.capture.read_calls}
+    assert {f"{decoder}.0", f"{decoder}.1"} <= read
+    assert not [c for c in read if c.startswith(encoder.split(".")[0] + ".encoder")]
+    assert not [c for c in read if c.startswith(encoder)]
+    with pytest.raises(ValueError, match="has no readout"):
+        flow.readout(f"{encoder}.1")
+    with torch.no_grad():  # the decoder's last block still reads as the model's own logits
+        logits = model(input_ids=ids, decoder_input_ids=ids[:, :4]).logits[0]
+    top = torch.topk(torch.softmax(logits, dim=-1), 5)
+    np.testing.assert_array_equal(flow.readout(f"{decoder}.1", k=5).ids, top.indices.numpy())
+
+
 class Tiny(nn.Module):
     """Three sequence stages and a readout of the last position."""
 
