@@ -212,6 +212,9 @@ def flows():
     for kind in ("text_time", "image"):
         model, kwargs = fixture_models.unet2d_added(kind)
         yield f"unet2d_{kind}", _trace(model, (), **kwargs)
+    # a UNet whose mid block alone reads the text: its one edge into the U's bottom
+    model, kwargs = fixture_models.unet2d(cross=False)
+    yield "unet2d_mid", _trace(model, (), **kwargs)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

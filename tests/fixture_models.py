@@ -270,10 +270,11 @@ def dit(layers: int = 2):
     return model, inputs
 
 
-def unet2d(levels: int = 2, layers: int = 1):
+def unet2d(levels: int = 2, layers: int = 1, cross: bool = True):
     """diffusers' UNet2DConditionModel: two levels (32, 64 channels), one layer per block,
     cross-attention on 5 tokens of width 32, a 16 x 16 latent; or more levels (up to four)
-    and layers per block (Stable Diffusion's has four levels of two). Its blocks are called
+    and layers per block (Stable Diffusion's has four levels of two); without ``cross``, the
+    mid block alone attends to the text (its down and up blocks plain). Its blocks are called
     ``(hidden_states, temb, encoder_hidden_states)``."""
     from diffusers import UNet2DConditionModel
 
@@ -284,8 +285,10 @@ def unet2d(levels: int = 2, layers: int = 1):
         out_channels=4,
         block_out_channels=(32, 64, 64, 64)[:levels],
         layers_per_block=layers,
-        down_block_types=("CrossAttnDownBlock2D",) * (levels - 1) + ("DownBlock2D",),
-        up_block_types=("UpBlock2D",) + ("CrossAttnUpBlock2D",) * (levels - 1),
+        down_block_types=("CrossAttnDownBlock2D" if cross else "DownBlock2D",) * (levels - 1)
+        + ("DownBlock2D",),
+        up_block_types=("UpBlock2D",)
+        + ("CrossAttnUpBlock2D" if cross else "UpBlock2D",) * (levels - 1),
         cross_attention_dim=32,
         attention_head_dim=8,
         norm_num_groups=8,

@@ -263,6 +263,43 @@ describe("a UNet whose conditioning merges before its blocks read it (SDXL's, Ka
   });
 });
 
+describe("a U whose mid block alone reads the text (DownBlock2D and UpBlock2D round UNetMidBlock2DCrossAttn)", () => {
+  // UNet2DConditionModel.forward hands encoder_hidden_states to every block that has
+  // attention: here only the mid block, so the text is one edge, no bus; it was drawn as one
+  // column, down and up, its skips nested rectangles beside it
+  it("is a U, the text's line beside the encoder into the mid block's top, behind no node", () => {
+    const centre = (b: Box): [number, number] => [b[0] + b[2] / 2, b[1] + b[3] / 2];
+    const tree = goldenTree("unet2d_mid");
+    const view = buildView(tree, initialState(tree));
+    for (const fit of [undefined, { w: 1280, h: 674, k: READ_K, reserve: MINIMAP_STRIP }]) {
+      const lay = computeLayout(layoutRequest(view, "TB", fit));
+      const box = (key: string) => must(lay.boxes, key);
+      const c = (id: string) => centre(box(`s:${id}`));
+      expect(Math.abs(c("down_blocks.0")[1] - c("up_blocks.1")[1])).toBeLessThan(0.5);
+      expect(Math.abs(c("down_blocks.1")[1] - c("up_blocks.0")[1])).toBeLessThan(0.5);
+      expect(c("down_blocks.1")[0]).toBeLessThan(c("mid_block")[0]);
+      expect(c("mid_block")[0]).toBeLessThan(c("up_blocks.0")[0]);
+      expect(c("mid_block")[1]).toBeGreaterThan(c("down_blocks.1")[1]);
+      const scene = buildScene(tree, view, lay, "TB");
+      const text = scene.edges.find((e) => e.src === "i:input:encoder_hidden_states")!;
+      expect(text.dst).toBe("s:mid_block");
+      const [x, y] = text.points.slice(-2) as [number, number];
+      const mid = box("s:mid_block");
+      expect(Math.abs(y - mid[1])).toBeLessThan(0.5); // into its top
+      expect(x).toBeGreaterThan(mid[0]);
+      for (const e of scene.edges)
+        for (const n of scene.nodes) {
+          if ([e.src, e.dst, e.from, e.to].includes(n.key)) continue;
+          for (let i = 0; i + 3 < e.points.length; i += 2)
+            expect(
+              segmentHitsBox(e.points[i]!, e.points[i + 1]!, e.points[i + 2]!, e.points[i + 3]!, n.box, 2),
+              `${e.src} -> ${e.dst} behind ${n.id}`,
+            ).toBe(false);
+        }
+    }
+  });
+});
+
 describe("a U that fits no way: the arrangement that shows the most of it (layout/ushape_fit.ts)", () => {
   it("SDXL's U a little too large for the canvas: its conditioning one column, not side by side and cut", () => {
     // at this scale one column of conditioning shows 97 % of the U (a few px off its bottom),

@@ -87,6 +87,10 @@ def pages(tmp_path_factory):
         path = tmp_path_factory.mktemp("unet") / f"unet2d_{levels}x{layers}.html"
         nfw.NeuralFlowWidget(model, inputs).to_html(path)
         out[(levels, layers)] = path
+    model, inputs = unet2d(2, 1, cross=False)
+    path = tmp_path_factory.mktemp("unet") / "unet2d_mid.html"
+    nfw.NeuralFlowWidget(model, inputs).to_html(path)
+    out["mid"] = path
     for kind, levels in [("text_time", 2), ("text_time", 3), ("image", 2)]:
         model, inputs = unet2d_added(kind, levels)
         path = tmp_path_factory.mktemp("unet") / f"unet2d_{kind}_{levels}.html"
@@ -236,4 +240,26 @@ def test_a_unet_whose_conditioning_merges_first_paints_as_a_u(
     assert any(k == "bus" and s.startswith("j:") for k, s, _d, _p in got["lines"]), (
         "the sum is no bus"
     )
+    assert_buses_pass_behind_no_node(got)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_a_unet_whose_mid_block_alone_reads_the_text_first_paints_as_a_u(
+    browser, pages, width, height
+):
+    """DownBlock2D and UpBlock2D round UNetMidBlock2DCrossAttn: the text is one edge into the
+    mid block, no bus. It was drawn as one column, down and up, the skips nested dashed
+    rectangles beside it; now a U, the text's line beside the encoder into the mid block's
+    top, passing behind no node."""
+    got = see(browser, pages["mid"], width, height, f"unet2d_mid_{width}x{height}.png")
+    for sid, kind, *_box, px, inside in got["nodes"]:
+        assert inside, f"{sid} is not inside the canvas"
+        assert px >= (12 if kind in ("stage", "fold") else 11) - 0.05, f"{sid}: {px:.1f} px"
+    at = centres(got)
+    for i in range(2):
+        assert at[f"down_blocks.{i}"][0] < at["mid_block"][0] < at[f"up_blocks.{i}"][0]
+        assert abs(at[f"down_blocks.{i}"][1] - at[f"up_blocks.{1 - i}"][1]) < 2
+    assert at["mid_block"][1] > at["down_blocks.1"][1]
+    text = [p for k, s, d, p in got["lines"] if d == "mid_block" and "encoder_hidden" in s]
+    assert text, "no line from the text into the mid block"
     assert_buses_pass_behind_no_node(got)

@@ -7,6 +7,7 @@
  */
 import { at } from "../wire_check";
 import type { FlowEdge, FlowItem, FlowPlacement } from "./flow";
+import { RANKSEP, rounded } from "./flow";
 import { routeArranged } from "./routes";
 import { arrange } from "./spine";
 
@@ -64,4 +65,13 @@ export function slotsOf(
     i = j;
   }
   return slots;
+}
+
+/** A conditioning item's edge into the U's bottom (ushape.ts), from its out side at `from`
+ * (along, across): down a little, across to `lane` (outside the encoder's column), down to a
+ * rank above the bottom's `top`, across to `x` and down into its top (the trunk enters a plain
+ * bottom's side, and under it the buses go round the U). */
+export function feedRoute([a, c]: [number, number], lane: number, x: number, top: number): number[] {
+  const [below, over] = [a + 12, top - RANKSEP / 2];
+  return rounded([a, c, below, c, below, lane, over, lane, over, x, top, x], 10);
 }

@@ -1,42 +1,34 @@
 /**
- * A group whose trunk runs down and up again through skips that do not cross (a U-Net) is
- * drawn as a U, like the figure in the paper: the encoder down one side, the innermost
- * stretch (the bottleneck) across the bottom, the decoder up the other side, and what follows
- * the outermost skip (the head, the output) on to the side at the top. Skips may share a
- * source or a target (a diffusers UNet hands each up block several of the encoder's tensors:
- * conv_in and down_blocks.0 both into up_blocks.1); each target's deepest source is its
- * level, straight across (its junction level with it, the decoder stage above), and the
- * other skips into it come down the middle of the U from their source. Where a side holds
- * fewer items between two levels than the other, its items spread out to stay level.
+ * A group whose trunk runs down and up again through skips that do not cross (a U-Net) is drawn
+ * as a U, the paper's figure: the encoder down one side, the bottleneck across the bottom, the
+ * decoder up the other side, the head on to the side at the top. Each target's deepest source
+ * is its level, straight across; other skips into it (diffusers hands up_blocks.1 both conv_in
+ * and down_blocks.0) come down the middle of the U. A side with fewer items between two levels
+ * spreads them out to stay level.
  *
- * Items off the trunk that nothing on it feeds and that feed it by no edge of this group (a
- * timestep or text conditioning, whose bus taps the blocks: model/trunk.ts) stand in columns
- * beside the encoder (one per part, side by side, or one under the other; aside.ts), above its
- * first skip, so that the bus runs down the outside of the U and its taps pass no node; or,
- * narrower, above the encoder's first stage, the chains starting level (a short one over the
- * decoder's tail: diffusers' U beside the inspector at 1024 px). Then the tail rises up the
- * decoder's side (the bus enters the decoder from outside, scene/bus.ts) instead of running on
- * to the side; so it does in a U without conditioning where that is narrower (`rise`: a U-Net
- * beside the inspector at 1024 px, its head over the decoder's top).
+ * Items off the trunk that nothing on it feeds (a timestep or text conditioning: its bus taps
+ * the blocks, model/trunk.ts; or its one edge feeds the bottom, the mid block alone reading the
+ * text) stand in columns beside the encoder (side by side or one under the other; aside.ts),
+ * above its first skip, the bus down the outside of the U; or, narrower, above the encoder's
+ * first stage (diffusers' U beside the inspector at 1024 px). Then the tail rises up the
+ * decoder's side (the bus enters it from outside, scene/bus.ts); so it does without
+ * conditioning where that is narrower (`rise`).
  *
- * Open groups keep the U: one on the encoder's side flows down like it, and a skip from it
- * leaves below it, where its data leaves; one at the bottom is entered from above and left
- * below; one on the rising side is drawn upside down (`flip`: layout.ts mirrors it along the
- * flow), so its data goes up like the decoder's. null when the group is not such a U (then
- * spine.ts lays it out). Flow coordinates; pure, no DOM.
+ * Open groups keep the U: on the encoder's side one flows down, a skip leaving below it; at the
+ * bottom one is entered from above and left below; on the rising side one is drawn upside down
+ * (`flip`: layout.ts mirrors it), its data going up like the decoder's. null when the group is
+ * not such a U (spine.ts lays it out). Flow coordinates; pure, no DOM.
  */
 import { at } from "../wire_check";
-import { slotsOf } from "./aside";
+import { feedRoute, slotsOf } from "./aside";
 import { type FlowGroup, type FlowPlacement, RANKSEP, rounded, topoOrder } from "./flow";
 
 export const U_GAP = 120; // between the two sides (room for the skips' arrows)
-const JUNCTION_SEP = 16;
-const MIN_SKIPS = 2;
+const [JUNCTION_SEP, MIN_SKIPS] = [16, 2];
 const SIDE_GAP = 48; // between the conditioning's column and the encoder (room for its bus)
 const PART_GAP = 28; // between two of its columns (the timestep's, the text's)
 const SHARED_OFF = 10; // a shared skip's end beside its target's level skip
-const BUS_OFF = 16; // scene/bus.ts: a bus' distance from what it passes ...
-const BUS_STEP = 10; // ... and between two buses
+const [BUS_OFF, BUS_STEP] = [16, 10]; // scene/bus.ts: a bus' distance from what it passes, and between two
 
 /** Where the conditioning stands: its chains side by side beside the encoder (a lower U),
  * one under the other there (narrower), or side by side above the encoder's first stage
@@ -81,12 +73,14 @@ export function placeU(
   const chain = new Map<number, number>(); // order position i -> edge index of i -> i + 1
   const all_skips: [number, number, number][] = []; // source position, target position, edge index
   const sideChain: number[] = []; // edges down the conditioning's column
+  const feeds: number[] = []; // edges from the conditioning into the trunk: the U's bottom's
   for (const [k, e] of edges.entries()) {
     if (e.src < 0 || e.dst < 0) return null;
     if (sideAt[e.src]! >= 0 || sideAt[e.dst]! >= 0) {
-      // the conditioning feeds the trunk through buses only (inside it: aside.ts)
-      if (sideAt[e.src]! < 0 || sideAt[e.dst]! < 0) return null;
-      sideChain.push(k);
+      // the conditioning feeds the trunk through buses (inside it: aside.ts), or its bottom
+      if (sideAt[e.dst]! < 0) feeds.push(k);
+      else if (sideAt[e.src]! < 0) return null;
+      else sideChain.push(k);
       continue;
     }
     const i = posOf[e.src]!;
@@ -135,6 +129,7 @@ export function placeU(
   // entered from below); the tail is plain
   for (const [s, t] of all_skips) if (s > leftEnd || t < rightStart || t > rEnd) return null;
   for (let i = rEnd + 1; i < n; i++) if (item(i).group) return null;
+  if (feeds.some((k) => posOf[at(edges, k).dst] !== bottom)) return null;
 
   const A = new Float64Array(n); // along of each position's centre
   const gap = (i: number, j: number) => (item(i).junction || item(j).junction ? JUNCTION_SEP : RANKSEP);
@@ -192,7 +187,11 @@ export function placeU(
   let sEnd = where === "above" ? A[0]! - item(0).al / 2 : A[head] - item(head).al / 2;
   for (let i = rightStart; i <= rEnd && where !== "above"; i++) sEnd = Math.min(sEnd, A[i]! - item(i).al / 2);
   sEnd -= RANKSEP;
-  const parts = beside ? [...new Set(aside.map(find))] : [find(aside[0] ?? 0)]; // the first nearest the U
+  // the first nearest the U; what feeds the bottom nearer (its line passes no bus)
+  const fed = new Set(feeds.map((k) => find(at(edges, k).src)));
+  const parts = beside
+    ? [...new Set(aside.map(find))].sort((x, y) => +fed.has(y) - +fed.has(x))
+    : [find(aside[0] ?? 0)];
   const partOf = aside.map((v) => Math.max(0, parts.indexOf(find(v))));
   const colOf = slots.map((sl) => partOf[at(sl.qs, 0)]!);
   const upTo = parts.map(() => sEnd);
@@ -340,13 +339,15 @@ export function placeU(
     for (const [k, e] of sl.whole?.edges.entries() ?? [])
       routes[e] = at(sl.whole!.placed.routes, k).map((x, i) => x + (i % 2 ? left : slotTop[q]!));
   }
+  // what feeds the bottom alone (the mid block alone reading the text): aside.ts feedRoute
+  const outOf = (q: number): [number, number] => [sTop[q]! + node(aside[q]!).al, sLo[q]! + node(aside[q]!).aout];
+  const bx = () => (turned ? lo(bottom) + item(bottom).ac / 2 : inC(bottom)); // (feeds: a bottom)
+  for (const k of feeds)
+    routes[k] = feedRoute(outOf(sideAt[at(edges, k).src]!), minC0 - SIDE_GAP / 2, bx(), top(bottom));
   const whole = new Set(slots.flatMap((sl) => sl.whole?.edges ?? []));
   for (const e of sideChain.filter((e) => !whole.has(e))) {
-    const u = sideAt[edges[e]!.src]!;
-    const w = sideAt[edges[e]!.dst]!;
-    const iu = node(aside[u]!);
-    const iw = node(aside[w]!);
-    routes[e] = along(sTop[u]! + iu.al, sLo[u]! + iu.aout, sTop[w]!, sLo[w]! + iw.ain);
+    const w = sideAt[at(edges, e).dst]!;
+    routes[e] = along(...outOf(sideAt[at(edges, e).src]!), sTop[w]!, sLo[w]! + node(aside[w]!).ain);
   }
 
   // the content from 0, 0
