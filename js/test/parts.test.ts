@@ -75,6 +75,25 @@ describe("the sublayers of a residual block", () => {
     expect(partLines(buildTree(graph), part)).toMatchObject({ title: "fc1 → activation_fn → fc2" });
   });
 
+  it("a sandwich's norms go unnamed together: Gemma's post-norm is not named alone as if the block were post-norm", () => {
+    // Whisper's MLP part (final_layer_norm, fc1, activation_fn, fc2) with fc2 a norm, as
+    // Gemma's `pre_feedforward_layernorm → mlp → post_feedforward_layernorm`: neither norm is
+    // named, as its pre-norm alone is not; with no norm before, a norm after is named (post-norm)
+    const graph = decodeGraph(structuredClone(golden.cases.find((c) => c.name === "whisper")!.graph));
+    const fc2 = "model.encoder.layers.0.fc2";
+    for (const c of graph.calls) if (c.module === fc2) c.type = "Gemma3RMSNorm";
+    const part = (g: typeof graph) => {
+      const t = buildTree(g);
+      return partLines(t, partsOf(t).list.find((p) => p.key === fc2)!);
+    };
+    expect(part(graph)).toMatchObject({ title: "fc1 → activation_fn", type: "Linear → GELUActivation" });
+    for (const c of graph.calls) if (c.module === "model.encoder.layers.0.final_layer_norm") c.type = "Linear";
+    expect(part(graph)).toMatchObject({
+      title: "final_layer_norm → fc1 → activation_fn → fc2",
+      type: "Linear → Linear → GELUActivation → Gemma3RMSNorm",
+    });
+  });
+
   it("BART, post-norm: a norm that makes the add's shortcut stays out of the sublayer after it", () => {
     // BartEncoderLayer.forward: h = self_attn_layer_norm(x + self_attn(x)); residual = h;
     // out = final_layer_norm(residual + fc2(activation_fn(fc1(h)))): the second add reads

@@ -118,17 +118,22 @@ function findParts(tree: CallTree): Parts {
   return { list, byKey: new Map(list.map((p) => [p.key, p])), of };
 }
 
-/** The members a part's node names: all but a sublayer's leading norm (its pre-norm) and its
- * dropouts (named in the node's tip; the paper's figure draws "Self-Attention", "MLP";
- * Segformer's "attention → hidden_dropout → drop_path" is "attention"); a unit's norm is
- * named (diffusers' "conv_norm_out → conv_act → conv_out", GroupNorm → SiLU → Conv2d). */
+/** The members a part's node names: all but a sublayer's leading norm (its pre-norm), with
+ * it a trailing one (a sandwich: Gemma's `post_attention_layernorm` after its attention, not
+ * named alone as if the block were post-norm), and its dropouts (named in the node's tip; the
+ * paper's figure draws "Self-Attention", "MLP"; Segformer's "attention → hidden_dropout →
+ * drop_path" is "attention"); a unit's norm is named (diffusers' "conv_norm_out → conv_act
+ * → conv_out", GroupNorm → SiLU → Conv2d). */
 function bodyOf(tree: CallTree, part: Run): number[] {
   const { calls } = tree.graph;
   const { members } = part;
-  const first = at(calls, at(members, 0));
-  const body = members.length > 1 && !part.unit && NORM.test(first.type) ? members.slice(1) : members;
+  const norm = (m: number) => NORM.test(at(calls, m).type);
+  const lead = members.length > 1 && !part.unit && norm(at(members, 0)) ? 1 : 0;
+  const body = members.slice(lead);
   const kept = body.filter((m) => !PASS.test(at(calls, m).type));
-  return kept.length ? kept : body;
+  const named = kept.length ? kept : body;
+  const trail = lead && named.length > 1 && norm(at(named, named.length - 1)) ? 1 : 0;
+  return named.slice(0, named.length - trail);
 }
 
 /** What a part's node says: its name ("self_attn", "fc1 → activation_fn → fc2"), the same

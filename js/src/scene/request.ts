@@ -33,8 +33,9 @@ export const NODE_H = 50;
 /** The widest a stage grows: a type of some 40 characters beside its shape
  * ("SegformerOverlapPatchEmbeddings  1×64×16" whole). */
 const STAGE_MAX = 380;
-/** ... and a fold: two types of some 20 characters ("(ResnetBlock2D → Transformer2DModel) × 3"). */
-const FOLD_MAX = 440;
+/** ... a fold: two types of some 20 characters ("(ResnetBlock2D → Transformer2DModel) × 3"); a
+ * folded sublayer: two types of some 30 characters beside its shape. */
+const [FOLD_MAX, PART_MAX] = [440, 500];
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
@@ -101,9 +102,8 @@ export function stageWidth(c: WireCall, m: Measure = estimate, again = c.call, c
   return twoLines(stageTitle(c, again, context), formatParams(c.params), c.type, formatShape(c.shapes[0]), m);
 }
 
-/** The most a module is called again in the run (ALBERT's shared layer: "attention #3"): a
- * stack stepping through its passes draws each pass's title on the one node, as wide as the
- * longest. */
+/** The most a module is called again in the run (ALBERT's shared layer: "attention #3"): a stack
+ * stepping through its passes draws each pass's title on the one node, as wide as the longest. */
 function mostCalls(calls: readonly WireCall[]): Map<string, number> {
   let most = mostMemo.get(calls);
   if (!most) {
@@ -117,10 +117,10 @@ const mostMemo = new WeakMap<readonly WireCall[], Map<string, number>>();
 
 /** A card's width for its two lines (view/cards.ts nodeCard): the name and, right of it, the
  * parameters; the type and, right of it, the shape; at least NODE_W, up to STAGE_MAX. */
-function twoLines(title: string, params: string, type: string, shape: string, m: Measure): number {
+function twoLines(title: string, params: string, type: string, shape: string, m: Measure, most = STAGE_MAX): number {
   const first = 40 + m(title, "t1") + (params ? m(params, "num") + 10 : 0);
   const second = 40 + m(type, "t2") + m(shape, "num") + 8;
-  return Math.round(Math.min(STAGE_MAX, Math.max(NODE_W, first, second)));
+  return Math.round(Math.min(most, Math.max(NODE_W, first, second)));
 }
 
 /** A group's header label: the module's name below the drawn group around it (`outer`:
@@ -186,11 +186,11 @@ export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = est
   return Math.round(Math.min(FOLD_MAX, Math.max(NODE_W, 64 + m(title, "t1"), second)));
 }
 
-/** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its
- * members' names (but a leading norm's) and all their parameters, the same members' types and
- * its output's shape; up to STAGE_MAX (a longer type line is cut, whole in its tip). */
+/** A folded sublayer (model/parts.ts) is as wide as its two lines need, as a stage: its members'
+ * names (not its norms') and all their parameters, the same members' types and its output's
+ * shape; up to PART_MAX (a longer type line is cut, whole in its tip). */
 export function partWidth({ title, type, params, shape }: ReturnType<typeof partLines>, m: Measure = estimate): number {
-  return twoLines(title, params, type, shape, m);
+  return twoLines(title, params, type, shape, m, PART_MAX);
 }
 
 /** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
