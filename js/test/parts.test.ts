@@ -87,6 +87,10 @@ describe("the sublayers of a residual block", () => {
       return partLines(t, partsOf(t).list.find((p) => p.key === fc2)!);
     };
     expect(part(graph)).toMatchObject({ title: "fc1 → activation_fn", type: "Linear → GELUActivation" });
+    // a layer scale after the body (DINOv2's) goes unnamed as a dropout does
+    for (const c of graph.calls) if (c.module === fc2) c.type = "Dinov2WithRegistersLayerScale";
+    expect(part(graph)).toMatchObject({ title: "fc1 → activation_fn", type: "Linear → GELUActivation" });
+    for (const c of graph.calls) if (c.module === fc2) c.type = "Gemma3RMSNorm";
     for (const c of graph.calls) if (c.module === "model.encoder.layers.0.final_layer_norm") c.type = "Linear";
     expect(part(graph)).toMatchObject({
       title: "final_layer_norm → fc1 → activation_fn → fc2",

@@ -26,8 +26,9 @@ const cache = new WeakMap<CallTree, Parts>();
 /** Whether a module type is a normalization (a sublayer's pre-norm: named beside its body). */
 const NORM = /norm/i;
 /** Whether a module type passes its input on unchanged when evaluating (a dropout, a stochastic
- * depth's drop path, an identity): not named on a part's node (in its tip). */
-const PASS = /dropout|droppath|^identity$/i;
+ * depth's drop path, an identity), or scales it channel by channel (DINOv2's and CaiT's layer
+ * scale, which the papers' figures leave out): not named on a part's node (in its tip). */
+const PASS = /dropout|droppath|^identity$|layerscale/i;
 
 /** The parts of every residual block of a tree (computed once per tree). */
 export function partsOf(tree: CallTree): Parts {
