@@ -150,6 +150,7 @@ describe("chooseShape: the legend in one row or wrapped, whichever leaves the gr
     // as near the middle either way: the shape the legend is in stays
     expect(chooseShape([at(490, 1.0), at(495, 1.0)], core, W, H, undefined, 1)).toBe(1);
     expect(chooseShape([at(490, 1.0), at(800, 1.0)], core, W, H, undefined, 1)).toBe(0);
+    expect(chooseShape([at(480, 1.04), at(490, 1.0)], core, W, H, undefined, 1)).toBe(0); // (larger)
   });
 });
 

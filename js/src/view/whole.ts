@@ -153,9 +153,10 @@ export function union(boxes: readonly Box[]): Box {
  * weighed by how near the middle it leaves the graph (a tall view beside a long legend slides
  * aside to clear it; the legend wrapped into rows lets it stand in the middle). */
 export const SHAPE_WORTH = 0.92;
-/** Placements nearer the middle than this (px) are as good as each other: the shape the legend
- * is in wins (it does not hop between corners for nothing), else the first. */
+/** Placements nearer the middle than this (px), and as large (KEEP_WORTH), are as good as each
+ * other: the shape the legend is in wins (it does not hop between corners for nothing). */
 const SHAPE_TIE = 16;
+const KEEP_WORTH = 0.99;
 
 /**
  * Which of the whole views placed beside each of the legend's shapes (placeWhole's results,
@@ -187,5 +188,5 @@ export function chooseShape(
   let best = pool.find((p) => p.t.k >= k - 1e-6)!;
   for (const p of pool) if (p.t.k >= k * SHAPE_WORTH && off(p) < off(best) - SHAPE_TIE) best = p;
   const kept = pool.find((p) => p.i === current);
-  return kept && kept.t.k >= k * SHAPE_WORTH && off(kept) <= off(best) + SHAPE_TIE ? current : best.i;
+  return kept && kept.t.k >= best.t.k * KEEP_WORTH && off(kept) <= off(best) + SHAPE_TIE ? current : best.i;
 }
