@@ -215,6 +215,8 @@ def flows():
     # a UNet whose mid block alone reads the text: its one edge into the U's bottom
     model, kwargs = fixture_models.unet2d(cross=False)
     yield "unet2d_mid", _trace(model, (), **kwargs)
+    # identical blocks each reading a source of its own (DPT's fusion): no stack
+    yield "fusion_scales", _trace(*fixture_models.fusion())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

@@ -43,6 +43,36 @@ class ResBlock(nn.Module):
         return self.conv2(self.act(self.conv1(x))) + x
 
 
+class FusionBlock(nn.Module):
+    """DPT's feature fusion layer: the coarser map fused with this scale's (added), refined."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.act = nn.ReLU()
+
+    def forward(self, h, feature=None):
+        return self.act(self.conv(h if feature is None else h + feature))
+
+
+class Fusion(nn.Module):
+    """Four features of one input (four convolutions), fused from the last to the first by
+    four identical blocks, each reading the one before it and its own feature: DPT's feature
+    fusion stage (``DPTFeatureFusionStage``)."""
+
+    def __init__(self, c: int = 4) -> None:
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(3, c, 3, padding=1) for _ in range(4))
+        self.layers = nn.ModuleList(FusionBlock(c) for _ in range(4))
+
+    def forward(self, x):
+        features = [conv(x) for conv in self.convs][::-1]
+        h = self.layers[0](features[0])
+        for layer, feature in zip(self.layers[1:], features[1:]):
+            h = layer(h, feature)
+        return h
+
+
 class UNet(nn.Module):
     """Two levels down (max-pool in this forward), a residual bottleneck, two levels up
     (transposed convs), each decoder reading ``torch.cat([up, skip])``."""
@@ -372,3 +402,9 @@ def unet2d_added(kind: str, levels: int = 2):
         inputs["encoder_hidden_states"] = None
         inputs["added_cond_kwargs"] = {"image_embeds": torch.randn(1, 16)}
     return UNet2DConditionModel(**config).eval(), inputs
+
+
+def fusion():
+    """:class:`Fusion` on an 8 x 8 image."""
+    torch.manual_seed(0)
+    return Fusion().eval(), torch.randn(1, 3, 8, 8)

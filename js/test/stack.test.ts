@@ -222,6 +222,26 @@ describe("which runs stack", () => {
     }
   });
 
+  it("identical blocks each reading a source of their own do not stack (DPT's fusion of four scales)", () => {
+    // Fusion.forward: h = layers.0(convs.3(x)); h = layers.k(h, convs.(3 - k)(x)): a chain of
+    // four FusionBlocks, but drawn as one the other three convolutions would feed nothing
+    const tree = goldenTree("fusion_scales");
+    const run = tree.runs.get("layers.0")!;
+    expect(run.members.length).toBe(4);
+    expect(stackable(tree, run)).toBe(false);
+    const state: ViewState = { expanded: new Set(), unfolded: new Set(tree.runs.keys()), stacked: new Map() };
+    const view = buildView(tree, state);
+    const edges = new Set(view.edges.map((e) => `${view.byKey.get(e.src)!.id} -> ${view.byKey.get(e.dst)!.id}`));
+    for (let k = 0; k < 4; k++)
+      expect(edges, `convs.${3 - k} -> layers.${k}`).toContain(`convs.${3 - k} -> layers.${k}`);
+    // a mask, an encoder's output, read by every member alike, still stacks (BERT's, T5's)
+    for (const [name, key] of [
+      ["bert_padded", "encoder.layer.0"],
+      ["t5", "decoder.block.0"],
+    ] as const)
+      expect(stackable(goldenTree(name), goldenTree(name).runs.get(key)!), name).toBe(true);
+  });
+
   it("a flat pattern (Linear → ReLU) × 5 and a sequential-topology GPT-2 do not stack", () => {
     for (const name of ["flat_mlp", "gpt2_sequential"]) {
       const tree = goldenTree(name);

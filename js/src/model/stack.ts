@@ -65,11 +65,22 @@ function isChain(tree: CallTree, run: Run): boolean {
   const last = run.members.length - 1;
   const linked = new Uint8Array(run.members.length);
   const items = familyOf(tree.graph); // (a lone output read from a middle member: no chain)
+  // what each member reads from outside the run, by module (another call of one module is
+  // the same source: Gemma's rotary embedding, called once per kind of layer)
+  const moduleOf = (id: string) => {
+    const c = tree.byId.get(id);
+    return c === undefined ? id : at(calls, c).module;
+  };
+  const outside = run.members.map(() => new Set<string>());
   for (const e of stageEdges(tree.topo, selection)) {
     if (e.kind === "order") continue;
     const a = index.get(e.src);
     const b = index.get(e.dst);
-    if (a === undefined) continue; // from outside: conditioning (a mask, an encoder's output)
+    if (a === undefined) {
+      // from outside: conditioning (a mask, an encoder's output), read by every member alike
+      if (b !== undefined) at(outside, b).add(moduleOf(e.src));
+      continue;
+    }
     if (b !== undefined) {
       if (b !== a + 1) return false; // a skip between members, or a member reading a later one
       linked[b] = 1;
@@ -78,7 +89,10 @@ function isChain(tree: CallTree, run: Run): boolean {
     }
   }
   for (let j = 1; j <= last; j++) if (!linked[j]) return false;
-  return true;
+  // a member that reads a source of its own (DPT's fusion layers, each one scale's features)
+  // is no copy of the first: drawn as one, the others' sources would feed nothing
+  const first = at(outside, 0);
+  return outside.every((o) => [...o].every((m) => first.has(m)));
 }
 
 /** The calls of member k standing for member 0's (member 0's subtree, the member included;
