@@ -84,8 +84,8 @@ export class Camera {
 
   /** The transform of the whole graph in view, clear of the legend where it can be (in the
    * legend's shape that leaves it largest and nearest the middle, view/whole.ts chooseShape), at
-   * a scale of `least` or more; null when it does not fit at `least`. */
-  whole(scene: Scene, least = this.least): Transform | null {
+   * a scale of `least` or more, and that shape; null when it does not fit at `least`. */
+  whole(scene: Scene, least = this.least): { t: Transform; shape: number } | null {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
     const marks = marksOf(scene);
@@ -103,20 +103,19 @@ export class Camera {
     );
     const core = scene.core ?? (marks.length ? union(marks) : ([0, 0, scene.width, scene.height] as Box));
     const i = chooseShape(placed, core, w, h, worth, this.shape);
-    if (i < 0) return null;
-    this.shape = i;
-    return placed[i]!.t;
+    return i < 0 ? null : { t: placed[i]!.t, shape: i };
   }
 
   /** Show the whole graph when it fits at `least` or more; whether it did. */
   showWhole(scene: Scene, least = this.least, ms = 280): boolean {
     if (!this.attached) return false;
-    const t = this.whole(scene, least);
-    if (!t) return false;
-    this.onLegendShape(this.shape);
+    const placed = this.whole(scene, least);
+    if (!placed) return false;
+    this.shape = placed.shape;
+    this.onLegendShape(placed.shape);
     this.needsFit = false;
     this.framed = true;
-    this.zoom.animateTo(t, ms);
+    this.zoom.animateTo(placed.t, ms);
     return true;
   }
 
