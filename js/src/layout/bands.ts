@@ -75,6 +75,17 @@ function rowsOf(arr: Arranged, g: FlowGroup | null): Rows {
   for (const v of g?.exits ?? []) span(arr.row[v]!, rows - 1, MIXED, arr.row[v]!);
   const cutOk = new Uint8Array(rows);
   for (let r = 0; r < rows - 1; r++) cutOk[r] = count[r] === 1 || (count[r]! > 1 && source[r]! >= 0) ? 1 : 0;
+  // nor below a source whose readers all come after it (BERT's mask, read by the layers' stack
+  // only: stranded at the foot of a band, on the connector's way out of it)
+  const fed = new Uint8Array(items.length);
+  const first = new Int32Array(items.length).fill(rows); // the first row that reads it
+  for (const e of arr.edges)
+    if (e.src >= 0 && e.dst >= 0) {
+      fed[e.dst] = 1;
+      first[e.src] = Math.min(first[e.src]!, arr.row[e.dst]!);
+    }
+  for (let v = 0; v < items.length; v++)
+    if (!fed[v] && !at(items, v).spine && first[v]! < rows && first[v]! > arr.row[v]!) cutOk[arr.row[v]!] = 0;
   return { lo, hi, a0, a1, cutOk, from };
 }
 
