@@ -268,10 +268,9 @@ def _left_out_note(flow: Any, baked: Baked, budget_bytes: int, suggest: int) -> 
     )
     total = len(page_order(flow))
     return (
-        f"this page keeps the data of {total - len(baked.left_out)} of the run's {total} "
-        f"stages, inputs and outputs (attention maps first, then blocks, then leaves); over "
-        f"its {_mb(budget_bytes)} MB budget: {which}. Export with budget_bytes={suggest:_} "
-        f"to keep them all"
+        f"data left out of this page, over its {_mb(budget_bytes)} MB budget: {which} of its "
+        f"{total} stages (attention maps, then blocks, kept first). Export with "
+        f"budget_bytes={suggest:_} to keep them all"
     )
 
 
