@@ -269,7 +269,7 @@ def _left_out_note(flow: Any, baked: Baked, budget_bytes: int, suggest: int) -> 
     total = len(page_order(flow))
     return (
         f"data left out of this page, over its {_mb(budget_bytes)} MB budget: {which} of its "
-        f"{total} stages (attention maps, then blocks, kept first). Export with "
+        f"{total} nodes (attention maps, then blocks, kept first). Export with "
         f"budget_bytes={suggest:_} to keep them all"
     )
 
