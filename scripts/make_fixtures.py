@@ -217,6 +217,9 @@ def flows():
     yield "unet2d_mid", _trace(model, (), **kwargs)
     # identical blocks each reading a source of its own (DPT's fusion): no stack
     yield "fusion_scales", _trace(*fixture_models.fusion())
+    # token ids read again as an index (CLIP's pooling at the end token): a skip on the wire
+    model, kwargs = fixture_models.clip_text()
+    yield "clip_text", _trace(model, (), **kwargs)
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

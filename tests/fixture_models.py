@@ -408,3 +408,16 @@ def fusion():
     """:class:`Fusion` on an 8 x 8 image."""
     torch.manual_seed(0)
     return Fusion().eval(), torch.randn(1, 3, 8, 8)
+
+
+def clip_text():
+    """transformers' CLIP text tower, width 32, two layers, on 5 tokens: its pooled output is
+    the last hidden state at each text's end token, found from the ids (``input_ids.argmax``
+    or ``input_ids == eos_token_id``)."""
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                            num_hidden_layers=2, num_attention_heads=4,
+                            max_position_embeddings=16, eos_token_id=2)  # fmt: skip
+    torch.manual_seed(0)
+    return CLIPTextModel(config).eval(), {"input_ids": torch.tensor([[0, 5, 6, 7, 2]])}

@@ -3,7 +3,7 @@
 // Expected edges from the models' code (the golden cases, every call open, nothing stacked).
 import { describe, expect, it } from "vitest";
 import { computeLayout } from "../src/layout/layout";
-import { branchMerges } from "../src/model/branches";
+import { branchMerges, drawnKinds } from "../src/model/branches";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewGraph, type ViewState } from "../src/model/view_model";
@@ -72,5 +72,26 @@ describe("branches of a stream are not conditioning", () => {
     // two inputs fused (the image's and the clinical record's), and GPT-2's position embedding
     expect(merges(opened("multimodal"))).toEqual({ branches: [], others: ["clinical_mlp.1 -> fusion"] });
     expect(merges(opened("gpt2")).others).toContain("transformer.wpe -> transformer.drop");
+  });
+});
+
+describe("token ids read again are not a skip", () => {
+  it("CLIP's pooled output, at each text's end token found from the ids, draws the ids as a merge", () => {
+    // CLIPTextTransformer: pooled = last_hidden_state[arange, (input_ids == eos).argmax(-1)];
+    // the ids are on the path (ids -> embeddings -> ... -> final_layer_norm): a skip on the
+    // wire, drawn as a merge where the page says they are integers (a traced run's ends)
+    const raw = structuredClone(golden.cases.find((c) => c.name === "clip_text")!.graph) as Record<string, unknown>;
+    const tree = (dtype: string) => {
+      raw.ends = { "input:input_ids": { shape: [1, 5], dtype, reading: null } };
+      return buildTree(decodeGraph(raw));
+    };
+    const kindOf = (dtype: string) => {
+      const t = tree(dtype);
+      const view = buildView(t, initialState(t));
+      const e = view.edges.find((e) => e.src === "i:input:input_ids" && e.dst === "o:output:pooler_output")!;
+      return [e.kind, drawnKinds(view).get(e) ?? e.kind];
+    };
+    expect(kindOf("int64")).toEqual(["skip", "merge"]);
+    expect(kindOf("float32")).toEqual(["skip", "skip"]); // (data carried on: a skip as ever)
   });
 });

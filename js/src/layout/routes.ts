@@ -204,10 +204,13 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const lane = sgn > 0 ? hiLane : loLane;
     lanes.push({ side: sgn, at: lane, a0, a1 });
     const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));
+    // into a junction from the lane's side, level with it; over its top where something of its
+    // row stands between (an output beside it: CLIP's pooling beside last_hidden_state)
     if (v.junction) {
-      // into the junction from the lane's side, level with it
       const [sa, sc] = side(v, lane);
-      return rounded([...out, p1, out[1], p1, lane, sa, lane, sa, sc], CORNER);
+      const [x0, x1] = [Math.min(lane, sc), Math.max(lane, sc)];
+      const between = at(byRow, v.row).some((w) => w !== v.index && c[w]! < x1 && c[w]! + at(items, w).ac > x0);
+      if (!between) return rounded([...out, p1, out[1], p1, lane, sa, lane, sa, sc], CORNER);
     }
     const p2 = beforeIn(Math.min(17, Math.max(4, (inn[0] - out[0]) / 4)));
     return rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);

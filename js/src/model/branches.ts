@@ -1,14 +1,35 @@
 /**
- * Branches of a stream: a merge (graph/edges.py: a source off the reader's path) whose source
- * forks from the stream the reader continues, not from another input. The flow edges form a
- * forest (each node continues at most one source), so a source forks from the reader's stream
- * when both lie in one tree: the keys and values of a self-attention beside its queries, an
- * Inception module's branches beside the one its concatenation continues, a parallel block's
- * MLP beside its attention, a projected shortcut. They are drawn as the data flowing, not as
+ * Edges drawn as another kind than the topology's (graph/edges.py), where its rule would mislead
+ * a reader; the kinds on the wire stay as they are. Pure and DOM-free.
+ *
+ * Branches of a stream: a merge (a source off the reader's path) whose source forks from the
+ * stream the reader continues, not from another input. The flow edges form a forest (each node
+ * continues at most one source), so a source forks from the reader's stream when both lie in
+ * one tree: the keys and values of a self-attention beside its queries, an Inception module's
+ * branches beside the one its concatenation continues, a parallel block's MLP beside its
+ * attention, a projected shortcut. They are drawn as the data flowing (flow), not as
  * conditioning, which comes from a tree of its own (a timestep, a text, an encoder's output
- * into a decoder, a position embedding, a second modality). Pure and DOM-free.
+ * into a decoder, a position embedding, a second modality).
+ *
+ * Token ids read again: a skip (a source on the reader's path) from an integer model input is
+ * the ids read as an index or a mask (CLIP's pooling at each text's end token, a padding mask
+ * made from the ids), not data carried past the layers: drawn as a merge.
  */
+import type { EdgeKind } from "../wire";
 import type { ViewEdge, ViewGraph } from "./view_model";
+
+/** The edges of a view drawn as another kind, and that kind. */
+export function drawnKinds(view: ViewGraph): Map<ViewEdge, EdgeKind> {
+  const kinds = new Map<ViewEdge, EdgeKind>();
+  for (const e of branchMerges(view)) kinds.set(e, "flow");
+  const { ends } = view.tree.graph;
+  for (const e of view.edges) {
+    const id = e.kind === "skip" ? view.byKey.get(e.src)?.id : undefined;
+    if (id !== undefined && view.byKey.get(e.src)?.kind === "input" && /int|long/.test(ends[id]?.dtype ?? ""))
+      kinds.set(e, "merge");
+  }
+  return kinds;
+}
 
 /** The merges of a view that are branches of their reader's own stream. */
 export function branchMerges(view: ViewGraph): Set<ViewEdge> {

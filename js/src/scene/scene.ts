@@ -6,7 +6,7 @@
  * of a bus; ports spread where edges share a side (routing.ts). Pure and DOM-free.
  */
 import type { Box, Direction, LayoutResult } from "../layout/layout";
-import { branchMerges } from "../model/branches";
+import { drawnKinds } from "../model/branches";
 import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
 import { residualInside, residualOf } from "../model/residual";
@@ -263,7 +263,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
     return pts;
   };
   const bused = new Set([...trunk.buses.values()].flat());
-  const branches = branchMerges(view); // (drawn as flow: a stream's own branches, model/branches.ts)
+  const drawn = drawnKinds(view); // (a stream's own branches as flow, token ids read again as merge)
   const edges: SceneEdge[] = [];
   const stubs: SceneEdge[] = [];
   for (const e of drawing.edges) {
@@ -293,7 +293,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       dst: ve.dst,
       srcId: a.id,
       dstId: b.id,
-      kind: branches.has(ve) ? "flow" : ve.kind,
+      kind: drawn.get(ve) ?? ve.kind,
       points,
       from: e.src,
       to: e.dst,
