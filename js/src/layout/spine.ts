@@ -248,14 +248,17 @@ export function arrange(g: FlowGroup): Arranged | null {
       for (const st of strands) {
         if (col[st.items[0]!] !== sign * k) continue;
         const gap = k === 1 ? BRANCH_GAP : STRAND_GAP;
-        const width = Math.max(...st.items.map((v) => at(items, v).ac));
+        // each item about the strand's line: a group at its entry, which need not be its middle
+        const left = (v: number) => (at(items, v).group ? at(items, v).ain : at(items, v).ac / 2);
+        const toLeft = Math.max(...st.items.map(left));
+        const toRight = Math.max(...st.items.map((v) => at(items, v).ac - left(v)));
         let edge = sign > 0 ? -Infinity : Infinity;
         for (let r = st.r0; r <= st.r1; r++) edge = sign > 0 ? Math.max(edge, hi[r]!) : Math.min(edge, lo[r]!);
-        const mid = edge + sign * (gap + width / 2);
-        for (const v of st.items) c[v] = mid - (at(items, v).group ? at(items, v).ain : at(items, v).ac / 2);
+        const mid = sign > 0 ? edge + gap + toLeft : edge - gap - toRight;
+        for (const v of st.items) c[v] = mid - left(v);
         for (let r = st.r0; r <= st.r1; r++) {
-          if (sign > 0) hi[r] = Math.max(hi[r]!, mid + width / 2);
-          else lo[r] = Math.min(lo[r]!, mid - width / 2);
+          if (sign > 0) hi[r] = Math.max(hi[r]!, mid + toRight);
+          else lo[r] = Math.min(lo[r]!, mid - toLeft);
         }
       }
     }
