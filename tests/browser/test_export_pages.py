@@ -88,8 +88,17 @@ def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
         assert replies[stage]["msg"]["ok"]  # every attention map is still there
     budget = re.search(r"budget_bytes=([\d_]+)", replies[left_out[0]]["msg"]["error"]).group(1)
     context, page, errors = open_offline(browser, path, 1280, 720)
-    note = page.text_content('[data-banner="notes"]')
+    # the page-wide note: folded into the title's toggle (the graph keeps the canvas's height),
+    # said in its tip, shown as a banner when pressed
+    notes = page.locator('[data-banner="notes"]')
+    toggle = page.locator(".nfw-notes-toggle")
+    assert notes.is_hidden() and "over its 4 MB budget" in toggle.get_attribute("title")
+    toggle.click()
+    notes.wait_for(state="visible")
+    note = notes.text_content()
     assert "over its 4 MB budget" in note and f"budget_bytes={budget}" in note
+    toggle.click()
+    notes.wait_for(state="hidden")
     # on the node: with Data on, a drawn stage that was left out says so where its picture goes
     page.get_by_role("button", name="Data on the graph").click()
     drawn = page.eval_on_selector_all(
@@ -102,6 +111,11 @@ def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
     node = page.locator(f'.nfw-node[data-stage-id="{stage}"] .nfw-thumb-missing')
     node.wait_for(timeout=30_000)
     assert "Not in this page: over its 4 MB budget" in re.sub(r"\s+", " ", node.text_content())
+    # where the slot is small, fewer words, never cut ("Not in this …")
+    said = page.eval_on_selector_all(
+        ".nfw-thumb-missing text", "(els) => els.map((e) => e.textContent)"
+    )
+    assert said and not [t for t in said if t.endswith("…")], said
     shoot(page, "offline_gpt2_4mb_1280")
     # in the inspector: what, why, and the budget that keeps it
     search_and_open(page, stage)

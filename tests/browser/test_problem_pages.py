@@ -140,8 +140,10 @@ def test_meta_page_says_there_is_no_data(tmp_path, browser):
     widget, path, _ = _page(tmp_path, "meta", problem_models.meta_net)
     assert widget.error is None
     context, page, errors = open_offline(browser, path, 1024, 768)
-    notes = page.locator('[data-banner="notes"]').text_content()
-    assert "meta device" in notes and "no values" in notes, notes
+    page.locator(".nfw-notes-toggle").click()  # the notes, folded into the title's toggle
+    notes = page.locator('[data-banner="notes"]')
+    notes.wait_for(state="visible")
+    assert "meta device" in notes.text_content() and "no values" in notes.text_content()
     assert page.locator('[data-banner="nonfinite"], [data-banner="failure"]').count() == 0
     assert page.locator(".nfw-node[data-nonfinite], .nfw-node[data-failed]").count() == 0
     _clear_of_banners(page)

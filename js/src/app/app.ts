@@ -197,6 +197,7 @@ export class FlowApp implements ControlsHost {
     fillBanners(this.ui.banners, graph, problems, (id) => this.showStage(id), {
       endComparison: this.opts.endComparison,
       byGradient: () => this.setColorMode("grad"),
+      notes: this.ui.notes,
     });
     this.lab.colouring.run(graph);
     const same = !!before && sameCalls(before, graph);

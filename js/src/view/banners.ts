@@ -33,6 +33,7 @@ export function pill(text: string, kind: "nonfinite" | "failed" | "diverges" | "
 export interface BannerActions {
   endComparison?: () => void; // drop run B (a live widget); absent: no such button
   byGradient?: () => void; // colour the graph by gradient norm
+  notes?: HTMLButtonElement; // shows or hides the run's notes (absent: always shown)
 }
 
 /** Fill the banners for a graph; `show` selects, reveals and inspects a stage by id. */
@@ -196,24 +197,42 @@ export function fillBanners(
     });
     banners.push(banner);
   }
-  if (p.notes.length) {
-    banners.push(
-      h(
-        "div",
-        { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },
-        h("span", { class: "nfw-banner-icon", "aria-hidden": "true" }, "i"),
-        h(
-          "span",
-          { class: "nfw-banner-text" },
-          ...p.notes.map((n) => h("span", { class: "nfw-note-line" }, n.charAt(0).toUpperCase() + n.slice(1))),
-        ),
-      ),
-    );
-  }
+  const notes = notesBanner(p.notes, actions.notes);
+  if (notes) banners.push(notes);
   el.replaceChildren(
     ...(graph.comparison && actions.endComparison ? withEnd(banners, actions.endComparison) : banners),
   );
-  el.hidden = banners.length === 0;
+  el.hidden = banners.every((b) => b.hidden);
+}
+
+/** The run's notes: a banner shown while the title's toggle is pressed (the data an exported
+ * page left out, the meta device: what the nodes and the inspector say too, so the graph keeps
+ * the canvas's height: SD 1.5's U at 1280 x 720 is whole with the note folded, not with it
+ * open). The toggle says them all in its tip. */
+function notesBanner(notes: string[], toggle: HTMLButtonElement | undefined): HTMLElement | null {
+  const lines = notes.map((n) => n.charAt(0).toUpperCase() + n.slice(1));
+  if (toggle) {
+    toggle.hidden = lines.length === 0;
+    toggle.title = lines.join("\n");
+    toggle.setAttribute("aria-label", `Notes on this run (${lines.length}): show or hide them`);
+  }
+  if (!lines.length) return null;
+  const banner = h(
+    "div",
+    { class: "nfw-banner nfw-banner-notes", role: "note", "data-banner": "notes" },
+    h("span", { class: "nfw-banner-icon", "aria-hidden": "true" }, "i"),
+    h("span", { class: "nfw-banner-text" }, ...lines.map((n) => h("span", { class: "nfw-note-line" }, n))),
+  );
+  if (!toggle) return banner;
+  const show = (open: boolean) => {
+    toggle.setAttribute("aria-expanded", String(open));
+    banner.hidden = !open;
+    const all = banner.parentElement;
+    if (all) all.hidden = [...all.querySelectorAll<HTMLElement>(".nfw-banner")].every((b) => b.hidden);
+  };
+  show(toggle.getAttribute("aria-expanded") === "true");
+  toggle.onclick = () => show(toggle.getAttribute("aria-expanded") !== "true");
+  return banner;
 }
 
 /** The way back from a comparison: an "End comparison" button beside the banner that says

@@ -12,6 +12,7 @@ export interface Chrome {
   root: HTMLElement;
   title: HTMLElement;
   counts: HTMLElement;
+  notes: HTMLButtonElement; // the run's notes shown or hidden (view/banners.ts)
   search: HTMLInputElement;
   searchCount: HTMLElement;
   dirTB: HTMLButtonElement;
@@ -42,6 +43,9 @@ function button(label: string, title: string, attrs: Record<string, string> = {}
 export function buildChrome(css: string): Chrome {
   const title = h("b", {});
   const counts = h("span", {});
+  // the run's notes (the data an exported page left out, the meta device) are a banner the
+  // user opens from this button: the graph keeps the canvas's height (view/banners.ts)
+  const notes = h("button", { class: "nfw-notes-toggle", type: "button", hidden: true, "aria-expanded": "false" }, "i");
   const search = h("input", {
     class: "nfw-search",
     type: "search",
@@ -98,7 +102,7 @@ export function buildChrome(css: string): Chrome {
   const toolbar = h(
     "div",
     { class: "nfw-toolbar" },
-    h("div", { class: "nfw-title" }, title, counts),
+    h("div", { class: "nfw-title" }, title, counts, notes),
     search,
     searchCount,
     h("span", { class: "nfw-sep" }),
@@ -137,6 +141,7 @@ export function buildChrome(css: string): Chrome {
     root,
     title,
     counts,
+    notes,
     search,
     searchCount,
     dirTB,

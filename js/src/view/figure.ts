@@ -154,8 +154,15 @@ export function thumbEl(
       height: h,
       preserveAspectRatio: "xMidYMid meet",
     });
-  // no picture, and why: the reply's first clause in the slot, all of it on hover
-  const lines = wrapped(thumb.missing.split(/\.\s|\s\(/)[0] ?? "", w - 12, font, Math.max(1, Math.floor((h - 8) / 14)));
+  // no picture, and why: the reply's first clause in the slot where it fits whole, else the
+  // clause's words after its colon, or before it ("over its 8 MB budget", "Not in this
+  // page"), else a dash; all of it on hover
+  const most = Math.max(1, Math.floor((h - 8) / 14));
+  const clause = thumb.missing.split(/\.\s|\s\(/)[0] ?? "";
+  const [head = "", tail = ""] = clause.split(/:\s*/);
+  const lines =
+    [clause, tail, head].map((t) => wrapped(t, w - 12, font, most)).find((l) => l.length && !l.some(cut)) ??
+    wrapped("—", w - 12, font, most);
   const g = s("g", { class: "nfw-thumb-missing", "data-missing": "" });
   const title = s("title");
   title.textContent = thumb.missing;
@@ -176,6 +183,8 @@ export function thumbEl(
   }
   return g;
 }
+
+const cut = (line: string) => line.endsWith("…");
 
 /** `text` in at most `most` lines of `maxPx`, broken between words; the last cut with "…". */
 function wrapped(text: string, maxPx: number, font: string, most: number): string[] {

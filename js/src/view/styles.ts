@@ -245,7 +245,7 @@ const WIDGET_CSS = `
   padding: 6px 8px; border-bottom: 1px solid var(--nfw-border2); background: var(--nfw-bg1);
 }
 .nfw-toolbar > * { flex: none; }
-.nfw-title { display: grid; grid-template-columns: auto auto; grid-template-rows: 16px 16px; justify-content: start; align-items: baseline; column-gap: 6px; line-height: 1.2; flex: 0 0.001 auto; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
+.nfw-title { display: grid; grid-template-columns: auto auto auto; grid-template-rows: 16px 16px; justify-content: start; align-items: baseline; column-gap: 6px; line-height: 1.2; flex: 0 0.001 auto; margin-right: auto; min-width: 0; overflow: hidden; padding-left: 2px; }
 .nfw-title b { grid-column: 1 / -1; max-width: 100%; min-width: 3em; font-size: 13px; font-weight: 600; color: var(--nfw-fg0); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-title span { max-width: 100%; min-width: 0; font-size: 11px; color: var(--nfw-fg2); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .nfw-btn, .nfw-select, .nfw-search {
@@ -309,10 +309,10 @@ const WIDGET_CSS = `
 .nfw-note-line { display: block; }
 .nfw-banner-go { display: inline-block; flex: none; color: var(--nfw-accent); font-weight: 600; white-space: nowrap; }
 .nfw-banner-btn { flex: none; }
-.nfw-banner-icon {
+.nfw-banner-icon, .nfw-notes-toggle {
   display: inline-flex; flex: none; align-items: center; justify-content: center; width: 18px; height: 18px; border-radius: 50%;
-  background: var(--nfw-fg2); color: var(--nfw-bg); font-family: Georgia, serif; font-style: italic; font-weight: 700; font-size: 12px;
-}
+  background: var(--nfw-fg2); color: var(--nfw-bg); font-family: Georgia, serif; font-style: italic; font-weight: 700; font-size: 12px; }
+.nfw-notes-toggle { width: 15px; height: 15px; padding: 0; margin: 0; border: none; font-size: 10.5px; line-height: 1; align-self: center; cursor: pointer; } .nfw-notes-toggle:hover, .nfw-notes-toggle[aria-expanded="true"] { background: var(--nfw-accent); }
 .nfw-pill {
   display: inline-block; flex: none; padding: 0 8px; height: 20px; line-height: 20px; border-radius: 10px;
   font-size: 11.5px; font-weight: 700; color: #ffffff; white-space: nowrap;
