@@ -28,7 +28,9 @@ import neural_flow_widget as nfw
 #: whether each part of the toolbar's title is whole (its text not cut by an ellipsis)
 #: (its text's own width against its box's, to the sub-pixel: a box a fraction of a pixel too
 #: narrow draws "ResN...", where scrollWidth and clientWidth round to the same)
-TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")].map((e) => {
+#: (the parts shown: the notes' toggle is hidden where the run has none)
+TITLE_WHOLE = """() => [...document.querySelectorAll(".nfw-title > *")]
+  .filter((e) => e.getClientRects().length).map((e) => {
   const text = document.createRange();
   text.selectNodeContents(e);
   const box = e.getBoundingClientRect().width;
