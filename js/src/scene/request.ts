@@ -33,9 +33,9 @@ export const NODE_H = 50;
 /** The widest a stage grows: a type of some 40 characters beside its shape
  * ("SegformerOverlapPatchEmbeddings  1×64×16" whole). */
 const STAGE_MAX = 380;
-/** ... a fold: two types of some 20 characters ("(ResnetBlock2D → Transformer2DModel) × 3"); a
- * folded sublayer: two types of some 30 characters beside its shape. */
-const [FOLD_MAX, PART_MAX] = [440, 500];
+/** ... a fold: two types of some 30 characters ("(Mask2FormerSinePositionEmbedding →
+ * Sequential) × 3"); a folded sublayer: two types of some 30 characters beside its shape. */
+const [FOLD_MAX, PART_MAX] = [500, 500];
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
