@@ -152,6 +152,40 @@ describe("chooseShape: the legend in one row or wrapped, whichever leaves the gr
     expect(chooseShape([at(490, 1.0), at(800, 1.0)], core, W, H, undefined, 1)).toBe(0);
     expect(chooseShape([at(480, 1.04), at(490, 1.0)], core, W, H, undefined, 1)).toBe(0); // (larger)
   });
+
+  it("keeps the legend off the lines where a shape of it can at the same size (GPT-2 at 1024 x 768)", () => {
+    // two bands: the blocks down the left, the way out along the bottom and up the middle to
+    // ln_f, lm_head and the output at the top right (the layout's coordinates)
+    const [w, h] = [1024, 723];
+    const nodes: Box[] = [
+      ...[0, 1, 2, 3, 4, 5, 6, 7].map((i): Box => [0, i * 85, 300, 50]),
+      ...[0, 1, 2].map((i): Box => [420, i * 85, 200, 50]),
+    ];
+    const wires: Box[] = [
+      [150, 645, 1, 40], // out of the last block
+      [150, 685, 230, 1], // along the bottom
+      [380, 0, 1, 685], // up the middle
+      [380, 0, 140, 1], // into ln_f
+    ];
+    const shapes: Box[] = [
+      [10, h - 44, 780, 34], // one row at the left
+      [w - 450, h - 63, 440, 53], // wrapped at the right
+      [w - 240, h - 150, 230, 140], // a column at the right
+    ];
+    const placed = shapes.map((o) =>
+      placeWhole(nodes, 620, 685, { w, h, overlays: [o] }, 3, LEAST_K, undefined, undefined, wires),
+    );
+    const core: Box = [0, 0, 620, 685];
+    const [row, wrapped, column] = [placed[0]!, placed[1]!, placed[2]!];
+    expect(row.t.k).toBeLessThan(column.t.k * 0.98); // the row: the blocks shrink above it
+    expect(wrapped.clear && !wrapped.open).toBe(true); // the wrapped legend on the way out
+    expect(column.open).toBe(true);
+    expect(column.t.k).toBeCloseTo(wrapped.t.k, 3);
+    expect(chooseShape(placed, core, w, h)).toBe(2);
+    // without the lines, the wrapped legend as before (the first of two as good)
+    const blind = shapes.map((o) => placeWhole(nodes, 620, 685, { w, h, overlays: [o] }, 3, LEAST_K));
+    expect(chooseShape(blind, core, w, h)).toBe(1);
+  });
 });
 
 describe("partView (view/part.ts)", () => {

@@ -4,8 +4,11 @@ token after a position) is one row 770 to 830 px wide at the bottom left; a firs
 the canvas, its output at the bottom, slid right to clear it: GPT-J, XLNet and BLOOM at 1280x720
 stood 570 to 780 px from the left edge and 30 to 90 px from the right. The legend now wraps into
 rows, or moves to the bottom-right corner, where that leaves such a view in the middle; a wide
-one (Mistral's, in two columns) stays in the middle. Built from their configs (no
-download). Screenshots in test-artifacts/legend_<model>_<size>.png."""
+one (Mistral's, in two columns) stays in the middle. Where a shape leaves no line behind the
+legend at the same size, it takes that one: GPT-2's way from its twelve blocks up to ln_f runs
+along the bottom and up the middle at 1024x768, under the wrapped legend; a column in the
+corner right of it leaves it whole. Built from their configs (no download). Screenshots in
+test-artifacts/legend_<model>_<size>.png."""
 
 from __future__ import annotations
 
@@ -51,6 +54,13 @@ def _bloom():
     ).eval(), _ids()
 
 
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=100, n_embd=64, n_layer=12, n_head=4, n_positions=32)
+    return GPT2LMHeadModel(config).eval(), _ids()
+
+
 def _mistral():
     from transformers import MistralConfig, MistralForCausalLM
 
@@ -68,7 +78,7 @@ def _mistral():
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     pytest.importorskip("transformers")
-    builders = {"gptj": _gptj, "xlnet": _xlnet, "bloom": _bloom, "mistral": _mistral}
+    builders = {"gptj": _gptj, "xlnet": _xlnet, "bloom": _bloom, "mistral": _mistral, "gpt2": _gpt2}
     return write_pages(tmp_path_factory.mktemp("legend"), builders)
 
 
@@ -77,10 +87,25 @@ def _first(browser, pages, name, width, height):
     context, page, errors = open_first(browser, pages / f"{name}.html", width, height, shot)
     check_view(page.evaluate(COVERED), "first", whole=True)  # no node under the legend
     left, canvas, x0, x1, shape, opacity = page.evaluate(SPAN)
+    lines = page.evaluate(UNDER_LEGEND)
     context.close()
     assert errors == []
     assert opacity > 0.5, "the legend hid: it covered a node"
-    return x0 - left, left + canvas - x1, canvas, shape
+    return x0 - left, left + canvas - x1, canvas, shape, lines
+
+
+#: the points of the drawn lines (every 4 px along each) that lie under the legend
+UNDER_LEGEND = """() => { const r = document.querySelector(".nfw-legend").getBoundingClientRect();
+  let n = 0;
+  for (const p of document.querySelectorAll(".nfw-edges path, .nfw-stubs path, .nfw-bus path")) {
+    const m = p.getScreenCTM();
+    for (let s = 0; m && s <= p.getTotalLength(); s += 4) {
+      const q = p.getPointAtLength(s);
+      const [x, y] = [m.a * q.x + m.c * q.y + m.e, m.b * q.x + m.d * q.y + m.f];
+      if (x > r.left + 2 && x < r.right - 2 && y > r.top + 2 && y < r.bottom - 2) n++;
+    }
+  }
+  return n; }"""
 
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
@@ -88,7 +113,7 @@ def _first(browser, pages, name, width, height):
 def test_a_tall_first_view_stands_in_the_middle_clear_of_the_legend(
     browser, pages, name, width, height
 ):
-    before, after, canvas, _ = _first(browser, pages, name, width, height)
+    before, after, canvas, _, _ = _first(browser, pages, name, width, height)
     assert abs(before - after) < 0.4 * canvas, (
         f"{before:.0f} px left of the nodes, {after:.0f} right"
     )
@@ -96,5 +121,16 @@ def test_a_tall_first_view_stands_in_the_middle_clear_of_the_legend(
 
 @pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
 def test_a_wide_first_view_stays_in_the_middle(browser, pages, width, height):
-    before, after, _, _ = _first(browser, pages, "mistral", width, height)
+    before, after, _, _, _ = _first(browser, pages, "mistral", width, height)
     assert abs(before - after) < 24, f"{before:.0f} px left of the nodes, {after:.0f} right"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_no_line_runs_behind_the_legend_where_a_shape_of_it_leaves_them_all(
+    browser, pages, width, height
+):
+    before, after, canvas, shape, lines = _first(browser, pages, "gpt2", width, height)
+    assert lines == 0, f"{lines} points of the lines under the legend ({shape})"
+    assert abs(before - after) < 0.4 * canvas, (
+        f"{before:.0f} px left of the nodes, {after:.0f} right"
+    )

@@ -6,7 +6,7 @@
 import type { Box, Direction } from "../layout/layout";
 import { MINIMAP_STRIP, READ_K } from "../scene/scene";
 import type { Scene } from "../scene/types";
-import { marksOf } from "./marks";
+import { marksOf, wiresOf } from "./marks";
 import { partView } from "./part";
 import { CLEAR_WORTH, chooseShape, placeWhole, union } from "./whole";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
@@ -89,6 +89,7 @@ export class Camera {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
     const marks = marksOf(scene);
+    const wires = this.shapes.length ? wiresOf(scene) : [];
     const placed = (this.shapes.length ? this.shapes : [null]).map((o) =>
       placeWhole(
         marks,
@@ -99,6 +100,7 @@ export class Camera {
         least,
         worth,
         scene.core,
+        wires,
       ),
     );
     const core = scene.core ?? (marks.length ? union(marks) : ([0, 0, scene.width, scene.height] as Box));

@@ -50,7 +50,8 @@ export function placeWhole(
   least: number,
   worth = CLEAR_WORTH,
   core?: Box,
-): { t: Transform; clear: boolean } | null {
+  wires: readonly Box[] = [],
+): Placed | null {
   const { w: W, h: H, overlays } = room;
   const [w, h] = [Math.max(sw, 1), Math.max(sh, 1)];
   const [ux, uy, uw, uh] = core ?? (marks.length ? union(marks) : [0, 0, w, h]);
@@ -78,8 +79,10 @@ export function placeWhole(
   };
   const clamp = (v: number, [lo, hi]: [number, number]) => Math.min(hi, Math.max(lo, v));
   const covered = (t: Transform) => overlays.some((o) => hits(marks, t, o).length > 0);
+  const wired = (t: Transform) => overlays.some((o) => hits(wires, t, o).length > 0);
   let best: Transform | null = null;
   let bestClear: Transform | null = null;
+  let bestOpen: Transform | null = null; // clear of the lines too
   let centre: [number, number] = [0, 0]; // the whole canvas' centred position at a scale
   const off = (t: Transform) => Math.abs(t.x - centre[0]) + Math.abs(t.y - centre[1]);
   const better = (t: Transform, than: Transform | null) =>
@@ -88,6 +91,7 @@ export function placeWhole(
     centre = [(W - uw * t.k) / 2 - ux * t.k, (H - uh * t.k) / 2 - uy * t.k];
     if (better(t, best)) best = t;
     if (better(t, bestClear) && !covered(t)) bestClear = t;
+    if (better(t, bestOpen) && !covered(t) && !wired(t)) bestOpen = t;
   };
   // Slide a placement within the canvas until no mark lies under overlay `o`, moving one way.
   const slide = (t: Transform, o: Box, side: Side): Transform | null => {
@@ -137,8 +141,18 @@ export function placeWhole(
   if (!best) return null;
   const b = best as Transform;
   const c = bestClear as Transform | null;
-  return c && c.k >= b.k * worth ? { t: c, clear: true } : { t: b, clear: !covered(b) };
+  const o = bestOpen as Transform | null;
+  if (c && c.k >= b.k * worth)
+    return o && o.k >= c.k * OPEN_WORTH ? { t: o, clear: true, open: true } : { t: c, clear: true, open: !wired(c) };
+  return { t: b, clear: !covered(b), open: !covered(b) && !wired(b) };
 }
+
+/** A whole view placed: `clear`, no mark under an overlay; `open`, no line either. */
+export type Placed = { t: Transform; clear: boolean; open?: boolean };
+/** A placement clear of the lines too is taken over one that is not at this fraction of its
+ * scale or more (slid along; a legend's other shape, chooseShape): a line behind the legend is
+ * a small flaw, not worth a smaller graph. */
+const OPEN_WORTH = 0.98;
 
 /** What must stay visible of a scene: its nodes, junctions and group headers. */
 export function union(boxes: readonly Box[]): Box {
@@ -167,7 +181,7 @@ const KEEP_WORTH = 0.99;
  * near); -1 when none fits. Pure.
  */
 export function chooseShape(
-  placed: readonly ({ t: Transform; clear: boolean } | null)[],
+  placed: readonly (Placed | null)[],
   core: Box,
   W: number,
   H: number,
@@ -178,7 +192,9 @@ export function chooseShape(
   if (!ok.length) return -1;
   const top = (ps: typeof ok) => Math.max(...ps.map((p) => p.t.k));
   const clear = ok.filter((p) => p.clear);
-  const pool = clear.length && top(clear) >= top(ok) * worth ? clear : ok;
+  const some = clear.length && top(clear) >= top(ok) * worth ? clear : ok;
+  const open = some.filter((p) => p.open);
+  const pool = open.length && top(open) >= top(some) * OPEN_WORTH ? open : some;
   const k = top(pool);
   const [cx, cy, cw, ch] = core;
   const off = ({ t }: { t: Transform }) => {
