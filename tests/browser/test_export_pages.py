@@ -77,6 +77,11 @@ def test_the_offline_gpt2_small_model_view_shows_every_layer_and_head(browser, g
     assert errors == []
 
 
+#: the canvas' top and the toolbar's bottom (px)
+CANVAS_TOP = """() => [document.querySelector(".nfw-canvas").getBoundingClientRect().top,
+  document.querySelector(".nfw-toolbar").getBoundingClientRect().bottom]"""
+
+
 def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
     widget, _, path = gpt2
     assert path.stat().st_size <= 4_000_000
@@ -93,12 +98,16 @@ def test_a_page_over_its_budget_says_what_it_left_out_and_why(browser, gpt2):
     notes = page.locator('[data-banner="notes"]')
     toggle = page.locator(".nfw-notes-toggle")
     assert notes.is_hidden() and "over its 4 MB budget" in toggle.get_attribute("title")
+    canvas = page.evaluate(CANVAS_TOP)
+    assert canvas[0] == canvas[1], canvas  # the canvas right under the toolbar
     toggle.click()
     notes.wait_for(state="visible")
     note = notes.text_content()
     assert "over its 4 MB budget" in note and f"budget_bytes={budget}" in note
+    assert page.evaluate(CANVAS_TOP)[0] >= canvas[0] + notes.bounding_box()["height"] - 1
     toggle.click()
     notes.wait_for(state="hidden")
+    assert page.evaluate(CANVAS_TOP) == canvas
     # on the node: with Data on, a drawn stage that was left out says so where its picture goes
     page.get_by_role("button", name="Data on the graph").click()
     drawn = page.eval_on_selector_all(
