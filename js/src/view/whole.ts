@@ -39,7 +39,8 @@ function hits(marks: readonly Box[], t: Transform, [ox, oy, ow, oh]: Box): Box[]
  * beside the overlay. `core` (the layout's extent, scene.core; else the marks') keeps the
  * margin, as app/framing.ts fitted it; what lies beyond it (a bus' lane round the outside, a
  * node's badge) may run into the margin, never off the canvas. `clear` says whether it managed;
- * null when even the whole at `least` does not fit. Pure.
+ * `open`, whether no segment of `wires` (its lines) lies under an overlay either, taken where
+ * that costs no more than OPEN_WORTH; null when even the whole at `least` does not fit. Pure.
  */
 export function placeWhole(
   marks: readonly Box[],
@@ -175,7 +176,8 @@ const KEEP_WORTH = 0.99;
 /**
  * Which of the whole views placed beside each of the legend's shapes (placeWhole's results,
  * in the order of preference: the legend in one row first) to take: one clear of the legend
- * where that costs little (CLEAR_WORTH of the largest scale), then of those within
+ * where that costs little (CLEAR_WORTH of the largest scale), and of those one with no line
+ * behind the legend where that costs next to nothing (OPEN_WORTH), then of those within
  * SHAPE_WORTH of the largest scale, the one that leaves the graph's core (graph coordinates)
  * nearest the middle of a W × H canvas (`current`, the shape the legend is in, where it is as
  * near); -1 when none fits. Pure.
