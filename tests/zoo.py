@@ -242,6 +242,37 @@ class CellLoop(nn.Module):
         return self.head(h)
 
 
+class CrossAttention(nn.Module):
+    """A query of one linear layer attends to a memory four layers deep (a decoder's first
+    cross-attention over an encoder's output), its attention written ``how``: with
+    ``F.scaled_dot_product_attention``, out as ``softmax(q @ k.T) @ v``, or with the
+    scores begun by ``torch.baddbmm(bias, q, k.T)`` (a bias handed in first, as BLOOM adds
+    its ALiBi)."""
+
+    how = "sdpa"
+
+    def __init__(self, how: str | None = None) -> None:
+        super().__init__()
+        self.how = how or self.how
+        self.query_in = nn.Linear(8, 8)
+        self.memory = nn.Sequential(*(nn.Linear(8, 8) for _ in range(4)))
+        self.bias = nn.Linear(8, 6)
+        self.q, self.k, self.v, self.o = (nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x, m):
+        q = self.q(self.query_in(x))
+        mem = self.memory(m)
+        k, v = self.k(mem), self.v(mem)
+        if self.how == "sdpa":
+            out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        elif self.how == "written":
+            out = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+        else:  # (the bias is a stage of its own: an operand with a source)
+            scores = torch.baddbmm(self.bias(x), q, k.transpose(-1, -2))
+            out = torch.bmm(torch.softmax(scores, dim=-1), v)
+        return self.o(out)
+
+
 def seeded(cls, seed: int = 0):
     torch.manual_seed(seed)
     return cls().eval()

@@ -21,6 +21,11 @@ The walk, for a selection S of call indices:
    continues ``(h, c)``), else the first argument that has a source (a model input counts:
    a decoder called ``decoder(tgt, memory)`` continues its target). Of the trunk's sources
    the one with the most ancestors (the deepest pathway) is primary, then the earliest node.
+   A product that continues its first operand (a matrix product, an attention: its rows
+   are the queries') leads the trunk: where the trunk's data passed through one, only the
+   sources behind its first operand are candidates (when any is). So an attention's output
+   projection continues its queries, and the keys and values (an encoder's output, however
+   deep) merge; without this a decoder's cross-attention would continue the encoder.
    So a UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
    merges into it; a decoder, and each of its layers, continues its own stream and the
    encoder's output merges; a DenseNet layer given ``[x0, f1, ..., fk]`` continues ``fk``; a
@@ -53,6 +58,18 @@ from collections.abc import Collection, Sequence
 
 from .records import Edge, EdgeKind, OpGraph, Stage, Topology
 
+#: joins (``OpGraph.joins``) whose output continues their first operand: a matrix product's
+#: rows are its first operand's, an attention's are its queries' (step 4)
+LEADING = frozenset(
+    (
+        "matmul",
+        "attention",
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "flex_attention",
+    )
+)
+
 
 def edges_for(
     topology: Topology,
@@ -82,6 +99,7 @@ def stage_edges(
     node_ids = {i: calls[i].id for i in selected}
     own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
     parents = graph.parents
+    lead_of = {op: parents[op][0] for op, kind in graph.joins if kind in LEADING and parents[op]}
 
     readers: dict[int, list[int]] = {}  # op -> the selected stages that take it as input
     for s in chosen:
@@ -130,16 +148,18 @@ def stage_edges(
 
     def walk(
         start: Sequence[int], groups: Sequence[Sequence[int]], skip: set[int], key: frozenset[int]
-    ) -> tuple[set[str], list[frozenset[str]], set[str]]:
+    ) -> tuple[set[str], list[frozenset[str]], set[str], set[str]]:
         """Sources reached from ``start`` (owners in ``skip`` are walked through); what each
         argument (``groups`` of start ops, in trunk order) reaches, when there are several
-        and more than one source (step 4); and the sources reached only through a relay: a
+        and more than one source (step 4); the sources reached only through a relay: a
         walked-through op that another selected stage also takes as input and that carries
-        data of two or more sources (step 5)."""
+        data of two or more sources (step 5); and, where the walk went through a leading
+        product, the trunk's sources behind its first operands (step 4; else empty)."""
         found: set[str] = set()
         seen: set[int] = set()
         starts = set(start)
         relays: list[int] = []
+        led = False  # whether a leading product was walked through
         for first in start:
             todo = [first]
             while todo:
@@ -156,6 +176,7 @@ def stage_edges(
                     else:  # one source's data: nothing else shows it entering this stage
                         found |= behind
                     continue
+                led = led or op in lead_of
                 todo.extend(parents[op])
         direct = set(found)  # then on through the relays
         for op in relays:
@@ -165,29 +186,56 @@ def stage_edges(
             if len(groups) > 1 < len(found)
             else []
         )
-        return found, by_argument, found - direct
+        lead: set[str] = set()
+        if led and len(found) > 1:
+            trunk = next((g for g, hit in zip(groups, by_argument) if hit), start)
+            lead = leading(trunk, starts, skip, key)
+        return found, by_argument, found - direct, lead
+
+    def leading(
+        trunk: Sequence[int], starts: set[int], skip: set[int], key: frozenset[int]
+    ) -> set[str]:
+        """The sources behind the ops ``trunk``, through the first operand only of each
+        leading product (step 4); a relay counts for all it reaches."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = list(trunk)
+        while todo:
+            op = todo.pop()
+            if op in seen or stops(op, skip, found):
+                continue
+            seen.add(op)
+            if op not in starts and any(r not in skip for r in readers.get(op, ())):
+                found |= reach(op, skip, key)
+            elif op in lead_of:
+                todo.append(lead_of[op])
+            else:
+                todo.extend(parents[op])
+        return found
 
     sources: dict[str, set[str]] = {}
     arguments: dict[str, list[frozenset[str]]] = {}
     relayed: dict[str, set[str]] = {}
+    leads: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
         key = frozenset(skip & chosen)  # (the selected ancestors)
         skip.add(s)
         node = node_ids[s]
         start = graph.call_inputs[s]
-        sources[node], arguments[node], relayed[node] = walk(
+        sources[node], arguments[node], relayed[node], leads[node] = walk(
             start, argument_groups(graph, s), skip, key
         )
     outputs_of = dict(graph.output_ops)
     for name in outputs:
         start = outputs_of.get(name, ())
-        sources[name], arguments[name], relayed[name] = walk(
+        sources[name], arguments[name], relayed[name], leads[name] = walk(
             start, [(op,) for op in start], set(), frozenset()
         )
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
     stages = set(node_ids.values())
-    return _classify(order, sources, arguments, relayed, stages, inputs[0] if inputs else None)
+    first = inputs[0] if inputs else None
+    return _classify(order, sources, arguments, relayed, leads, stages, first)
 
 
 def argument_groups(graph: OpGraph, call: int) -> list[tuple[int, ...]]:
@@ -225,6 +273,7 @@ def _classify(
     sources: dict[str, set[str]],
     arguments: dict[str, list[frozenset[str]]],
     relayed: dict[str, set[str]],
+    leads: dict[str, set[str]],
     stages: set[str],
     previous: str | None,
 ) -> tuple[Edge, ...]:
@@ -252,6 +301,9 @@ def _classify(
             bits |= closed[src]
         # the trunk: the deepest source of the first argument that has a source
         trunk: Collection[str] = next((g for g in arguments.get(node, ()) if g), found)
+        led = leads.get(node, set()) & set(trunk)  # behind the first operands of products
+        if led:
+            trunk = led
         primary = min(
             (src for src in ordered if src in trunk), key=lambda src: -depth[src], default=""
         )

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .joins import SOFTMAX
+from .joins import BIAS_FIRST, SOFTMAX
 from .op_kinds import FRESH, IGNORE, INPLACE, NORMAL, VALUE, op_kind
 from .protocols import OpObserver
 from .pytree import among
@@ -201,6 +201,8 @@ class DataflowTracer(TorchFunctionMode):
                 ins.append(a)
             elif isinstance(a, (list, tuple)):
                 ins.extend(b for b in a if isinstance(b, Tensor))
+        if len(ins) > 2 and func in BIAS_FIRST:  # the factors first: (q, k, bias)
+            ins.append(ins.pop(0))
         tags = self._tags(ins)
         call = self.stack[-1]
         if len(tags) == 1:

@@ -17,6 +17,8 @@ import torch
 from torch import fx
 
 from ..graph import Flow, OpGraph
+from ..graph.edges import LEADING
+from .joins import JOINS
 
 
 class FxUnavailable(Exception):
@@ -103,6 +105,7 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
         return tuple(dict.fromkeys(found))
 
     output_ops: list[tuple[str, tuple[int, ...]]] = []
+    joins: list[tuple[int, str]] = []  # the products that lead the trunk (graph/edges.py)
     for node in graph.nodes:
         if node.op == "placeholder":
             prefix = next(placeholders, None)
@@ -120,7 +123,13 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
         else:
             call = tracer.leaf_call.get(node) or tracer.node_call.get(node)
             owners.append(index[call] if call is not None else -1)
-            parents.append(ops_in((node.args, node.kwargs)))
+            product = _product(node)
+            args: Any = node.args
+            if product in _BIAS_FIRST:  # the factors first, as the runtime tracer records them
+                args = (*node.args[1:], *node.args[:1])
+            parents.append(ops_in((args, node.kwargs)))
+            if product is not None and len(parents[-1]) > 1:  # (the rest of fx has no joins)
+                joins.append((len(owners) - 1, JOINS.get(product, product)))
             reps[node] = (len(owners) - 1,)
     call_inputs: list[tuple[int, ...]] = [()] * len(flow.calls)
     call_arguments: list[tuple[int, ...]] = [()] * len(flow.calls)
@@ -137,8 +146,22 @@ def op_graph(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> O
         tuple(call_inputs),
         tuple(input_ops),
         tuple(output_ops),
+        joins=tuple(joins),
         call_arguments=tuple(call_arguments),  # (fx knows no shapes: no state continued)
     )
+
+
+#: products given their bias first (``torch.baddbmm(bias, q, k)``: tracing/joins.py)
+_BIAS_FIRST = frozenset(("baddbmm", "addbmm", "addmm"))
+
+
+def _product(node: fx.Node) -> str | None:
+    """The name of the function or method ``node`` calls where it is a product that leads
+    the trunk (``matmul``, ``bmm``, ``scaled_dot_product_attention``, ...), else None."""
+    if node.op not in ("call_function", "call_method"):
+        return None
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return name if JOINS.get(name, name) in LEADING else None
 
 
 def with_fx_edges(model: torch.nn.Module, flow: Flow, selected: tuple[int, ...]) -> Flow:

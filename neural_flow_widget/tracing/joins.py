@@ -27,6 +27,21 @@ JOINS = {
 }
 
 
+#: products given their bias first (``torch.baddbmm(bias, q, k)``, as BLOOM adds its ALiBi):
+#: the tracer records their product's operands first, so that a product's first parent is
+#: its first factor (the trunk's lead, :data:`neural_flow_widget.graph.edges.LEADING`)
+BIAS_FIRST = frozenset(
+    (
+        torch.baddbmm,
+        torch.Tensor.baddbmm,
+        torch.addbmm,
+        torch.Tensor.addbmm,
+        torch.addmm,
+        torch.Tensor.addmm,
+    )
+)
+
+
 def join_kind(func: Any) -> str:
     """What a join does: a :data:`JOINS` kind, or the function's own name ("where")."""
     name = getattr(func, "__name__", None) or type(func).__name__

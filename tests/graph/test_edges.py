@@ -5,6 +5,7 @@ import torch
 from zoo import (
     Attention,
     Branchy,
+    CrossAttention,
     Dense,
     InPlace,
     Keyword,
@@ -323,3 +324,25 @@ def test_a_tie_on_ancestry_goes_to_the_first_tensor_the_call_receives(keywords):
     first, second = ("time", "conv_in") if keywords else ("conv_in", "time")
     assert ("input:1", "time", "flow") in got and ("input:0", "conv_in", "flow") in got
     assert (first, "block", "flow") in got and (second, "block", "merge") in got
+
+
+@pytest.mark.parametrize("how", ["sdpa", "written", "baddbmm"])
+def test_an_attention_continues_its_queries_however_deep_its_keys(how):
+    """``o`` reads the attention's output, made of the queries (``q``: two stages deep) and
+    the keys and values (``k``, ``v``: five deep, behind the memory). The output's rows are
+    the queries': the trunk is ``q`` -> flow; the keys and values are no ancestor of ``q``
+    -> merges. By depth alone ``k`` would be the trunk, and the query's side a merge."""
+    model = seeded(lambda: CrossAttention(how))
+    x, m = torch.randn(2, 6, 8), torch.randn(2, 6, 8)
+    with torch.no_grad():
+        before = model(x, m)
+    stages = ["query_in", "memory.*", "q", "k", "v", "o"] + (["bias"] if how == "baddbmm" else [])
+    got = edges(model, (x, m), stages=stages)
+    into_o = sorted((src, kind) for src, dst, kind in got if dst == "o")
+    expected = [("k", "merge"), ("q", "flow"), ("v", "merge")]
+    if how == "baddbmm":
+        expected.insert(0, ("bias", "merge"))
+    assert into_o == expected
+    assert ("o", "output:0", "flow") in got
+    with torch.no_grad():
+        assert torch.equal(model(x, m), before)

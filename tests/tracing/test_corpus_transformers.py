@@ -390,6 +390,54 @@ def test_t5_cross_attention_merges_the_encoder_into_the_decoder(t5_inputs):
 
 
 @pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_t5_cross_attention_opened_continues_the_decoder_not_the_encoder(t5_inputs, attn):
+    """The encoder opened to its sublayers (some ten stages deep) and each decoder block's
+    cross-attention to its projections (T5Attention.forward: ``scores = q @ k.T``, plus the
+    position bias, softmax, ``@ v``; or ``F.scaled_dot_product_attention(q, k, v)``, then
+    ``o``): the attention's output rows are the queries', so ``o`` continues ``q`` -> flow,
+    and ``k`` and ``v`` (the encoder's output, far deeper than the decoder's short way to
+    ``q``) -> merges. The block's feed-forward then reads the residual add of the
+    cross-attention's input (``layer.0``) and its output (``layer.1.dropout``): the
+    dropout -> flow, ``layer.0`` on its path (dropout <- o <- q <- layer_norm <- layer.0)
+    -> skip. The encoder's mask, added to the scores with the position bias -> a merge into
+    ``o``. By depth alone ``o`` continued ``k``, and ``layer.0`` was a merge."""
+    stages = [
+        "encoder.embed_tokens",
+        "encoder.block.*.layer.*",
+        "encoder.final_layer_norm",
+        "encoder.dropout",
+        "decoder.embed_tokens",
+        "decoder.block.*.layer.0",
+        "decoder.block.*.layer.1.layer_norm",
+        "decoder.block.*.layer.1.EncDecAttention.*",
+        "decoder.block.*.layer.1.dropout",
+        "decoder.block.*.layer.2",
+        "decoder.final_layer_norm",
+        "lm_head",
+    ]
+    flow = nfw.trace(t5(attn), t5_inputs, stages=stages, capture=False)
+    got = edge_list(flow)
+    for b in range(2):
+        cross = f"decoder.block.{b}.layer.1"
+        into_o = sorted(
+            (src, kind) for src, dst, kind in got if dst == f"{cross}.EncDecAttention.o"
+        )
+        assert into_o == [
+            (f"{cross}.EncDecAttention.k", "merge"),
+            (f"{cross}.EncDecAttention.q", "flow"),
+            (f"{cross}.EncDecAttention.v", "merge"),
+            ("input:attention_mask", "merge"),
+        ]
+        for p in "kv":  # the encoder's output, the projection's one input
+            (src,) = [s for s, dst, _ in got if dst == f"{cross}.EncDecAttention.{p}"]
+            assert src.startswith("encoder.dropout")
+        into_ff = sorted(
+            (src, kind) for src, dst, kind in got if dst == f"decoder.block.{b}.layer.2"
+        )
+        assert into_ff == [(f"decoder.block.{b}.layer.0", "skip"), (f"{cross}.dropout", "flow")]
+
+
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
 def test_t5_attention_equals_output_attentions(t5_inputs, attn):
     """Encoder self-attention, decoder self-attention and cross-attention, with the relative
     position bias added to the scores (sdpa: as a float mask), for the padded sample."""

@@ -6,12 +6,22 @@ import zoo
 
 import neural_flow_widget as nfw
 
+
+def two_sequences():
+    return torch.randn(2, 6, 8), torch.randn(2, 6, 8)
+
+
 CASES = [
     (zoo.UNet, lambda: torch.randn(1, 1, 16, 16)),
     (zoo.ResNet, lambda: torch.randn(1, 3, 8, 8)),
     (zoo.Multimodal, lambda: (torch.randn(2, 1, 8, 8), torch.randn(2, 6))),
     (zoo.ThreeHeads, lambda: torch.randn(2, 4)),
     (zoo.Reused, lambda: torch.randn(2, 4)),
+    # an attention continues its queries (edges.py LEADING), in each way it may be written
+    *(
+        (type(f"CrossAttention_{how}", (zoo.CrossAttention,), {"how": how}), two_sequences)
+        for how in ("sdpa", "written", "baddbmm")
+    ),
 ]
 
 

@@ -14,7 +14,10 @@
  *   5. primary ("flow"): the trunk is an argument of the call (its start ops grouped by
  *      at(calls, s).args; an output's ops: one argument each): the state it continues
  *      (at(calls, s).state), else the first argument that has a source (a model input counts;
- *      one argument: all sources); of the trunk's sources the one with most ancestors, then the earliest canonical. path(n) =
+ *      one argument: all sources); where the walk went through a leading product (a join of
+ *      a kind in LEADING: its output continues its first operand, an attention its queries),
+ *      only the trunk's sources behind the first operands (a relay counts whole), when any;
+ *      of those the one with most ancestors, then the earliest canonical. path(n) =
  *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
  *      path(primary) -> "skip"; else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
@@ -32,16 +35,31 @@
 import type { EdgeKind, WireEdge, WireGraph } from "../wire";
 import { at } from "../wire_check";
 
+/** Joins whose output continues their first operand (graph/edges.py LEADING). */
+const LEADING = new Set([
+  "matmul",
+  "attention",
+  "scaled_dot_product_attention",
+  "multi_head_attention_forward",
+  "flex_attention",
+]);
+
 /** Precomputed lookups that do not depend on the selection. */
 export interface TopologyIndex {
   graph: WireGraph;
   inputOfOp: Map<number, string>; // op id -> model input id
+  leadOf: Map<number, number>; // a leading product's op -> its first parent
 }
 
 export function topologyIndex(graph: WireGraph): TopologyIndex {
   const inputOfOp = new Map<number, string>();
   for (const [name, op] of graph.input_ops) inputOfOp.set(op, name);
-  return { graph, inputOfOp };
+  const leadOf = new Map<number, number>();
+  for (const [op, kind] of graph.joins) {
+    const first = graph.ops[op]?.[1][0]; // (checked on the wire; a test's graph may drop ops)
+    if (LEADING.has(kind) && first !== undefined) leadOf.set(op, first);
+  }
+  return { graph, inputOfOp, leadOf };
 }
 
 function isCallAncestor(graph: WireGraph, a: number, s: number): boolean {
@@ -65,7 +83,7 @@ function popcount(words: Uint32Array, from: number, n: number): number {
  * `selection` holds call indices; node ids are at(calls, s).id and the input / output names.
  */
 export function stageEdges(index: TopologyIndex, selection: Iterable<number>): WireEdge[] {
-  const { graph, inputOfOp } = index;
+  const { graph, inputOfOp, leadOf } = index;
   const { calls, ops } = graph;
   const stages = [...new Set(selection)].sort((a, b) => a - b);
   const inS = new Uint8Array(calls.length);
@@ -164,9 +182,26 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   let walk = 0;
   const relayed: Set<number>[] = [];
   const byArgument: Set<number>[][] = []; // per node: what each argument reaches (step 5)
+  const leads: Set<number>[] = []; // per node: the trunk's sources behind leading products (5)
+  // the sources behind `trunk`, through the first operand only of each leading product
+  const leading = (trunk: number[], starts: Set<number>, stage: number): Set<number> => {
+    walk++;
+    const found = new Set<number>();
+    const todo = [...trunk];
+    while (todo.length) {
+      const o = todo.pop()!;
+      if (stamp[o] === walk || source(o, stage, found)) continue;
+      stamp[o] = walk;
+      if (!starts.has(o) && isRelay(o, stage)) for (const m of reach(o, stage)) found.add(m);
+      else if (leadOf.has(o)) todo.push(leadOf.get(o)!);
+      else todo.push(...at(ops, o)[1]);
+    }
+    return found;
+  };
   const sourcesOf = (start: number[], groups: number[][], stage: number, node: number): number[] => {
     let stack: number[] = [];
     const held: number[] = [];
+    let led = false; // whether the direct part went through a leading product
     // from the ops on the stack, into `found`; relays held back unless `crossRelays`
     const visit = (found: Set<number>, crossRelays: boolean, starts: Set<number>) => {
       while (stack.length) {
@@ -179,6 +214,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
           else for (const m of behind) found.add(m); // one source's data: direct
           continue;
         }
+        if (!crossRelays && leadOf.has(o)) led = true;
         for (const p of at(ops, o)[1]) {
           if (stamp[p] === walk) continue;
           stamp[p] = walk;
@@ -214,6 +250,11 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
         visit(reachedHere, true, starts);
         byArgument[node].push(reachedHere);
       }
+    }
+    leads[node] = new Set();
+    if (led && found.size > 1) {
+      const trunk = groups.find((_, i) => (byArgument[node]![i]?.size ?? 0) > 0) ?? start;
+      leads[node] = leading(trunk, starts, stage);
     }
     return [...found].sort((a, b) => a - b);
   };
@@ -272,7 +313,9 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     } else {
       // the trunk: the first argument with a source (else all); of its sources the deepest,
       // then the earliest (src is in canonical order)
-      const trunk = byArgument[n]!.find((g) => g.size > 0) ?? new Set(src);
+      let trunk = byArgument[n]!.find((g) => g.size > 0) ?? new Set(src);
+      const led = [...leads[n]!].filter((m) => trunk.has(m)); // behind products' first operands
+      if (led.length) trunk = new Set(led);
       let primary = -1;
       for (const m of src) if (trunk.has(m) && (primary < 0 || ancCount[m]! > ancCount[primary]!)) primary = m;
       const prow = primary * words;
