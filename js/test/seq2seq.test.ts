@@ -149,6 +149,38 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     });
   }
 
+  it("Whisper, the decoder's cross-attention opened to its projections: still two columns", () => {
+    // WhisperAttention.forward as cross-attention: q_proj(hidden_states), k_proj and v_proj
+    // of key_value_states (the encoder's output), then the attention and out_proj. k_proj
+    // reads the encoder alone (a flow edge: its trunk), and goes on only as the attention's
+    // keys: the edge into it links the columns as the cross-attention's merge did, so the
+    // encoder stands on the left, the decoder on the right, not the one above the other
+    const state = wrapped(whisper, true);
+    const attn = whisper.byId.get("model.decoder.layers.0.encoder_attn")!;
+    const { view, req, lay, scene } = sceneOf(whisper, { ...state, expanded: new Set([...state.expanded, attn]) });
+    expect(edgeText(view)).toContain("model.encoder.layer_norm -> model.decoder.layers.0.encoder_attn.k_proj flow");
+    expect(new Set(req.root.columns)).toEqual(new Set([0, 1]));
+    const boxes = view.nodes.map((n) => [n.id, must(lay.boxes, n.key)] as const);
+    const right = Math.max(...boxes.filter(([n]) => n.startsWith("model.encoder")).map(([, b]) => b[0] + b[2]));
+    const box = (name: string) => boxes.find(([n]) => n === `model.decoder.layers.0.encoder_attn.${name}`)![1];
+    expect(box("k_proj")[0]).toBeGreaterThan(right);
+    // the encoder's output one bus, "cross-attention", tapping k_proj and v_proj; they stand
+    // one above the other facing it (left of q_proj: the decoder's column faces the encoder)
+    const bus = scene.buses.find((b) => b.srcId === "model.encoder.layer_norm")!;
+    expect(bus.label?.text).toBe("cross-attention");
+    const taps = scene.edges.filter((e) => e.from === bus.key);
+    expect(taps.map((e) => e.dstId.split(".").at(-1)).sort()).toEqual(["k_proj", "v_proj"]);
+    expect(box("k_proj")[1]).toBeLessThan(box("v_proj")[1]);
+    for (const p of ["k_proj", "v_proj"]) expect(box(p)[0] + box(p)[2]).toBeLessThan(box("q_proj")[0]);
+    const all = scene.nodes.map((n): [string, Box] => [n.key, n.box]);
+    const src = scene.nodes.find((n) => n.id === "model.encoder.layer_norm")!.box;
+    for (const t of taps) {
+      const dst = scene.nodes.find((n) => n.key === t.dst)!.box;
+      expect(behind(t.points, all, [src, dst]), t.dstId).toEqual([]);
+    }
+    expect(behind(bus.points, all, [src])).toEqual([]);
+  });
+
   it("the decoder's blocks face the encoder: their residual stream on the right, the sublayers left of it", () => {
     const { view, scene } = sceneOf(whisper, wrapped(whisper, true));
     const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;

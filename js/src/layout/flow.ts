@@ -33,6 +33,9 @@ export interface FlowGroup {
   entries: number[]; // items that an edge from outside enters
   exits: number[]; // items that an edge to outside leaves
   mirror?: boolean; // branches of the trunk to its left, sources to its right (a decoder's column)
+  /** Sources a bus feeds from outside (a cross-attention's keys and values): one above the other
+   * before their reader, on the branches' side (facing the other column), as `sourcesStacked`. */
+  tapped?: number[];
   /** Sources on the side of the branches (spine.ts arrangeNarrow: where that is narrower). */
   sourcesBeside?: boolean;
   /** Sources that feed the trunk on the trunk, each just above what it feeds (layout.ts: at

@@ -47,6 +47,9 @@ export interface LayoutGroup {
   spine?: boolean;
   entries?: number[]; // items that an edge from outside the group enters
   exits?: number[]; // items that an edge to outside the group leaves
+  /** Items a bus from outside the group feeds, which nothing inside it feeds (a cross-attention's
+   * keys and values, reading the encoder's output): one above the other, facing the bus. */
+  tapped?: number[];
   columns?: number[]; // per item, its column (0, 1, ...): chains drawn side by side (columns.ts)
   mirror?: boolean; // branches to the left of the trunk (in a column right of another: facing it)
   wrap?: number; // an open group's chain wrapped into this many bands (bands.ts wrapInto), for the fit of the whole
@@ -181,6 +184,7 @@ function placeGroup(
     edges: group.edges.map((e) => ({ src: e.src, dst: e.dst, kind: e.kind ?? "flow", hidden: e.hidden === true })),
     entries: group.entries ?? [],
     exits: group.exits ?? [],
+    ...(group.tapped?.length ? { tapped: group.tapped } : {}),
     mirror: group.mirror === true,
     sourcesInline: inline,
     lead: tb ? pad + header : pad,
@@ -300,6 +304,7 @@ export function computeLayout(req: LayoutRequest, cache: LayoutCache = new Layou
     for (const e of group.edges) parts.push(`${e.src}>${e.dst}:${e.weight}${e.kind ?? ""}${e.hidden ? "h" : ""}`);
     parts.push(`in:${(group.entries ?? []).join(",")}`, `out:${(group.exits ?? []).join(",")}`);
     if (group.columns) parts.push(`cols:${group.columns.join(",")}`);
+    if (group.tapped?.length) parts.push(`tap:${group.tapped.join(",")}`);
     if (group.mirror) parts.push("mirror");
     if (group.wrap && !isRoot) parts.push(`wrap:${group.wrap}`);
     if (group.minW) parts.push(`min:${group.minW.toFixed(1)}`);

@@ -82,6 +82,8 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
   const gapLanes = new Map<string, number>(); // per gap between two bands: the lanes in it
   const entered = new Map<number, number>(); // per item: the merges from another band into it
   const laneOf = new Map<string, number>(); // per gap and source: its lane
+  // (lanes away from a bus' taps into the group's sources: the side its branches face)
+  const away = g.tapped?.length ? (g.mirror ? 1 : -1) : 0;
   const route = (u: End, v: End, kind: EdgeKind): number[] => {
     const out: [number, number] = [u.box[0] + u.box[2], u.cout];
     const inn: [number, number] = [v.box[0], v.cin];
@@ -150,10 +152,11 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     // sources or outputs stacked in a column (spine.ts): beside what is in the way only (the
     // source under it; the trunk's side of the outputs above it), not round the whole rows
     // between, where that passes no node
-    if ((g.sourcesStacked || g.sinksStacked) && u.index >= 0 && v.index >= 0) {
+    if ((g.sourcesStacked || g.sinksStacked || g.tapped?.length) && u.index >= 0 && v.index >= 0) {
       const [c0, c1] = [Math.min(out[1], inn[1]), Math.max(out[1], inn[1])];
       let [lo, hi] = [c0, c1];
       let [near, far] = [Infinity, -Infinity]; // (the outputs' column above the target, across)
+      let [under0, under1] = [Infinity, -Infinity]; // (a tapped source's column under it)
       for (let r = u.row + 1; r < v.row; r++)
         for (const w of at(byRow, r))
           if (arr.band[w] === u.band && c[w]! < c1 + 1 && c[w]! + at(items, w).ac > c0 - 1) {
@@ -161,12 +164,24 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
             hi = Math.max(hi, c[w]! + at(items, w).ac);
             if (arr.col[w] === arr.col[v.index])
               [near, far] = [Math.min(near, c[w]!), Math.max(far, c[w]! + at(items, w).ac)];
+            if (arr.col[w] === arr.col[u.index])
+              [under0, under1] = [Math.min(under0, c[w]!), Math.max(under1, c[w]! + at(items, w).ac)];
           }
       const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));
       const p2 = beforeIn(Math.min(17, Math.max(4, (inn[0] - out[0]) / 4)));
+      // between the column and what it feeds: past the outputs above the target, or past the
+      // source under a tapped one on the reader's side (not across the bus' taps)
       const between =
-        g.sinksStacked && Number.isFinite(near) ? [inn[1] > out[1] ? near - LANE_SEP : far + LANE_SEP] : [];
-      const sides = [hi + LANE_SEP, lo - LANE_SEP].sort((x, y) => Math.abs(x - c0) - Math.abs(y - c0));
+        g.sinksStacked && Number.isFinite(near)
+          ? [inn[1] > out[1] ? near - LANE_SEP : far + LANE_SEP]
+          : g.tapped?.includes(u.index) && Number.isFinite(under0)
+            ? [inn[1] > out[1] || (inn[1] === out[1] && away > 0) ? under1 + LANE_SEP : under0 - LANE_SEP]
+            : [];
+      // (straight under it, on the trunk: outside the lane of the trunk's own edge past it)
+      if (g.tapped?.includes(u.index) && inn[1] === out[1] && between.length) between[0]! += away * LANE_STEP;
+      const sides = [hi + LANE_SEP, lo - LANE_SEP].sort((x, y) =>
+        away ? away * (y - x) : Math.abs(x - c0) - Math.abs(y - c0),
+      );
       for (const lane of [...between, ...sides]) {
         const pts = rounded([...out, p1, out[1], p1, lane, p2, lane, p2, inn[1], ...inn], CORNER);
         if (!blocked(pts, u, v)) return pts;
@@ -200,7 +215,7 @@ export function routeArranged(arr: Arranged, g: FlowGroup): FlowPlacement {
     const hiLane = pick(1);
     const loLane = pick(-1);
     const cost = (l: number) => Math.abs(l - out[1]) + Math.abs(l - inn[1]);
-    const sgn = cost(hiLane) <= cost(loLane) ? 1 : -1;
+    const sgn = away || (cost(hiLane) <= cost(loLane) ? 1 : -1);
     const lane = sgn > 0 ? hiLane : loLane;
     lanes.push({ side: sgn, at: lane, a0, a1 });
     const p1 = afterOut(Math.min(gapBelow(u) / 2, 17));

@@ -74,6 +74,9 @@ export function arrange(g: FlowGroup): Arranged | null {
   }
   const entered = new Uint8Array(n);
   for (const v of g.entries) entered[v] = 1;
+  const tapped = new Uint8Array(n); // (fed by a bus from outside: stacked, facing it)
+  for (const v of g.tapped ?? []) tapped[v] = 1;
+  const stacked = g.sourcesStacked || tapped.includes(1);
   // twins of a trunk item (fed by the same items, read by the same: an attention's query, key
   // and value) stand in their run's order, the middle one on the trunk: "query | key | value"
   // as the paper draws them, never "value | query | key"
@@ -101,10 +104,11 @@ export function arrange(g: FlowGroup): Arranged | null {
   }
   // sources that feed one reader first, one above the other, the one it continues lowest
   const stackedOn = new Int32Array(n).fill(-1); // the source above each such source
-  if (g.sourcesStacked) {
+  if (stacked) {
     const byReader = new Map<number, number[]>();
     for (const v of order) {
       if (spine[v] || entered[v] || at(ins, v).length > 0 || at(outs, v).length === 0) continue;
+      if (!g.sourcesStacked && !tapped[v]) continue;
       const w = at(outs, v).reduce((x, y) => (row[y]! < row[x]! ? y : x));
       if (row[v] === row[w]! - 1) (byReader.get(w) ?? byReader.set(w, []).get(w)!).push(v);
     }
@@ -143,8 +147,7 @@ export function arrange(g: FlowGroup): Arranged | null {
   const strandOf = new Int32Array(n).fill(-1);
   const strands: Strand[] = [];
   // (stacked sources: the upper first, so the lower one continues its strand)
-  const seq =
-    g.sourcesStacked || g.sinksStacked ? [...order].sort((x, y) => row[x]! - row[y]! || pos[x]! - pos[y]!) : order;
+  const seq = stacked || g.sinksStacked ? [...order].sort((x, y) => row[x]! - row[y]! || pos[x]! - pos[y]!) : order;
   for (const v of seq) {
     if (spine[v]) continue;
     const u = stackedOn[v]! >= 0 ? stackedOn[v]! : flowIn[v]!;
@@ -176,6 +179,7 @@ export function arrange(g: FlowGroup): Arranged | null {
         side: pos[v]! < pos[twin]! ? -1 : 1, // (in a mirrored column too: read left to right)
         keep: Math.abs(pos[v]! - pos[twin]!),
       });
+    else if (tapped[v]) strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: m, keep: 0 });
     else strands.push({ items: [v], r0: row[v]!, r1: row[v]!, side: fed && !beside ? m : sources });
   }
   const col = new Int32Array(n);

@@ -25,6 +25,7 @@
  *     chain of flow edges passes a fold or a stack) and it taps the blocks of another: an
  *     encoder's output into the decoder's layers.
  */
+import { isAttentionJoin } from "../wire";
 import type { Drawing, DrawnEdge } from "./junctions";
 import type { ViewGraph } from "./view_model";
 
@@ -77,8 +78,10 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   const keys = [...priority.keys()];
   const buses = new Map<string, DrawnEdge[]>();
   const side = new Map<string, DrawnEdge[]>();
+  const cross = crossKeysAndValues(drawing); // (a cross-attention's keys and values: the encoder's output)
   for (const e of drawing.edges) {
-    if (e.kind === "skip" || e.kind === "merge") (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
+    if (e.kind === "skip" || e.kind === "merge" || cross.has(e.dst))
+      (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
   }
   for (const [src, list] of side) {
     const readers = new Map<string, number>();
@@ -205,4 +208,32 @@ function crossing(view: ViewGraph, drawing: Drawing, buses: Map<string, DrawnEdg
     if (into.every((r) => r !== null && r !== from)) labels.set(src, "cross-attention");
   }
   return labels;
+}
+
+/** The drawn nodes whose data goes on only as the keys or values of an attention whose
+ * queries come another way (each edge out of them a merge into an attention junction whose
+ * flow input's chain of flow edges does not pass their own source): a decoder's k_proj and
+ * v_proj, reading the encoder. The edge into them is a cross-attention, as the merge into a
+ * folded cross-attention is (a bus, a link between columns); a self-attention's are not. */
+export function crossKeysAndValues(drawing: Drawing): Set<string> {
+  const flowIn = new Map<string, string>();
+  const out = new Map<string, DrawnEdge[]>();
+  for (const e of drawing.edges) {
+    if (e.kind === "flow" && !flowIn.has(e.dst)) flowIn.set(e.dst, e.src);
+    (out.get(e.src) ?? out.set(e.src, []).get(e.src)!).push(e);
+  }
+  const passes = (from: string | undefined, s: string) => {
+    for (let u = from, steps = 0; u !== undefined && steps < 4096; u = flowIn.get(u), steps++) if (u === s) return true;
+    return false;
+  };
+  const found = new Set<string>();
+  for (const [d, list] of out) {
+    const s = flowIn.get(d);
+    const cross = (e: DrawnEdge) => {
+      const j = drawing.byKey.get(e.dst);
+      return e.kind !== "flow" && !!j && isAttentionJoin(j.what) && !passes(flowIn.get(e.dst), s!);
+    };
+    if (s !== undefined && list.every(cross)) found.add(d);
+  }
+  return found;
 }

@@ -19,7 +19,7 @@ import {
 import { columnsOf } from "../layout/columns";
 import { junctions, type Drawing, type Junction } from "../model/junctions";
 import { partLines } from "../model/parts";
-import { trunkOf, type Trunk } from "../model/trunk";
+import { crossKeysAndValues, trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import { type Item, portName, type ViewGraph, type VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
@@ -336,13 +336,16 @@ export function layoutRequest(
   const outs = view.nodes.filter((n) => n.kind === "output").map((n) => port(n));
   const root = build(ROOT, view.items, ins, outs);
   const bused = new Set([...trunk.buses.values()].flat());
+  const kv = crossKeysAndValues(drawing); // (the flow into them: a cross-attention)
   const seen = new Map<string, LayoutEdge>();
-  const mark = (list: "entries" | "exits", path: string[], from: number) => {
+  const mark = (list: "entries" | "exits" | "tapped", path: string[], from: number) => {
     // every group on the path below the projection: the item of it that holds the end
     for (let i = from; i + 1 < path.length; i++) {
       const g = groups.get(path[i]!);
       const at = index.get(path[i]!)?.get(path[i + 1]!);
-      if (g && at !== undefined && !g[list]!.includes(at)) g[list]!.push(at);
+      if (!g || at === undefined) continue;
+      g[list] ??= [];
+      if (!g[list].includes(at)) g[list].push(at);
     }
   };
   const hidden: [string, string, string][] = []; // a bus' edges: they place its source, drawn by scene/bus.ts
@@ -350,7 +353,8 @@ export function layoutRequest(
     const proj = projectEdge(view, e.src, e.dst);
     if (!proj) continue;
     if (bused.has(e)) {
-      hidden.push(proj);
+      hidden.push(proj); // (a cross-attention's keys and values: tapped in their own group)
+      if (kv.has(e.dst)) mark("tapped", itemPath(view, e.dst)!, itemPath(view, e.dst)!.length - 2);
       continue;
     }
     const [group, a, b] = proj;
@@ -359,17 +363,15 @@ export function layoutRequest(
     mark("exits", pa, pa.indexOf(a));
     mark("entries", pb, pb.indexOf(b));
     const k = `${group}|${a}>${b}`;
-    const w = WEIGHT[e.kind];
+    const kind = e.kind === "flow" && kv.has(e.dst) ? "merge" : e.kind;
+    const w = WEIGHT[kind];
     const existing = seen.get(k);
     if (existing) {
-      if (w > existing.weight) {
-        existing.weight = w;
-        existing.kind = e.kind;
-      }
+      if (w > existing.weight) [existing.weight, existing.kind] = [w, kind];
       continue;
     }
     const idx = index.get(group)!;
-    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w, kind: e.kind };
+    const le: LayoutEdge = { src: idx.get(a)!, dst: idx.get(b)!, weight: w, kind };
     seen.set(k, le);
     groups.get(group)!.edges.push(le);
   }
@@ -381,10 +383,7 @@ export function layoutRequest(
     seen.set(k, le);
     groups.get(group)!.edges.push(le);
   }
-  for (const g of groups.values()) {
-    g.entries!.sort((x, y) => x - y);
-    g.exits!.sort((x, y) => x - y);
-  }
+  for (const g of groups.values()) for (const list of [g.entries, g.exits, g.tapped]) list?.sort((x, y) => x - y);
   const columns = columnsOf(root, new Set(ins.map((o) => o.key)), new Set(outs.map((o) => o.key)));
   if (columns) {
     root.columns = columns;
