@@ -179,6 +179,12 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
       expect(behind(t.points, all, [src, dst]), t.dstId).toEqual([]);
     }
     expect(behind(bus.points, all, [src])).toEqual([]);
+    // the encoder drawn as one node (folded to fit, at 1024 px): its line still says what it is
+    const encoder = whisper.byId.get("model.encoder")!;
+    const folded = new Set([...state.expanded, attn].filter((c) => c !== encoder));
+    const one = sceneOf(whisper, { ...state, expanded: folded }).scene;
+    const from = one.buses.find((b) => b.srcId === "model.encoder")!;
+    expect(from.label?.text).toBe("cross-attention");
   });
 
   it("the decoder's blocks face the encoder: their residual stream on the right, the sublayers left of it", () => {

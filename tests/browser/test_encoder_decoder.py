@@ -330,3 +330,66 @@ def test_one_column_where_two_do_not_fit_the_target_enters_above_its_decoder(bro
     _labels_clear(page, boxes)
     context.close()
     assert errors == []
+
+
+#: per model: the decoder's first cross-attention, and its projections (query, key, value)
+OPENED = {
+    "whisper": ("model.decoder.layers.0.encoder_attn", "q_proj", "k_proj", "v_proj"),
+    "t5": ("decoder.block.0.layer.1.EncDecAttention", "q", "k", "v"),
+}
+
+#: click the toggle of the deepest node drawn that holds `target` (or is it); its stage id
+OPEN_TOWARDS = """(target) => {
+  const toggles = [...document.querySelectorAll(
+    ".nfw-node[data-kind='stage'] [data-action], .nfw-node[data-kind='fold'] [data-action]")]
+    .map((t) => [t, t.closest(".nfw-node").dataset.stageId || ""])
+    .filter(([, id]) => id && (id === target || target.startsWith(id + ".")))
+    .sort((a, b) => b[1].length - a[1].length);
+  if (!toggles.length) return null;
+  toggles[0][0].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+  return toggles[0][1];
+}"""
+
+
+@pytest.mark.parametrize("name", list(OPENED))
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_cross_attention_opened_to_its_projections_keeps_the_two_columns(
+    browser, pages, name, width, height
+):
+    """The decoder's cross-attention opened to its projections (WhisperAttention, T5Attention:
+    ``q`` of the decoder's stream, ``k`` and ``v`` of the encoder's output): the keys and
+    values read the encoder alone, yet the encoder stays the column on the left and its output
+    enters them from the side as the one "cross-attention" line, passing behind no node; the
+    queries come down the decoder's own stream."""
+    _, source, *_ = MODELS[name]
+    attn, q, k, v = OPENED[name]
+    context, page, errors = open_offline(browser, pages / f"{name}.html", width, height)
+    for _ in range(4):  # (the sublayer, its part, the attention)
+        if page.locator(f'.nfw-node[data-stage-id="{attn}.{k}"]').count():
+            break
+        assert page.evaluate(OPEN_TOWARDS, attn), f"no toggle towards {attn}"
+        settle(page)
+    seen = page.evaluate(SEEN)
+    labels = page.evaluate(LABELS)
+    shoot(page, f"encdec_{name}_cross_opened_{width}x{height}")
+    boxes = {n[0]: (n[2], n[3], n[4], n[5]) for n in seen["nodes"] if n[0]}
+    assert {f"{attn}.{p}" for p in (q, k, v)} <= set(boxes), sorted(boxes)
+    assert "cross-attention" in [t for t, _, _ in labels], labels
+    # (from the encoder's last stage, or the encoder drawn as one node to fit: Whisper at 1024)
+    drawn = next(s for s in boxes if s == source or source.startswith(s + "."))
+    [bus] = [line for line in seen["lines"] if line[0] == "bus" and line[1] == drawn]
+    taps = {line[2]: line for line in seen["lines"] if line[0] != "bus" and line[1] == drawn}
+    readers = {f"{attn}.{k}", f"{attn}.{v}"}
+    assert readers <= set(taps), sorted(taps)
+    for sid, box in boxes.items():
+        if sid == drawn:
+            continue
+        assert not crosses(bus[3], box), f"the cross-attention line passes behind {sid}"
+        for reader in readers - {sid}:
+            assert not crosses(taps[reader][3], box), f"its tap into {reader} passes behind {sid}"
+    encoder = [b for sid, b in boxes.items() if sid.startswith(("encoder", "model.encoder"))]
+    decoder = [b for sid, b in boxes.items() if sid.startswith(("decoder", "model.decoder"))]
+    assert encoder and decoder
+    assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "the columns overlap"
+    context.close()
+    assert errors == []

@@ -187,6 +187,16 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
 function runAt(view: ViewGraph, drawing: Drawing, key: string): string | null {
   const node = view.byKey.get(key);
   if (node?.kind === "fold") return node.run?.key ?? null;
+  if (node?.kind === "stage") {
+    // a module drawn collapsed that holds a run of blocks (Whisper's encoder, folded to fit)
+    const { calls } = view.tree.graph;
+    const holds = (c: number) => {
+      for (let p = calls[c]?.parent ?? -1; p >= 0; p = calls[p]?.parent ?? -1) if (p === node.call) return true;
+      return false;
+    };
+    const run = view.tree.runList.find((r) => holds(r.members[0]!));
+    if (run) return run.key;
+  }
   const path = node?.path ?? drawing.byKey.get(key)?.path ?? [];
   for (let i = path.length - 1; i >= 0; i--) if (path[i]!.startsWith("k:")) return path[i]!.slice(2);
   return null;
