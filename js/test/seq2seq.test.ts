@@ -187,6 +187,22 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     expect(from.label?.text).toBe("cross-attention");
   });
 
+  it("T5, both runs unfolded, every cross-attention opened: one labelled line into each block's k and v", () => {
+    // T5Attention as cross-attention: k and v of key_value_states (the encoder's output)
+    const t5 = goldenTree("t5_3");
+    const ids = ["encoder", "decoder"];
+    for (const b of [0, 1, 2])
+      ids.push(...["", ".layer.1", ".layer.1.EncDecAttention"].map((s) => `decoder.block.${b}${s}`));
+    const expanded = new Set(ids.map((i) => t5.byId.get(i)!));
+    const { scene } = sceneOf(t5, { expanded, unfolded: new Set(t5.runList.map((r) => r.key)) });
+    const bus = scene.buses.find((b) => b.srcId === "encoder.dropout#1")!;
+    expect(bus.label?.text).toBe("cross-attention");
+    const taps = scene.edges.filter((e) => e.from === bus.key).map((e) => e.dstId);
+    expect(taps.sort()).toEqual(
+      [0, 1, 2].flatMap((b) => ["k", "v"].map((p) => `decoder.block.${b}.layer.1.EncDecAttention.${p}`)),
+    );
+  });
+
   it("the decoder's blocks face the encoder: their residual stream on the right, the sublayers left of it", () => {
     const { view, scene } = sceneOf(whisper, wrapped(whisper, true));
     const box = (id: string) => scene.nodes.find((n) => n.id === id)!.box;

@@ -198,7 +198,8 @@ function runAt(view: ViewGraph, drawing: Drawing, key: string): string | null {
     if (run) return run.key;
   }
   const path = node?.path ?? drawing.byKey.get(key)?.path ?? [];
-  for (let i = path.length - 1; i >= 0; i--) if (path[i]!.startsWith("k:")) return path[i]!.slice(2);
+  // (a stack's, or a run's drawn unfolded, each block in turn)
+  for (let i = path.length - 1; i >= 0; i--) if (/^[kr]:/.test(path[i]!)) return path[i]!.slice(2);
   return null;
 }
 
