@@ -6,7 +6,7 @@
 - ``edges_golden.json``: the differential test of the two stage-edge walks (``graph/edges.py``
   and its JS twin ``js/src/model/topology.ts``, held to it by ``js/test/golden.test.ts``). Per
   case (the zoo, the demos, the graph fixtures' models, transformers' GPT-2, a padded BERT and
-  T5, diffusers' UNet2DConditionModel, torchvision-style ResNet and DenseNet and recurrent
+  T5, ViT, diffusers' UNet2DConditionModel, torchvision-style ResNet and DenseNet and recurrent
   cells over an embedding (``tests/written_out.py``), seeded random architectures from
   ``tests/random_models.py``; a few in the sequential topology): the graph, the runs of
   repeated blocks the front end folds, and one record per distinct selection with the edges of
@@ -220,6 +220,9 @@ def flows():
     # token ids read again as an index (CLIP's pooling at the end token): a skip on the wire
     model, kwargs = fixture_models.clip_text()
     yield "clip_text", _trace(model, (), **kwargs)
+    # parameters joined in where a module's own forward runs (ViT's [CLS] token, its position
+    # embedding): named operands of a cat and an add
+    yield "vit", _trace(*fixture_models.vit())
 
 
 def visible(flow, expanded: set[int]) -> list[int]:

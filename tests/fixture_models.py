@@ -421,3 +421,16 @@ def clip_text():
                             max_position_embeddings=16, eos_token_id=2)  # fmt: skip
     torch.manual_seed(0)
     return CLIPTextModel(config).eval(), {"input_ids": torch.tensor([[0, 5, 6, 7, 2]])}
+
+
+def vit(layers: int = 2):
+    """transformers' ViT: ``layers`` blocks of width 32 on a 16 x 16 image in 8 x 8 patches
+    (4 patches and the [CLS] token). Its embeddings' own forward concatenates the
+    ``cls_token`` parameter before the patches and adds the ``position_embeddings`` one."""
+    from transformers import ViTConfig, ViTModel
+
+    config = ViTConfig(hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
+                       intermediate_size=64, image_size=16, patch_size=8)  # fmt: skip
+    torch.manual_seed(0)
+    model = ViTModel(config, add_pooling_layer=False).eval()
+    return model, torch.randn(1, 3, 16, 16)

@@ -136,6 +136,11 @@ export function decodeGraph(raw: unknown, comparison: unknown = null, more: Expe
       fail(`graph.joins[${i}]`, `expected [op id, what] with an op id in 0..${nOps - 1}`);
     }
   }
+  for (const [i, o] of (m.operands as unknown[]).entries()) {
+    if (!Array.isArray(o) || !isOp(o[0]) || typeof o[1] !== "string") {
+      fail(`graph.operands[${i}]`, `expected [op id, parameter name] with an op id in 0..${nOps - 1}`);
+    }
+  }
   if (m.stats.length !== nCalls) fail("graph.stats", `expected one entry per call (${nCalls})`);
   for (const c of m.initial ?? []) callIndex(c, "graph.initial");
   for (const c of m.selected) callIndex(c, "graph.selected");

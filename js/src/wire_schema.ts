@@ -3,7 +3,7 @@
 // this one (tests/test_wire_schema.py fails when this file is stale).
 
 /** The version of the wire format (wire/schema.py's SCHEMA). */
-export const SCHEMA = 6;
+export const SCHEMA = 7;
 
 /** One module call of the traced run; its index in `calls` is its "call index". */
 export interface WireCall {
@@ -73,6 +73,7 @@ export interface GraphMessage {
   input_ops: [string, number][]; // which op is each model input: [input node id, op id]
   output_ops: [string, number[]][]; // which ops produced each model output: [output node id, op ids]
   joins: [number, string][]; // ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, stack, matmul, attention (a softmax's weights times the values, written out), or the torch function's name ("where", "scaled_dot_product_attention")
+  operands: [number, string][]; // ops of no parents that read a parameter or buffer of the model, and its qualified name, where an add or a concatenation of the drawn data reads them (ViT's "embeddings.position_embeddings", its "embeddings.cls_token")
   selected: number[]; // call indices of the stages trace() selected
   initial: number[] | null; // stages the first view shows (the user chose them with stages=); null: the view picks a readable depth
   attention: number[]; // call indices that recorded attention maps
@@ -149,6 +150,7 @@ export const FIELDS = {
     input_ops: "list",
     output_ops: "list",
     joins: "list",
+    operands: "list",
     selected: "int[]",
     initial: "int[]|null",
     attention: "int[]",

@@ -4,7 +4,10 @@
 // Expected from each model's code: the attention reads its q, k and v projections (T5's also
 // its relative position bias, the demo's a mask), and the output projection reads it.
 import { describe, expect, it } from "vitest";
-import { glyphOf, junctions } from "../src/model/junctions";
+import { glyphOf } from "../src/model/glyphs";
+import { junctions } from "../src/model/junctions";
+import { computeLayout } from "../src/layout/layout";
+import { buildScene, layoutRequest } from "../src/scene/scene";
 import { showMember } from "../src/model/stack";
 import { buildTree } from "../src/model/tree";
 import { buildView, stageKey } from "../src/model/view_model";
@@ -108,5 +111,47 @@ describe("a sum of conditioning alone conditions what reads it", () => {
     const outs = g.edges.filter((e) => e.src.startsWith("j:") && !e.dst.startsWith("j:"));
     expect(outs.length).toBeGreaterThan(0);
     expect(new Set(outs.map((e) => e.kind))).toEqual(new Set(["flow"]));
+  });
+});
+
+// ViTEmbeddings.forward: cat((cls_token.expand(...), patch_embeddings(x))), then
+// + position_embeddings, then dropout: two parameters of the module joined in its own forward
+describe("ViT's embeddings opened", () => {
+  const tree = goldenTree("vit");
+  const state = { ...revealCall(tree, initialState(tree), tree.byId.get("embeddings.dropout")!), auto: false };
+  const drawing = junctions(tree, buildView(tree, state));
+  const named = (glyph: string) => drawing.junctions.find((j) => j.glyph === glyph && j.operand);
+  const patches = stageKey("embeddings.patch_embeddings.projection"); // (the patches' conv, revealed)
+
+  it("draws the [CLS] token's ⧺ and the position embedding's + named, the patches through both", () => {
+    const cat = named("⧺")!;
+    const add = named("+")!;
+    expect(cat.operand).toBe("cls_token");
+    expect(add.operand).toBe("position_embeddings");
+    const edge = (src: string, dst: string) => drawing.edges.some((e) => e.src === src && e.dst === dst);
+    expect(edge(patches, cat.key)).toBe(true);
+    expect(edge(cat.key, add.key)).toBe(true);
+    expect(add.outs).toEqual([stageKey("embeddings.dropout")]);
+    expect(edge(add.key, stageKey("embeddings.dropout"))).toBe(true);
+    // the patches reach the dropout through the two junctions only
+    expect(drawing.edges.filter((e) => e.src === patches).map((e) => e.dst)).toEqual([cat.key]);
+  });
+
+  it("draws both lines of the patches' edge, each of its own key", () => {
+    const view = buildView(tree, state);
+    const scene = buildScene(tree, view, computeLayout(layoutRequest(view, "TB")), "TB");
+    const [cat, add] = [named("⧺")!.key, named("+")!.key];
+    const lines = scene.edges.filter((e) => (e.from === patches && e.to === cat) || (e.from === cat && e.to === add));
+    expect(lines.length).toBe(2);
+    expect(new Set(lines.map((e) => e.key)).size).toBe(2);
+    expect(scene.junctions.find((j) => j.key === add)?.operand).toBe("position_embeddings");
+  });
+
+  it("names no junction where the embeddings are one node", () => {
+    const folded = junctions(
+      tree,
+      buildView(tree, { ...initialState(tree), expanded: new Set<number>(), inlined: new Set<number>(), auto: false }),
+    );
+    expect(folded.junctions.filter((j) => j.operand)).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { type Box, computeLayout, type Direction } from "../src/layout/layout";
 import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
-import { signsDrawn } from "../src/model/junctions";
+import { signsDrawn } from "../src/model/glyphs";
 import { segmentHitsBox } from "../src/layout/flow";
 import { estimate, type Measure, PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";

@@ -24,7 +24,7 @@ graph's edges to the full graph's on real and random architectures.
 
 from __future__ import annotations
 
-from .records import OpGraph
+from .records import NAMED_JOINS, OpGraph
 
 __all__ = ["condense"]
 
@@ -60,6 +60,17 @@ def condense(graph: OpGraph) -> OpGraph:
         input_ops=tuple((name, new_id[op]) for name, op in graph.input_ops),
         output_ops=tuple((name, tuple(new_id[op] for op in ops)) for name, ops in graph.output_ops),
         joins=tuple((new_id[op], kind) for op, kind in graph.joins if new_id[op] >= 0),
+        operands=_operands(graph, new_id, kept_parents),
         call_arguments=graph.call_arguments,  # (per call input, which condense keeps)
         call_states=graph.call_states,
     )
+
+
+def _operands(
+    graph: OpGraph, new_id: list[int], parents: list[tuple[int, ...]]
+) -> tuple[tuple[int, str], ...]:
+    """The named operands (kept: they have no parents) that a kept add or concatenation reads
+    (past the reshapes and casts of its own call, which condensing bypassed)."""
+    added = {new_id[op] for op, kind in graph.joins if kind in NAMED_JOINS and new_id[op] >= 0}
+    read = {p for op in added for p in parents[op]}
+    return tuple((new_id[op], name) for op, name in graph.operands if new_id[op] in read)

@@ -25,6 +25,7 @@ retags it as an op of the call), written in place, or read for its value (``.ite
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 
 from .records import OpGraph, ran_within
 
@@ -61,14 +62,4 @@ def without_unread(graph: OpGraph, unfinished: Collection[int] = ()) -> OpGraph:
         arguments.append(tuple(args[i] for i in kept))
     if not changed:
         return graph
-    return OpGraph(
-        owners=graph.owners,
-        parents=graph.parents,
-        call_parents=call_parents,
-        call_inputs=tuple(inputs),
-        input_ops=graph.input_ops,
-        output_ops=graph.output_ops,
-        joins=graph.joins,
-        call_arguments=tuple(arguments),
-        call_states=graph.call_states,
-    )
+    return replace(graph, call_inputs=tuple(inputs), call_arguments=tuple(arguments))

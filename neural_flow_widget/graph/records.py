@@ -52,6 +52,11 @@ class Stage:
     error: str | None = None  # why this call (or its summary) failed
 
 
+#: the joins whose parameter operands the graph names (:attr:`OpGraph.operands`): a learned
+#: embedding added, subtracted or concatenated where a module's own forward runs
+NAMED_JOINS = frozenset(("add", "sub", "cat"))
+
+
 @dataclass(frozen=True, slots=True)
 class OpGraph:
     """The run's op graph: one node per recorded op (or, after :func:`~.condense.condense`,
@@ -74,6 +79,9 @@ class OpGraph:
     #: call of the same module and has the shapes of this call's output: an RNN cell's
     #: ``(h, c)``), else -1. Empty: no call continues a state.
     call_states: tuple[int, ...] = ()
+    #: ops of no parents that read a parameter or buffer of the model, by its qualified name,
+    #: where a join adds or concatenates them (ViT's ``+ position_embeddings``, its ``cls_token``)
+    operands: tuple[tuple[int, str], ...] = ()
 
     def arguments(self, call: int) -> tuple[int, ...]:
         """Per op of ``call_inputs[call]``: the argument it came in (see ``call_arguments``)."""

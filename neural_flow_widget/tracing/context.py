@@ -124,7 +124,7 @@ class RunContext(Generic[ObserverT]):
         stack: list[int] = [-1]
         calls: list[CallRecord] = []
         self.model = model
-        self.tracer = DataflowTracer(stack) if dataflow else None
+        self.tracer = DataflowTracer(stack, _tensor_names(model)) if dataflow else None
         table = modules if modules is not None else ModuleTable.of(model)
         leaves = frozenset(i for i, info in enumerate(table.infos) if info.leaf)
         watch = Watch(stack, calls, self.tracer, leaves)
@@ -236,3 +236,13 @@ def _restore_flags(flags: list[tuple[torch.nn.Module, bool]]) -> None:
     for module, flag in flags:
         if module.training != flag:
             module.training = flag
+
+
+def _tensor_names(model: torch.nn.Module) -> dict[int, str]:
+    """The model's parameters and buffers by ``id``: their qualified names (a shared one's
+    first)."""
+    names: dict[int, str] = {}
+    for named in (model.named_parameters, model.named_buffers):
+        for name, t in named(remove_duplicate=False):
+            names.setdefault(id(t), name)
+    return names

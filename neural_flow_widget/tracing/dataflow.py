@@ -26,7 +26,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .joins import BIAS_FIRST, SOFTMAX
+from ..graph.records import NAMED_JOINS
+from .joins import BIAS_FIRST, SOFTMAX, join_kind
 from .op_kinds import FRESH, IGNORE, INPLACE, NORMAL, VALUE, op_kind
 from .protocols import OpObserver
 from .pytree import among
@@ -102,15 +103,21 @@ class DataflowTracer(TorchFunctionMode):
     (the op graph), ``writes`` (storage pointer -> in-place tags), ``seq``, ``last_write``
     (seq of the latest in-place write), ``dispatched`` (calls of ``__torch_function__``),
     ``wrote_untagged`` (an in-place op wrote into a parameter, buffer or constant),
-    ``paused`` (set after a failure of the tracer itself, kept in ``failure``). An
+    ``paused`` (set after a failure of the tracer itself, kept in ``failure``), ``named`` (op
+    -> the qualified name of the parameter or buffer it read: an op of no parents that read
+    one, or one made for such an operand of an add or a concatenation, where ``names``, the
+    model's parameters and buffers by ``id``, hold it). An
     :class:`~.protocols.OpObserver` given to :meth:`observe_with` sees the ops it watches
     after they ran; a callback given to :meth:`before_next_write` runs once, before the next
     op that writes in place (the tracer is a :class:`~.protocols.WriteLog`).
     """
 
-    def __init__(self, stack: list[int]) -> None:
+    def __init__(self, stack: list[int], names: dict[int, str] | None = None) -> None:
         super().__init__()
         self.stack = stack
+        self.names = names or {}
+        self.named: dict[int, str] = {}
+        self._named_joins: dict[Any, bool] = {}  # func -> whether it is a NAMED_JOINS kind
         self.table = TagTable()
         self.owners: list[int] = []
         self.parents: list[tuple[int, ...]] = []
@@ -209,7 +216,16 @@ class DataflowTracer(TorchFunctionMode):
             parents = tags[0][2]
         else:
             parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
+        named = self._named_joins.get(func)
+        if named is None:
+            named = self._named_joins[func] = join_kind(func) in NAMED_JOINS
+        if named and self.names and parents:  # ``x + self.position_embeddings``
+            parents += self._operands(ins, call)
         ops = (self.new_op(call, parents),)
+        if not parents and self.names:  # ``self.cls_token.expand(n, -1, -1)``
+            name = next((self.names[id(a)] for a in ins if id(a) in self.names), None)
+            if name is not None:
+                self.named[ops[0]] = name
         if len(parents) > 1 and func is not None:  # where data meets (a residual's add)
             self.joins[ops[0]] = func
         elif func in SOFTMAX:  # (a written-out attention's weights: join_kinds)
@@ -226,6 +242,18 @@ class DataflowTracer(TorchFunctionMode):
             self.last_write = self.seq
             if target_tag is None:
                 self.wrote_untagged = True
+
+    def _operands(self, ins: list[Tensor], call: int) -> tuple[int, ...]:
+        """An op of no parents for each parameter or buffer among ``ins`` that nobody wrote
+        to, named by it (:attr:`named`)."""
+        made = []
+        for a in ins:
+            name = self.names.get(id(a))
+            if name is not None and self.table.get(a) is None:
+                op = self.new_op(call, ())
+                self.named[op] = name
+                made.append(op)
+        return tuple(made)
 
     def _read_value(self, args: tuple) -> None:
         """Record a read of a tensor's value that made no tensor (``x.item()``): an op of

@@ -69,6 +69,7 @@ def encode_graph(flow: Flow, vocab: Callable[[list[int]], list[str]] | None = No
         "input_ops": [(name, op) for name, op in graph.input_ops],
         "output_ops": [(name, list(ops)) for name, ops in graph.output_ops],
         "joins": [(op, kind) for op, kind in graph.joins],
+        "operands": [(op, name) for op, name in graph.operands],
         "selected": list(flow.selected),
         "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),

@@ -18,7 +18,7 @@ from typing import Literal, TypedDict
 
 #: the version of the wire format: bumped with any change to a field (the front end refuses a
 #: message of another version with a message that says to rebuild the bundle)
-SCHEMA = 6
+SCHEMA = 7
 
 Topology = Literal["dataflow", "fx", "sequential"]
 
@@ -131,6 +131,12 @@ class Graph(TypedDict):
         "ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, "
         "stack, matmul, attention (a softmax's weights times the values, written out), or the "
         'torch function\'s name ("where", "scaled_dot_product_attention")',
+    ]
+    operands: A[
+        list[tuple[int, str]],
+        "ops of no parents that read a parameter or buffer of the model, and its qualified "
+        "name, where an add or a concatenation of the drawn data reads them (ViT's "
+        '"embeddings.position_embeddings", its "embeddings.cls_token")',
     ]
     selected: A[list[int], "call indices of the stages trace() selected"]
     initial: A[

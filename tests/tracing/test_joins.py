@@ -157,3 +157,76 @@ def test_gpt2_eager_attention_is_named_so_in_every_layer():
     flow = nfw.trace(model, torch.randint(0, 64, (1, 6)))
     kinds = [kind for kind, _ in joined(flow)]
     assert kinds.count("attention") == 2, kinds
+
+
+class Tokens(nn.Module):
+    """A vision transformer's embedding, written as ViT's: patches projected, a learned [CLS]
+    token put before them, a learned position embedding added; and a learned scale that
+    multiplies (no named operand: only adds and concatenations name theirs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(3, 8, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, 8))
+        self.pos = nn.Parameter(torch.randn(1, 5, 8))
+        self.gamma = nn.Parameter(torch.ones(8))
+        self.register_buffer("shift", torch.zeros(8))
+
+    def forward(self, x):
+        patches = self.proj(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls.expand(x.shape[0], -1, -1).to(x.dtype), patches], dim=1)
+        return (tokens + self.pos) * self.gamma - self.shift
+
+
+class Tokenized(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed, self.norm = Tokens(), nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.norm(self.embed(x))
+
+
+def named_operands(flow: nfw.Flow) -> list[tuple[str, str, str]]:
+    """(what the join does, the parameter it reads, the call that ran it), in op order."""
+    graph, ids = flow.condensed, {c.index: c.id for c in flow.calls}
+    kinds, name_of = dict(graph.joins), dict(graph.operands)
+    return [
+        (kinds[op], name_of[p], ids.get(graph.owners[op], "body"))
+        for op in sorted(kinds)
+        for p in graph.parents[op]
+        if p in name_of
+    ]
+
+
+def test_a_parameter_added_or_concatenated_is_a_named_operand_of_its_join():
+    torch.manual_seed(0)
+    model, x = Tokenized().eval(), torch.randn(2, 3, 8, 8)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    expected = model(x)
+    flow = nfw.trace(model, x)
+    # from Tokens.forward: cat(cls, patches), + pos, - shift (a buffer); not * gamma
+    assert named_operands(flow) == [
+        ("cat", "embed.cls", "embed"),
+        ("add", "embed.pos", "embed"),
+        ("sub", "embed.shift", "embed"),
+    ]
+    assert torch.equal(model(x), expected)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    message = wire.encode_graph(flow)
+    assert [tuple(o) for o in message["operands"]] == list(flow.condensed.operands)
+    assert all(
+        0 <= op < len(message["ops"]) and message["ops"][op][1] == []
+        for op, _ in message["operands"]
+    )
+
+
+def test_vit_joins_its_cls_token_and_position_embedding_in_its_embeddings_forward():
+    from fixture_models import vit
+
+    flow = nfw.trace(*vit())
+    # ViTEmbeddings.forward: cat((cls_token.expand(...), embeddings)); + position_embeddings
+    assert named_operands(flow) == [
+        ("cat", "embeddings.cls_token", "embeddings"),
+        ("add", "embeddings.position_embeddings", "embeddings"),
+    ]

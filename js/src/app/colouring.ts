@@ -5,7 +5,7 @@
  * the fills of a drawn scene (view/stat_colors.ts), and the legend, with the logit lens's
  * entry and its position picker when the graph carries chips.
  */
-import { signsDrawn } from "../model/junctions";
+import { signsDrawn } from "../model/glyphs";
 import type { CallTree } from "../model/tree";
 import type { ViewGraph } from "../model/view_model";
 import type { Scene } from "../scene/types";

@@ -22,8 +22,13 @@
  *   6. A stack (view_model.ts) draws member 0 for all its members: a walk that meets an op of
  *      members 1..n-1 goes on from what member 1 reads (member 0's output), so the node after
  *      the stack reads member 0's last junction; such ops are never junctions themselves.
+ *   7. An add or a concatenation of a parameter of the model (`graph.operands`: ViT's
+ *      `+ position_embeddings`, its `⧺ cls_token`) where an open group's forward runs is a
+ *      junction too, named by it: a node of one source reads it as it reads an attention, and
+ *      an edge whose data passed it is drawn through it (s -> J' -> J(d)).
  */
-import { isAttentionJoin, type EdgeKind } from "../wire";
+import { type EdgeKind, isAttentionJoin } from "../wire";
+import { glyphOf } from "./glyphs";
 import { counterpart } from "./stack";
 import type { CallTree } from "./tree";
 import { clusterKey, foldKey, inputKey, type Item, type ViewEdge, type ViewGraph } from "./view_model";
@@ -37,6 +42,7 @@ export interface Junction {
   path: string[]; // container keys, like VisibleNode.path ("" = the model)
   outs: string[]; // the nodes that read it (stubs J -> d)
   stage?: string; // an attention's: the stage whose forward ran it (a click shows its maps)
+  operand?: string; // 7.: the parameter it joins in, named within the module that ran it
 }
 
 export interface DrawnEdge {
@@ -54,46 +60,14 @@ export interface Drawing {
 
 export const junctionKey = (op: number) => `j:${op}`;
 
-const GLYPHS: Record<string, string> = {
-  add: "+",
-  sub: "−",
-  mul: "×",
-  div: "÷",
-  cat: "⧺",
-  concatenate: "⧺",
-  concat: "⧺",
-  stack: "⧺",
-  matmul: "@",
-};
 const MAX_CANDIDATES = 8;
+/** The joins whose parameter operands are drawn (7.; graph/records.py NAMED_JOINS). */
+const NAMED = new Set(["add", "sub", "cat"]);
 /** Whether a join is an attention (the paper's own box between q, k, v and the output
  * projection): drawn between them and what reads them even where those come from one node (a
  * fused qkv projection). */
 const isAttention = isAttentionJoin;
 const RANK: Record<EdgeKind, number> = { flow: 0, skip: 1, merge: 2, order: 3 };
-
-/** What a junction's sign says in a legend. */
-const SIGN_WORDS: Record<string, string> = {
-  "+": "added",
-  "−": "subtracted",
-  "×": "multiplied",
-  "÷": "divided",
-  "⧺": "concatenated",
-  "@": "matrix product",
-};
-
-/** The legend's entries for the junctions drawn: [sign, what it does], each sign once, in the
- * order above; a junction named by its function (no sign) explains itself. */
-export function signsDrawn(junctions: Iterable<{ glyph: string }>): [string, string][] {
-  const drawn = new Set([...junctions].map((j) => j.glyph));
-  return Object.entries(SIGN_WORDS).filter(([sign]) => drawn.has(sign));
-}
-
-/** The glyph of a join: a sign for the arithmetic ones, else the function's name, short. */
-export function glyphOf(what: string): string {
-  if (isAttention(what)) return "attention";
-  return GLYPHS[what] ?? (what.length > 7 ? `${what.slice(0, 6)}…` : what);
-}
 
 /** Container paths of the open groups (cluster and run keys, a stack also as its member 0's
  * cluster key), like VisibleNode.path. */
@@ -117,6 +91,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   const { graph } = tree;
   const { calls, ops } = graph;
   const joinOf = new Map<number, string>(graph.joins);
+  const operandOf = new Map<number, string>(graph.operands);
   const empty: Drawing = {
     junctions: [],
     byKey: new Map(),
@@ -142,6 +117,9 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
     for (let c = 0; c < calls.length; c++) if (!reentry[c]) reentry[c] = reentry[at(calls, c).parent] ?? null; // parents come first
   const hidden = (o: number) => at(ops, o)[0] >= 0 && reentry[at(ops, o)[0]] !== null;
   const parentsOf = (o: number): readonly number[] => (hidden(o) ? reentry[at(ops, o)[0]]! : at(ops, o)[1]);
+  // 7. the parameters an add or a concatenation joins in
+  const operands = (o: number): string[] =>
+    NAMED.has(joinOf.get(o) ?? "") ? at(ops, o)[1].flatMap((p) => operandOf.get(p) ?? []) : [];
   const inputOf = tree.topo.inputOfOp;
   const outputOps = new Map(graph.output_ops);
   // What an op is for the walks: a model input or an op a drawn node owns (a source), else null.
@@ -209,7 +187,7 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       for (const o of queue) {
         const src = sourceAt(o, d);
         if (src !== null) continue; // a source, or the node's own op
-        if (joinOf.has(o) && !hidden(o) && (!one || isAttention(joinOf.get(o)!))) {
+        if (joinOf.has(o) && !hidden(o) && (!one || isAttention(joinOf.get(o)!) || operands(o).length)) {
           tried++;
           const { nodes } = reach(at(ops, o)[1], d, null);
           let hits = 0;
@@ -251,8 +229,10 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   }
   if (junctionOf.size === 0) return empty;
 
-  // 3. each junction's inputs: drawn sources, and other junctions
+  // 3. each junction's inputs: drawn sources, and other junctions (7.'s among them)
   const joinOps = new Set(junctionOf.values());
+  if (operandOf.size)
+    for (const [o] of joinOf) if (!hidden(o) && sourceAt(o, "") === null && operands(o).length) joinOps.add(o);
   const direct = new Map<number, { nodes: Set<string>; via: Set<number> }>();
   for (const op of joinOps) direct.set(op, reach(at(ops, op)[1], junctionKey(op), joinOps));
   const closure = new Map<number, Set<string>>();
@@ -284,6 +264,12 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       }
       const what = joinOf.get(op)!;
       j = { key, op, what, glyph: glyphOf(what), path, outs: [] };
+      const named = operands(op);
+      if (named.length) {
+        const owner = at(ops, op)[0];
+        const within = owner >= 0 ? `${at(calls, owner).module}.` : "";
+        j.operand = named.map((n) => (n.startsWith(within) ? n.slice(within.length) : n)).join(", ");
+      }
       if (isAttention(what)) {
         // the stage whose forward ran it (in a stack, the member's shown): a click shows its maps
         const owner = at(ops, op)[0];
@@ -298,6 +284,36 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
   };
   const edges: DrawnEdge[] = [];
   const relayed = new Map<string, DrawnEdge>(); // J' -> J: one line, whichever sources it carries
+  // drawn once, of the strongest kind: the stream between two junctions (a residual's), a
+  // source of a sum that two nodes read (GPT-2's last block: ln_f and the hidden states)
+  const relay = (src: string, dst: string, e: ViewEdge) => {
+    const k = `${src}>${dst}`;
+    const prev = relayed.get(k);
+    if (prev && RANK[prev.kind] <= RANK[e.kind]) return;
+    if (prev) Object.assign(prev, { kind: e.kind, edge: e });
+    else {
+      const drawn: DrawnEdge = { src, dst, kind: e.kind, edge: e };
+      relayed.set(k, drawn);
+      edges.push(drawn);
+    }
+  };
+  const ofNodes = new Set(junctionOf.values());
+  // What the data of `s` comes into junction `op` from: s itself, the junction it passed, or
+  // null (it does not pass `op`). Through 7.'s junctions, which no node reads, it is drawn on.
+  const feed = (s: string, op: number, e: ViewEdge, straight: boolean): string | null => {
+    const d = direct.get(op)!;
+    if (d.nodes.has(s)) return s;
+    if (straight) return null;
+    let via: number | null = null;
+    for (const v of d.via) if (closed(v).has(s)) via = v;
+    if (via === null) return null;
+    const key = junctionFor(via).key;
+    if (!ofNodes.has(via)) {
+      const from = feed(s, via, e, false);
+      if (from !== null) relay(from, key, e);
+    }
+    return key;
+  };
   const data = new Set<string>(); // nodes that a sum brings data, not conditioning alone
   for (const e of view.edges) {
     const op = junctionOf.get(e.dst);
@@ -305,26 +321,12 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
       continue;
     }
-    const j = junctionFor(op);
-    const d = direct.get(op)!;
-    let src: string | null = d.nodes.has(e.src) ? e.src : null;
     // (a tuple's items, model/ports.ts: another item's source comes straight, not through the sum)
-    if (src === null && !view.byKey.get(e.dst)?.family)
-      for (const v of d.via) if (closed(v).has(e.src)) src = junctionFor(v).key;
+    const src = feed(e.src, op, e, !!view.byKey.get(e.dst)?.family);
     if (src === null) edges.push({ src: e.src, dst: e.dst, kind: e.kind, edge: e });
     else {
       if (e.kind !== "merge") data.add(e.dst);
-      // drawn once, of the strongest kind: the stream between two junctions (a residual's), a
-      // source of a sum that two nodes read (GPT-2's last block: ln_f and the hidden states)
-      const k = `${src}>${j.key}`;
-      const prev = relayed.get(k);
-      if (prev && RANK[prev.kind] <= RANK[e.kind]) continue;
-      if (prev) Object.assign(prev, { kind: e.kind, edge: e });
-      else {
-        const drawn: DrawnEdge = { src, dst: j.key, kind: e.kind, edge: e };
-        relayed.set(k, drawn);
-        edges.push(drawn);
-      }
+      relay(src, junctionFor(op).key, e);
     }
   }
   for (const [d, op] of junctionOf) {

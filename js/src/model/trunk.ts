@@ -74,7 +74,15 @@ function topoOrder(keys: string[], priority: Map<string, number>, edges: DrawnEd
 export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
   const priority = new Map<string, number>();
   for (const [i, n] of view.nodes.entries()) priority.set(n.key, i);
-  for (const j of drawing.junctions) priority.set(j.key, Math.min(...j.outs.map((d) => priority.get(d) ?? 0)) - 0.5);
+  // a junction just before what it feeds (a junction of a parameter joined in feeds a junction)
+  const feeds = new Map<string, string>();
+  for (const e of drawing.edges) if (drawing.byKey.has(e.src)) feeds.set(e.src, e.dst);
+  const rank = (key: string, depth = 0): number => {
+    const outs = drawing.byKey.get(key)?.outs;
+    if (!outs || depth > 64) return priority.get(key) ?? 0;
+    return Math.min(...(outs.length ? outs : [feeds.get(key) ?? ""]).map((d) => rank(d, depth + 1))) - 0.5;
+  };
+  for (const j of drawing.junctions) priority.set(j.key, rank(j.key));
   const keys = [...priority.keys()];
   const buses = new Map<string, DrawnEdge[]>();
   const side = new Map<string, DrawnEdge[]>();

@@ -238,8 +238,9 @@ export function portWidth(id: string, pictures: Pictures = "none", m: Measure = 
   return pictures === "beside" ? width + SIDE_W : width;
 }
 
-/** A junction's size: a round glyph, or a pill that holds a short function name. */
+/** A junction's size: a round glyph, a pill of a short function name, or of the parameter joined in. */
 export function junctionSize(j: Junction): [number, number] {
+  if (j.operand) return [Math.round(JUNCTION_D + 8 + estimate(j.operand, "t2")), JUNCTION_D];
   return j.glyph.length <= 1 ? [JUNCTION_D, JUNCTION_D] : [Math.round(12 + 7.6 * j.glyph.length), 20];
 }
 

@@ -227,9 +227,9 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
   walk(view.items);
   const { drawing, trunk } = drawnOf(view);
   const junctionList: SceneJunction[] = [];
-  for (const j of drawing.junctions) {
-    const box = lay.boxes[j.key];
-    if (box) junctionList.push({ key: j.key, box, what: j.what, glyph: j.glyph, outs: j.outs, stage: j.stage });
+  for (const { key, what, glyph, outs, stage, operand } of drawing.junctions) {
+    const box = lay.boxes[key];
+    if (box) junctionList.push({ key, box, what, glyph, outs, stage, operand });
   }
   const boxOf = (key: string): Box | undefined => lay.boxes[key];
   const anchor = (box: Box, out: boolean): number[] => {
@@ -266,6 +266,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
   const drawn = drawnKinds(view); // (a stream's own branches as flow, token ids read again as merge)
   const edges: SceneEdge[] = [];
   const stubs: SceneEdge[] = [];
+  const keys = new Set<string>();
   for (const e of drawing.edges) {
     if (bused.has(e)) continue;
     const points = compose(e.src, e.dst);
@@ -285,14 +286,15 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
       continue;
     }
     const ve = e.edge;
-    const a = view.byKey.get(ve.src)!;
-    const b = view.byKey.get(ve.dst)!;
+    let key = `${ve.src}>${ve.dst}`;
+    if (keys.has(key)) key += `@${e.src}`; // (one edge drawn through a junction no node reads: two)
+    keys.add(key);
     edges.push({
-      key: `${ve.src}>${ve.dst}`,
+      key,
       src: ve.src,
       dst: ve.dst,
-      srcId: a.id,
-      dstId: b.id,
+      srcId: view.byKey.get(ve.src)!.id,
+      dstId: view.byKey.get(ve.dst)!.id,
       kind: drawn.get(ve) ?? ve.kind,
       points,
       from: e.src,

@@ -80,6 +80,7 @@ export interface SceneJunction {
   glyph: string; // "+", "⧺", "×", ... or the name, short
   outs: string[]; // node keys it feeds
   stage?: string; // an attention's: the stage whose forward ran it (a click shows its maps)
+  operand?: string; // the model's parameter it joins in (ViT's "position_embeddings")
 }
 
 /** A source read by many (a mask, an embedding): one line along the graph, a tap into each. */

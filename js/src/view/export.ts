@@ -6,7 +6,7 @@
  * longer along its flow than across it is wrapped into strips, like a line of text
  * (export_wrap.ts).
  */
-import { signsDrawn } from "../model/junctions";
+import { signsDrawn } from "../model/glyphs";
 import type { Scene } from "../scene/types";
 import type { EdgeKind } from "../wire";
 import { EDGE_NAMES } from "./chrome";

@@ -44,10 +44,19 @@ export function junctionEl(j: SceneJunction): SVGGElement {
   title.textContent =
     j.glyph === "attention"
       ? `${j.what}: softmax(q kᵀ / √d) v, where q, k and v meet (click: its maps)`
-      : `${j.what}: the data of its inputs meets here`;
+      : j.operand
+        ? `${j.what}: the model's parameter ${j.operand} joins the data here`
+        : `${j.what}: the data of its inputs meets here`;
   g.append(title);
-  const d = glyphPath(j.glyph, w / 2);
-  if (d !== null) {
+  const d = glyphPath(j.glyph, h / 2);
+  if (j.operand) {
+    // the glyph, then the parameter's name (ViT's "+ position_embeddings")
+    g.append(
+      s("rect", { class: "nfw-junction-disc", x: -w / 2, y: -h / 2, width: w, height: h, rx: h / 2 }),
+      s("path", { class: "nfw-junction-glyph", d: d ?? "", transform: `translate(${-w / 2 + h / 2},0)` }),
+      svgText(j.operand, { class: "nfw-junction-operand", x: -w / 2 + h + 2, y: 4.5 }),
+    );
+  } else if (d !== null) {
     g.append(s("circle", { class: "nfw-junction-disc", r: w / 2 }), s("path", { class: "nfw-junction-glyph", d }));
   } else {
     g.append(

@@ -45,7 +45,7 @@ export const GRAPH_CSS = `
 .nfw-node .nfw-stack { fill: var(--nfw-bg2); stroke: var(--nfw-border); stroke-width: 1; }
 .nfw-node:hover .nfw-card { stroke: var(--nfw-fg2); }
 .nfw-node .nfw-t1 { font-size: 14px; font-weight: 600; fill: var(--nfw-fg0); }
-.nfw-node .nfw-t2 { font-size: 13px; fill: var(--nfw-fg2); }
+.nfw-node .nfw-t2, .nfw-junction-operand { font-size: 13px; fill: var(--nfw-fg2); }
 .nfw-node .nfw-num { font-family: var(--nfw-mono); font-size: 13px; fill: var(--nfw-fg2); }
 .nfw-node.nfw-stat-fill .nfw-t1, .nfw-node.nfw-stat-fill .nfw-t2, .nfw-node.nfw-stat-fill .nfw-num { fill: var(--nfw-ink, inherit); }
 .nfw-node.nfw-port .nfw-card { fill: var(--nfw-bg2); }
