@@ -212,6 +212,7 @@ function denseChain(n) {
     input_ops: [["input:0", 0]],
     output_ops: [["output:0", [n]]],
     joins: [],
+    operands: [],
     selected: calls.map((_, i) => i),
     initial: null,
     attention: [],
