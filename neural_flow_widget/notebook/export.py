@@ -6,12 +6,13 @@ HTML file can carry bytes no other way. Nothing is fetched: no CDN, no network.
 
 What a lecture needs comes first (:func:`page_order`): the model's inputs and outputs, every
 attention stage's maps, the stages chosen with ``stages=``, each block's view (shallowest
-first), then the leaves in execution order (a later, smaller one may still fit where an
-earlier did not). The attention maps travel as 16-bit codes (the wire's ``"codes"``, exact to
-1/65535 of each map's range) and a buffer equal to one already in the page (a block repeats
-its attention's maps) is stored once, so GPT-2 small at 128 tokens and ViT-base keep all
-their maps within the default 8 MB. A stage left out carries the reply that says so, why,
-and the budget that would keep it; the graph's notes say how many.
+first), then the leaves, shallowest first (the model's own, which its first view draws, before
+those inside its blocks), each depth in execution order (a later, smaller one may still fit
+where an earlier did not). The attention maps travel as 16-bit codes (the wire's
+``"codes"``, exact to 1/65535 of each map's range) and a buffer equal to one already in the
+page (a block repeats its attention's maps) is stored once, so GPT-2 small at 128 tokens and
+ViT-base keep all their maps within the default 8 MB. A stage left out carries the reply that
+says so, why, and the budget that would keep it; the graph's notes say how many.
 """
 
 from __future__ import annotations
@@ -70,13 +71,14 @@ class Baked:
 def page_order(flow: Any) -> list[str]:
     """The nodes in the order a page keeps their data: the model's inputs and outputs, the
     stages that recorded attention, the stages chosen with ``stages=``, the other blocks
-    (stages with children) shallowest first, then the leaves, in execution order."""
+    (stages with children) shallowest first, then the leaves shallowest first (a U-Net's
+    ``conv_out`` before its blocks' convolutions); each depth in execution order."""
     maps = flow.capture.maps if flow.capture is not None else {}
     attention = [flow.calls[i].id for i in sorted(maps) if i >= 0]
     chosen = [flow.calls[i].id for i in flow.selected] if flow.explicit else []
     blocks = sorted((c for c in flow.calls if not c.leaf), key=lambda c: (c.depth, c.index))
-    leaves = [c.id for c in flow.calls if c.leaf]
-    order = [*flow.inputs, *flow.outputs, *attention, *chosen, *(c.id for c in blocks), *leaves]
+    leaves = sorted((c for c in flow.calls if c.leaf), key=lambda c: (c.depth, c.index))
+    order = [*flow.inputs, *flow.outputs, *attention, *chosen, *(c.id for c in (*blocks, *leaves))]
     return list(dict.fromkeys(order))
 
 

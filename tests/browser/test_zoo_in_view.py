@@ -1,7 +1,7 @@
-"""The models people bring (GPT-2, BERT with a mask, Whisper, diffusers' UNet2DConditionModel,
-a ResNet-50 written out as torchvision does, ViT, LLaMA, T5; built from configs, random weights, no
-download) in Chromium at a lecture hall's sizes: at first open, after Play, with a block
-opened, with data on the graph and in Present. The first view shows every node inside the
+"""The models people bring (GPT-2, BERT with a mask, Whisper, diffusers' UNet2DConditionModel
+small and as Stable Diffusion 1.5 has it, a ResNet-50 written out as torchvision does, ViT,
+LLaMA, T5; built from configs, random weights, no download) in Chromium at a lecture hall's
+sizes: at first open, after Play, with a block opened, with data on the graph and in Present. The first view shows every node inside the
 canvas; after each action no node inside the canvas is under an overlay, every name is at
 least 12 px high on screen (long columns wrap into bands rather than shrink: layout/bands.ts,
 layout/wrapping.ts), and where the whole does not fit at that scale, the note beside the
@@ -51,6 +51,17 @@ def _resnet50():
     return written_out.resnet50(classes=10).eval(), torch.randn(1, 3, 64, 64)
 
 
+def _sd15():
+    """Stable Diffusion 1.5's UNet (UNet2DConditionModel's own defaults, text of width 768:
+    860 M parameters) on a 32 x 32 latent."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.UNet2DConditionModel(cross_attention_dim=768).eval()
+    inputs = {"sample": torch.randn(1, 4, 32, 32), "timestep": torch.tensor([10]),
+              "encoder_hidden_states": torch.randn(1, 8, 768)}  # fmt: skip
+    return model, inputs
+
+
 def _mobilenet_v2():
     torch.manual_seed(0)
     return written_out.MobileNetV2(classes=10).eval(), torch.randn(1, 3, 64, 64)
@@ -63,6 +74,7 @@ MODELS = {
     "bert": (fixture_models.bert, "encoder.layer.0.attention"),
     "whisper": (fixture_models.whisper, "model.decoder.layers"),
     "unet2d": (lambda: fixture_models.unet2d(levels=4, layers=2), "down_blocks.1"),
+    "sd15": (_sd15, "down_blocks.1"),
     "resnet50": (_resnet50, "layer2"),
     "vit": (_vit, "vit.encoder.layer.0.attention"),
     "llama": (_llama, "model.layers.0.self_attn"),
@@ -81,7 +93,8 @@ WHOLE_AFTER: dict[str, set] = {
 #: ... and after Play, where the model fits beside the inspector at 12 px (a model, or a model
 #: at a width): the transport on the inspector's top (the graph keeps the canvas's height), the
 #: inspector narrowed for the graph laid out beside it (diffusers' U at 1280, its conditioning
-#: beside the encoder; at 1024 above it, layout/ushape.ts), the walk from the view with its
+#: beside the encoder; at 1024 above it, layout/ushape.ts; SD 1.5's at its real widths too:
+#: "CrossAttnDownBlock2D 1×1280×4×4", the skips' gap U_GAP), the walk from the view with its
 #: sublayers folded where that fits or shows more (GPT-2 and ViT at 1024: "ln_1 → attn" one
 #: node), the groups and stacks away from the step folded where the step does not fit
 #: (Whisper's and T5's decoder one node while the walk is in the encoder; BERT's three
@@ -98,6 +111,7 @@ WHOLE_AFTER["play"] = {
     "whisper",
     "t5",
     "unet2d",
+    "sd15",
     "bert",
 }
 #: ... and after opening a block, where it fits with the other open blocks, stacks and
@@ -108,7 +122,7 @@ WHOLE_AFTER["play"] = {
 #: (model/units.ts: ResNet-50's Bottleneck as conv1 -> bn1 -> relu, ...); a sublayer opened
 #: counts (Whisper's decoder self-attention at 1024, the encoder one node)
 #: (diffusers' U with a block open is taller than the canvas at 12 px in every arrangement)
-WHOLE_AFTER["open"] = set(MODELS) - {"unet2d"}
+WHOLE_AFTER["open"] = set(MODELS) - {"unet2d", "sd15"}
 
 #: the models whose block opened (MODELS) shows an attention's own forward: q, k and v meet
 #: in one "attention" pill the output projection reads (GPT-2's fused c_attn through it too;

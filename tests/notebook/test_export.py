@@ -1,5 +1,5 @@
 """Offline pages (notebook/export.py) keep what a lecture needs first, within the default 8 MB:
-every attention stage's maps, then each block's view, then the leaves in execution order,
+every attention stage's maps, then each block's view, then the leaves (shallowest first),
 for GPT-2 small (128 tokens), ViT-base (224²) and a Whisper-tiny-sized model built from
 their configs (random weights, no download). The maps a page stores as 16-bit codes equal
 the run's own maps to one code step; a stage left out says so, why, and the budget that
@@ -112,7 +112,7 @@ def test_a_block_shares_its_attention_stage_s_maps_in_the_blob(gpt2_page):
 @pytest.mark.slow
 def test_vit_base_keeps_its_12_maps_and_every_block_before_any_leaf(tmp_path):
     """ViT-base (ViTConfig() defaults: 197 tokens, 12 heads) does not fit in 8 MB whole: its
-    12 attention maps and every block's view do, then the leaves in execution order until
+    12 attention maps and every block's view do, then the leaves (shallowest first) until
     the budget ends. Each leaf left out says so, and why; the graph's note counts them; the
     budget they name keeps every stage."""
     from transformers import ViTConfig, ViTForImageClassification
@@ -191,7 +191,7 @@ def test_a_whisper_page_keeps_encoder_decoder_and_cross_attention(tmp_path):
     _assert_every_map_is_there(widget.flow, replies, blob)
 
 
-def test_page_order_puts_attention_then_blocks_shallowest_first_then_leaves():
+def test_page_order_puts_attention_then_blocks_then_leaves_each_shallowest_first():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -206,7 +206,13 @@ def test_page_order_puts_attention_then_blocks_shallowest_first_then_leaves():
     first_leaf = next(i for i, n in enumerate(rest) if leaf[n])
     assert not any(leaf[n] for n in rest[:first_leaf]) and all(leaf[n] for n in rest[first_leaf:])
     assert [depth[n] for n in rest[:first_leaf]] == sorted(depth[n] for n in rest[:first_leaf])
-    assert rest[first_leaf:] == [c.id for c in flow.calls if c.leaf]
+    # the leaves shallowest first: lm_head (the model's own) before the blocks' (GPT-2's ln_f
+    # and wte are the transformer's; ln_1, ln_2 a block's), each depth in execution order
+    leaves = sorted((c for c in flow.calls if c.leaf), key=lambda c: (c.depth, c.index))
+    assert rest[first_leaf:] == [c.id for c in leaves]
+    assert rest[first_leaf] == "lm_head" and rest.index("transformer.ln_f") < rest.index(
+        "transformer.h.0.ln_1"
+    )
     assert sorted(order) == sorted({*flow.inputs, *flow.outputs, *(c.id for c in flow.calls)})
 
 

@@ -23,7 +23,7 @@ import { at } from "../wire_check";
 import { feedRoute, slotsOf } from "./aside";
 import { type FlowGroup, type FlowPlacement, RANKSEP, rounded, topoOrder } from "./flow";
 
-export const U_GAP = 120; // between the two sides (room for the skips' arrows)
+export const U_GAP = 104; // between the two sides (room for the skips' arrows)
 const [JUNCTION_SEP, MIN_SKIPS] = [16, 2];
 const SIDE_GAP = 48; // between the conditioning's column and the encoder (room for its bus)
 const PART_GAP = 28; // between two of its columns (the timestep's, the text's)

@@ -5,7 +5,8 @@
  * of it that branches or merges with its sources on its trunk (narrower) or not (aside.ts);
  * without conditioning, the tail risen (narrower, taller). The first that fits the canvas;
  * else one that shows 95 % of itself at the fit's scale, the most (SDXL's U at 1280 px: the
- * rest a few pixels off the edge, not a column of blocks); else of those as high as the
+ * rest a few pixels off the edge, not a column of blocks; of those within half a percent of
+ * it, the narrowest, clear of the minimap's strip); else of those as high as the
  * canvas, the largest (the inspector beside it gives way: app/viewfinder.ts); else the
  * largest. Flow coordinates; pure, no DOM.
  */
@@ -30,7 +31,12 @@ export function fittedU(g: FlowGroup, u: FlowPlacement, fit: FitTarget, tb: bool
     ps.reduce((a, b) => (by(b) > by(a) + 1e-9 ? b : a));
   const fits = us.find((p) => shown(p) >= 1 - 1e-9);
   if (fits) return fits;
-  const near = most(us, shown);
+  // (of those that show as much within a pixel or two, the narrowest: clear of the minimap)
+  const best = shown(most(us, shown));
+  const near = most(
+    us.filter((p) => shown(p) >= best - 0.005),
+    (p) => -(tb ? p.ac : p.al),
+  );
   if (shown(near) >= 0.95) return near;
   const low = us.filter((p) => shares(p, fit, tb)[1] >= 1 - 1e-9);
   return most(low.length ? low : us, scale);
