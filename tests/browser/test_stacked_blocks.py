@@ -199,6 +199,19 @@ def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, 
     for sid, kind, px, inside in seen["nodes"]:
         assert inside, sid
         assert px >= (12 if kind == "stage" else 11), (sid, px)
+    if name == "vit":
+        # ViTEmbeddings.forward: cat((cls_token.expand(...), patches)) + position_embeddings,
+        # drawn as the paper's "[class] embedding" and "Position Embedding", named, as text
+        named = page.evaluate(
+            """() => [...document.querySelectorAll('.nfw-junction-operand')].map((t) =>
+              [t.closest('.nfw-junction').dataset.glyph, t.textContent,
+               t.getBoundingClientRect().height, t.children.length])"""
+        )
+        assert [(g, text) for g, text, _, _ in named] == [
+            ("⧺", "cls_token"),
+            ("+", "position_embeddings"),
+        ], named
+        assert all(px >= 11 and children == 0 for _, _, px, children in named), named
     context.close()
     assert errors == []
 

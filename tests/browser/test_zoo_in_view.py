@@ -1,11 +1,11 @@
 """The models people bring (GPT-2, BERT with a mask, Whisper, diffusers' UNet2DConditionModel
 small and as Stable Diffusion 1.5 has it, a ResNet-50 written out as torchvision does, ViT,
 LLaMA, T5; built from configs, random weights, no download) in Chromium at a lecture hall's
-sizes: at first open, after Play, with a block opened, with data on the graph and in Present. The first view shows every node inside the
-canvas; after each action no node inside the canvas is under an overlay, every name is at
-least 12 px high on screen (long columns wrap into bands rather than shrink: layout/bands.ts,
-layout/wrapping.ts), and where the whole does not fit at that scale, the note beside the
-minimap counts the nodes out of view. Screenshots in
+sizes: at first open, after Play, with a block opened, with data on the graph and in Present.
+The first view shows every node inside the canvas; after each action no node inside the
+canvas is under an overlay, every name is at least 12 px high on screen (long columns wrap
+into bands rather than shrink: layout/bands.ts, layout/wrapping.ts), and where the whole
+does not fit at that scale, the note beside the minimap counts the nodes out of view. Screenshots in
 test-artifacts/zoo_<model>_<size>_<step>.png."""
 
 from __future__ import annotations

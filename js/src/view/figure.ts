@@ -45,7 +45,7 @@ export function junctionEl(j: SceneJunction): SVGGElement {
     j.glyph === "attention"
       ? `${j.what}: softmax(q kᵀ / √d) v, where q, k and v meet (click: its maps)`
       : j.operand
-        ? `${j.what}: the model's parameter ${j.operand} joins the data here`
+        ? `${j.what}: ${j.operand}, a parameter or buffer of the model, joins the data here`
         : `${j.what}: the data of its inputs meets here`;
   g.append(title);
   const d = glyphPath(j.glyph, h / 2);
