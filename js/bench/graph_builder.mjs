@@ -120,6 +120,7 @@ export class GraphBuilder {
       input_ops: this.inputOps,
       output_ops: this.outputOps,
       joins,
+      operands: [],
       selected: this.calls.map((c, i) => (c.depth === 1 ? i : -1)).filter((i) => i >= 0),
       initial,
       attention,
