@@ -13,6 +13,7 @@ import { buildTree, type CallTree } from "../src/model/tree";
 import { buildView, nodeKeyForCall, type ViewState } from "../src/model/view_model";
 import { initialState, isShown, levelStates, revealCall, toggleKey } from "../src/model/view_state";
 import { buildScene, READ_K } from "../src/scene/scene";
+import { estimate, partWidth } from "../src/scene/request";
 import { decodeGraph } from "../src/wire";
 import { loadRaw } from "./fixtures";
 import { at } from "../src/wire_check";
@@ -254,5 +255,19 @@ describe("a view that folds them", () => {
     expect(ids).not.toContain("model.encoder.layers.0.fc1");
     // in layer order: layer 1's attention after layer 0's MLP
     expect(ids.indexOf("model.encoder.layers.1.self_attn")).toBeGreaterThan(ids.indexOf("model.encoder.layers.0.fc2"));
+  });
+});
+
+describe("a folded sublayer's name", () => {
+  it("is whole where it names three modules (BEiT's relative_position_bias → layernorm_before → attention)", () => {
+    const lines = {
+      title: "relative_position_bias → layernorm_before → attention",
+      type: "BeitRelativePositionBias → LayerNorm → BeitAttention",
+      params: "16.9K",
+      shape: "1×17×64",
+    };
+    // the card's name line: 40 px of bar and padding, the name, the parameters beside it
+    const need = 40 + estimate(lines.title, "t1") + estimate(lines.params, "num") + 10;
+    expect(partWidth(lines)).toBeGreaterThanOrEqual(need);
   });
 });

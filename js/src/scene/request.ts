@@ -35,7 +35,7 @@ export const NODE_H = 50;
 const STAGE_MAX = 380;
 /** ... a fold: two types of some 30 characters ("(Mask2FormerSinePositionEmbedding →
  * Sequential) × 3"); a folded sublayer: two types of some 30 characters beside its shape. */
-const [FOLD_MAX, PART_MAX] = [500, 500];
+const [FOLD_MAX, PART_MAX] = [500, 600];
 export const PORT_W = 116;
 export const PORT_H = 32;
 export const JUNCTION_D = 22;
