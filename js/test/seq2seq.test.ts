@@ -187,6 +187,16 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     expect(from.label?.text).toBe("cross-attention");
   });
 
+  it("a decoder of two layers, both stacks open: the encoder's output one labelled bus all the same", () => {
+    // T5 of 2 + 2 blocks: the encoder's final dropout read by the decoder's two blocks'
+    // EncDecAttention (key_value_states), fewer than a bus's three readers elsewhere
+    const t5two = goldenTree("t5");
+    const { scene } = sceneOf(t5two, wrapped(t5two, true));
+    const bus = scene.buses.find((b) => b.srcId.startsWith("encoder."))!;
+    expect(bus.label?.text).toBe("cross-attention");
+    expect(scene.edges.filter((e) => e.from === bus.key).map((e) => e.dstId)).toEqual(["decoder.block.0.layer.1"]);
+  });
+
   it("T5, both runs unfolded, every cross-attention opened: one labelled line into each block's k and v", () => {
     // T5Attention as cross-attention: k and v of key_value_states (the encoder's output)
     const t5 = goldenTree("t5_3");

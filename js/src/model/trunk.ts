@@ -91,15 +91,22 @@ export function trunkOf(view: ViewGraph, drawing: Drawing): Trunk {
     if (e.kind === "skip" || e.kind === "merge" || cross.has(e.dst))
       (side.get(e.src) ?? side.set(e.src, []).get(e.src)!).push(e);
   }
+  const few = new Map<string, DrawnEdge[]>(); // read by fewer: a bus where it is a cross-attention
   for (const [src, list] of side) {
     const readers = new Map<string, number>();
     for (const e of list) readers.set(e.dst, Math.max(readers.get(e.dst) ?? 0, e.edge?.readers ?? 1));
     let n = 0;
     for (const r of readers.values()) n += r;
     // (a sum of conditioning alone is one too: SDXL's time embedding plus its text-time one)
-    if (n >= BUS_MIN && (!drawing.byKey.has(src) || list.every((e) => e.kind === "merge"))) buses.set(src, list);
+    if (drawing.byKey.has(src) && !list.every((e) => e.kind === "merge")) continue;
+    (n >= BUS_MIN ? buses : few).set(src, list);
   }
   const labels = crossing(view, drawing, buses);
+  // the encoder's output into a decoder of one or two layers: the one labelled bus all the same
+  for (const [src, label] of crossing(view, drawing, few)) {
+    buses.set(src, few.get(src)!);
+    labels.set(src, label);
+  }
   const bused = new Set([...buses.values()].flat());
   const edges = drawing.edges.filter((e) => !bused.has(e));
   const order = topoOrder(keys, priority, edges);
