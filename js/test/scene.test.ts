@@ -7,7 +7,16 @@ import { buildView, type ViewState } from "../src/model/view_model";
 import { initialState, toggleExpanded, toggleUnfolded } from "../src/model/view_state";
 import { signsDrawn } from "../src/model/glyphs";
 import { segmentHitsBox } from "../src/layout/flow";
-import { estimate, type Measure, PORT_H, portHeight, portLines, portWidth, stageWidth } from "../src/scene/request";
+import {
+  clusterHeaderWidth,
+  estimate,
+  type Measure,
+  PORT_H,
+  portHeight,
+  portLines,
+  portWidth,
+  stageWidth,
+} from "../src/scene/request";
 import { buildScene, layoutRequest } from "../src/scene/scene";
 import type { Scene, SceneEdge } from "../src/scene/types";
 import { loadGraph, loadRaw } from "./fixtures";
@@ -240,5 +249,20 @@ describe("a stage's width", () => {
       Math.round(40 + 13 * name.length + estimate("1.06K", "num") + 10),
     );
     expect(stageWidth(call, estimate)).toBe(stageWidth(call));
+  });
+});
+
+describe("an unfolded run's box", () => {
+  // ConvNeXt's stage beside the inspector: "convnext.encoder.stages.0.layers.* (3)" over a
+  // column of three narrow blocks was cut to "convnext.encoder.stage…"
+  const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
+  it.each(["gpt2", "t5_3", "whisper", "bart"])("%s: as wide as its header", (name) => {
+    const tree = buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
+    const unfolded = new Set(tree.runList.map((r) => r.key));
+    const view = buildView(tree, { ...initialState(tree), stacked: undefined, unfolded });
+    const scene = buildScene(tree, view, computeLayout(layoutRequest(view, "TB")), "TB");
+    const runs = scene.clusters.filter((c) => c.kind === "run");
+    expect(runs.length).toBeGreaterThan(0);
+    for (const c of runs) expect(c.box[2], c.label).toBeGreaterThanOrEqual(clusterHeaderWidth(c.label, c.type) - 0.5);
   });
 });

@@ -6,6 +6,7 @@
  * (an expanded call, a stack's member) names its own: inside diffusers' `down_blocks.1`,
  * "resnets.0". Pure and DOM-free.
  */
+import type { Run } from "../model/tree";
 import type { Item, ViewGraph } from "../model/view_model";
 import type { WireCall } from "../wire";
 import { at } from "../wire_check";
@@ -61,4 +62,17 @@ export function contextOf(view: ViewGraph, module: string): string {
   const rest = parts.slice(0, parts.length - shortParts(parts));
   if (rest.length < 2 || !INDEX.test(at(rest, rest.length - 1)) || boxedModules(view).has(rest.join("."))) return "";
   return `${rest.slice(-shortParts(rest)).join(".")}.`;
+}
+
+/** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
+export function runType(run: Run): string {
+  return run.period > 1 ? `(${run.type})` : run.type;
+}
+
+/** An unfolded run's header: its members' range or prefix, and what it repeats how often. */
+export function runHeader(calls: readonly WireCall[], run: Run): { label: string; type: string } {
+  const first = at(calls, at(run.members, 0)).module;
+  const last = at(calls, at(run.members, run.members.length - 1)).module;
+  const label = run.period > 1 ? `${first} … ${last}` : `${run.prefix}.* (${run.members.length})`;
+  return { label, type: `${runType(run)} × ${run.count}` };
 }

@@ -23,7 +23,7 @@ import { crossKeysAndValues, trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import { type Item, portName, type ViewGraph, type VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
-import { contextOf, lastPart, stageTitle } from "./names";
+import { contextOf, lastPart, runHeader, stageTitle } from "./names";
 import { at } from "../wire_check";
 import type { EdgeKind, WireCall } from "../wire";
 
@@ -143,14 +143,14 @@ export function groupModule(calls: readonly WireCall[], it: Item, shown = 0): st
   return "";
 }
 
-/** The widest a group's header makes its group: a label and type of some 35 characters each
- * (a longer one is cut, whole in its tip). */
+/** The widest a group's header makes its group (a longer label is cut, whole in its tip). */
 const HEADER_MAX = 600;
 
 /** What a group's header needs: its label (14 px bold), type (13 px) and collapse badge. */
 export function clusterHeaderWidth(label: string, type: string, m: Measure = estimate): number {
   return Math.round(Math.min(HEADER_MAX, 12 + m(label, "ct") + 8 + m(type, "t2") + 44));
 }
+const headerWidth = (h: { label: string; type: string }, m: Measure) => clusterHeaderWidth(h.label, h.type, m);
 
 /** A fold's range ("model.encoder.layers.0 … 2", in its tip), as its second line draws it
  * (its first member's short name after `context`, names.ts: "stages.2.layers.0 … 8"), and,
@@ -321,7 +321,7 @@ export function layoutRequest(
             ? stackHeaderWidth(it.run, stackLabel(it.run, view), m)
             : it.kind === "cluster"
               ? clusterHeaderWidth(clusterLabel(calls, it.call, outer), calls[it.call]!.type, m)
-              : 0;
+              : headerWidth(runHeader(calls, it.run), m); // (an unfolded run's)
         g.items.push(build(it.key, it.items, [], [], header, groupModule(calls, it)));
       }
     }

@@ -11,11 +11,11 @@ import { formatParams, formatShape } from "../model/format";
 import { problemsOf, viewMarks } from "../model/problems";
 import { residualInside, residualOf } from "../model/residual";
 import { counterpart } from "../model/stack";
-import type { CallTree, Run } from "../model/tree";
+import type { CallTree } from "../model/tree";
 import { nextMemberKey, portName, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
-import { contextOf, stageTitle } from "./names";
+import { contextOf, runHeader, runType, stageTitle } from "./names";
 import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stackLabel } from "./request";
 export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
@@ -48,11 +48,6 @@ export {
   SIDE_W,
   THUMB_H,
 } from "./request";
-
-/** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
-function runType(run: Run): string {
-  return run.period > 1 ? `(${run.type})` : run.type;
-}
 
 export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, dir: Direction): Scene {
   const { calls } = tree.graph;
@@ -186,11 +181,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
           kind: "run",
           call: at(it.run.members, 0),
           box: groupBox(it.key),
-          label:
-            it.run.period > 1
-              ? `${c.module} … ${at(calls, at(it.run.members, it.run.members.length - 1)).module}`
-              : `${it.run.prefix}.* (${it.run.members.length})`,
-          type: `${runType(it.run)} × ${it.run.count}`,
+          ...runHeader(calls, it.run),
           depth: c.depth,
           mark: null,
         });
