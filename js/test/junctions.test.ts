@@ -12,8 +12,9 @@ import { showMember } from "../src/model/stack";
 import { buildTree } from "../src/model/tree";
 import { buildView, stageKey } from "../src/model/view_model";
 import { initialState, revealCall } from "../src/model/view_state";
-import { decodeGraph } from "../src/wire";
-import { loadRaw } from "./fixtures";
+import { decodeGraph, type WireGraph } from "../src/wire";
+import { at } from "../src/wire_check";
+import { loadGraph, loadRaw } from "./fixtures";
 
 const golden = loadRaw("edges_golden.json") as { cases: { name: string; graph: unknown }[] };
 const goldenTree = (name: string) => buildTree(decodeGraph(golden.cases.find((c) => c.name === name)!.graph));
@@ -153,5 +154,50 @@ describe("ViT's embeddings opened", () => {
       buildView(tree, { ...initialState(tree), expanded: new Set<number>(), inlined: new Set<number>(), auto: false }),
     );
     expect(folded.junctions.filter((j) => j.operand)).toEqual([]);
+  });
+});
+
+// ViT-MAE's embeddings, by hand: embed(x) = norm(cat(cls + pos[:, :1], proj(x))), the [CLS]
+// token a sum of two of embed's parameters, named so by the tracer (tracing/dataflow.py)
+describe("a parameter computation joined in", () => {
+  const base = at(loadGraph("wire_unet.json").calls, 0);
+  const call = (id: string, type: string, parent: number, args: number[], leaf: boolean) => ({
+    ...base,
+    ...{ id, module: id, type, parent, in: args, args: [0], state: -1, leaf, depth: parent < 0 ? 1 : 2 },
+  });
+  const g: WireGraph = {
+    ...loadGraph("wire_unet.json"),
+    inputs: ["input:0"],
+    outputs: ["output:0"],
+    calls: [
+      call("embed", "Embed", -1, [0], false),
+      call("embed.proj", "Conv2d", 0, [0], true),
+      call("embed.norm", "LayerNorm", 0, [3], true),
+    ],
+    ops: [
+      [-1, []],
+      [1, [0]],
+      [0, []],
+      [0, [2, 1]],
+      [2, [3]],
+    ],
+    input_ops: [["input:0", 0]],
+    output_ops: [["output:0", [4]]],
+    joins: [[3, "cat"]],
+    operands: [[2, "embed.cls + embed.pos"]],
+    selected: [1, 2],
+    initial: null,
+    attention: [],
+    stats: [null, null, null],
+    nonfinite: [],
+  };
+  it("names it in the pill by the names within the module: ⧺ cls + pos", () => {
+    const tree = buildTree(g);
+    const state = { ...revealCall(tree, initialState(tree), tree.byId.get("embed.norm")!), auto: false };
+    const drawing = junctions(tree, buildView(tree, state));
+    const j = drawing.junctions.find((x) => x.glyph === "⧺")!;
+    expect(j.operand).toBe("cls + pos");
+    expect(drawing.edges.map((e) => `${e.src}>${e.dst}`)).toContain(`${stageKey("embed.proj")}>${j.key}`);
+    expect(j.outs).toEqual([stageKey("embed.norm")]);
   });
 });

@@ -226,6 +226,8 @@ class DataflowTracer(TorchFunctionMode):
             name = next((self.names[id(a)] for a in ins if id(a) in self.names), None)
             if name is not None:
                 self.named[ops[0]] = name
+        elif self.named and all(p in self.named for p in parents):
+            self._name_derived(ops[0], ins, func)  # ``self.cls_token + self.pos[:, :1]``
         if len(parents) > 1 and func is not None:  # where data meets (a residual's add)
             self.joins[ops[0]] = func
         elif func in SOFTMAX:  # (a written-out attention's weights: join_kinds)
@@ -254,6 +256,18 @@ class DataflowTracer(TorchFunctionMode):
                 self.named[op] = name
                 made.append(op)
         return tuple(made)
+
+    def _name_derived(self, op: int, ins: list[Tensor], func: Any) -> None:
+        """Name ``op``, made of the model's parameters and buffers alone, after them in the
+        order it reads them, joined by what it does (ViT-MAE's [CLS] token, ``cls_token +
+        position_embeddings[:, :1]``, before it is concatenated with the patches)."""
+        names: list[str] = []
+        for a in ins:
+            tag = self.table.get(a)
+            found = [self.named.get(o) for o in tag[2]] if tag is not None else []
+            names.extend(n for n in (*found, self.names.get(id(a))) if n is not None)
+        sign = {"add": " + ", "sub": " − ", "mul": " × ", "cat": " ⧺ "}.get(join_kind(func), ", ")
+        self.named[op] = sign.join(dict.fromkeys(names))
 
     def _read_value(self, args: tuple) -> None:
         """Record a read of a tensor's value that made no tensor (``x.item()``): an op of

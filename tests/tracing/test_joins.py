@@ -230,3 +230,35 @@ def test_vit_joins_its_cls_token_and_position_embedding_in_its_embeddings_forwar
         ("cat", "embeddings.cls_token", "embeddings"),
         ("add", "embeddings.position_embeddings", "embeddings"),
     ]
+
+
+class MaskedTokens(nn.Module):
+    """ViT-MAE's embedding as it writes it: positions added to the patches, then its [CLS]
+    token, itself a sum of two parameters (``cls + pos[:, :1]``), concatenated before them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Conv2d(3, 8, 4, stride=4)
+        self.cls = nn.Parameter(torch.randn(1, 1, 8))
+        self.pos = nn.Parameter(torch.randn(1, 5, 8))
+        self.register_buffer("freq", torch.arange(8.0))
+
+    def forward(self, x):
+        patches = self.proj(x).flatten(2).transpose(1, 2) + self.pos[:, 1:, :]
+        first = (self.cls + self.pos[:, :1, :]).expand(x.shape[0], -1, -1)
+        # a buffer's reshape read by a product with data: no name of its own to draw
+        return torch.cat([first, patches], dim=1) * self.freq.view(1, 1, -1).sqrt()
+
+
+def test_a_token_made_of_parameters_alone_is_named_after_them_where_it_is_joined_in():
+    torch.manual_seed(0)
+    model, x = MaskedTokens().eval(), torch.randn(2, 3, 8, 8)
+    expected = model(x)
+    flow = nfw.trace(nn.Sequential(model).eval(), x)
+    assert named_operands(flow) == [
+        ("add", "0.pos", "0"),  # the patches' positions
+        ("add", "0.pos", "0"),  # the [CLS] token's own sum: its two parameters (the slice
+        ("add", "0.cls", "0"),  # read first, the parameter read as it is after it) ...
+        ("cat", "0.cls + 0.pos", "0"),  # ... then, as one, concatenated, named in code order
+    ]
+    assert torch.equal(model(x), expected)

@@ -268,7 +268,9 @@ export function junctions(tree: CallTree, view: ViewGraph): Drawing {
       if (named.length) {
         const owner = at(ops, op)[0];
         const within = owner >= 0 ? `${at(calls, owner).module}.` : "";
-        j.operand = named.map((n) => (n.startsWith(within) ? n.slice(within.length) : n)).join(", ");
+        // (each qualified name, a word: "embeddings.cls_token + embeddings.position_embeddings")
+        const own = (n: string) => n.split(" ").map((w) => (w.startsWith(within) ? w.slice(within.length) : w));
+        j.operand = named.map((n) => own(n).join(" ")).join(", ");
       }
       if (isAttention(what)) {
         // the stage whose forward ran it (in a stack, the member's shown): a click shows its maps
