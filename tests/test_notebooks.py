@@ -221,10 +221,17 @@ def output_texts(cells) -> list[str]:
     """Every text the outputs of ``cells`` show: streams, plain text, HTML, tracebacks."""
     texts = []
     for cell in cells:
+        stream = None  # a print may reach the notebook in several stream outputs: join them
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
-                texts.append(out.get("text", ""))
-            elif out.get("output_type") == "error":
+                if stream == out.get("name"):
+                    texts[-1] += out.get("text", "")
+                else:
+                    texts.append(out.get("text", ""))
+                stream = out.get("name")
+                continue
+            stream = None
+            if out.get("output_type") == "error":
                 texts.append("\n".join(out.get("traceback", [])))
             for mime in ("text/plain", "text/html"):
                 value = out.get("data", {}).get(mime)
@@ -389,3 +396,15 @@ def test_a_failing_assertion_fails_the_run(tmp_path):
         sys.executable
     )
     assert list(tmp_path.iterdir()) == [tmp_path / "kernels"]
+
+
+def test_a_print_split_over_several_stream_outputs_reads_as_one_text():
+    # ipykernel flushes stdout on a timer, so one print can arrive as two outputs
+    cell = {
+        "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "after the fix:"},
+            {"output_type": "stream", "name": "stdout", "text": " None\n"},
+            {"output_type": "stream", "name": "stderr", "text": "warning\n"},
+        ]
+    }
+    assert output_texts([cell]) == ["after the fix: None\n", "warning\n"]
