@@ -146,7 +146,7 @@ describe("the sublayers of a residual block", () => {
 describe("a view that folds them", () => {
   const t = goldenTree("whisper");
   const levels = levelStates(t);
-  const folded = levels.find((s) => s.parts?.size)!;
+  const folded = levels.find((s) => s.parts?.size && s.stacked?.size === 2)!; // both stacks open
 
   it("is a starting level just shallower than the same with the sublayers open", () => {
     expect(folded).toBeDefined();
@@ -269,5 +269,31 @@ describe("a folded sublayer's name", () => {
     // the card's name line: 40 px of bar and padding, the name, the parameters beside it
     const need = 40 + estimate(lines.title, "t1") + estimate(lines.params, "num") + 10;
     expect(partWidth(lines)).toBeGreaterThanOrEqual(need);
+  });
+});
+
+describe("an encoder-decoder whose two stacks do not fit open together", () => {
+  // BART is post-norm, `LayerNorm(x + f(x))` in each layer's own forward: each sublayer is
+  // the attention (or fc1 → activation_fn → fc2), its (+) and its norm, three rows. With both
+  // stacks open the decoder's column (input, embed_tokens, embed_positions, (+),
+  // layernorm_embedding, three sublayers, lm_head, + final_logits_bias, output) is taller than
+  // a lecture hall's canvas at READ_K; the encoder alone opened fits, the decoder folded
+  const t = goldenTree("bart");
+  it("BART at 1280 x 674: the encoder's stack open, an attention and its (+) drawn, the decoder folded", async () => {
+    const [w, h] = [1280, 674];
+    const start = initialState(t);
+    const framed = await new Framing(client, canvas(w, h)).lay(start, buildView(t, start), "TB", true);
+    expect(fitsAt(framed, { w, h, k: READ_K, reserve: 0 })).toBe(true);
+    expect(framed.view.stacks.map((s) => s.run.key)).toEqual(["model.encoder.layers.0"]);
+    const ids = framed.view.nodes.map((n) => n.id);
+    for (const id of ["self_attn", "self_attn_layer_norm", "final_layer_norm"])
+      expect(ids).toContain(`model.encoder.layers.0.${id}`);
+    expect(ids).toContain("model.decoder.layers.0"); // the fold, "BartDecoderLayer × 2"
+    const scene = buildScene(t, framed.view, framed, "TB");
+    const stack = scene.clusters.find((c) => c.key === "k:model.encoder.layers.0")!.box;
+    const within = (j: { box: readonly number[] }, i: 0 | 1) =>
+      j.box[i]! > stack[i]! && j.box[i]! < stack[i]! + stack[i + 2]!;
+    const inside = scene.junctions.filter((j) => within(j, 0) && within(j, 1));
+    expect(inside.length).toBe(2); // the attention's (+) and the MLP's
   });
 });

@@ -104,13 +104,19 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
   // ... and then with their kin opened alike (model/stack.ts withKin: all four stages of a
   // ResNet, not the two that stack)
   const kin = withKin(tree, around);
+  // two stacks (an encoder and a decoder, CLIP's two towers) are also tried one open, the
+  // other folded, the later preferred: BART's decoder opened, its cross-attention drawn, where
+  // both opened do not fit
+  const alone = stacks.size === 2 ? [...stacks].map((entry) => new Map([entry])) : [];
   const levels = [
     ...chain(undefined).map(unboxed),
     ...[around, ...(kin.size > around.size ? [kin] : [])].flatMap((wrapped) =>
       stacks.size
         ? [
             ...chain(undefined, wrapped).filter(fits),
-            ...chain(stacks, wrapped).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)),
+            ...[...alone, stacks].flatMap((open) =>
+              chain(open, wrapped).filter((s) => drawsStack(viewItems(tree, s)) && fits(s)),
+            ),
           ]
         : [],
     ),
