@@ -197,6 +197,20 @@ describe("an encoder-decoder is two columns side by side, the cross-attention on
     expect(scene.edges.filter((e) => e.from === bus.key).map((e) => e.dstId)).toEqual(["decoder.block.0.layer.1"]);
   });
 
+  it("no other model's bus is labelled so, in any starting level: only these five read an encoder", () => {
+    // from their code: T5's, Whisper's and BART's decoder layers and nn.Transformer's
+    // decoder read the encoder's output as keys and values; no other golden model has a
+    // cross-attention (a ResNet's shortcut into a stack of blocks is a residual's skip)
+    const encoderDecoders = ["t5", "t5_3", "whisper", "bart", "nn_transformer"];
+    const labelled = new Set<string>();
+    for (const { name } of golden.cases)
+      for (const state of levelStates(goldenTree(name))) {
+        const { trunk } = drawnOf(buildView(goldenTree(name), state));
+        if ([...trunk.labels.values()].includes("cross-attention")) labelled.add(name);
+      }
+    expect([...labelled].sort()).toEqual([...encoderDecoders].sort());
+  });
+
   it("T5, both runs unfolded, every cross-attention opened: one labelled line into each block's k and v", () => {
     // T5Attention as cross-attention: k and v of key_value_states (the encoder's output)
     const t5 = goldenTree("t5_3");

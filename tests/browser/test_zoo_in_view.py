@@ -137,6 +137,11 @@ STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
 #: (model/parts.ts)
 OPEN_STACKS = {"gpt2": 1, "bert": 1, "whisper": 2, "vit": 1, "llama": 1, "t5": 2}
 
+#: the models with a cross-attention (from their code: the decoder's layers read the encoder's
+#: output): only they may draw a bus labelled so (ResNet-50's shortcut from layer3.0 into
+#: "Bottleneck × 5" was labelled "cross-attention")
+CROSS_ATTENTION = {"whisper", "t5"}
+
 #: the toggle of the block to open: the first whose stage id starts with the prefix, else the
 #: first toggle of a stage
 TOGGLE = """(prefix) => {
@@ -187,6 +192,9 @@ def test_every_node_in_view_and_legible_after_each_action(browser, pages, model,
             check_view(got, step, whole=whole)
         except AssertionError as e:
             problems.append(str(e))
+        labels = page.locator(".nfw-bus-label").all_text_contents()
+        if "cross-attention" in labels and model not in CROSS_ATTENTION:
+            problems.append(f"{step}: a bus labelled cross-attention in {model}")
 
     check("first")
     first = sorted(

@@ -22,8 +22,8 @@
  *     stack's node counts the members it stands for (view_model.ts ViewEdge.readers): the
  *     encoder's output into "DecoderLayer × 6" is read by six layers, one tap.
  *   - A bus is labelled "cross-attention" where its source comes after one run of blocks (its
- *     chain of flow edges passes a fold or a stack) and it taps the blocks of another: an
- *     encoder's output into the decoder's layers.
+ *     chain of flow edges passes a fold or a stack) and it taps the blocks of another, by no
+ *     residual's skip: an encoder's output into the decoder's layers.
  */
 import { isAttentionJoin } from "../wire";
 import type { Drawing, DrawnEdge } from "./junctions";
@@ -218,12 +218,14 @@ function runAt(view: ViewGraph, drawing: Drawing, key: string): string | null {
   return null;
 }
 
-/** The buses from after one run of blocks into the blocks of another: "cross-attention". */
+/** The buses from after one run of blocks into the blocks of another: "cross-attention". Never
+ * a residual's shortcut (a skip edge): ResNet-50's layer3.0 into "Bottleneck × 5" is not. */
 function crossing(view: ViewGraph, drawing: Drawing, buses: Map<string, DrawnEdge[]>): Map<string, string> {
   const flowIn = new Map<string, string>();
   for (const e of drawing.edges) if (e.kind === "flow" && !flowIn.has(e.dst)) flowIn.set(e.dst, e.src);
   const labels = new Map<string, string>();
   for (const [src, list] of buses) {
+    if (list.some((e) => e.kind === "skip")) continue;
     let from: string | null = null;
     for (let u: string | undefined = src, steps = 0; u !== undefined && !from && steps < 64; steps++) {
       from = runAt(view, drawing, u);
