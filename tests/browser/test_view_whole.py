@@ -79,11 +79,15 @@ COVERED = """() => {
   const cut = [...document.querySelectorAll(
     ".nfw-node .nfw-t1, .nfw-node .nfw-t2, .nfw-cluster .nfw-ct")]
     .map((t) => t.textContent).filter((t) => t.endsWith("…"));
+  // the buses (a conditioning's, a mask's) whose line runs off the canvas
+  const buses = [...document.querySelectorAll(".nfw-bus-line")]
+    .filter((b) => { const r = b.getBoundingClientRect();
+      return r.width + r.height > 0 && !inside(r); }).length;
   const note = shown(document.querySelector(".nfw-offview"));
   const cur = document.querySelector(".nfw-node.nfw-current");
   const count = note ? Number(document.querySelector(".nfw-offview").dataset.out) : null;
   const current = cur ? inside(cur.getBoundingClientRect()) : null;
-  return { bad, out, px, small, group, n, note: count, current, cut };
+  return { bad, out, px, small, group, n, note: count, current, cut, buses };
 }"""
 #: names and group labels on screen after any action (px; a rounding's worth under
 #: MIN_NAME_PX), and secondary text (a stage's type and shape, a junction's name)
@@ -93,8 +97,9 @@ SECONDARY = 10.95
 
 def check_view(got: dict, step: str, *, whole: bool) -> None:
     """An action's view: names legible, no node inside the canvas under an overlay, the step
-    of playback in view; the whole graph in view where `whole`, else the nodes out of view
-    counted by the note beside the minimap (the whole does not fit at the readable scale)."""
+    of playback in view; the whole graph in view where `whole` (its buses' lines too), else
+    the nodes out of view counted by the note beside the minimap (the whole does not fit at
+    the readable scale)."""
     assert got["px"] >= LEGIBLE, f"after {step}: names {got['px']:.2f} px"
     assert got["group"] >= LEGIBLE, f"after {step}: group labels {got['group']:.2f} px"
     assert got["small"] >= SECONDARY, f"after {step}: type and shape {got['small']:.2f} px"
@@ -103,6 +108,7 @@ def check_view(got: dict, step: str, *, whole: bool) -> None:
     assert got["current"] in (None, True), f"after {step}: the step of playback out of view"
     if whole:
         assert got["out"] == [], f"after {step}: {got['out']} out of view"
+        assert got["buses"] == 0, f"after {step}: {got['buses']} buses run off the canvas"
     else:
         assert got["note"] == (len(got["out"]) or None), (
             f"after {step}: note {got['note']}, out {got['out']}"

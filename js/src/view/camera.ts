@@ -12,6 +12,8 @@ import { CLEAR_WORTH, chooseShape, placeWhole, union } from "./whole";
 import { MIN_K, PanZoom, type Transform } from "./zoom";
 
 const MARGIN = 24;
+/** The margin of a whole view that fits only so (Camera.whole): none, its core centred. */
+const TIGHT_MARGIN = 0;
 /** The largest scale a whole view uses (more when names must be larger: presentation mode). */
 const MAX_FIT_K = 1.2;
 /** The least scale of a whole view after an action (open, fold, Play, Data, Present, Esc, the
@@ -84,28 +86,34 @@ export class Camera {
 
   /** The transform of the whole graph in view, clear of the legend where it can be (in the
    * legend's shape that leaves it largest and nearest the middle, view/whole.ts chooseShape), at
-   * a scale of `least` or more, and that shape; null when it does not fit at `least`. */
+   * a scale of `least` or more, its core within the margins or, where only so, within
+   * the canvas's edges; and that shape; null when it does not fit at `least`. */
   whole(scene: Scene, least = this.least): { t: Transform; shape: number } | null {
     const [w, h] = this.zoom.dims();
     const worth = this.readK > READ_K ? PRESENT_CLEAR_WORTH : CLEAR_WORTH;
     const marks = marksOf(scene);
     const wires = this.shapes.length ? wiresOf(scene) : [];
-    const placed = (this.shapes.length ? this.shapes : [null]).map((o) =>
-      placeWhole(
-        marks,
-        scene.width,
-        scene.height,
-        { w, h, overlays: o ? [o] : [] },
-        this.maxK,
-        least,
-        worth,
-        scene.core,
-        wires,
-      ),
-    );
     const core = scene.core ?? (marks.length ? union(marks) : ([0, 0, scene.width, scene.height] as Box));
-    const i = chooseShape(placed, core, w, h, worth, this.shape);
-    return i < 0 ? null : { t: placed[i]!.t, shape: i };
+    // (within the margins, else to the canvas's edges rather than in part: Stable
+    // Diffusion's U with data in Present at 1024 px, 1,017 px wide at names 12 px high)
+    for (const margin of [undefined, TIGHT_MARGIN]) {
+      const placed = (this.shapes.length ? this.shapes : [null]).map((o) =>
+        placeWhole(
+          marks,
+          scene.width,
+          scene.height,
+          { w, h, overlays: o ? [o] : [], margin },
+          this.maxK,
+          least,
+          worth,
+          scene.core,
+          wires,
+        ),
+      );
+      const i = chooseShape(placed, core, w, h, worth, this.shape);
+      if (i >= 0) return { t: placed[i]!.t, shape: i };
+    }
+    return null;
   }
 
   /** Show the whole graph when it fits at `least` or more; whether it did. */

@@ -18,6 +18,7 @@ export interface Room {
   w: number;
   h: number;
   overlays: readonly Box[];
+  margin?: number; // kept round the core (FIT_MARGIN where not given)
 }
 
 type Side = "left" | "right" | "up" | "down";
@@ -60,7 +61,7 @@ export function placeWhole(
   const [ex, ey, ew, eh] = union([[0, 0, w, h], ...marks]);
   // where to fit the marks: the canvas, or the part of it beside an overlay (no margin on that
   // side: the gap to the overlay is CLEAR); [x0, y0, x1, y1] inside the margins
-  const M = FIT_MARGIN;
+  const M = room.margin ?? FIT_MARGIN;
   const areas: [number, number, number, number][] = [[M, M, W - M, H - M]];
   for (const [ox, oy, ow, oh] of overlays) {
     areas.push(
