@@ -290,8 +290,9 @@ class Folds:
 
         def match(x: int, y: int) -> bool | None:  # None: no match; else whether a had more
             cx, cy = calls[x], calls[y]
-            if (cx.type, cx.call - ord_a, cx.module[base_a:]) != (
-                cy.type,
+            # (of two types, one signature: both hand their input on, an Identity and a DropPath)
+            if (cx.type == cy.type or cx.sig == cy.sig, cx.call - ord_a, cx.module[base_a:]) != (
+                True,
                 cy.call - ord_b,
                 cy.module[base_b:],
             ):

@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { layoutRequest } from "../src/scene/scene";
-import { contextOf, lastPart, stageTitle } from "../src/scene/names";
+import { contextOf, lastPart, stackLabel, stageTitle } from "../src/scene/names";
+import type { Run } from "../src/model/tree";
+import type { ViewGraph } from "../src/model/view_model";
 import { decodeGraph } from "../src/wire";
 import { loadRaw } from "./fixtures";
 
@@ -41,5 +43,21 @@ describe("a node's name", () => {
       return Number(/"w":([\d.]+)/.exec(leaf.slice(at))![1]);
     };
     expect(width(boxless)).toBeGreaterThan(width(boxed));
+  });
+});
+
+describe("a stack's header where another says the same", () => {
+  // Swin-T's stages hold 2, 2, 6 and 2 SwinLayers: the first and the last stacks both say
+  // "SwinLayer × 2"; their paths part at the stage's index, named with what it indexes
+  const run = (prefix: string, count: number): Run =>
+    ({ key: `${prefix}.0`, members: [], type: "SwinLayer", prefix, period: 1, count }) as Run;
+  const stages = [0, 1, 2, 3].map((i) => run(`swin.encoder.layers.${i}.blocks`, [2, 2, 6, 2][i]!));
+  const view = { stacks: [stages[0], stages[3]].map((r) => ({ run: r })) } as unknown as ViewGraph;
+  it("says where their paths part: layers.0 and layers.3 (an index with its name), encoder and decoder", () => {
+    expect(stackLabel(stages[0]!, view)).toBe("SwinLayer × 2 · layers.0");
+    expect(stackLabel(stages[3]!, view)).toBe("SwinLayer × 2 · layers.3");
+    const [enc, dec] = ["encoder.block", "decoder.block"].map((p) => ({ ...run(p, 3), type: "T5Block" }));
+    const t5 = { stacks: [{ run: enc }, { run: dec }] } as unknown as ViewGraph;
+    expect([stackLabel(enc!, t5), stackLabel(dec!, t5)]).toEqual(["T5Block × 3 · encoder", "T5Block × 3 · decoder"]);
   });
 });

@@ -242,6 +242,33 @@ describe("which runs stack", () => {
       expect(stackable(goldenTree(name), goldenTree(name).runs.get(key)!), name).toBe(true);
   });
 
+  it("a first block with an Identity where the others have a DropPath stands for each of them; another module does not", () => {
+    // BEiT, Swin, SegFormer: drop_path = DropPath(rate) if rate > 0 else nn.Identity(), the
+    // rates rising from 0, so layer 0 holds an Identity; both hand their input on when
+    // evaluating: one signature (tracing/structure.py PASS_THROUGH), here GPT-2's block 0's
+    // mlp.dropout (a Dropout, of that signature) retyped
+    const raw = golden.cases.find((c) => c.name === "gpt2")!.graph as {
+      calls: { id: string; type: string; sig: string }[];
+    };
+    const retyped = (type: string, sig?: string) => {
+      const copy = structuredClone(raw);
+      const call = copy.calls.find((c) => c.id === "transformer.h.0.mlp.dropout")!;
+      call.type = type;
+      if (sig !== undefined) call.sig = sig;
+      return buildTree(decodeGraph(copy));
+    };
+    const identity = retyped("Identity");
+    const run = identity.runs.get("transformer.h.0")!;
+    expect(run.members.length).toBe(4);
+    expect(stackable(identity, run)).toBe(true);
+    const map = counterpart(identity, run, 2)!;
+    const [a, b] = ["transformer.h.0.mlp.dropout", "transformer.h.2.mlp.dropout"].map((id) => identity.byId.get(id)!);
+    expect(map.get(a!)).toBe(b);
+    // a module of another type and signature in its place: no longer block 1's structure
+    const gelu = retyped("GELU", "0badc0de");
+    expect(counterpart(gelu, gelu.runs.get("transformer.h.0")!, 2)).toBeNull();
+  });
+
   it("a flat pattern (Linear → ReLU) × 5 and a sequential-topology GPT-2 do not stack", () => {
     for (const name of ["flat_mlp", "gpt2_sequential"]) {
       const tree = goldenTree(name);

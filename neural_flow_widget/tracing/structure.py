@@ -6,6 +6,7 @@ per model while nothing they depend on changed.
 from __future__ import annotations
 
 import hashlib
+import re
 import weakref
 from typing import Any
 
@@ -19,6 +20,12 @@ def is_leaf(module: torch.nn.Module) -> bool:
 
 
 _STRUCTURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: modules that hand their input on unchanged when evaluating (a dropout, stochastic depth's
+#: drop path, an identity): without parameters or children, one kind in a signature, so that
+#: the first of a stack whose drop-path rate starts at 0 (BEiT's, Swin's, SegFormer's layer 0
+#: holds an ``nn.Identity`` where the others hold a ``DropPath``) is a block like the others
+PASS_THROUGH = re.compile(r"dropout|droppath|^identity$|^stochasticdepth$", re.IGNORECASE)
 
 
 def structure(model: torch.nn.Module, modules: list[torch.nn.Module]):
@@ -53,7 +60,8 @@ def _fingerprint(modules: list[torch.nn.Module]) -> tuple:
 def _structure(modules: list[torch.nn.Module]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Per module: its parameter count (recursive, a shared parameter counted once, as
     ``module.parameters()`` does) and its structure signature (equal for modules of the same
-    type, parameter shapes and child structure). One bottom-up walk for both."""
+    type, parameter shapes and child structure; the PASS_THROUGH types one type). One
+    bottom-up walk for both."""
     memo: dict[int, tuple[int, str, frozenset]] = {}
     shared = _shared_parameters(modules)  # id -> numel of parameters held twice or more
 
@@ -66,9 +74,12 @@ def _structure(modules: list[torch.nn.Module]) -> tuple[tuple[int, ...], tuple[s
             held = frozenset(id(p) for _, p in own if id(p) in shared).union(
                 *(k[2] for _, k in kids)
             )
+            kind = type(module).__qualname__
+            if not own and not kids and PASS_THROUGH.search(type(module).__name__):
+                kind = "(passes its input on)"
             text = repr(
                 (
-                    type(module).__qualname__,
+                    kind,
                     [(n, tuple(p.shape)) for n, p in own],
                     [(n if not n.isdigit() else "#", k[1]) for n, k in kids],
                 )

@@ -177,11 +177,22 @@ def _config_models():
             "attention",
             2,
         ),
+        # BEiT's layer 0 holds an nn.Identity where the others hold a BeitDropPath (drop-path
+        # rates rising from 0): one stack of four all the same, not layer 0 drawn apart
+        "beit": (
+            T.BeitForImageClassification(
+                T.BeitConfig(image_size=32, patch_size=8, use_relative_position_bias=True, **small)
+            ),
+            torch.randn(1, 3, 32, 32),
+            "BeitLayer × 4",
+            "drop_path#0",  # the attention's sublayer, one node: its last stage stands for it
+            2,
+        ),
     }
 
 
-@pytest.mark.parametrize("name", ["bert", "llama", "vit"])
-def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, name):
+@pytest.mark.parametrize("name", ["bert", "llama", "vit", "beit"])
+def test_bert_llama_vit_and_beit_first_paint_as_one_block_times_4(browser, tmp_path, name):
     torch.manual_seed(0)
     model, x, title, attention, adds = _config_models()[name]
     import neural_flow_widget as nfw
@@ -194,7 +205,9 @@ def test_bert_llama_and_vit_first_paint_as_one_block_times_4(browser, tmp_path, 
     shoot(page, f"{name}_stack_1280x720")
     [stack] = seen["stacks"]
     assert stack["inside"] and title in dict(stack["texts"]), stack
-    assert any(n[0].endswith(f".0.{attention}") and n[3] for n in seen["nodes"]), seen["nodes"]
+    assert any(n[0].endswith(f".0.{attention}") and n[3] for n in seen["nodes"]), [
+        n[0] for n in seen["nodes"]
+    ]
     assert seen["joins"].count("+") >= adds, seen["joins"]
     for sid, kind, px, inside in seen["nodes"]:
         assert inside, sid

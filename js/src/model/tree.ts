@@ -55,8 +55,9 @@ const INDEXED = /^(?:(.*)\.)?(\d+)$/; // "layers.3", or "3" (a model that is an 
 
 /**
  * The calls of block b standing for those of block a (a's subtree onto b's, each call to the
- * one of the same type, module path and call ordinal relative to the block's, children in
- * order), when b is a's structure: the same but for calls of a that b lacks, each a leaf
+ * one of the same type (or signature: BEiT's layer 0's Identity for the others' DropPath),
+ * module path and call ordinal relative to the block's, children in order), when b is a's
+ * structure: the same but for calls of a that b lacks, each a leaf
  * (T5's first block computes the relative position bias, with an Embedding of its own the
  * others lack, and hands the bias on). A pair of calls with nothing extra below them has
  * one signature (the same parameter shapes). Null when b is not; a and b equal: one to one.
@@ -73,8 +74,10 @@ export function holds(graph: WireGraph, children: number[][], a: number, b: numb
   const match = (x: number, y: number): boolean | null => {
     const cx = at(calls, x);
     const cy = at(calls, y);
-    if (cx.type !== cy.type || cx.call - ordA !== cy.call - ordB || cx.module.slice(baseA) !== cy.module.slice(baseB))
-      return null;
+    // (of two types, one signature: both hand their input on, an Identity and a DropPath,
+    // tracing/structure.py PASS_THROUGH)
+    const alike = cx.type === cy.type || cx.sig === cy.sig;
+    if (!alike || cx.call - ordA !== cy.call - ordB || cx.module.slice(baseA) !== cy.module.slice(baseB)) return null;
     const kx = at(children, x);
     const ky = at(children, y);
     let extra = false;

@@ -76,3 +76,22 @@ export function runHeader(calls: readonly WireCall[], run: Run): { label: string
   const label = run.period > 1 ? `${first} … ${last}` : `${run.prefix}.* (${run.members.length})`;
   return { label, type: `${runType(run)} × ${run.count}` };
 }
+
+/** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
+ * stack says the same, where their paths part (T5's two columns: "T5Block × 4 · encoder", "…
+ * · decoder"; Swin-T's first and last stages: "SwinLayer × 2 · layers.0", "… · layers.3"), else with
+ * the indexed block it is in where no box names that (names.ts contextOf: Hugging Face's
+ * ResNet, "ResNetBottleNeckLayer × 3 · stages.1"). */
+export function stackLabel(run: Run, view: ViewGraph): string {
+  const label = (r: Run) => `${r.period > 1 ? `(${r.type})` : r.type} × ${r.count}`;
+  const twins = view.stacks.filter((st) => st.run !== run && label(st.run) === label(run)).map((st) => st.run.prefix);
+  if (run.prefix && twins.length) {
+    // where the twins' paths part: "encoder" / "decoder"; an index with its name before it
+    // (Swin-T's first and last stages, two blocks each: "layers.0" / "layers.3")
+    const parts = run.prefix.split(".");
+    const i = parts.findIndex((p, j) => twins.some((t) => t.split(".")[j] !== p));
+    if (i >= 0) return `${label(run)} · ${/^\d+$/.test(parts[i]!) && i > 0 ? `${parts[i - 1]}.` : ""}${parts[i]}`;
+  }
+  const context = contextOf(view, at(view.tree.graph.calls, at(run.members, 0)).module).slice(0, -1);
+  return context ? `${label(run)} · ${context}` : label(run);
+}

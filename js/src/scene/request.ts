@@ -23,8 +23,7 @@ import { crossKeysAndValues, trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import { type Item, portName, type ViewGraph, type VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
-import { contextOf, lastPart, runHeader, stageTitle } from "./names";
-import { at } from "../wire_check";
+import { contextOf, lastPart, runHeader, stackLabel, stageTitle } from "./names";
 import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
@@ -191,18 +190,6 @@ export function foldWidth(run: Run, calls: readonly WireCall[], m: Measure = est
  * shape; up to PART_MAX (a longer type line is cut, whole in its tip). */
 export function partWidth({ title, type, params, shape }: ReturnType<typeof partLines>, m: Measure = estimate): number {
   return twoLines(title, params, type, shape, m, PART_MAX);
-}
-
-/** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
- * stack says the same (T5's two columns: "T5Block × 4 · encoder", "… · decoder"), else with
- * the indexed block it is in where no box names that (names.ts contextOf: Hugging Face's
- * ResNet, "ResNetBottleNeckLayer × 3 · stages.1"). */
-export function stackLabel(run: Run, view: ViewGraph): string {
-  const label = (r: Run) => `${r.period > 1 ? `(${r.type})` : r.type} × ${r.count}`;
-  const twin = run.prefix && view.stacks.some((st) => st.run !== run && label(st.run) === label(run));
-  if (twin) return `${label(run)} · ${run.prefix.split(".")[0]}`;
-  const context = contextOf(view, at(view.tree.graph.calls, at(run.members, 0)).module).slice(0, -1);
-  return context ? `${label(run)} · ${context}` : label(run);
 }
 
 /** What a stack's header needs: its label in 14 px bold, "◀ 3 / 12 ▶" in 13 px, unfold, fold. */

@@ -16,7 +16,8 @@ import { nextMemberKey, portName, prevMemberKey, unfoldStackKey, type Item, type
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
 import { contextOf, runHeader, runType, stageTitle } from "./names";
-import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge, stackLabel } from "./request";
+import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge } from "./request";
+import { stackLabel } from "./names";
 export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
 import { at } from "../wire_check";
