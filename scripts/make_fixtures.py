@@ -420,7 +420,8 @@ class Folds:
 
 def view_states(flow, folds: Folds, rng: random.Random) -> list[tuple[set[int], set[int]]]:
     """(expanded, folded) states: level by level with every run folded (the front end opens a
-    graph at one of these) and unfolded; nothing / everything open; each of the first groups
+    graph at one of these, or at one between two levels, where only the calls holding blocks
+    open) and unfolded; nothing / everything open; each of the first groups
     alone; random expansions with random runs folded."""
     groups = [c for c, kids in enumerate(folds.children) if kids]
     firsts = [run[0] for run in folds.runs]
@@ -432,6 +433,15 @@ def view_states(flow, folds: Folds, rng: random.Random) -> list[tuple[set[int], 
             more = set(folds.expandable(expanded, folded)) - expanded
             if not more:
                 break
+            # (and with only those opened whose children have children, a type all or none:
+            # view_state.ts)
+            calls = flow.calls
+            shallow = {
+                calls[c].type for c in more if not any(folds.children[k] for k in folds.children[c])
+            }
+            deep = {c for c in more if calls[c].type not in shallow}
+            if deep and deep != more:
+                states.append((expanded | deep, folded))
             expanded |= more
     states += [(set(groups), set()), (set(groups), set(firsts))]
     states += [({g}, set()) for g in groups[:8]]

@@ -97,3 +97,30 @@ def test_a_long_chain_wraps_into_straight_columns_to_fit(browser, tmp_path):
     assert [c[0][2] for c in columns] == sorted(c[0][2] for c in columns)
     for column in columns:
         assert len(column) >= 3 and [n[3] for n in column] == sorted(n[3] for n in column)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_mobilevit_opens_its_encoder_to_its_stages_its_conv_layers_folded(
+    browser, tmp_path, width, height
+):
+    """MobileViTModel.forward: conv_stem -> encoder (layer.0 ... layer.4: two MobileNet
+    stages, three with a transformer) -> conv_1x1_exp. Its stem and 1x1 expansion are
+    conv -> norm -> activation (MobileViTConvLayer); opening them with the encoder makes the
+    view too tall for the canvas at names 12 px high, so the first view opens the encoder
+    alone (model/view_state.ts levelStates), not nothing: five boxes and 80 % of the canvas
+    empty before."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model = transformers.MobileViTForImageClassification(
+        transformers.MobileViTConfig(image_size=64)
+    )
+    nodes = first_paint(
+        browser, model.eval(), torch.randn(1, 3, 64, 64), "mobilevit", width, height, tmp_path
+    )
+    ids = [n[0] for n in nodes]
+    for i in range(5):
+        assert f"mobilevit.encoder.layer.{i}" in ids, ids
+    assert "mobilevit.conv_stem" in ids and "mobilevit.conv_1x1_exp" in ids, ids  # folded
+    for sid, _kind, _x, _y, px, inside in nodes:
+        assert inside, sid
+        assert px >= 12, (sid, px)

@@ -54,8 +54,9 @@ export function layerCount(view: ViewGraph): number {
 
 /**
  * The states level by level: nothing open, then every visible stage with children opened at
- * once, and so on while at most maxVisible nodes are drawn (and, when given, at most
- * maxLayers layers), runs folded; then the same from the calls around the runs that stack
+ * once (preceded by the same with only those opened whose children have children), and so on
+ * while at most maxVisible nodes are drawn (and, when given, at most maxLayers layers), runs
+ * folded; then the same from the calls around the runs that stack
  * (model/stack.ts) opened, boxless, the runs folded (an encoder and a decoder side by side,
  * each "Layer × 6"), and again with the runs drawn as stacks one level open (inside, only what
  * is asked); then both again with the wrappers' kin opened alike (model/stack.ts withKin: all
@@ -72,21 +73,30 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
       inlined: around.size ? around : undefined,
     };
     const levels = [state];
+    const within = (s: ViewState) =>
+      visibleCount(tree, s) <= maxVisible && (maxLayers === Infinity || layerCount(buildView(tree, s)) <= maxLayers);
     for (;;) {
       const candidates: number[] = [];
       visibleExpandable(tree, viewItems(tree, state), candidates);
       if (candidates.length === 0) return levels;
-      const next: ViewState = {
-        expanded: new Set([...state.expanded, ...candidates]),
+      const opening = (open: number[]): ViewState => ({
+        expanded: new Set([...state.expanded, ...open]),
         unfolded: state.unfolded,
         stacked,
         inlined: state.inlined,
-      };
-      if (
-        visibleCount(tree, next) > maxVisible ||
-        (maxLayers < Infinity && layerCount(buildView(tree, next)) > maxLayers)
-      )
-        return levels;
+      });
+      // (just before it, the same with only the calls that hold blocks opened, those of
+      // leaves alone folded: MobileViT's encoder opened to its five stages, its stem and its
+      // last 1x1 convolution, conv -> norm -> activation each, folded; a type is opened alike,
+      // all or none: ResNet's Bottlenecks, the first holding its downsample's conv and bn)
+      const holdsBlocks = (c: number) => at(tree.children, c).some((k) => at(tree.children, k).length > 0);
+      const type = (c: number) => at(tree.graph.calls, c).type;
+      const shallow = new Set(candidates.filter((c) => !holdsBlocks(c)).map(type));
+      const deep = candidates.filter((c) => !shallow.has(type(c)));
+      const partial = deep.length > 0 && deep.length < candidates.length ? opening(deep) : null;
+      if (partial && within(partial)) levels.push(partial);
+      const next = opening(candidates);
+      if (!within(next)) return levels;
       state = next;
       levels.push(state);
     }
