@@ -200,6 +200,8 @@ def flows():
     yield "albert", _trace(*fixture_models.albert())
     # PyTorch's nn.Transformer: the encoder's output reaches the decoder only as its memory
     yield "nn_transformer", _trace(*fixture_models.nn_transformer())
+    # positions counted from the input ids, their embedding added to the words' (no residual)
+    yield "roberta", _trace(*fixture_models.roberta())
     # every layer's hidden state returned: a tuple of outputs, one port (js/src/model/ports.ts)
     model, ids = fixture_models.gpt2()
     yield "gpt2_hidden_states", _trace(model, (), input_ids=ids, output_hidden_states=True)

@@ -434,3 +434,18 @@ def vit(layers: int = 2):
     torch.manual_seed(0)
     model = ViTModel(config, add_pooling_layer=False).eval()
     return model, torch.randn(1, 3, 16, 16)
+
+
+def roberta(layers: int = 2):
+    """transformers' RoBERTa: ``layers`` post-norm layers of width 32 on 6 tokens, the last
+    two padding. Its embeddings count the positions from the input ids
+    (``create_position_ids_from_input_ids``: padding_idx + cumsum of the non-padding mask)
+    and add their embedding to the words': a sum of lookups, no residual."""
+    from transformers import RobertaConfig, RobertaModel
+
+    config = RobertaConfig(vocab_size=64, hidden_size=32, num_hidden_layers=layers,
+                           num_attention_heads=4, intermediate_size=64,
+                           max_position_embeddings=40, pad_token_id=1)  # fmt: skip
+    torch.manual_seed(0)
+    model = RobertaModel(config, add_pooling_layer=False).eval()
+    return model, torch.tensor([[0, 5, 6, 2, 1, 1]])

@@ -77,6 +77,16 @@ describe("which calls are residual blocks", () => {
     );
   });
 
+  it("RoBERTa as BERT; its embeddings, words + token types + positions counted from the ids, no residual", () => {
+    // RobertaEmbeddings.forward: position_ids = create_position_ids_from_input_ids(input_ids,
+    // padding_idx) (a cumsum of the non-padding mask), then word_embeddings(input_ids) +
+    // token_type_embeddings(...) + position_embeddings(position_ids): both added lookups are
+    // made from the input ids, but a lookup is no projected shortcut
+    expect(blocks("roberta")).toEqual(
+      [0, 1].flatMap((i) => [`encoder.layer.${i}: identity ×1`, `encoder.layer.${i}.attention: identity ×1`]),
+    );
+  });
+
   it("T5's sublayers (x + dropout(attention(norm(x)))), not the T5Block around them", () => {
     const t5 = blocks("t5");
     expect(t5.length).toBeGreaterThan(0);

@@ -39,6 +39,8 @@ export interface Residual {
   adds: number; // residual adds in the call's own forward (2 in a pre-norm transformer block)
 }
 
+/** A module that looks its input up in a table, not one that transforms its values. */
+const LOOKUP = /embedding/i;
 /** Most ops one operand's walk visits (a block's branch is a few hundred at most). */
 const MAX_WALK = 4096;
 /** Most single-input steps from an output back to its residual add (`relu(out)`, a dropout). */
@@ -184,6 +186,9 @@ function findResidualBlocks(tree: CallTree): Found {
           // its one child: a projection where it has weights (`downsample(x)`), else the
           // identity as a module (Hugging Face's ResNet: `shortcut = nn.Identity()`)
           const one = s.kids.size ? [...s.kids][0]! : -1;
+          // (a lookup is no projection: RoBERTa's position embeddings, of positions counted
+          // from the input ids, added to the word embeddings, are no shortcut)
+          if (one >= 0 && LOOKUP.test(at(calls, one).type)) continue;
           if (one < 0 || at(calls, one).params === 0) kind = "identity";
           else if (size(one) < branch) kind = "projected";
         }
