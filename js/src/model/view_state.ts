@@ -114,10 +114,14 @@ export function levelStates(tree: CallTree, maxVisible = 40, maxLayers = Infinit
   // ... and then with their kin opened alike (model/stack.ts withKin: all four stages of a
   // ResNet, not the two that stack)
   const kin = withKin(tree, around);
-  // two stacks (an encoder and a decoder, CLIP's two towers) are also tried one open, the
-  // other folded, the later preferred: BART's decoder opened, its cross-attention drawn, where
-  // both opened do not fit
-  const alone = stacks.size === 2 ? [...stacks].map((entry) => new Map([entry])) : [];
+  // two stacks of blocks unlike each other (an encoder's and a decoder's) are also tried one
+  // open, the other folded, the later preferred: BART's encoder opened beside its decoder's
+  // "× 4" where both opened do not fit; two of one kind (CLIP's towers, a ResNet's stages)
+  // open alike or not at all
+  const [a, b] = [...stacks.keys()].map((k) => tree.runs.get(k)!);
+  const kids = (r: Run) => at(tree.children, at(r.members, 0)).length;
+  const unlike = stacks.size === 2 && a && b && (a.type !== b.type || kids(a) !== kids(b));
+  const alone = unlike ? [...stacks].map((entry) => new Map([entry])) : [];
   const levels = [
     ...chain(undefined).map(unboxed),
     ...[around, ...(kin.size > around.size ? [kin] : [])].flatMap((wrapped) =>
