@@ -47,3 +47,49 @@ describe("a bus down to its readers", () => {
     expect(across).toBeLessThan(225);
   });
 });
+
+describe("a bus up to a reader earlier in the flow", () => {
+  // VisionEncoderDecoder (ViT and GPT-2 with cross-attention) at 1280 x 674, as laid out
+  // (boxes x, y, w, h in TB): the encoder's final layernorm at the bottom of the left column,
+  // the decoder's cross-attention above its level in the right column, the encoder's stack
+  // above the layernorm. The line went out of the layernorm's left side to a lane at the
+  // canvas's edge (its label off the canvas) and tapped across the layernorm's top and the
+  // line into it; now it takes the gap between the columns, its tap clear of the source.
+  const ved: Record<string, Box> = {
+    "s:ln": [16, 442, 196, 50], // the source
+    "k:vit": [89, 150, 275, 258], // the encoder's stack, above it
+    "s:pooler": [16, 526, 196, 50],
+    "o:out": [252, 535, 271, 32],
+    "s:wpe": [581, 130, 193, 48], // the decoder's column: its embeddings, then its stack
+    "k:gpt2": [677, 262, 289, 370],
+    "s:cross": [691, 414, 210, 50],
+  };
+  const edge = (dst: string): DrawnEdge => ({
+    src: "s:ln",
+    dst,
+    kind: "merge",
+    edge: { src: "s:ln", dst, kind: "merge", readers: 3 } as unknown as DrawnEdge["edge"],
+  });
+  it("leaves the source towards the reader and taps it from the gap, not along the source", () => {
+    const view = { byKey: new Map() } as unknown as ViewGraph;
+    const { buses, taps } = drawBuses(
+      new Map([["s:ln", [edge("s:cross")]]]), // (one edge into the stack, its three layers' readers)
+      new Map([["s:ln", "cross-attention"]]),
+      view,
+      (k) => ved[k],
+      Object.values(ved),
+      "TB",
+    );
+    const pts = [...buses[0]!.points, ...taps.flatMap((t) => t.points)];
+    const xs = pts.filter((_, i) => i % 2 === 0);
+    expect(Math.min(...xs)).toBeGreaterThanOrEqual(16); // not round the source's far side
+    const [x, y, w] = ved["s:ln"]!;
+    for (let i = 0; i + 3 < pts.length; i += 2)
+      if (pts[i + 1] === pts[i + 3] && pts[i + 1]! < y)
+        // a level segment above the source
+        expect(Math.max(pts[i]!, pts[i + 2]!) <= x || Math.min(pts[i]!, pts[i + 2]!) >= x + w).toBe(true);
+    const label = buses[0]!.label!;
+    expect(label.x).toBeGreaterThan(x + w);
+    expect(label.x).toBeLessThan(ved["s:cross"]![0]);
+  });
+});

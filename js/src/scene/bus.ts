@@ -44,7 +44,7 @@ export function drawBuses(
   // reader lies beyond something, seen from that side
   const inside = (a: Box, b: Box) =>
     a[0] >= b[0] - 0.5 && a[1] >= b[1] - 0.5 && a[0] + a[2] <= b[0] + b[2] + 0.5 && a[1] + a[3] <= b[1] + b[3] + 0.5;
-  const blocked = (a: number, at: number, box: Box, to: number, from: Box, clear = TAP_CLEAR) => {
+  const blocked = (a: number, at: number, box: Box, to: number, from: Box | null, clear = TAP_CLEAR) => {
     const [x0, y0, x1, y1] = tb ? [at, a, to, a] : [a, at, a, to];
     return obstacles.some((b) => {
       if (b === from || inside(box, b)) return false;
@@ -180,10 +180,13 @@ export function drawBuses(
     // each side: its lane, and the readers a straight tap from it would reach only behind
     // another node; those the bus reaches round the end of what is between (a U: down the
     // outside of one side, under the bottom, up the outside of the other)
-    // taps of a plan that pass behind a node, and that pass close along one
+    // taps of a plan that pass behind a node, and that pass close along one; up to readers
+    // earlier in the flow, the source too (VisionEncoderDecoder's encoder output into the
+    // decoder's cross-attention above it: not along the source's top from a lane on its far
+    // side, but from the gap between the columns)
     const behind = (at: number, far: number, isFar: boolean[], clear: number) =>
       ends.filter(({ box }, i) =>
-        blocked(tapAt[i]!, isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), sb, clear),
+        blocked(tapAt[i]!, isFar[i] ? far : at, box, near(box, isFar[i] ? far : at), down ? sb : null, clear),
       ).length;
     // A line that leaves its source from the side (a reader earlier in the flow) and would
     // cross a node on its way to the lane leaves from below instead, under what is beside the
