@@ -222,3 +222,22 @@ describe("partView (view/part.ts)", () => {
     expect(small.y).toBe(24); // from the top
   });
 });
+
+describe("placeWhole's margin", () => {
+  // Stable Diffusion's U with data in Present at 1024 px: at names 12 px high its layout is
+  // 1,017 px wide, its buses round the outside; within the margins it fits at no readable
+  // scale, to the canvas's edges it does, whole (view/camera.ts whole tries that second)
+  const marks: Box[] = [
+    [0, 0, 560, 700],
+    [626, 0, 560, 700],
+  ];
+  const [sw, sh] = [1186, 748];
+  const least = 1017 / 1186;
+  it("kept round the core unless told less; with none, all of it on the canvas at the least scale", () => {
+    const room = { w: 1024, h: 708, overlays: [] };
+    expect(placeWhole(marks, sw, sh, room, 1.5, least)).toBeNull();
+    const p = placeWhole(marks, sw, sh, { ...room, margin: 0 }, 1.5, least)!;
+    expect(p.t.k).toBeGreaterThanOrEqual(least - 1e-9);
+    expect(inside(onScreen(p.t, [0, 0, sw, sh]), 1024, 708)).toBe(true);
+  });
+});
