@@ -77,11 +77,11 @@ export function runHeader(calls: readonly WireCall[], run: Run): { label: string
   return { label, type: `${runType(run)} × ${run.count}` };
 }
 
-/** A stack's header label: "GPT2Block × 12"; with the module its run is in where another
- * stack says the same, where their paths part (T5's two columns: "T5Block × 4 · encoder", "…
- * · decoder"; Swin-T's first and last stages: "SwinLayer × 2 · layers.0", "… · layers.3"), else with
- * the indexed block it is in where no box names that (names.ts contextOf: Hugging Face's
- * ResNet, "ResNetBottleNeckLayer × 3 · stages.1"). */
+/** A stack's header label: "GPT2Block × 12"; where another stack says the same, with where
+ * their paths part (T5's two columns: "T5Block × 4 · encoder", "… · decoder"; Swin-T's first
+ * and last stages: "SwinLayer × 2 · layers.0", "… · layers.3"), else with the indexed block it
+ * is in where no box names that (contextOf: Hugging Face's ResNet, "ResNetBottleNeckLayer × 3
+ * · stages.1"). */
 export function stackLabel(run: Run, view: ViewGraph): string {
   const label = (r: Run) => `${r.period > 1 ? `(${r.type})` : r.type} × ${r.count}`;
   const twins = view.stacks.filter((st) => st.run !== run && label(st.run) === label(run)).map((st) => st.run.prefix);
