@@ -393,3 +393,46 @@ def test_cross_attention_opened_to_its_projections_keeps_the_two_columns(
     assert max(b[2] for b in encoder) < min(b[0] for b in decoder), "the columns overlap"
     context.close()
     assert errors == []
+
+
+def _vision_encoder_decoder():
+    """transformers' VisionEncoderDecoderModel from its configs: ViT (3 layers of width 64 on
+    a 32 x 32 image) and GPT-2 (3 layers, ``add_cross_attention``) reading its output."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    encoder = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=64,
+                                     num_hidden_layers=3, num_attention_heads=4,
+                                     intermediate_size=128)  # fmt: skip
+    decoder = transformers.GPT2Config(vocab_size=100, n_embd=64, n_layer=3, n_head=4,
+                                      add_cross_attention=True, is_decoder=True)  # fmt: skip
+    config = transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    torch.manual_seed(0)
+    model = transformers.VisionEncoderDecoderModel(config).eval()
+    return model, {"pixel_values": torch.randn(1, 3, 32, 32),
+                   "decoder_input_ids": torch.randint(0, 100, (1, 5))}  # fmt: skip
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (1024, 768)])
+def test_an_image_encoder_s_output_rises_to_the_decoder_s_cross_attention_labelled(
+    browser, tmp_path, width, height
+):
+    """VisionEncoderDecoderModel: ViT's final layernorm, at the bottom of the left column,
+    feeds GPT-2's cross-attention (GPT2Block: `crossattention(ln_cross_attn(h),
+    encoder_hidden_states)`) higher up the right one. The line rises through the gap between
+    the columns, labelled on the canvas, behind no node (it left the layernorm's far side for
+    the canvas's edge, its label off the canvas, its tap along the layernorm's top)."""
+    model, inputs = _vision_encoder_decoder()
+    path = tmp_path / "ved.html"
+    nfw.NeuralFlowWidget(model, inputs).to_html(path)
+    context, page, errors = open_offline(browser, path, width, height)
+    page.wait_for_selector(".nfw-bus-label", timeout=15_000)
+    seen = page.evaluate(SEEN)
+    labels = page.evaluate(LABELS)
+    shoot(page, f"encdec_ved_{width}x{height}")
+    check_view(page.evaluate(COVERED), "first", whole=True)
+    _check(seen, "encoder.layernorm", ("decoder.transformer.h.0", "h.0.crossattention"))
+    assert [t for t, _, _ in labels] == ["cross-attention"], labels
+    assert all(inside and px >= 9 for _, px, inside in labels), labels
+    context.close()
+    assert errors == []
