@@ -281,6 +281,7 @@ def _build(request: Request, ran: Ran, capture: Capture | None, mode: Topology) 
             tuple(r.arguments for r in records),
             tuple(r.state for r in records),
             tuple(tracer.named.items()),
+            tuple(tracer.leads),
         )
         if not tracer.paused:  # (a paused tracer saw no reads after it stopped)
             unfinished = {i for i, r in enumerate(records) if r.error is not None or not r.done}

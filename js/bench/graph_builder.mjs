@@ -121,6 +121,7 @@ export class GraphBuilder {
       output_ops: this.outputOps,
       joins,
       operands: [],
+      leads: [],
       selected: this.calls.map((c, i) => (c.depth === 1 ? i : -1)).filter((i) => i >= 0),
       initial,
       attention,

@@ -141,6 +141,12 @@ export function decodeGraph(raw: unknown, comparison: unknown = null, more: Expe
       fail(`graph.operands[${i}]`, `expected [op id, parameter name] with an op id in 0..${nOps - 1}`);
     }
   }
+  const joinOps = new Set(m.joins.map((j) => j[0]));
+  for (const [i, o] of m.leads.entries()) {
+    if (!isOp(o) || !joinOps.has(o)) {
+      fail(`graph.leads[${i}]`, `expected the op id of a join in 0..${nOps - 1}`);
+    }
+  }
   if (m.stats.length !== nCalls) fail("graph.stats", `expected one entry per call (${nCalls})`);
   for (const c of m.initial ?? []) callIndex(c, "graph.initial");
   for (const c of m.selected) callIndex(c, "graph.selected");

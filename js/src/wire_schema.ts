@@ -3,7 +3,7 @@
 // this one (tests/test_wire_schema.py fails when this file is stale).
 
 /** The version of the wire format (wire/schema.py's SCHEMA). */
-export const SCHEMA = 7;
+export const SCHEMA = 8;
 
 /** One module call of the traced run; its index in `calls` is its "call index". */
 export interface WireCall {
@@ -74,6 +74,7 @@ export interface GraphMessage {
   output_ops: [string, number[]][]; // which ops produced each model output: [output node id, op ids]
   joins: [number, string][]; // ops where data of two or more ops meets, and what they do: add, sub, mul, div, cat, stack, matmul, attention (a softmax's weights times the values, written out), or the torch function's name ("where", "scaled_dot_product_attention")
   operands: [number, string][]; // ops of no parents that read a parameter or buffer of the model, and its qualified name, where an add or a concatenation of the drawn data reads them (ViT's "embeddings.position_embeddings", its "embeddings.cls_token")
+  leads: number[]; // join ops that work element by element and continue one operand, broadcasting the others to its shape (an adaptive norm's norm(x) * (1 + scale) + shift, a gate): that operand's ops are their first parents, the trunk's lead as a matrix product's first operand is
   selected: number[]; // call indices of the stages trace() selected
   initial: number[] | null; // stages the first view shows (the user chose them with stages=); null: the view picks a readable depth
   attention: number[]; // call indices that recorded attention maps
@@ -151,6 +152,7 @@ export const FIELDS = {
     output_ops: "list",
     joins: "list",
     operands: "list",
+    leads: "int[]",
     selected: "int[]",
     initial: "int[]|null",
     attention: "int[]",

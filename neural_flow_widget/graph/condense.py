@@ -63,6 +63,7 @@ def condense(graph: OpGraph) -> OpGraph:
         operands=_operands(graph, new_id, kept_parents),
         call_arguments=graph.call_arguments,  # (per call input, which condense keeps)
         call_states=graph.call_states,
+        leads=tuple(new_id[op] for op in graph.leads if new_id[op] >= 0),
     )
 
 

@@ -26,6 +26,11 @@ The walk, for a selection S of call indices:
    sources behind its first operand are candidates (when any is). So an attention's output
    projection continues its queries, and the keys and values (an encoder's output, however
    deep) merge; without this a decoder's cross-attention would continue the encoder.
+   An elementwise join that broadcasts its other operands to one operand's shape
+   (``OpGraph.leads``: an adaptive norm's ``norm(x) * (1 + scale) + shift``, a gate
+   ``x * sigmoid(s)``, a UNet block's ``h + temb[:, :, None, None]``) leads the trunk the
+   same way: the modulated data continues, the conditioning merges, however deep its
+   chain (a DiT's first block, whose timestep embedding is deeper than its patches).
    So a UNet block's image path (``hidden_states``) is its trunk and the timestep embedding
    merges into it; a decoder, and each of its layers, continues its own stream and the
    encoder's output merges; a DenseNet layer given ``[x0, f1, ..., fk]`` continues ``fk``; a
@@ -100,6 +105,7 @@ def stage_edges(
     own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
     parents = graph.parents
     lead_of = {op: parents[op][0] for op, kind in graph.joins if kind in LEADING and parents[op]}
+    lead_of.update((op, parents[op][0]) for op in graph.leads if parents[op])
 
     readers: dict[int, list[int]] = {}  # op -> the selected stages that take it as input
     for s in chosen:

@@ -82,6 +82,11 @@ class OpGraph:
     #: ops of no parents that read a parameter or buffer of the model, by its qualified name,
     #: where a join adds or concatenates them (ViT's ``+ position_embeddings``, its ``cls_token``)
     operands: tuple[tuple[int, str], ...] = ()
+    #: elementwise joins (of ``joins``) that continue one operand, broadcasting the others
+    #: to its shape (``norm(x) * (1 + scale) + shift``, a gate ``x * sigmoid(s)``): that
+    #: operand's ops come first among their parents, and lead the trunk as a matrix
+    #: product's first operand does (:mod:`.edges` step 4)
+    leads: tuple[int, ...] = ()
 
     def arguments(self, call: int) -> tuple[int, ...]:
         """Per op of ``call_inputs[call]``: the argument it came in (see ``call_arguments``)."""

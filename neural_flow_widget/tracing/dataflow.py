@@ -27,7 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..graph.records import NAMED_JOINS
-from .joins import BIAS_FIRST, SOFTMAX, join_kind
+from .joins import BIAS_FIRST, ELEMENTWISE, SOFTMAX, broadcast_lead, join_kind
 from .op_kinds import FRESH, IGNORE, INPLACE, NORMAL, VALUE, op_kind
 from .protocols import OpObserver
 from .pytree import among
@@ -117,7 +117,7 @@ class DataflowTracer(TorchFunctionMode):
         self.stack = stack
         self.names = names or {}
         self.named: dict[int, str] = {}
-        self._named_joins: dict[Any, bool] = {}  # func -> whether it is a NAMED_JOINS kind
+        self._join_kinds: dict[Any, str] = {}  # func -> its join_kind
         self.table = TagTable()
         self.owners: list[int] = []
         self.parents: list[tuple[int, ...]] = []
@@ -133,6 +133,7 @@ class DataflowTracer(TorchFunctionMode):
         self.before_write: Callable[[], None] | None = None
         self._kinds: dict[Any, int] = {}
         self.joins: dict[int, Any] = {}  # op -> the torch function of an op with 2+ parents
+        self.leads: list[int] = []  # the elementwise joins that continue a broadcast's target
         self.softmaxes: set[int] = set()  # the softmax ops of one parent
 
     def observe_with(self, observer: OpObserver) -> None:
@@ -216,12 +217,21 @@ class DataflowTracer(TorchFunctionMode):
             parents = tags[0][2]
         else:
             parents = tuple(dict.fromkeys(op for t in tags for op in t[2]))
-        named = self._named_joins.get(func)
-        if named is None:
-            named = self._named_joins[func] = join_kind(func) in NAMED_JOINS
-        if named and self.names and parents:  # ``x + self.position_embeddings``
+        joined = self._join_kinds.get(func)
+        if joined is None:
+            joined = self._join_kinds[func] = join_kind(func)
+        if joined in NAMED_JOINS and self.names and parents:  # ``x + self.position_embeddings``
             parents += self._operands(ins, call)
+        lead = None
+        if len(parents) > 1 and joined in ELEMENTWISE and isinstance(out, Tensor):
+            lead = broadcast_lead(ins, out)  # ``norm(x) * (1 + scale) + shift``: x leads
+            if lead is not None:  # (its ops first: the trunk's lead, graph/edges.py step 4)
+                first = [op for t in self._tags([lead]) for op in t[2]]
+                parents = tuple(dict.fromkeys((*first, *parents))) if first else parents
+                lead = lead if first else None
         ops = (self.new_op(call, parents),)
+        if lead is not None:
+            self.leads.append(ops[0])
         if not parents and self.names:  # ``self.cls_token.expand(n, -1, -1)``
             name = next((self.names[id(a)] for a in ins if id(a) in self.names), None)
             if name is not None:

@@ -27,6 +27,28 @@ JOINS = {
 }
 
 
+#: joins that work element by element, broadcasting an operand of fewer elements
+ELEMENTWISE = frozenset(("add", "sub", "mul", "div"))
+
+
+def broadcast_lead(ins: Sequence[torch.Tensor], out: torch.Tensor) -> torch.Tensor | None:
+    """Of an elementwise join's operands, the one its output continues: the only one of the
+    output's shape where every other has fewer elements and is broadcast to it (``norm(x) *
+    (1 + scale[:, None]) + shift[:, None]``, a gate ``x * torch.sigmoid(s)``, a UNet block's
+    ``h + temb[:, :, None, None]``), else None (operands of one shape: a residual's add).
+
+    >>> import torch
+    >>> x, s = torch.ones(2, 3, 4), torch.ones(2, 1, 4)
+    >>> broadcast_lead([s, x], x * s) is x, broadcast_lead([x, x + 1], x + x)
+    (True, None)
+    """
+    full = [a for a in ins if a.shape == out.shape]
+    if len(full) != 1:
+        return None
+    numel = out.numel()
+    return full[0] if all(a is full[0] or a.numel() < numel for a in ins) else None
+
+
 #: products given their bias first (``torch.baddbmm(bias, q, k)``, as BLOOM adds its ALiBi):
 #: the tracer records their product's operands first, so that a product's first parent is
 #: its first factor (the trunk's lead, :data:`neural_flow_widget.graph.edges.LEADING`)

@@ -70,6 +70,7 @@ def encode_graph(flow: Flow, vocab: Callable[[list[int]], list[str]] | None = No
         "output_ops": [(name, list(ops)) for name, ops in graph.output_ops],
         "joins": [(op, kind) for op, kind in graph.joins],
         "operands": [(op, name) for op, name in graph.operands],
+        "leads": list(graph.leads),
         "selected": list(flow.selected),
         "initial": list(flow.selected) if flow.explicit else None,
         "attention": sorted(i for i in (capture.maps if capture else {}) if i >= 0),

@@ -18,7 +18,7 @@ from typing import Literal, TypedDict
 
 #: the version of the wire format: bumped with any change to a field (the front end refuses a
 #: message of another version with a message that says to rebuild the bundle)
-SCHEMA = 7
+SCHEMA = 8
 
 Topology = Literal["dataflow", "fx", "sequential"]
 
@@ -137,6 +137,13 @@ class Graph(TypedDict):
         "ops of no parents that read a parameter or buffer of the model, and its qualified "
         "name, where an add or a concatenation of the drawn data reads them (ViT's "
         '"embeddings.position_embeddings", its "embeddings.cls_token")',
+    ]
+    leads: A[
+        list[int],
+        "join ops that work element by element and continue one operand, broadcasting the "
+        "others to its shape (an adaptive norm's norm(x) * (1 + scale) + shift, a gate): that "
+        "operand's ops are their first parents, the trunk's lead as a matrix product's first "
+        "operand is",
     ]
     selected: A[list[int], "call indices of the stages trace() selected"]
     initial: A[

@@ -15,7 +15,8 @@
  *      at(calls, s).args; an output's ops: one argument each): the state it continues
  *      (at(calls, s).state), else the first argument that has a source (a model input counts;
  *      one argument: all sources); where the walk went through a leading product (a join of
- *      a kind in LEADING: its output continues its first operand, an attention its queries),
+ *      a kind in LEADING: its output continues its first operand, an attention its queries;
+ *      or one of graph.leads, an elementwise join broadcasting to its first operand's shape),
  *      only the trunk's sources behind the first operands (a relay counts whole), when any;
  *      of those the one with most ancestors, then the earliest canonical. path(n) =
  *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
@@ -48,7 +49,7 @@ const LEADING = new Set([
 export interface TopologyIndex {
   graph: WireGraph;
   inputOfOp: Map<number, string>; // op id -> model input id
-  leadOf: Map<number, number>; // a leading product's op -> its first parent
+  leadOf: Map<number, number>; // a leading product's (or broadcast join's) op -> its first parent
 }
 
 export function topologyIndex(graph: WireGraph): TopologyIndex {
@@ -58,6 +59,10 @@ export function topologyIndex(graph: WireGraph): TopologyIndex {
   for (const [op, kind] of graph.joins) {
     const first = graph.ops[op]?.[1][0]; // (checked on the wire; a test's graph may drop ops)
     if (LEADING.has(kind) && first !== undefined) leadOf.set(op, first);
+  }
+  for (const op of graph.leads) {
+    const first = graph.ops[op]?.[1][0]; // an elementwise join's full-shaped operand
+    if (first !== undefined) leadOf.set(op, first);
   }
   return { graph, inputOfOp, leadOf };
 }
