@@ -40,6 +40,10 @@ The walk, for a selection S of call indices:
    feature into its decoder, a DenseNet's earlier layers); any other source is a ``merge``:
    conditioning (a timestep or text embedding, an attention mask, an encoder's output into
    a decoder's cross-attention, a second modality), even when it entered the trunk earlier.
+   So is a source reached directly only through a broadcast join's other operands (walked
+   after the rest of the direct part, before the relays of step 5): what modulates the
+   data, though it comes from a stage on the path (a folded adaptive norm returns its
+   output and the scale, shift and gate of the sublayers after it).
 5. Relayed streams: a *relay* is an op the walk goes through that another selected stage also
    takes as input and that carries data of two or more sources (a join, or an op after
    one): a residual stream in a pre-norm transformer, read by every block's first norm. A
@@ -105,7 +109,8 @@ def stage_edges(
     own = [owner[call] if call >= 0 else -1 for call in graph.owners]  # op -> selected owner
     parents = graph.parents
     lead_of = {op: parents[op][0] for op, kind in graph.joins if kind in LEADING and parents[op]}
-    lead_of.update((op, parents[op][0]) for op in graph.leads if parents[op])
+    broadcast = {op for op in graph.leads if parents[op]}  # (modulations: step 4)
+    lead_of.update((op, parents[op][0]) for op in broadcast)
 
     readers: dict[int, list[int]] = {}  # op -> the selected stages that take it as input
     for s in chosen:
@@ -154,20 +159,24 @@ def stage_edges(
 
     def walk(
         start: Sequence[int], groups: Sequence[Sequence[int]], skip: set[int], key: frozenset[int]
-    ) -> tuple[set[str], list[frozenset[str]], set[str], set[str]]:
+    ) -> tuple[set[str], list[frozenset[str]], set[str], set[str], set[str]]:
         """Sources reached from ``start`` (owners in ``skip`` are walked through); what each
         argument (``groups`` of start ops, in trunk order) reaches, when there are several
         and more than one source (step 4); the sources reached only through a relay: a
         walked-through op that another selected stage also takes as input and that carries
-        data of two or more sources (step 5); and, where the walk went through a leading
-        product, the trunk's sources behind its first operands (step 4; else empty)."""
-        found: set[str] = set()
+        data of two or more sources (step 5); where the walk went through a leading
+        product, the trunk's sources behind its first operands (step 4; else empty); and
+        the sources reached directly only through what a broadcast join modulates its data
+        with (step 4: walked after the rest of the direct part)."""
         seen: set[int] = set()
         starts = set(start)
-        relays: list[int] = []
         led = False  # whether a leading product was walked through
-        for first in start:
-            todo = [first]
+
+        def visit(todo: list[int], found: set[str], later: list[int] | None) -> list[int]:
+            """Walk from ``todo`` into ``found``; the relays met, to cross later. With
+            ``later``, a broadcast join's other operands wait there."""
+            nonlocal led
+            relays: list[int] = []
             while todo:
                 op = todo.pop()
                 if op in seen:
@@ -183,7 +192,20 @@ def stage_edges(
                         found |= behind
                     continue
                 led = led or op in lead_of
-                todo.extend(parents[op])
+                if later is not None and op in broadcast:
+                    todo.append(parents[op][0])
+                    later.extend(parents[op][1:])
+                else:
+                    todo.extend(parents[op])
+            return relays
+
+        found: set[str] = set()
+        waiting: list[int] = []
+        relays = [op for first in start for op in visit([first], found, waiting)]
+        modulating: set[str] = set()
+        relays += visit(waiting, modulating, None)
+        modulating -= found  # (reached as the data too)
+        found |= modulating
         direct = set(found)  # then on through the relays
         for op in relays:
             found |= reach(op, skip, key)
@@ -196,7 +218,7 @@ def stage_edges(
         if led and len(found) > 1:
             trunk = next((g for g, hit in zip(groups, by_argument) if hit), start)
             lead = leading(trunk, starts, skip, key)
-        return found, by_argument, found - direct, lead
+        return found, by_argument, found - direct, lead, modulating
 
     def leading(
         trunk: Sequence[int], starts: set[int], skip: set[int], key: frozenset[int]
@@ -223,25 +245,26 @@ def stage_edges(
     arguments: dict[str, list[frozenset[str]]] = {}
     relayed: dict[str, set[str]] = {}
     leads: dict[str, set[str]] = {}
+    modulating: dict[str, set[str]] = {}
     for s in sorted(chosen):
         skip = _ancestor_set(graph.call_parents, s)
         key = frozenset(skip & chosen)  # (the selected ancestors)
         skip.add(s)
         node = node_ids[s]
         start = graph.call_inputs[s]
-        sources[node], arguments[node], relayed[node], leads[node] = walk(
+        sources[node], arguments[node], relayed[node], leads[node], modulating[node] = walk(
             start, argument_groups(graph, s), skip, key
         )
     outputs_of = dict(graph.output_ops)
     for name in outputs:
         start = outputs_of.get(name, ())
-        sources[name], arguments[name], relayed[name], leads[name] = walk(
+        sources[name], arguments[name], relayed[name], leads[name], modulating[name] = walk(
             start, [(op,) for op in start], set(), frozenset()
         )
     order = [*inputs, *(node_ids[s] for s in sorted(chosen)), *outputs]
     stages = set(node_ids.values())
     first = inputs[0] if inputs else None
-    return _classify(order, sources, arguments, relayed, leads, stages, first)
+    return _classify(order, sources, arguments, relayed, leads, modulating, stages, first)
 
 
 def argument_groups(graph: OpGraph, call: int) -> list[tuple[int, ...]]:
@@ -280,6 +303,7 @@ def _classify(
     arguments: dict[str, list[frozenset[str]]],
     relayed: dict[str, set[str]],
     leads: dict[str, set[str]],
+    modulating: dict[str, set[str]],
     stages: set[str],
     previous: str | None,
 ) -> tuple[Edge, ...]:
@@ -323,6 +347,7 @@ def _classify(
             for src in ordered:
                 if src != primary:
                     covered |= ancestors[src]
+            mod = modulating.get(node, set())
             stale = {
                 src for src in relayed.get(node, ()) if src != primary and covered >> rank[src] & 1
             }
@@ -330,7 +355,9 @@ def _classify(
                 if src in stale:
                     continue
                 kind: EdgeKind = (
-                    "flow" if src == primary else ("skip" if below >> rank[src] & 1 else "merge")
+                    "flow"
+                    if src == primary
+                    else ("skip" if below >> rank[src] & 1 and src not in mod else "merge")
                 )
                 edges.append(Edge(src, node, kind))
         elif node in stages and previous is not None:

@@ -165,3 +165,64 @@ def test_diffusers_unet_resnet_continues_its_image_and_the_timestep_merges():
         (f"{block}.time_emb_proj", "merge"),
     ]
     assert ("conv_in", "down_blocks.0.attentions.0", "skip") in got
+
+
+class AdaNorm(nn.Module):
+    """An adaptive norm as DiT's ``AdaLayerNormZero``: it returns the modulated data and the
+    gate of the sublayer after it."""
+
+    def __init__(self, width: int = 8) -> None:
+        super().__init__()
+        self.mod = nn.Linear(width, 3 * width)
+        self.norm = nn.LayerNorm(width, elementwise_affine=False)
+
+    def forward(self, h, c):
+        shift, scale, gate = self.mod(c).chunk(3, dim=1)
+        return self.norm(h) * (1 + scale[:, None]) + shift[:, None], gate
+
+
+class FoldedAdaLN(AdaLN):
+    """:class:`AdaLN` with its norm and modulation one module, as a first view folds it."""
+
+    def __init__(self, width: int = 8) -> None:
+        super().__init__(width)
+        self.ada = AdaNorm(width)
+
+    def forward(self, x, t):
+        h = self.patch(x).flatten(2).transpose(1, 2)
+        y, gate = self.ada(h, self.cond(t))
+        return self.head(h + gate[:, None] * self.proj(y))
+
+
+def test_the_gate_a_folded_adaptive_norm_returns_merges_though_the_norm_is_on_the_path():
+    """``head`` reads ``h + gate * proj(y)``: ``proj`` flow, ``patch`` (on its path) skip.
+    ``ada`` is on the path too (proj <- ada), but ``head`` reaches it only through the gate,
+    what the product broadcasts onto ``proj``'s output: conditioning -> merge, not a skip."""
+    got = edges(FoldedAdaLN().eval(), torch.randn(2, 3, 8, 8), torch.randn(2, 1), stages=1)
+    assert into(got, "proj") == [("ada", "flow")]
+    assert into(got, "ada") == [("cond", "merge"), ("patch", "flow")]
+    assert into(got, "head") == [("ada", "merge"), ("patch", "skip"), ("proj", "flow")]
+
+
+def test_diffusers_dit_folded_norms_send_their_scales_and_gates_as_merges():
+    """DiT with each ``AdaLayerNormZero`` one stage. ``BasicTransformerBlock.forward``:
+    ``norm_hidden_states, gate_msa, shift_mlp, scale_mlp, gate_mlp = norm1(...)``; ``x =
+    gate_msa * attn1(...) + x``; ``ff(norm3(x) * (1 + scale_mlp) + shift_mlp)``; ``x =
+    gate_mlp * ff_output + x``. So ``norm1`` flows into ``attn1`` and merges into ``norm3``
+    (its gate), into ``ff`` (scale and shift) and into the next block's ``norm1`` (gate_mlp);
+    the attention's output reaches the next block as the residual, a skip."""
+    model, inputs = fixture_models.dit()
+    stages = ["pos_embed", "norm_out", "proj_out_1", "proj_out_2"]
+    stages += [f"transformer_blocks.*.{name}" for name in ("norm1", "attn1", "norm3", "ff")]
+    got = edges(model, **inputs, stages=stages)
+    first, second = "transformer_blocks.0", "transformer_blocks.1"
+    assert into(got, f"{first}.attn1") == [(f"{first}.norm1", "flow")]
+    assert into(got, f"{first}.norm3") == [
+        ("pos_embed", "skip"),
+        (f"{first}.attn1", "flow"),
+        (f"{first}.norm1", "merge"),
+    ]
+    assert into(got, f"{first}.ff") == [(f"{first}.norm1", "merge"), (f"{first}.norm3", "flow")]
+    assert (f"{first}.norm1", f"{second}.norm1", "merge") in got
+    assert (f"{first}.attn1", f"{second}.norm1", "skip") in got
+    assert not any(kind == "skip" and src.endswith("norm1") for src, _, kind in got)

@@ -20,7 +20,9 @@
  *      only the trunk's sources behind the first operands (a relay counts whole), when any;
  *      of those the one with most ancestors, then the earliest canonical. path(n) =
  *      {n} + path(primary(n)) (the chain of flow edges behind n). Another source inside
- *      path(primary) -> "skip"; else -> "merge".
+ *      path(primary) -> "skip", unless found directly only through a broadcast join's
+ *      operands after its first (walked after the rest of the direct part: what modulates
+ *      the data); else -> "merge".
  *   5b. A relay is an op the walk goes through that another selected stage (not s, not an
  *      ancestor of s; any stage for an output) takes as input and that carries data of two
  *      or more sources (an op carrying one source's data is walked through as direct). The
@@ -50,6 +52,7 @@ export interface TopologyIndex {
   graph: WireGraph;
   inputOfOp: Map<number, string>; // op id -> model input id
   leadOf: Map<number, number>; // a leading product's (or broadcast join's) op -> its first parent
+  broadcast: Set<number>; // the broadcast joins (graph.leads) among them
 }
 
 export function topologyIndex(graph: WireGraph): TopologyIndex {
@@ -60,11 +63,14 @@ export function topologyIndex(graph: WireGraph): TopologyIndex {
     const first = graph.ops[op]?.[1][0]; // (checked on the wire; a test's graph may drop ops)
     if (LEADING.has(kind) && first !== undefined) leadOf.set(op, first);
   }
+  const broadcast = new Set<number>();
   for (const op of graph.leads) {
     const first = graph.ops[op]?.[1][0]; // an elementwise join's full-shaped operand
-    if (first !== undefined) leadOf.set(op, first);
+    if (first === undefined) continue;
+    leadOf.set(op, first);
+    broadcast.add(op);
   }
-  return { graph, inputOfOp, leadOf };
+  return { graph, inputOfOp, leadOf, broadcast };
 }
 
 function isCallAncestor(graph: WireGraph, a: number, s: number): boolean {
@@ -88,7 +94,7 @@ function popcount(words: Uint32Array, from: number, n: number): number {
  * `selection` holds call indices; node ids are at(calls, s).id and the input / output names.
  */
 export function stageEdges(index: TopologyIndex, selection: Iterable<number>): WireEdge[] {
-  const { graph, inputOfOp, leadOf } = index;
+  const { graph, inputOfOp, leadOf, broadcast } = index;
   const { calls, ops } = graph;
   const stages = [...new Set(selection)].sort((a, b) => a - b);
   const inS = new Uint8Array(calls.length);
@@ -188,6 +194,7 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
   const relayed: Set<number>[] = [];
   const byArgument: Set<number>[][] = []; // per node: what each argument reaches (step 5)
   const leads: Set<number>[] = []; // per node: the trunk's sources behind leading products (5)
+  const modulating: Set<number>[] = []; // per node: sources reached directly only as modulation (5)
   // the sources behind `trunk`, through the first operand only of each leading product
   const leading = (trunk: number[], starts: Set<number>, stage: number): Set<number> => {
     walk++;
@@ -207,8 +214,9 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     let stack: number[] = [];
     const held: number[] = [];
     let led = false; // whether the direct part went through a leading product
-    // from the ops on the stack, into `found`; relays held back unless `crossRelays`
-    const visit = (found: Set<number>, crossRelays: boolean, starts: Set<number>) => {
+    // from the ops on the stack, into `found`; relays held back unless `crossRelays`; with
+    // `later`, a broadcast join's operands after its first wait there
+    const visit = (found: Set<number>, crossRelays: boolean, starts: Set<number>, later?: number[]) => {
       while (stack.length) {
         const o = stack.pop()!;
         if (source(o, stage, found)) continue;
@@ -220,7 +228,10 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
           continue;
         }
         if (!crossRelays && leadOf.has(o)) led = true;
-        for (const p of at(ops, o)[1]) {
+        const parents = at(ops, o)[1];
+        const now = later && broadcast.has(o) ? parents.slice(0, 1) : parents;
+        if (now !== parents) later!.push(...parents.slice(1));
+        for (const p of now) {
           if (stamp[p] === walk) continue;
           stamp[p] = walk;
           stack.push(p);
@@ -231,12 +242,24 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
     walk++;
     const found = new Set<number>();
     const starts = new Set(start);
+    const later: number[] = [];
     for (const o of start) {
       if (stamp[o] === walk) continue;
       stamp[o] = walk;
       stack = [o];
-      visit(found, false, starts);
+      visit(found, false, starts, later);
     }
+    // then what broadcast joins modulate the data with: sources found only there merge
+    const mod = new Set<number>();
+    for (const o of later) {
+      if (stamp[o] === walk) continue;
+      stamp[o] = walk;
+      stack.push(o);
+    }
+    visit(mod, false, starts);
+    for (const m of found) mod.delete(m);
+    for (const m of mod) found.add(m);
+    modulating[node] = mod;
     const direct = new Set(found);
     if (held.length) {
       stack = held;
@@ -331,7 +354,8 @@ export function stageEdges(index: TopologyIndex, selection: Iterable<number>): W
       for (const m of src) {
         // an older contributor of a relayed stream: shown where the relay was read
         if (m !== primary && relayed[n]!.has(m) && covered[m >>> 5]! & (1 << (m & 31))) continue;
-        const kind: EdgeKind = m === primary ? "flow" : path[prow + (m >>> 5)]! & (1 << (m & 31)) ? "skip" : "merge";
+        const onPath = path[prow + (m >>> 5)]! & (1 << (m & 31)) && !modulating[n]!.has(m);
+        const kind: EdgeKind = m === primary ? "flow" : onPath ? "skip" : "merge";
         edge(m, n, kind);
       }
     }
