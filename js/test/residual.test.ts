@@ -169,6 +169,24 @@ describe("the marks on the drawing", () => {
     expect(residualInside(t, t.byId.get("conv1")!)).toBeNull();
   });
 
+  it("a wrapper round one residual block says its shortcut (RegNet's stage of depth 1: `layers` round one layer)", () => {
+    // torchvision's ResNet with layer1.0 alone put inside `stage.layers` inside `stage`
+    const g = decodeGraph(golden.cases.find((c) => c.name === "torchvision_resnet")!.graph);
+    const block = g.calls.findIndex((c) => c.id === "layer1.0");
+    const wrap = (id: string, parent: number) => ({ ...at(g.calls, block), id, module: id, parent });
+    const calls = [...g.calls, { ...wrap("stage", -1), type: "RegNetStage" }];
+    calls.push({ ...wrap("stage.layers", calls.length - 1), type: "Sequential" });
+    calls[block] = { ...at(g.calls, block), parent: calls.length - 1 };
+    const t = buildTree({ ...g, calls });
+    expect(residualInside(t, calls.length - 2)).toBe("projected");
+    expect(residualInside(t, calls.length - 1)).toBe("projected");
+    // round the block itself, no Sequential between (a U-Net's last down block round its one
+    // resnet, whose forward does more): nothing said
+    calls[block] = { ...at(g.calls, block), parent: calls.length - 2 };
+    calls.pop();
+    expect(residualInside(buildTree({ ...g, calls }), calls.length - 1)).toBeNull();
+  });
+
   it("an expanded bottleneck shows its real junction instead", () => {
     const t = tree("torchvision_resnet");
     const state = { ...initialState(t), expanded: new Set([...initialState(t).expanded, t.byId.get("layer1.0")!]) };

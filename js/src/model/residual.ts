@@ -276,8 +276,10 @@ export function residualOf(tree: CallTree, calls: readonly number[]): Shortcut |
   return kind;
 }
 
-/** What a stage drawn folded says of the residuals inside it: its own shortcut, else "mixed"
- * where it only chains residual blocks: a Sequential of two or more (torchvision ResNet's
+/** What a stage drawn folded says of the residuals inside it: its own shortcut; the shortcut
+ * of the one residual block a Sequential in it holds, alone but for leaves without weights
+ * (RegNet's stage of depth 1, `layers` round one RegNetYLayer; not a U-Net's down block round
+ * one resnet, whose forward does more); else "mixed" where it only chains residual blocks: a Sequential of two or more (torchvision ResNet's
  * layer1, "residual in each block"), or a wrapper round one, alone but for leaves without
  * weights (Hugging Face's ResNetStage and its `layers`; ConvNeXt's first stage, whose
  * `downsampling_layer` is an nn.Identity()); not a U-Net's down block, whose forward does
@@ -289,7 +291,12 @@ export function residualInside(tree: CallTree, call: number): Shortcut | "mixed"
   const held = (c: number) =>
     at(tree.children, c).filter((k) => at(calls, k).params > 0 || at(tree.children, k).length > 0);
   let c = call;
-  while (held(c).length === 1) c = at(held(c), 0);
+  while (held(c).length === 1) {
+    const k = at(held(c), 0); // (a Sequential of one block: RegNet's stage of depth 1)
+    const one = at(calls, c).type === "Sequential" ? residualOf(tree, [k]) : null;
+    if (one) return one;
+    c = k;
+  }
   const kids = at(tree.children, c);
   const chain = at(calls, c).type === "Sequential" && kids.length >= 2;
   return chain && residualOf(tree, kids) !== null ? "mixed" : null;
