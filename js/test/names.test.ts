@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { buildTree } from "../src/model/tree";
 import { buildView, type ViewState } from "../src/model/view_model";
 import { layoutRequest } from "../src/scene/scene";
-import { contextOf, lastPart, stackLabel, stageTitle } from "../src/scene/names";
+import { contextOf, lastPart, stackLabel, stageContext, stageTitle } from "../src/scene/names";
 import type { Run } from "../src/model/tree";
 import type { ViewGraph } from "../src/model/view_model";
 import { decodeGraph } from "../src/wire";
@@ -43,6 +43,21 @@ describe("a node's name", () => {
       return Number(/"w":([\d.]+)/.exec(leaf.slice(at))![1]);
     };
     expect(width(boxless)).toBeGreaterThan(width(boxed));
+  });
+
+  it("gives the whole path where the call ran outside its module's block (DiT's last layer calls block 0's norm1.emb)", () => {
+    // DiTTransformer2DModel.forward: `conditioning = self.transformer_blocks[0].norm1.emb(
+    // timestep, class_labels, ...)`, a second call of the module, from the model's own forward
+    const t = tree("dit");
+    const view = buildView(t, { expanded: new Set(), unfolded: new Set() });
+    const title = (id: string) => {
+      const c = t.graph.calls[t.byId.get(id)!]!;
+      return stageTitle(c, c.call, stageContext(view, c));
+    };
+    expect(title("transformer_blocks.0.norm1.emb#1")).toBe("transformer_blocks.0.norm1.emb #1");
+    expect(title("transformer_blocks.0.norm1.emb#0")).toBe("emb"); // (called by norm1)
+    expect(title("transformer_blocks.0.norm1.emb.time_proj#1")).toBe("time_proj #1"); // (by emb)
+    expect(title("pos_embed")).toBe("pos_embed");
   });
 });
 

@@ -64,6 +64,28 @@ export function contextOf(view: ViewGraph, module: string): string {
   return `${rest.slice(-shortParts(rest)).join(".")}.`;
 }
 
+const calledMemo = new WeakMap<readonly WireCall[], Set<string>>();
+
+/** What goes before a stage's short name on its node: its module's whole path where the call
+ * ran outside its module's nearest module that ran (DiT's forward calls block 0's
+ * `norm1.emb` again for its last layer: drawn beside the blocks, it reads
+ * "transformer_blocks.0.norm1.emb #1", not "emb #1", a module of no such name); else
+ * contextOf's. */
+export function stageContext(view: ViewGraph, c: WireCall): string {
+  const { calls } = view.tree.graph;
+  const ran = calledMemo.get(calls) ?? new Set(calls.map((k) => k.module));
+  calledMemo.set(calls, ran);
+  const parts = c.module.split(".");
+  const home = parts.slice(0, parts.length - shortParts(parts));
+  for (let n = home.length; n > 0; n--) {
+    const owner = home.slice(0, n).join(".");
+    if (!ran.has(owner)) continue;
+    const caller = c.parent >= 0 ? at(calls, c.parent).module : "";
+    return caller === owner || caller.startsWith(`${owner}.`) ? contextOf(view, c.module) : `${home.join(".")}.`;
+  }
+  return contextOf(view, c.module);
+}
+
 /** What a run repeats: "TransformerBlock", or "(Linear → ReLU)" for a pattern. */
 export function runType(run: Run): string {
   return run.period > 1 ? `(${run.type})` : run.type;

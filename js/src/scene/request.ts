@@ -23,7 +23,7 @@ import { crossKeysAndValues, trunkOf, type Trunk } from "../model/trunk";
 import type { Run } from "../model/tree";
 import { type Item, portName, type ViewGraph, type VisibleNode } from "../model/view_model";
 import { formatParams, formatShape } from "../model/format";
-import { contextOf, lastPart, runHeader, stackLabel, stageTitle } from "./names";
+import { contextOf, lastPart, runHeader, stackLabel, stageContext, stageTitle } from "./names";
 import type { EdgeKind, WireCall } from "../wire";
 
 export const ROOT = "root";
@@ -292,7 +292,7 @@ export function layoutRequest(
       if (it.kind === "stage") {
         const c = view.tree.graph.calls[it.call]!;
         const again = mostCalls(view.tree.graph.calls).get(c.module) ?? c.call;
-        const width = stageWidth(c, m, again, contextOf(view, c.module));
+        const width = stageWidth(c, m, again, stageContext(view, c));
         g.items.push(leaf(it.key, Math.max(least, width + side), NODE_H + extra));
       } else if (it.kind === "fold" && it.run.part) {
         const width = partWidth(partLines(view.tree, it.run), m);

@@ -15,7 +15,7 @@ import type { CallTree } from "../model/tree";
 import { nextMemberKey, portName, prevMemberKey, unfoldStackKey, type Item, type ViewGraph } from "../model/view_model";
 import { drawBuses } from "./bus";
 import { partLines } from "../model/parts";
-import { contextOf, runHeader, runType, stackLabel, stageTitle } from "./names";
+import { contextOf, runHeader, runType, stackLabel, stageContext, stageTitle } from "./names";
 import { clusterLabel, drawnOf, foldLine, groupModule, itemPath, projectEdge } from "./request";
 export type { Measure, TextKind } from "./request";
 import { spreadPorts } from "./routing";
@@ -132,7 +132,7 @@ export function buildScene(tree: CallTree, view: ViewGraph, lay: LayoutResult, d
         kind: "stage",
         call: n.call,
         box,
-        title: stageTitle(c, c.call, contextOf(view, c.module)),
+        title: stageTitle(c, c.call, stageContext(view, c)),
         path: c.module,
         type: c.type,
         shape: formatShape(c.shapes[0]),
