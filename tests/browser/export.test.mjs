@@ -213,6 +213,7 @@ function denseChain(n) {
     output_ops: [["output:0", [n]]],
     joins: [],
     operands: [],
+    leads: [],
     selected: calls.map((_, i) => i),
     initial: null,
     attention: [],
