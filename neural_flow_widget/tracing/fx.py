@@ -4,7 +4,9 @@ A custom Tracer keeps the selected stages (those with no selected descendant) as
 traces through everything else, remembering which module call each node was created in. The fx
 graph then becomes an ``OpGraph`` like the runtime one, so the same walk gives the edges: this
 is the notes' "producing-stage sets propagated through the other nodes". fx gives no
-activations; shapes and data still come from the observed run.
+activations; shapes and data still come from the observed run. fx knows no operand shapes,
+so its graph marks no broadcast joins (``OpGraph.leads``): where a model modulates its data
+(``norm(x) * (1 + scale) + shift``), its trunk is the deepest source, as before that rule.
 """
 
 from __future__ import annotations
