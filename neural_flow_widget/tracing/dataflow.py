@@ -133,7 +133,7 @@ class DataflowTracer(TorchFunctionMode):
         self.before_write: Callable[[], None] | None = None
         self._kinds: dict[Any, int] = {}
         self.joins: dict[int, Any] = {}  # op -> the torch function of an op with 2+ parents
-        self.leads: list[int] = []  # the elementwise joins that continue a broadcast's target
+        self.leads: list[int] = []  # joins that broadcast onto their first parent's operand
         self.softmaxes: set[int] = set()  # the softmax ops of one parent
 
     def observe_with(self, observer: OpObserver) -> None:
@@ -222,15 +222,14 @@ class DataflowTracer(TorchFunctionMode):
             joined = self._join_kinds[func] = join_kind(func)
         if joined in NAMED_JOINS and self.names and parents:  # ``x + self.position_embeddings``
             parents += self._operands(ins, call)
-        lead = None
+        first: list[int] = []  # a broadcast join's full-shaped operand's ops (OpGraph.leads)
         if len(parents) > 1 and joined in ELEMENTWISE and isinstance(out, Tensor):
-            lead = broadcast_lead(ins, out)  # ``norm(x) * (1 + scale) + shift``: x leads
-            if lead is not None:  # (its ops first: the trunk's lead, graph/edges.py step 4)
-                first = [op for t in self._tags([lead]) for op in t[2]]
-                parents = tuple(dict.fromkeys((*first, *parents))) if first else parents
-                lead = lead if first else None
+            full = broadcast_lead(ins, out)  # ``norm(x) * (1 + scale) + shift``: x leads
+            first = [op for t in self._tags([full]) for op in t[2]] if full is not None else []
+            if first:  # (its ops first: the trunk's lead, graph/edges.py step 4)
+                parents = tuple(dict.fromkeys((*first, *parents)))
         ops = (self.new_op(call, parents),)
-        if lead is not None:
+        if first:
             self.leads.append(ops[0])
         if not parents and self.names:  # ``self.cls_token.expand(n, -1, -1)``
             name = next((self.names[id(a)] for a in ins if id(a) in self.names), None)

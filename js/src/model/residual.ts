@@ -277,13 +277,12 @@ export function residualOf(tree: CallTree, calls: readonly number[]): Shortcut |
 }
 
 /** What a stage drawn folded says of the residuals inside it: its own shortcut; the shortcut
- * of the one residual block a Sequential in it holds, alone but for leaves without weights
- * (RegNet's stage of depth 1, `layers` round one RegNetYLayer; not a U-Net's down block round
- * one resnet, whose forward does more); else "mixed" where it only chains residual blocks: a Sequential of two or more (torchvision ResNet's
- * layer1, "residual in each block"), or a wrapper round one, alone but for leaves without
- * weights (Hugging Face's ResNetStage and its `layers`; ConvNeXt's first stage, whose
- * `downsampling_layer` is an nn.Identity()); not a U-Net's down block, whose forward does
- * more than chain them. */
+ * of the one residual block a Sequential in it holds (RegNet's stage of depth 1: `layers`
+ * round one RegNetYLayer); else "mixed" where it only chains residual blocks: a Sequential of
+ * two or more (torchvision ResNet's layer1, "residual in each block"), or a wrapper round one;
+ * each alone but for leaves without weights (Hugging Face's ResNetStage and its `layers`;
+ * ConvNeXt's first stage, whose `downsampling_layer` is an nn.Identity()). Not a U-Net's down
+ * block, whose forward does more than chain them, round one resnet or several. */
 export function residualInside(tree: CallTree, call: number): Shortcut | "mixed" | null {
   const own = residualOf(tree, [call]);
   if (own) return own;
