@@ -16,18 +16,19 @@ const boxes: Record<string, Box> = {
   "s:a": [600, 200, 200, 50],
   "s:b": [600, 320, 200, 50],
 };
-const tap = (dst: string): DrawnEdge => ({
-  src: "i:text",
+/** A merge edge into `dst` as drawn (`more`: what the wire edge says besides). */
+const tap = (src: string, dst: string, more: object = {}): DrawnEdge => ({
+  src,
   dst,
   kind: "merge",
-  edge: { src: "i:text", dst, kind: "merge" } as unknown as DrawnEdge["edge"],
+  edge: { src, dst, kind: "merge", ...more } as unknown as DrawnEdge["edge"],
 });
 
 describe("a bus down to its readers", () => {
   it("turns onto its lane under what its way across would cross", () => {
     const view = { byKey: new Map() } as unknown as ViewGraph;
     const { buses } = drawBuses(
-      new Map([["i:text", [tap("s:a"), tap("s:b")]]]),
+      new Map([["i:text", [tap("i:text", "s:a"), tap("i:text", "s:b")]]]),
       new Map(),
       view,
       (k) => boxes[k],
@@ -64,16 +65,10 @@ describe("a bus up to a reader earlier in the flow", () => {
     "k:gpt2": [677, 262, 289, 370],
     "s:cross": [691, 414, 210, 50],
   };
-  const edge = (dst: string): DrawnEdge => ({
-    src: "s:ln",
-    dst,
-    kind: "merge",
-    edge: { src: "s:ln", dst, kind: "merge", readers: 3 } as unknown as DrawnEdge["edge"],
-  });
   it("leaves the source towards the reader and taps it from the gap, not along the source", () => {
     const view = { byKey: new Map() } as unknown as ViewGraph;
     const { buses, taps } = drawBuses(
-      new Map([["s:ln", [edge("s:cross")]]]), // (one edge into the stack, its three layers' readers)
+      new Map([["s:ln", [tap("s:ln", "s:cross", { readers: 3 })]]]), // (one edge into the stack, its three layers' readers)
       new Map([["s:ln", "cross-attention"]]),
       view,
       (k) => ved[k],
